@@ -1,0 +1,248 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Handler processes one record. It returns nil on success, an error with an
+// Invalid() (reason, detail string) method when the record will never be
+// valid, and any other error when it may succeed later. It must honour ctx.
+type Handler func(ctx context.Context, msg events.SQSMessage) error
+
+// Rejection says why a record goes to the invalid channel.
+type Rejection struct {
+	Reason string // stable, machine-readable code, e.g. "invalid-tax-id"
+	Detail string // one human sentence
+}
+
+// InvalidChannel receives the records that will never be valid. Publish must
+// return an error unless the record is durably stored.
+type InvalidChannel interface {
+	Publish(ctx context.Context, msg events.SQSMessage, r Rejection) error
+}
+
+// Outcome is what happened to one record; it is logged with the key "outcome".
+type Outcome string
+
+// The outcomes of a record.
+const (
+	Succeeded  Outcome = "succeeded"   // the handler returned nil
+	Invalid    Outcome = "invalid"     // published to the invalid channel and acknowledged
+	Failed     Outcome = "failed"      // transient failure: delivered again by SQS
+	Panicked   Outcome = "panicked"    // the handler panicked: delivered again by SQS
+	NotStarted Outcome = "not-started" // too little time left in the invocation
+	Blocked    Outcome = "blocked"     // FIFO: an earlier record of its group failed
+)
+
+// Defaults of [Options].
+const (
+	DefaultConcurrency    = 10
+	DefaultDeadlineMargin = 2 * time.Second
+)
+
+// Options tune a [Processor]. The zero value is usable.
+type Options struct {
+	// Concurrency bounds the records (standard queues) or message groups
+	// (FIFO queues) processed at once. Default DefaultConcurrency.
+	Concurrency int
+	// DeadlineMargin: no record starts when the invocation has less than
+	// this left. Default DefaultDeadlineMargin.
+	DeadlineMargin time.Duration
+	// Logger receives one line per record. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Processor runs a [Handler] over SQS batches. It is safe for concurrent use.
+type Processor struct {
+	handle  Handler
+	invalid InvalidChannel
+	opts    Options
+}
+
+// New returns a Processor that sends invalid records to invalid.
+func New(h Handler, invalid InvalidChannel, opts Options) *Processor {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.DeadlineMargin <= 0 {
+		opts.DeadlineMargin = DefaultDeadlineMargin
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Processor{handle: h, invalid: invalid, opts: opts}
+}
+
+// Process handles every record of ev and returns the partial batch failures.
+// It never returns an error: a failure of one record is reported for that
+// record only. Its signature is the one lambda.Start expects for SQS.
+func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	outcomes := make([]Outcome, len(ev.Records))
+	units := p.units(ev.Records)
+	if len(units) == 1 || p.opts.Concurrency == 1 {
+		for _, u := range units {
+			p.runUnit(ctx, ev.Records, u, outcomes)
+		}
+	} else {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, p.opts.Concurrency)
+		for _, u := range units {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				p.runUnit(ctx, ev.Records, u, outcomes)
+			})
+		}
+		wg.Wait()
+	}
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for i, o := range outcomes {
+		if o != Succeeded && o != Invalid {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// units splits the records into the groups that must run in order: one
+// record each for standard queues, one message group each for FIFO queues.
+func (p *Processor) units(records []events.SQSMessage) [][]int {
+	var units [][]int
+	groups := map[string]int{}
+	for i, r := range records {
+		if !IsFIFO(r.EventSourceARN) {
+			units = append(units, []int{i})
+			continue
+		}
+		g := r.Attributes["MessageGroupId"]
+		u, ok := groups[g]
+		if !ok {
+			u = len(units)
+			groups[g] = u
+			units = append(units, nil)
+		}
+		units[u] = append(units[u], i)
+	}
+	return units
+}
+
+func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, unit []int, outcomes []Outcome) {
+	blocked := false
+	for _, i := range unit {
+		msg := records[i]
+		switch {
+		case blocked:
+			outcomes[i] = Blocked
+			p.log(ctx, msg, Blocked, nil, nil, slog.String("reason", "earlier record of the message group failed"))
+		case p.tooLate(ctx):
+			outcomes[i] = NotStarted
+			p.log(ctx, msg, NotStarted, nil, nil, slog.String("reason", "invocation deadline too close"))
+		default:
+			outcomes[i] = p.runRecord(ctx, msg)
+		}
+		if outcomes[i] != Succeeded && outcomes[i] != Invalid {
+			blocked = true
+		}
+	}
+}
+
+func (p *Processor) tooLate(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && deadline.Sub(p.opts.Now()) < p.opts.DeadlineMargin
+}
+
+func (p *Processor) runRecord(ctx context.Context, msg events.SQSMessage) Outcome {
+	notes := &annotations{}
+	rctx := context.WithValue(ctx, annotationsKey{}, notes)
+	start := p.opts.Now()
+	err, stack := p.call(rctx, msg)
+	elapsed := slog.Duration("elapsed", p.opts.Now().Sub(start))
+	switch {
+	case err == nil:
+		p.log(ctx, msg, Succeeded, notes, nil, elapsed)
+		return Succeeded
+	case stack != nil:
+		p.log(ctx, msg, Panicked, notes, err, elapsed, slog.String("stack", string(stack)))
+		return Panicked
+	}
+	var inv invalider
+	if !errors.As(err, &inv) {
+		p.log(ctx, msg, Failed, notes, err, elapsed)
+		return Failed
+	}
+	reason, detail := inv.Invalid()
+	rej := Rejection{Reason: reason, Detail: detail}
+	if perr := p.invalid.Publish(ctx, msg, rej); perr != nil {
+		p.log(ctx, msg, Failed, notes, fmt.Errorf("publish to the invalid channel: %w", perr), elapsed, slog.String("reason", reason))
+		return Failed
+	}
+	p.log(ctx, msg, Invalid, notes, nil, elapsed, slog.String("reason", reason), slog.String("detail", detail))
+	return Invalid
+}
+
+// call runs the handler and turns a panic into an error with its stack.
+func (p *Processor) call(ctx context.Context, msg events.SQSMessage) (err error, stack []byte) {
+	defer func() {
+		if v := recover(); v != nil {
+			err, stack = fmt.Errorf("panic: %v", v), debug.Stack()
+		}
+	}()
+	return p.handle(ctx, msg), nil
+}
+
+func (p *Processor) log(ctx context.Context, msg events.SQSMessage, o Outcome, notes *annotations, err error, extra ...slog.Attr) {
+	level := slog.LevelInfo
+	switch o {
+	case Failed, NotStarted, Blocked:
+		level = slog.LevelWarn
+	case Panicked:
+		level = slog.LevelError
+	}
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = append(attrs, slog.String("messageId", msg.MessageId), slog.String("outcome", string(o)))
+	if notes != nil {
+		attrs = append(attrs, notes.attrs...)
+	}
+	attrs = append(attrs, extra...)
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	p.opts.Logger.LogAttrs(ctx, level, "record", attrs...)
+}
+
+// IsFIFO reports whether an SQS queue ARN or URL names a FIFO queue.
+func IsFIFO(arnOrURL string) bool { return strings.HasSuffix(arnOrURL, ".fifo") }
+
+type invalider interface {
+	Invalid() (reason, detail string)
+}
+
+type annotationsKey struct{}
+
+type annotations struct{ attrs []slog.Attr }
+
+// Annotate adds attributes (for example slog.String("orderId", id)) to the
+// log line the Processor writes for the record being handled in ctx. It is a
+// no-op outside a Processor. A handler calls it from its own goroutine only.
+func Annotate(ctx context.Context, attrs ...slog.Attr) {
+	if a, ok := ctx.Value(annotationsKey{}).(*annotations); ok {
+		a.attrs = append(a.attrs, attrs...)
+	}
+}
