@@ -1,0 +1,189 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/homingdlq/homing/internal/idempotency"
+)
+
+// Attribute names shared with the infrastructure that creates the tables.
+const (
+	KeyAttribute = "pk"
+	TTLAttribute = "expiresAt"
+)
+
+// IdempotencyAPI is the part of the DynamoDB client the store uses.
+type IdempotencyAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+// IdempotencyStore is an idempotency.Store on one DynamoDB table. It is safe
+// for concurrent use.
+type IdempotencyStore struct {
+	api   IdempotencyAPI
+	table string
+}
+
+// NewIdempotencyStore returns a store on table.
+func NewIdempotencyStore(api IdempotencyAPI, table string) *IdempotencyStore {
+	return &IdempotencyStore{api: api, table: table}
+}
+
+var _ idempotency.Store = (*IdempotencyStore)(nil)
+
+type idempotencyItem struct {
+	Key           string `dynamodbav:"pk"`
+	Status        string `dynamodbav:"status"`
+	PayloadHash   string `dynamodbav:"payloadHash"`
+	Result        string `dynamodbav:"result,omitempty"`
+	Token         string `dynamodbav:"lockToken"`
+	LockExpiresAt int64  `dynamodbav:"lockExpiresAt,omitempty"`
+	ExpiresAt     int64  `dynamodbav:"expiresAt"`
+}
+
+func (it idempotencyItem) record() idempotency.Record {
+	r := idempotency.Record{
+		Key:         it.Key,
+		Status:      idempotency.Status(it.Status),
+		PayloadHash: it.PayloadHash,
+		Result:      it.Result,
+		Token:       it.Token,
+		ExpiresAt:   time.Unix(it.ExpiresAt, 0).UTC(),
+	}
+	if it.LockExpiresAt != 0 {
+		r.LockExpiresAt = time.UnixMilli(it.LockExpiresAt).UTC()
+	}
+	return r
+}
+
+func (s *IdempotencyStore) key(k string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: k}}
+}
+
+// Claim implements idempotency.Store.
+func (s *IdempotencyStore) Claim(ctx context.Context, l idempotency.Lease) (idempotency.Record, bool, error) {
+	item, err := attributevalue.MarshalMap(idempotencyItem{
+		Key:           l.Key,
+		Status:        string(idempotency.InProgress),
+		PayloadHash:   l.PayloadHash,
+		Token:         l.Token,
+		LockExpiresAt: l.Until.UnixMilli(),
+		ExpiresAt:     l.ExpiresAt.Unix(),
+	})
+	if err != nil {
+		return idempotency.Record{}, false, fmt.Errorf("encode %s: %w", l.Key, err)
+	}
+	// Claimable: absent, expired, or an IN_PROGRESS lock past its expiry.
+	cond := expression.AttributeNotExists(expression.Name(KeyAttribute)).
+		Or(expression.Name(TTLAttribute).LessThanEqual(expression.Value(l.Now.Unix())),
+			expression.Name("status").Equal(expression.Value(string(idempotency.InProgress))).
+				And(expression.Name("lockExpiresAt").LessThanEqual(expression.Value(l.Now.UnixMilli()))))
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return idempotency.Record{}, false, fmt.Errorf("build claim condition: %w", err)
+	}
+	// A record released between our failed put and our read makes the key
+	// claimable again: try a few times before calling it contention.
+	for range 3 {
+		_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                           aws.String(s.table),
+			Item:                                item,
+			ConditionExpression:                 expr.Condition(),
+			ExpressionAttributeNames:            expr.Names(),
+			ExpressionAttributeValues:           expr.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if err == nil {
+			return idempotency.Record{}, true, nil
+		}
+		var failed *types.ConditionalCheckFailedException
+		if !errors.As(err, &failed) {
+			return idempotency.Record{}, false, fmt.Errorf("put %s in %s: %w", l.Key, s.table, err)
+		}
+		current := failed.Item
+		if len(current) == 0 { // not every implementation returns the item
+			out, gerr := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: s.key(l.Key), ConsistentRead: aws.Bool(true)})
+			if gerr != nil {
+				return idempotency.Record{}, false, fmt.Errorf("get %s from %s: %w", l.Key, s.table, gerr)
+			}
+			current = out.Item
+		}
+		if len(current) == 0 {
+			continue
+		}
+		var it idempotencyItem
+		if err := attributevalue.UnmarshalMap(current, &it); err != nil {
+			return idempotency.Record{}, false, fmt.Errorf("decode %s from %s: %w", l.Key, s.table, err)
+		}
+		return it.record(), false, nil
+	}
+	return idempotency.Record{}, false, fmt.Errorf("claim %s in %s: %w", l.Key, s.table, idempotency.ErrInProgress)
+}
+
+// heldBy is the condition of Complete and Release: the caller's claim still
+// holds the key.
+func heldBy(l idempotency.Lease) expression.ConditionBuilder {
+	return expression.Name("lockToken").Equal(expression.Value(l.Token)).
+		And(expression.Name("status").Equal(expression.Value(string(idempotency.InProgress))))
+}
+
+// Complete implements idempotency.Store.
+func (s *IdempotencyStore) Complete(ctx context.Context, l idempotency.Lease, result string) error {
+	update := expression.Set(expression.Name("status"), expression.Value(string(idempotency.Completed))).
+		Set(expression.Name("result"), expression.Value(result)).
+		Set(expression.Name(TTLAttribute), expression.Value(l.ExpiresAt.Unix())).
+		Remove(expression.Name("lockExpiresAt"))
+	expr, err := expression.NewBuilder().WithCondition(heldBy(l)).WithUpdate(update).Build()
+	if err != nil {
+		return fmt.Errorf("build complete expression: %w", err)
+	}
+	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       s.key(l.Key),
+		ConditionExpression:       expr.Condition(),
+		UpdateExpression:          expr.Update(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	})
+	return s.conditional(err, "complete", l.Key)
+}
+
+// Release implements idempotency.Store.
+func (s *IdempotencyStore) Release(ctx context.Context, l idempotency.Lease) error {
+	expr, err := expression.NewBuilder().WithCondition(heldBy(l)).Build()
+	if err != nil {
+		return fmt.Errorf("build release condition: %w", err)
+	}
+	_, err = s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       s.key(l.Key),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	})
+	return s.conditional(err, "release", l.Key)
+}
+
+func (s *IdempotencyStore) conditional(err error, op, key string) error {
+	var failed *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &failed):
+		return fmt.Errorf("%s %s in %s: %w", op, key, s.table, idempotency.ErrLeaseLost)
+	default:
+		return fmt.Errorf("%s %s in %s: %w", op, key, s.table, err)
+	}
+}

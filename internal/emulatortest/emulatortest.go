@@ -1,0 +1,89 @@
+package emulatortest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Config loads the SDK configuration the way a Lambda function does. It
+// fails the test when AWS_ENDPOINT_URL is unset, so that an e2e test never
+// talks to a real account by accident.
+func Config(t testing.TB) aws.Config {
+	t.Helper()
+	if os.Getenv("AWS_ENDPOINT_URL") == "" {
+		t.Fatal("AWS_ENDPOINT_URL is not set: run e2e tests with `make e2e`")
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		t.Fatalf("load AWS config: %v", err)
+	}
+	return cfg
+}
+
+// Name returns a resource name unique to this test run.
+func Name(t testing.TB, prefix string) string {
+	r := strings.NewReplacer("/", "-", " ", "-", "_", "-")
+	name := fmt.Sprintf("%s-%s-%d", prefix, r.Replace(t.Name()), time.Now().UnixNano()%1e9)
+	if len(name) > 70 {
+		name = name[len(name)-70:]
+	}
+	return strings.Trim(name, "-")
+}
+
+// IdempotencyTable creates a table with the idempotency schema (partition key
+// "pk", on-demand) and deletes it when the test ends.
+func IdempotencyTable(t testing.TB, db *dynamodb.Client) string {
+	t.Helper()
+	ctx := context.Background()
+	name := Name(t, "idem")
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          dbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []dbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: dbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []dbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: dbtypes.KeyTypeHash}},
+	})
+	if err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	w := dynamodb.NewTableExistsWaiter(db)
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 30*time.Second); err != nil {
+		t.Fatalf("wait for table %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
+	return name
+}
+
+// Queue creates a queue (a FIFO queue when name ends in ".fifo") and deletes
+// it when the test ends. It returns the queue URL and ARN.
+func Queue(t testing.TB, q *sqs.Client, name string) (url, arn string) {
+	t.Helper()
+	ctx := context.Background()
+	attrs := map[string]string{}
+	if strings.HasSuffix(name, ".fifo") {
+		attrs["FifoQueue"] = "true"
+	}
+	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	if err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+	url = aws.ToString(out.QueueUrl)
+	t.Cleanup(func() { _, _ = q.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+	got, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatalf("get ARN of %s: %v", name, err)
+	}
+	return url, got.Attributes["QueueArn"]
+}

@@ -1,0 +1,32 @@
+// Package idempotency is the idempotent receiver: a replayed or duplicated
+// message never applies its effect twice.
+//
+// The key is a business key (the orderId), scoped by consumer, never the SQS
+// message id: a message replayed from the dead-letter queue is a new SQS
+// message with a new id, and standard queues deliver at least once.
+//
+// [Receiver.Do] claims the key with a conditional write in a [Store]: it
+// succeeds when no record exists, when the record has expired, or when an
+// IN_PROGRESS lock has passed its expiry (the invocation deadline of the
+// holder, which then can no longer be running). It runs the effect, then
+// completes the record with the result (for the invoice consumer, the invoice
+// number) and a hash of the payload. A failed effect releases the claim so
+// the next delivery can proceed. Outcomes:
+//
+//   - first delivery: the effect runs once and its result is stored;
+//   - a completed key with the same payload hash: the stored result is
+//     returned and the effect does not run ([Outcome].Duplicate);
+//   - a completed key with another payload hash: [ErrConflict] (the caller
+//     routes the message to the invalid lane as a conflicting duplicate);
+//   - a key held by another live invocation: [ErrInProgress], a transient
+//     failure; SQS delivers the message again later.
+//
+// Records outlive source plus DLQ retention (default [DefaultLifetime]). The
+// expiry is checked in the write condition; the store also sets a TTL
+// attribute so that DynamoDB can clean up, but never relies on its deletion,
+// which lags by up to 48 hours and is not run by emulators.
+//
+// Implementations: [MemoryStore] here, for tests and single-process use, and
+// internal/dynamo for DynamoDB. Both pass the contract suite in
+// idempotencytest.
+package idempotency

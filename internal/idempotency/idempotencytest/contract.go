@@ -1,0 +1,193 @@
+// Package idempotencytest is the contract suite every idempotency.Store must
+// pass: the in-memory store runs it in unit tests, the DynamoDB store on the
+// emulator.
+package idempotencytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homingdlq/homing/internal/idempotency"
+)
+
+// Run runs the contract against stores made by newStore. Each subtest gets a
+// fresh store (or fresh keys: keys are unique per subtest and run).
+func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	var seq int
+	var mu sync.Mutex
+	lease := func(t *testing.T, token string, now time.Time) idempotency.Lease {
+		mu.Lock()
+		defer mu.Unlock()
+		return idempotency.Lease{
+			Key:         fmt.Sprintf("contract#%s-%d", t.Name(), seq),
+			PayloadHash: "hash-a",
+			Token:       token,
+			Now:         now,
+			Until:       now.Add(time.Minute),
+			ExpiresAt:   now.Add(idempotency.DefaultLifetime),
+		}
+	}
+	ctx := context.Background()
+	next := func() { mu.Lock(); seq++; mu.Unlock() }
+
+	t.Run("first claim wins", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		if _, claimed, err := s.Claim(ctx, lease(t, "a", t0)); err != nil || !claimed {
+			t.Fatalf("claimed=%v err=%v", claimed, err)
+		}
+	})
+
+	t.Run("live lock is not claimable", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		b := lease(t, "b", t0.Add(30*time.Second))
+		cur, claimed, err := s.Claim(ctx, b)
+		if err != nil || claimed {
+			t.Fatalf("claimed=%v err=%v, want the live lock to stand", claimed, err)
+		}
+		if cur.Status != idempotency.InProgress || cur.Token != "a" || !cur.LockExpiresAt.Equal(a.Until) || cur.PayloadHash != "hash-a" {
+			t.Fatalf("current = %+v", cur)
+		}
+	})
+
+	t.Run("expired lock is claimable", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		b := lease(t, "b", a.Until)
+		mustClaim(t, s, b)
+		if err := s.Complete(ctx, a, "INV-late"); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("stale holder completed: err = %v, want ErrLeaseLost", err)
+		}
+		if err := s.Release(ctx, a); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("stale holder released: err = %v, want ErrLeaseLost", err)
+		}
+	})
+
+	t.Run("completed record returns its result", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		if err := s.Complete(ctx, a, "INV-1"); err != nil {
+			t.Fatal(err)
+		}
+		b := lease(t, "b", t0.Add(14*24*time.Hour)) // a replay two weeks later
+		b.PayloadHash = "hash-b"
+		cur, claimed, err := s.Claim(ctx, b)
+		if err != nil || claimed {
+			t.Fatalf("claimed=%v err=%v", claimed, err)
+		}
+		if cur.Status != idempotency.Completed || cur.Result != "INV-1" || cur.PayloadHash != "hash-a" || !cur.ExpiresAt.Equal(a.ExpiresAt) {
+			t.Fatalf("current = %+v", cur)
+		}
+	})
+
+	t.Run("expired record is claimable", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		if err := s.Complete(ctx, a, "INV-1"); err != nil {
+			t.Fatal(err)
+		}
+		mustClaim(t, s, lease(t, "b", a.ExpiresAt))
+	})
+
+	t.Run("release frees the key", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		if err := s.Release(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		mustClaim(t, s, lease(t, "b", t0.Add(time.Second)))
+	})
+
+	t.Run("only the holder completes or releases", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		other := a
+		other.Token = "intruder"
+		if err := s.Complete(ctx, other, "INV-x"); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Complete: err = %v, want ErrLeaseLost", err)
+		}
+		if err := s.Release(ctx, other); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Release: err = %v, want ErrLeaseLost", err)
+		}
+		if err := s.Complete(ctx, a, "INV-1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, a, "INV-2"); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("second Complete: err = %v, want ErrLeaseLost", err)
+		}
+		if err := s.Release(ctx, a); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Release after Complete: err = %v, want ErrLeaseLost", err)
+		}
+	})
+
+	t.Run("absent key cannot be completed or released", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		if err := s.Complete(ctx, a, "INV-1"); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Complete: err = %v", err)
+		}
+		if err := s.Release(ctx, a); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Release: err = %v", err)
+		}
+	})
+
+	t.Run("concurrent claimers: exactly one wins", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		const n = 8
+		base := lease(t, "", t0)
+		var wg sync.WaitGroup
+		var won sync.Map
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Go(func() {
+				l := base
+				l.Token = fmt.Sprintf("claimer-%d", i)
+				_, claimed, err := s.Claim(ctx, l)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if claimed {
+					won.Store(l.Token, true)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		winners := 0
+		won.Range(func(_, _ any) bool { winners++; return true })
+		if winners != 1 {
+			t.Fatalf("%d claimers won, want exactly 1", winners)
+		}
+	})
+}
+
+func mustClaim(t *testing.T, s idempotency.Store, l idempotency.Lease) {
+	t.Helper()
+	if _, claimed, err := s.Claim(context.Background(), l); err != nil || !claimed {
+		t.Fatalf("claim %s by %s: claimed=%v err=%v", l.Key, l.Token, claimed, err)
+	}
+}
