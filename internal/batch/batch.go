@@ -172,7 +172,7 @@ func (p *Processor) runRecord(ctx context.Context, msg events.SQSMessage) Outcom
 	notes := &annotations{}
 	rctx := context.WithValue(ctx, annotationsKey{}, notes)
 	start := p.opts.Now()
-	err, stack := p.call(rctx, msg)
+	stack, err := p.call(rctx, msg)
 	elapsed := slog.Duration("elapsed", p.opts.Now().Sub(start))
 	switch {
 	case err == nil:
@@ -198,13 +198,13 @@ func (p *Processor) runRecord(ctx context.Context, msg events.SQSMessage) Outcom
 }
 
 // call runs the handler and turns a panic into an error with its stack.
-func (p *Processor) call(ctx context.Context, msg events.SQSMessage) (err error, stack []byte) {
+func (p *Processor) call(ctx context.Context, msg events.SQSMessage) (stack []byte, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err, stack = fmt.Errorf("panic: %v", v), debug.Stack()
+			stack, err = debug.Stack(), fmt.Errorf("panic: %v", v)
 		}
 	}()
-	return p.handle(ctx, msg), nil
+	return nil, p.handle(ctx, msg)
 }
 
 func (p *Processor) log(ctx context.Context, msg events.SQSMessage, o Outcome, notes *annotations, err error, extra ...slog.Attr) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -86,4 +87,42 @@ func Queue(t testing.TB, q *sqs.Client, name string) (url, arn string) {
 		t.Fatalf("get ARN of %s: %v", name, err)
 	}
 	return url, got.Attributes["QueueArn"]
+}
+
+// Receive receives up to 10 messages from url with every attribute and
+// converts them to the records an SQS event source mapping would deliver to
+// Lambda from queue arn.
+func Receive(t testing.TB, q *sqs.Client, url, arn string, wait int32) []events.SQSMessage {
+	t.Helper()
+	out, err := q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(url),
+		MaxNumberOfMessages:         10,
+		WaitTimeSeconds:             wait,
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+	})
+	if err != nil {
+		t.Fatalf("receive from %s: %v", url, err)
+	}
+	records := make([]events.SQSMessage, 0, len(out.Messages))
+	for _, m := range out.Messages {
+		r := events.SQSMessage{
+			MessageId:      aws.ToString(m.MessageId),
+			ReceiptHandle:  aws.ToString(m.ReceiptHandle),
+			Body:           aws.ToString(m.Body),
+			Md5OfBody:      aws.ToString(m.MD5OfBody),
+			Attributes:     m.Attributes,
+			EventSource:    "aws:sqs",
+			EventSourceARN: arn,
+			AWSRegion:      "us-east-1",
+		}
+		if len(m.MessageAttributes) > 0 {
+			r.MessageAttributes = map[string]events.SQSMessageAttribute{}
+			for name, a := range m.MessageAttributes {
+				r.MessageAttributes[name] = events.SQSMessageAttribute{DataType: aws.ToString(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+			}
+		}
+		records = append(records, r)
+	}
+	return records
 }

@@ -1,0 +1,195 @@
+// Command consumer is the invoice consumer Lambda: it reads order.created
+// messages from the source queue through an SQS event source mapping with
+// ReportBatchItemFailures, issues one invoice per order through the tax
+// service, sends invalid orders to the invalid queue with their reason, and
+// reports transient failures per record so SQS redrives them.
+//
+// Configuration is read from the environment; see [Config].
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/homingdlq/homing/internal/batch"
+	"github.com/homingdlq/homing/internal/dynamo"
+	"github.com/homingdlq/homing/internal/idempotency"
+	"github.com/homingdlq/homing/internal/invalid"
+	"github.com/homingdlq/homing/internal/invoicing"
+	"github.com/homingdlq/homing/internal/order"
+	"github.com/homingdlq/homing/internal/tax"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "consumer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	cfg, err := LoadConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("load AWS config: %w", err)
+	}
+	taxClient, err := tax.New(cfg.TaxServiceURL, nil, tax.Options{Budget: cfg.TaxBudget})
+	if err != nil {
+		return fmt.Errorf("tax client: %w", err)
+	}
+	var (
+		queue = sqs.NewFromConfig(awsCfg)
+		db    = dynamodb.NewFromConfig(awsCfg)
+	)
+	var (
+		_ invalid.Sender        = queue
+		_ dynamo.IdempotencyAPI = db
+	)
+	p := newProcessor(cfg, deps{
+		sender:   queue,
+		store:    dynamo.NewIdempotencyStore(db, cfg.IdempotencyTable),
+		invoicer: taxClient,
+		logger:   lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
+	})
+	lambda.StartWithOptions(p.Process, lambda.WithContext(ctx))
+	return nil
+}
+
+// deps are the adapters the processor is built from; tests pass fakes.
+type deps struct {
+	sender   invalid.Sender
+	store    idempotency.Store
+	invoicer invoicing.Invoicer
+	logger   *slog.Logger
+	now      func() time.Time
+}
+
+func newProcessor(cfg Config, d deps) *batch.Processor {
+	receiver := &idempotency.Receiver{
+		Store:    d.store,
+		Scope:    cfg.ConsumerName,
+		Lifetime: cfg.RecordLifetime,
+		Now:      d.now,
+		OnError: func(err error, key string) {
+			d.logger.Warn("idempotency", slog.String("orderId", key), slog.String("error", err.Error()))
+		},
+	}
+	h := &invoicing.Handler{Receiver: receiver, Invoicer: d.invoicer, MaxBytes: cfg.MaxPayloadBytes}
+	return batch.New(h.Handle,
+		invalid.NewPublisher(d.sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.now),
+		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.logger, Now: d.now})
+}
+
+// Config is the consumer's configuration, from these environment variables:
+//
+//	INVALID_QUEUE_URL      required  queue for invalid orders
+//	IDEMPOTENCY_TABLE      required  DynamoDB table of the idempotent receiver
+//	TAX_SERVICE_URL        required  base URL of the tax and invoice service
+//	CONSUMER_NAME          invoice   scopes idempotency keys, signs invalid-message metadata
+//	CONCURRENCY            10        records (or FIFO groups) processed at once
+//	DEADLINE_MARGIN        2s        no record starts with less time left
+//	TAX_BUDGET             10s       total time for the tax calls of one record, retries included
+//	RECORD_LIFETIME        720h      how long an idempotency record lasts (>= 432h: source + DLQ retention)
+//	MAX_PAYLOAD_BYTES      262144    larger bodies are invalid (payload-too-large)
+type Config struct {
+	InvalidQueueURL  string
+	IdempotencyTable string
+	TaxServiceURL    string
+	ConsumerName     string
+	Concurrency      int
+	DeadlineMargin   time.Duration
+	TaxBudget        time.Duration
+	RecordLifetime   time.Duration
+	MaxPayloadBytes  int
+}
+
+// LoadConfig reads the configuration through getenv and validates it. The
+// error lists every problem at once.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	var errs []error
+	str := func(key, def string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	num := func(key string, def int) int {
+		v := getenv(key)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: not an integer", key, v))
+		}
+		return n
+	}
+	dur := func(key string, def time.Duration) time.Duration {
+		v := getenv(key)
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: not a duration like 10s or 720h", key, v))
+		}
+		return d
+	}
+	c := Config{
+		InvalidQueueURL:  str("INVALID_QUEUE_URL", ""),
+		IdempotencyTable: str("IDEMPOTENCY_TABLE", ""),
+		TaxServiceURL:    str("TAX_SERVICE_URL", ""),
+		ConsumerName:     str("CONSUMER_NAME", "invoice"),
+		Concurrency:      num("CONCURRENCY", batch.DefaultConcurrency),
+		DeadlineMargin:   dur("DEADLINE_MARGIN", batch.DefaultDeadlineMargin),
+		TaxBudget:        dur("TAX_BUDGET", 10*time.Second),
+		RecordLifetime:   dur("RECORD_LIFETIME", idempotency.DefaultLifetime),
+		MaxPayloadBytes:  num("MAX_PAYLOAD_BYTES", order.DefaultMaxBytes),
+	}
+	if err := errors.Join(append(errs, c.Validate())...); err != nil {
+		return Config{}, fmt.Errorf("consumer configuration: %w", err)
+	}
+	return c, nil
+}
+
+// Validate reports every invalid field.
+func (c Config) Validate() error {
+	var errs []error
+	for _, f := range [...]struct{ key, value string }{
+		{"INVALID_QUEUE_URL", c.InvalidQueueURL}, {"IDEMPOTENCY_TABLE", c.IdempotencyTable}, {"TAX_SERVICE_URL", c.TaxServiceURL},
+	} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("%s is required", f.key))
+		}
+	}
+	if c.Concurrency < 1 || c.Concurrency > 100 {
+		errs = append(errs, fmt.Errorf("CONCURRENCY=%d: want 1..100", c.Concurrency))
+	}
+	if c.DeadlineMargin <= 0 {
+		errs = append(errs, fmt.Errorf("DEADLINE_MARGIN=%s: want > 0", c.DeadlineMargin))
+	}
+	if c.TaxBudget <= 0 {
+		errs = append(errs, fmt.Errorf("TAX_BUDGET=%s: want > 0", c.TaxBudget))
+	}
+	if c.RecordLifetime < idempotency.MinLifetime {
+		errs = append(errs, fmt.Errorf("RECORD_LIFETIME=%s: want >= %s, so that a replay from the DLQ is still recognised", c.RecordLifetime, idempotency.MinLifetime))
+	}
+	if c.MaxPayloadBytes < 1 || c.MaxPayloadBytes > 1<<20 {
+		errs = append(errs, fmt.Errorf("MAX_PAYLOAD_BYTES=%d: want 1..1048576 (the SQS limit)", c.MaxPayloadBytes))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,89 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/homingdlq/homing/internal/dynamo"
+	"github.com/homingdlq/homing/internal/idempotency"
+)
+
+// fakeAPI answers PutItem with a conditional check failure that carries no
+// item, as some DynamoDB implementations do, so the store must read the
+// standing record itself.
+type fakeAPI struct {
+	item    map[string]types.AttributeValue
+	putErr  error
+	getCall int
+}
+
+func (f *fakeAPI) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return nil, f.putErr
+}
+
+func (f *fakeAPI) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	f.getCall++
+	if in.ConsistentRead == nil || !*in.ConsistentRead {
+		return nil, errors.New("want a consistent read")
+	}
+	return &dynamodb.GetItemOutput{Item: f.item}, nil
+}
+
+func (f *fakeAPI) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, &types.ConditionalCheckFailedException{}
+}
+
+func (f *fakeAPI) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return nil, errors.New("throttled")
+}
+
+var lease = idempotency.Lease{Key: "invoice#ORD-1", Token: "t", Now: time.Unix(1_800_000_000, 0), Until: time.Unix(1_800_000_060, 0), ExpiresAt: time.Unix(1_802_000_000, 0)}
+
+func TestClaimReadsTheStandingRecordWhenTheFailureHasNone(t *testing.T) {
+	api := &fakeAPI{
+		putErr: &types.ConditionalCheckFailedException{},
+		item: map[string]types.AttributeValue{
+			"pk":          &types.AttributeValueMemberS{Value: "invoice#ORD-1"},
+			"status":      &types.AttributeValueMemberS{Value: "COMPLETED"},
+			"payloadHash": &types.AttributeValueMemberS{Value: "h"},
+			"result":      &types.AttributeValueMemberS{Value: "INV-1"},
+			"lockToken":   &types.AttributeValueMemberS{Value: "other"},
+			"expiresAt":   &types.AttributeValueMemberN{Value: "1802000000"},
+		},
+	}
+	rec, claimed, err := dynamo.NewIdempotencyStore(api, "idem").Claim(context.Background(), lease)
+	if err != nil || claimed || api.getCall != 1 {
+		t.Fatalf("claimed=%v err=%v gets=%d", claimed, err, api.getCall)
+	}
+	if rec.Status != idempotency.Completed || rec.Result != "INV-1" || rec.ExpiresAt.Unix() != 1802000000 {
+		t.Fatalf("record = %+v", rec)
+	}
+}
+
+func TestClaimGivesUpWhenTheRecordKeepsVanishing(t *testing.T) {
+	api := &fakeAPI{putErr: &types.ConditionalCheckFailedException{}}
+	_, _, err := dynamo.NewIdempotencyStore(api, "idem").Claim(context.Background(), lease)
+	if !errors.Is(err, idempotency.ErrInProgress) || api.getCall != 3 {
+		t.Fatalf("err = %v after %d reads, want ErrInProgress after 3", err, api.getCall)
+	}
+}
+
+func TestErrorsNameTheTableAndKeepTheCause(t *testing.T) {
+	cause := errors.New("ProvisionedThroughputExceeded")
+	s := dynamo.NewIdempotencyStore(&fakeAPI{putErr: cause}, "idem")
+	if _, _, err := s.Claim(context.Background(), lease); !errors.Is(err, cause) || !strings.Contains(err.Error(), "idem") {
+		t.Fatalf("claim: %v", err)
+	}
+	if err := s.Complete(context.Background(), lease, "INV"); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("complete: %v", err)
+	}
+	if err := s.Release(context.Background(), lease); err == nil || errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("release: %v, want the transport error, not ErrLeaseLost", err)
+	}
+}
