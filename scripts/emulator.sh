@@ -2,21 +2,27 @@
 # Starts and stops the local AWS emulator (ministack, pinned in
 # scripts/requirements-emulator.txt) inside a project-local virtualenv.
 #
-#   scripts/emulator.sh up     install if needed, start on 127.0.0.1:$PORT, wait until it answers
-#   scripts/emulator.sh down   stop the process this script started (by its recorded PID)
+#   scripts/emulator.sh up     install if needed, start on 127.0.0.1:$EMULATOR_PORT, wait until
+#                              it answers; start the tax stand-in (cmd/taxstub) on
+#                              127.0.0.1:$TAX_PORT beside it
+#   scripts/emulator.sh down   stop both processes this script started (by their recorded PIDs)
 #
-# State, log and PID live under .local/ so nothing leaks outside the checkout.
+# State, logs and PIDs live under .local/ so nothing leaks outside the checkout.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="${VENV:-$root/.venv}"
 port="${EMULATOR_PORT:-4566}"
+tax_port="${TAX_PORT:-4580}"
+tax_pidfile="$root/.local/taxstub.pid"
+tax_log="$root/.local/taxstub.log"
 state="$root/.local/emulator"
 pidfile="$root/.local/emulator.pid"
 log="$root/.local/emulator.log"
 requirements="$root/scripts/requirements-emulator.txt"
 
-running() { [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+running() { alive "$pidfile"; }
 
 answers() {
   "$venv/bin/python" - "$port" <<'PY' 2>/dev/null
@@ -41,6 +47,7 @@ up() {
   mkdir -p "$state"
   if running; then
     echo "emulator: already running (pid $(cat "$pidfile")) on 127.0.0.1:$port"
+    tax_up
     return
   fi
   if answers; then
@@ -57,6 +64,7 @@ up() {
   for _ in $(seq 1 120); do
     if answers; then
       echo "emulator: ministack $(grep -o 'ministack==.*' "$requirements" | cut -d= -f3) up on 127.0.0.1:$port (pid $(cat "$pidfile"), log $log)"
+      tax_up
       return
     fi
     if ! running; then
@@ -68,27 +76,52 @@ up() {
     sleep 0.5
   done
   echo "emulator: no answer on 127.0.0.1:$port after 60 s; see $log" >&2
-  down
+  stop emulator "$pidfile"
   exit 1
 }
 
-down() {
-  if ! [[ -f $pidfile ]]; then
-    echo "emulator: not started by this project (no $pidfile)"
+# stop NAME PIDFILE: stop the process recorded in PIDFILE, if it is ours.
+stop() {
+  local name=$1 file=$2 pid
+  if ! [[ -f $file ]]; then
+    echo "$name: not started by this project (no $file)"
     return
   fi
-  local pid
-  pid=$(cat "$pidfile")
+  pid=$(cat "$file")
   if kill -0 "$pid" 2>/dev/null; then
     kill "$pid"
     for _ in $(seq 1 40); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.25
     done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+    if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid"; fi
   fi
-  rm -f "$pidfile"
-  echo "emulator: stopped (pid $pid)"
+  rm -f "$file"
+  echo "$name: stopped (pid $pid)"
+}
+
+tax_up() {
+  if alive "$tax_pidfile"; then
+    return
+  fi
+  mkdir -p "$root/.local"
+  (cd "$root" && go build -o "$root/.local/taxstub" ./cmd/taxstub)
+  nohup "$root/.local/taxstub" -addr "127.0.0.1:$tax_port" >"$tax_log" 2>&1 &
+  echo $! >"$tax_pidfile"
+  for _ in $(seq 1 40); do
+    if "$venv/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$tax_port/health', timeout=1)" 2>/dev/null; then
+      echo "taxstub: up on 127.0.0.1:$tax_port (pid $(cat "$tax_pidfile"), log $tax_log)"
+      return
+    fi
+    sleep 0.25
+  done
+  echo "taxstub: no answer on 127.0.0.1:$tax_port; see $tax_log" >&2
+  exit 1
+}
+
+down() {
+  stop taxstub "$tax_pidfile"
+  stop emulator "$pidfile"
 }
 
 case "${1:-}" in
