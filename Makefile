@@ -1,20 +1,37 @@
 # homing: dead-letter handling for SQS + Lambda, in Go.
-# `make help` lists the targets.
+# `make help` lists the targets; README.md explains them.
 
-GO         ?= go
-ARCH       ?= $(shell $(GO) env GOARCH)
+GO            ?= go
+HOST_ARCH     := $(shell $(GO) env GOARCH)
+ARCH          ?= $(HOST_ARCH)
+AWS_REGION    ?= us-east-1
+EMULATOR      ?= ministack
 EMULATOR_PORT ?= 4566
-AWS_REGION ?= us-east-1
+TAX_PORT      ?= 4580
+STACK         ?= Homing
 
 FUNCTIONS  := $(notdir $(wildcard functions/*))
 BOOTSTRAPS := $(FUNCTIONS:%=bin/%/bootstrap)
+CDK        := $(CURDIR)/node_modules/.bin/cdk
+NPM_STAMP  := node_modules/.package-lock.json
 
-# What every test and tool talking to the emulator sees; the SDK reads
-# AWS_ENDPOINT_URL itself, so no Go code knows about the emulator.
+# What every test and tool talking to the emulator sees; the SDKs read
+# AWS_ENDPOINT_URL themselves, so no Go code knows about the emulator.
 EMULATOR_ENV := AWS_ENDPOINT_URL=http://127.0.0.1:$(EMULATOR_PORT) AWS_REGION=$(AWS_REGION) \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
 
-.PHONY: help build unit e2e test lint bench fuzz emulator-up emulator-down clean FORCE
+# Functions run as local processes on ministack, in containers on LocalStack:
+# that decides where they find the tax stand-in.
+LOCAL_TAX_URL := $(if $(filter localstack,$(EMULATOR)),http://host.docker.internal,http://127.0.0.1):$(TAX_PORT)
+CDK_LOCAL_ENV := $(EMULATOR_ENV) CDK_DEFAULT_ACCOUNT=000000000000 CDK_DEFAULT_REGION=$(AWS_REGION) \
+	HOMING_PROFILE=local TAX_SERVICE_URL=$(LOCAL_TAX_URL)
+CDK_FLAGS     := --no-notices --ci
+
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export CDK_DISABLE_VERSION_CHECK := 1
+
+.PHONY: help build unit infra-test e2e test lint bench fuzz synth deploy-local destroy-local \
+	emulator-up emulator-down clean FORCE
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -27,33 +44,55 @@ bin/%/bootstrap: FORCE
 unit: ## unit tests: no network, no node, no emulator
 	$(GO) test -race -count=1 ./...
 
-e2e: ## start the emulator, run the e2e-tagged tests against it, stop it (also on failure)
-	@scripts/emulator.sh up
-	@$(EMULATOR_ENV) $(GO) test -tags e2e -count=1 -timeout 15m ./...; rc=$$?; scripts/emulator.sh down; exit $$rc
+infra-test: ## CDK template assertions and cdk-nag (starts node through jsii)
+	cd infra && $(GO) test -count=1 ./...
 
-test: unit e2e ## everything CI runs
+e2e: ## emulator up, deploy the local stack, run the e2e-tagged tests, emulator down (also on failure)
+	@rc=0; $(MAKE) --no-print-directory deploy-local && \
+	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) test -tags e2e -count=1 -timeout 20m ./... || rc=$$?; \
+	  $(MAKE) --no-print-directory emulator-down; exit $$rc
 
-lint: ## gofmt, go vet, staticcheck (pinned as a go.mod tool)
+test: unit infra-test e2e ## everything CI runs
+
+lint: ## gofmt, go vet, staticcheck and actionlint (pinned as go.mod tools), both modules, e2e tag too
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) vet -tags e2e ./...
-	$(GO) tool staticcheck ./...
-	$(GO) tool staticcheck -tags e2e ./...
+	$(GO) vet ./... && $(GO) vet -tags e2e ./...
+	$(GO) tool staticcheck ./... && $(GO) tool staticcheck -tags e2e ./...
+	cd infra && $(GO) vet ./...
+	$(GO) tool actionlint
 
-bench: ## benchmarks with allocations (compare runs with benchstat)
+bench: ## benchmarks with allocations, 6 runs each (compare runs with benchstat)
+	@mkdir -p .local
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee .local/bench.txt
 
 fuzz: ## a short fuzzing session per fuzz target
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/order/
 	$(GO) test -run '^$$' -fuzz FuzzHandleEvent -fuzztime 30s ./functions/consumer/
 
-emulator-up: ## install (project-local venv) and start ministack on 127.0.0.1:$(EMULATOR_PORT)
-	@scripts/emulator.sh up
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
 
-emulator-down: ## stop the emulator this project started
-	@scripts/emulator.sh down
+synth: $(NPM_STAMP) ## build arm64 and synthesize the AWS profile into infra/cdk.out
+	$(MAKE) --no-print-directory build ARCH=arm64
+	cd infra && $(CDK) synth $(CDK_FLAGS) -q -c profile=aws
+
+deploy-local: $(NPM_STAMP) build emulator-up ## deploy the local profile to the emulator; outputs in .local/outputs.json
+	cd infra && $(CDK_LOCAL_ENV) $(CDK) bootstrap $(CDK_FLAGS) aws://000000000000/$(AWS_REGION)
+	cd infra && $(CDK_LOCAL_ENV) $(CDK) deploy $(STACK) $(CDK_FLAGS) --require-approval never -c profile=local
+	$(CDK_LOCAL_ENV) $(GO) run ./cmd/localcheck -stack $(STACK) -outputs .local/outputs.json \
+		-tax-url http://127.0.0.1:$(TAX_PORT) -fix-emulator-gaps
+
+destroy-local: $(NPM_STAMP) ## delete the local stack from the emulator
+	cd infra && $(CDK_LOCAL_ENV) $(CDK) destroy $(STACK) $(CDK_FLAGS) --force -c profile=local
+	rm -f .local/outputs.json
+
+emulator-up: ## install (project-local venv) and start the emulator and the tax stand-in on 127.0.0.1
+	@EMULATOR=$(EMULATOR) EMULATOR_PORT=$(EMULATOR_PORT) TAX_PORT=$(TAX_PORT) scripts/emulator.sh up
+
+emulator-down: ## stop what emulator-up started
+	@EMULATOR=$(EMULATOR) EMULATOR_PORT=$(EMULATOR_PORT) TAX_PORT=$(TAX_PORT) scripts/emulator.sh down
 
 clean: emulator-down ## remove build output and local state
-	rm -rf bin .local
+	rm -rf bin .local infra/cdk.out
 
 FORCE:

@@ -11,11 +11,13 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+emulator="${EMULATOR:-ministack}"   # ministack (default, no Docker) or localstack (localstack/)
 venv="${VENV:-$root/.venv}"
 port="${EMULATOR_PORT:-4566}"
 tax_port="${TAX_PORT:-4580}"
 tax_pidfile="$root/.local/taxstub.pid"
 tax_log="$root/.local/taxstub.log"
+tax_bind="${TAX_BIND:-127.0.0.1}"
 state="$root/.local/emulator"
 pidfile="$root/.local/emulator.pid"
 log="$root/.local/emulator.log"
@@ -24,10 +26,11 @@ requirements="$root/scripts/requirements-emulator.txt"
 alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 running() { alive "$pidfile"; }
 
+# answers URL: true when URL answers 2xx within 2 s.
 answers() {
-  "$venv/bin/python" - "$port" <<'PY' 2>/dev/null
+  python3 - "$1" <<'PY' 2>/dev/null
 import sys, urllib.request
-urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/_ministack/health", timeout=2).read()
+urllib.request.urlopen(sys.argv[1], timeout=2).read()
 PY
 }
 
@@ -50,7 +53,7 @@ up() {
     tax_up
     return
   fi
-  if answers; then
+  if answers "http://127.0.0.1:$port/_ministack/health"; then
     echo "emulator: something not started by this project already answers on 127.0.0.1:$port; stop it first" >&2
     exit 1
   fi
@@ -62,7 +65,7 @@ up() {
     nohup "$venv/bin/ministack" >"$log" 2>&1 &
   echo $! >"$pidfile"
   for _ in $(seq 1 120); do
-    if answers; then
+    if answers "http://127.0.0.1:$port/_ministack/health"; then
       echo "emulator: ministack $(grep -o 'ministack==.*' "$requirements" | cut -d= -f3) up on 127.0.0.1:$port (pid $(cat "$pidfile"), log $log)"
       tax_up
       return
@@ -106,10 +109,10 @@ tax_up() {
   fi
   mkdir -p "$root/.local"
   (cd "$root" && go build -o "$root/.local/taxstub" ./cmd/taxstub)
-  nohup "$root/.local/taxstub" -addr "127.0.0.1:$tax_port" >"$tax_log" 2>&1 &
+  nohup "$root/.local/taxstub" -addr "$tax_bind:$tax_port" >"$tax_log" 2>&1 &
   echo $! >"$tax_pidfile"
   for _ in $(seq 1 40); do
-    if "$venv/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$tax_port/health', timeout=1)" 2>/dev/null; then
+    if answers "http://127.0.0.1:$tax_port/health"; then
       echo "taxstub: up on 127.0.0.1:$tax_port (pid $(cat "$tax_pidfile"), log $tax_log)"
       return
     fi
@@ -119,13 +122,34 @@ tax_up() {
   exit 1
 }
 
+compose() { docker compose -f "$root/localstack/docker-compose.yml" "$@"; }
+
+localstack_up() {
+  mkdir -p "$root/.local/localstack"
+  compose up -d
+  for _ in $(seq 1 120); do
+    if answers "http://127.0.0.1:$port/_localstack/health"; then
+      echo "emulator: LocalStack up on 127.0.0.1:$port"
+      tax_up
+      return
+    fi
+    sleep 1
+  done
+  echo "emulator: LocalStack did not answer on 127.0.0.1:$port; see: docker compose -f localstack/docker-compose.yml logs" >&2
+  exit 1
+}
+
 down() {
   stop taxstub "$tax_pidfile"
+  if [[ $emulator == localstack ]]; then
+    compose down
+    return
+  fi
   stop emulator "$pidfile"
 }
 
 case "${1:-}" in
-  up) up ;;
+  up) if [[ $emulator == localstack ]]; then localstack_up; else up; fi ;;
   down) down ;;
   *) echo "usage: $0 up|down" >&2; exit 2 ;;
 esac

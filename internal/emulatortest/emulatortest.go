@@ -2,8 +2,12 @@ package emulatortest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +129,114 @@ func Receive(t testing.TB, q *sqs.Client, url, arn string, wait int32) []events.
 		records = append(records, r)
 	}
 	return records
+}
+
+// Outputs returns the outputs of the stack deployed by `make deploy-local`,
+// read from the file named by HOMING_OUTPUTS (make e2e sets it). The test
+// fails when the file is missing: the deployed-stack tests never skip.
+func Outputs(t testing.TB) map[string]string {
+	t.Helper()
+	path := os.Getenv("HOMING_OUTPUTS")
+	if path == "" {
+		t.Fatal("HOMING_OUTPUTS is not set: run the e2e tests with `make e2e`, which deploys the stack first")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read stack outputs: %v (run `make deploy-local`)", err)
+	}
+	var out map[string]string
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("decode %s: %v", path, err)
+	}
+	return out
+}
+
+// Output returns one stack output, failing the test when it is absent.
+func Output(t testing.TB, outputs map[string]string, key string) string {
+	t.Helper()
+	v, ok := outputs[key]
+	if !ok || v == "" {
+		t.Fatalf("stack output %s is missing (have %v)", key, outputs)
+	}
+	return v
+}
+
+// Eventually polls cond every 500 ms until it returns true or timeout
+// passes; then it fails the test with cond's last description.
+func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still not true after %s: %s", timeout, state)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// Depth returns the messages of a queue: visible, in flight and delayed.
+func Depth(t testing.TB, q *sqs.Client, url string) (visible, inFlight, delayed int) {
+	t.Helper()
+	out, err := q.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	}})
+	if err != nil {
+		t.Fatalf("depth of %s: %v", url, err)
+	}
+	n := func(k sqstypes.QueueAttributeName) int {
+		v, _ := strconv.Atoi(out.Attributes[string(k)])
+		return v
+	}
+	return n(sqstypes.QueueAttributeNameApproximateNumberOfMessages), n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible), n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)
+}
+
+// TaxAdmin drives the tax stand-in's admin API (internal/taxstub).
+type TaxAdmin struct {
+	t    testing.TB
+	base string
+}
+
+// NewTaxAdmin returns an admin client for the stand-in at base.
+func NewTaxAdmin(t testing.TB, base string) *TaxAdmin {
+	return &TaxAdmin{t: t, base: strings.TrimRight(base, "/")}
+}
+
+// SetMode posts {"mode":mode} (up, down or flaky).
+func (a *TaxAdmin) SetMode(mode string) {
+	a.t.Helper()
+	a.call("POST", "/admin/mode", `{"mode":"`+mode+`"}`, nil)
+}
+
+// Invoices returns the invoices issued per orderId.
+func (a *TaxAdmin) Invoices() map[string]int {
+	a.t.Helper()
+	out := map[string]int{}
+	a.call("GET", "/admin/invoices", "", &out)
+	return out
+}
+
+func (a *TaxAdmin) call(method, path, body string, into any) {
+	a.t.Helper()
+	req, err := http.NewRequest(method, a.base+path, strings.NewReader(body))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatalf("tax stand-in %s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		a.t.Fatalf("tax stand-in %s %s: %s %s", method, path, resp.Status, b)
+	}
+	if into != nil {
+		if err := json.Unmarshal(b, into); err != nil {
+			a.t.Fatalf("tax stand-in %s %s: %v", method, path, err)
+		}
+	}
 }
