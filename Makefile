@@ -28,6 +28,7 @@ CDK_LOCAL_ENV := $(EMULATOR_ENV) CDK_DEFAULT_ACCOUNT=000000000000 CDK_DEFAULT_RE
 CDK_FLAGS     := --no-notices --ci
 
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
 .PHONY: help build unit infra-test e2e test lint bench fuzz synth deploy-local destroy-local \

@@ -59,7 +59,9 @@ up() {
   fi
   # Every variable the emulator reads for its address and its storage is set
   # here: it listens on loopback only and keeps its state in the checkout.
-  BIND_HOST=127.0.0.1 GATEWAY_PORT="$port" MINISTACK_HOST=127.0.0.1 \
+  # AWS_ENDPOINT_URL is what the emulator hands to the functions it runs, so
+  # their SDK clients call it back instead of AWS.
+  BIND_HOST=127.0.0.1 GATEWAY_PORT="$port" MINISTACK_HOST=127.0.0.1 AWS_ENDPOINT_URL="http://127.0.0.1:$port" \
     STATE_DIR="$state" S3_DATA_DIR="$state/s3" TMPDIR="$state" \
     MINISTACK_REGION="${AWS_REGION:-us-east-1}" \
     nohup "$venv/bin/ministack" >"$log" 2>&1 &

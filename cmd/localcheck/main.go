@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -51,8 +52,14 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("load AWS config: %w", err)
 	}
 	cf := cloudformation.NewFromConfig(cfg)
-	if err := writeOutputs(ctx, cf, *stack, *outputs, *taxURL); err != nil {
+	stackID, err := writeOutputs(ctx, cf, *stack, *outputs, *taxURL)
+	if err != nil {
 		return err
+	}
+	// arn:<partition>:cloudformation:<region>:<account>:stack/<name>/<id>
+	arn := strings.SplitN(stackID, ":", 6)
+	if len(arn) != 6 {
+		return fmt.Errorf("stack id %q is not an ARN", stackID)
 	}
 	tpl, err := cf.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: stack})
 	if err != nil {
@@ -66,7 +73,10 @@ func run(ctx context.Context, args []string) error {
 	for _, r := range res.StackResources {
 		resources = append(resources, conformance.Resource{LogicalID: aws.ToString(r.LogicalResourceId), Type: aws.ToString(r.ResourceType), PhysicalID: aws.ToString(r.PhysicalResourceId)})
 	}
-	checker := &conformance.Checker{Queues: sqs.NewFromConfig(cfg), Tables: dynamodb.NewFromConfig(cfg), Mappings: lambda.NewFromConfig(cfg)}
+	checker := &conformance.Checker{
+		Pseudo: map[string]string{"AWS::Partition": arn[1], "AWS::Region": arn[3], "AWS::AccountId": arn[4]},
+		Queues: sqs.NewFromConfig(cfg), Tables: dynamodb.NewFromConfig(cfg), Mappings: lambda.NewFromConfig(cfg),
+	}
 	body := []byte(aws.ToString(tpl.TemplateBody))
 	findings, err := checker.Check(ctx, body, resources)
 	if err != nil {
@@ -98,13 +108,14 @@ func run(ctx context.Context, args []string) error {
 	return nil
 }
 
-func writeOutputs(ctx context.Context, cf *cloudformation.Client, stack, path, taxURL string) error {
+// writeOutputs writes the stack's outputs and returns its id (an ARN).
+func writeOutputs(ctx context.Context, cf *cloudformation.Client, stack, path, taxURL string) (string, error) {
 	out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
 	if err != nil {
-		return fmt.Errorf("describe %s: %w", stack, err)
+		return "", fmt.Errorf("describe %s: %w", stack, err)
 	}
 	if len(out.Stacks) != 1 {
-		return fmt.Errorf("describe %s: %d stacks", stack, len(out.Stacks))
+		return "", fmt.Errorf("describe %s: %d stacks", stack, len(out.Stacks))
 	}
 	flat := map[string]string{"TaxServiceAdminUrl": taxURL}
 	for _, o := range out.Stacks[0].Outputs {
@@ -112,10 +123,13 @@ func writeOutputs(ctx context.Context, cf *cloudformation.Client, stack, path, t
 	}
 	b, err := json.MarshalIndent(flat, "", "  ")
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return "", err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	return aws.ToString(out.Stacks[0].StackId), nil
 }

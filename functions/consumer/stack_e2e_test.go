@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/emulatortest"
 	"github.com/homingdlq/homing/internal/invalid"
 )
@@ -73,30 +74,34 @@ func (s *stack) invoicesOfRun(t *testing.T) map[string]int {
 	return out
 }
 
-// takeInvalid receives (and deletes) this run's messages from the invalid
-// queue, returning their reasons by orderId-bearing body.
+// takeInvalid takes (receives and deletes) this run's messages from the
+// invalid queue, recording their reasons by body.
 func (s *stack) takeInvalid(t *testing.T, into map[string]string) {
 	t.Helper()
-	out, err := s.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(s.invalid), MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range out.Messages {
-		body := aws.ToString(m.Body)
-		if !strings.Contains(body, s.run) {
-			continue // another run's message: leave it to its visibility timeout
-		}
+	for _, m := range s.take(t, s.invalid) {
 		meta, _, found, err := invalid.Read(m.MessageAttributes)
 		if err != nil || !found {
 			t.Fatalf("invalid message without metadata: %v", err)
 		}
-		into[body] = meta.Reason
-		if _, err := s.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(s.invalid), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		into[aws.ToString(m.Body)] = meta.Reason
+	}
+}
+
+// take browses url and deletes and returns this run's messages; other runs'
+// messages are left as they were.
+func (s *stack) take(t *testing.T, url string) []types.Message {
+	t.Helper()
+	ctx := context.Background()
+	mine, err := browse.All(ctx, s.sqs, url, browse.Options{}, func(m types.Message) bool { return strings.Contains(aws.ToString(m.Body), s.run) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mine {
+		if _, err := s.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return mine
 }
 
 func TestDeployedConsumerLane(t *testing.T) {
@@ -158,20 +163,7 @@ func TestDeployedServiceDownDeadLetters(t *testing.T) {
 	}
 	var moved []types.Message
 	emulatortest.Eventually(t, 180*time.Second, func() (bool, string) {
-		out, err := s.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(s.dlq), MaxNumberOfMessages: 10, VisibilityTimeout: 300,
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range out.Messages {
-			if strings.Contains(aws.ToString(m.Body), s.run) {
-				moved = append(moved, m)
-			} else { // not ours: put it back at once
-				_, _ = s.sqs.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(s.dlq), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
-			}
-		}
+		moved = append(moved, s.take(t, s.dlq)...)
 		return len(moved) == len(ids), fmt.Sprintf("%d of %d orders in the DLQ", len(moved), len(ids))
 	})
 	for _, m := range moved {
@@ -179,7 +171,6 @@ func TestDeployedServiceDownDeadLetters(t *testing.T) {
 		if n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"]); n < 3 {
 			t.Errorf("moved after %d receives, want maxReceiveCount 3", n)
 		}
-		_, _ = s.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(s.dlq), ReceiptHandle: m.ReceiptHandle})
 	}
 	if got := s.invoicesOfRun(t); len(got) != 0 {
 		t.Fatalf("invoiced while the service failed: %v", got)

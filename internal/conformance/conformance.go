@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -55,6 +56,9 @@ func (f Finding) String() string {
 // Checker compares a template with the deployed resources. It is safe for
 // concurrent use.
 type Checker struct {
+	// Pseudo holds the values of the pseudo parameters the template may
+	// reference: AWS::Partition, AWS::Region, AWS::AccountId.
+	Pseudo   map[string]string
 	Queues   QueueAPI
 	Tables   TableAPI
 	Mappings MappingAPI
@@ -94,23 +98,53 @@ func (c *Checker) Check(ctx context.Context, templateBody []byte, resources []Re
 		queueAttrs[logical] = out.Attributes
 		return out.Attributes, nil
 	}
-	// arnOf resolves {"Fn::GetAtt":[queue,"Arn"]} to the deployed ARN.
-	arnOf := func(raw json.RawMessage) (string, error) {
-		var ref struct {
-			GetAtt []string `json:"Fn::GetAtt"`
+	// arnOf resolves a template value that names a queue ARN: a string,
+	// {"Fn::GetAtt":[queue,"Arn"]}, {"Ref":pseudo parameter} or an
+	// {"Fn::Join"} of those.
+	var arnOf func(raw json.RawMessage) (string, error)
+	arnOf = func(raw json.RawMessage) (string, error) {
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			return s, nil
 		}
-		if err := json.Unmarshal(raw, &ref); err != nil || len(ref.GetAtt) != 2 || ref.GetAtt[1] != "Arn" {
-			var s string
-			if err := json.Unmarshal(raw, &s); err == nil {
-				return s, nil
-			}
+		var expr struct {
+			GetAtt []string          `json:"Fn::GetAtt"`
+			Ref    string            `json:"Ref"`
+			Join   []json.RawMessage `json:"Fn::Join"`
+		}
+		if err := json.Unmarshal(raw, &expr); err != nil {
 			return "", fmt.Errorf("unsupported queue reference %s", raw)
 		}
-		a, err := attrs(ref.GetAtt[0])
-		if err != nil {
-			return "", err
+		switch {
+		case len(expr.GetAtt) == 2 && expr.GetAtt[1] == "Arn":
+			a, err := attrs(expr.GetAtt[0])
+			if err != nil {
+				return "", err
+			}
+			return a["QueueArn"], nil
+		case expr.Ref != "":
+			v, ok := c.Pseudo[expr.Ref]
+			if !ok {
+				return "", fmt.Errorf("unsupported reference to %s", expr.Ref)
+			}
+			return v, nil
+		case len(expr.Join) == 2:
+			var sep string
+			var parts []json.RawMessage
+			if json.Unmarshal(expr.Join[0], &sep) != nil || json.Unmarshal(expr.Join[1], &parts) != nil {
+				return "", fmt.Errorf("unsupported Fn::Join %s", raw)
+			}
+			out := make([]string, len(parts))
+			for i, p := range parts {
+				v, err := arnOf(p)
+				if err != nil {
+					return "", err
+				}
+				out[i] = v
+			}
+			return strings.Join(out, sep), nil
 		}
-		return a["QueueArn"], nil
+		return "", fmt.Errorf("unsupported queue reference %s", raw)
 	}
 
 	var findings []Finding

@@ -17,7 +17,7 @@ import (
 
 const tpl = `{"Resources":{
  "Dlq":{"Type":"AWS::SQS::Queue","Properties":{"MessageRetentionPeriod":1209600,
-   "RedriveAllowPolicy":{"redrivePermission":"byQueue","sourceQueueArns":[{"Fn::GetAtt":["Src","Arn"]}]}}},
+   "RedriveAllowPolicy":{"redrivePermission":"byQueue","sourceQueueArns":[{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":sqs:src"]]}]}}},
  "Src":{"Type":"AWS::SQS::Queue","Properties":{"MessageRetentionPeriod":345600,"VisibilityTimeout":30,
    "RedrivePolicy":{"deadLetterTargetArn":{"Fn::GetAtt":["Dlq","Arn"]},"maxReceiveCount":3}}},
  "Idem":{"Type":"AWS::DynamoDB::Table","Properties":{"TimeToLiveSpecification":{"AttributeName":"expiresAt","Enabled":true}}},
@@ -59,8 +59,8 @@ func (f *fakes) GetEventSourceMapping(context.Context, *lambda.GetEventSourceMap
 func conforming() *fakes {
 	return &fakes{
 		queues: map[string]map[string]string{
-			"http://q/dlq": {"QueueArn": "arn:dlq", "MessageRetentionPeriod": "1209600", "RedriveAllowPolicy": `{"redrivePermission":"byQueue","sourceQueueArns":["arn:src"]}`},
-			"http://q/src": {"QueueArn": "arn:src", "MessageRetentionPeriod": "345600", "VisibilityTimeout": "30", "RedrivePolicy": `{"deadLetterTargetArn":"arn:dlq","maxReceiveCount":3}`},
+			"http://q/dlq": {"QueueArn": "arn:dlq", "MessageRetentionPeriod": "1209600", "RedriveAllowPolicy": `{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:src"]}`},
+			"http://q/src": {"QueueArn": "arn:aws:sqs:src", "MessageRetentionPeriod": "345600", "VisibilityTimeout": "30", "RedrivePolicy": `{"deadLetterTargetArn":"arn:dlq","maxReceiveCount":3}`},
 		},
 		ttl: &dbtypes.TimeToLiveDescription{AttributeName: aws.String("expiresAt"), TimeToLiveStatus: dbtypes.TimeToLiveStatusEnabled},
 		mapping: lambda.GetEventSourceMappingOutput{BatchSize: aws.Int32(10), FunctionResponseTypes: []lambdatypes.FunctionResponseType{"ReportBatchItemFailures"},
@@ -70,7 +70,7 @@ func conforming() *fakes {
 
 func check(t *testing.T, f *fakes) []conformance.Finding {
 	t.Helper()
-	c := &conformance.Checker{Queues: f, Tables: f, Mappings: f}
+	c := &conformance.Checker{Pseudo: map[string]string{"AWS::Partition": "aws"}, Queues: f, Tables: f, Mappings: f}
 	fs, err := c.Check(context.Background(), []byte(tpl), resources)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestDifferences(t *testing.T) {
 			f.queues["http://q/src"]["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:dlq","maxReceiveCount":10}`
 		}, []string{"Src RedrivePolicy.maxReceiveCount: template says 3, deployed has 10"}},
 		{"allow policy dropped", func(f *fakes) { delete(f.queues["http://q/dlq"], "RedriveAllowPolicy") },
-			[]string{"Dlq RedriveAllowPolicy.redrivePermission: template says byQueue, deployed has nothing", "Dlq RedriveAllowPolicy.sourceQueueArns: template says [arn:src], deployed has []"}},
+			[]string{"Dlq RedriveAllowPolicy.redrivePermission: template says byQueue, deployed has nothing", "Dlq RedriveAllowPolicy.sourceQueueArns: template says [arn:aws:sqs:src], deployed has []"}},
 		{"retention", func(f *fakes) { f.queues["http://q/dlq"]["MessageRetentionPeriod"] = "345600" },
 			[]string{"Dlq MessageRetentionPeriod: template says 1209600, deployed has 345600"}},
 		{"batch failures off", func(f *fakes) { f.mapping.FunctionResponseTypes = nil },
