@@ -1,0 +1,29 @@
+package deadletter_test
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/infra/deadletter"
+)
+
+// A lane with the production defaults, then a fast one for an emulator.
+func ExampleNewLane() {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("Orders"), nil)
+
+	lane := deadletter.NewLane(stack, "Invoice", &deadletter.LaneProps{
+		TaxServiceURL: jsii.String("https://tax.example.com"),
+		CodeDir:       jsii.String("../bin"), // bin/consumer/bootstrap from `make build ARCH=arm64`
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("SourceQueueUrl"), &awscdk.CfnOutputProps{Value: lane.SourceQueue().QueueUrl()})
+
+	deadletter.NewLane(stack, "InvoiceFast", &deadletter.LaneProps{
+		TaxServiceURL:     jsii.String("http://127.0.0.1:4580"),
+		MaxReceiveCount:   jsii.Number(3),
+		ConsumerTimeout:   awscdk.Duration_Seconds(jsii.Number(5)),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(30)),
+		RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
+	})
+	app.Synth(nil)
+}

@@ -1,0 +1,163 @@
+package deadletter_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/infra/deadletter"
+)
+
+func seconds(s float64) awscdk.Duration { return awscdk.Duration_Seconds(jsii.Number(s)) }
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*deadletter.LaneProps)
+		want   []string // substrings of the error; none means valid
+	}{
+		{"defaults", func(*deadletter.LaneProps) {}, nil},
+		{"maxReceiveCount 1", func(p *deadletter.LaneProps) { p.MaxReceiveCount = jsii.Number(1) }, nil},
+		{"maxReceiveCount 1000", func(p *deadletter.LaneProps) { p.MaxReceiveCount = jsii.Number(1000) }, nil},
+		{"maxReceiveCount 0", func(p *deadletter.LaneProps) { p.MaxReceiveCount = jsii.Number(0) },
+			[]string{"MaxReceiveCount is 0, want a whole number in 1..1000"}},
+		{"maxReceiveCount 1001", func(p *deadletter.LaneProps) { p.MaxReceiveCount = jsii.Number(1001) },
+			[]string{"MaxReceiveCount is 1001, want a whole number in 1..1000"}},
+		{"maxReceiveCount 2.5", func(p *deadletter.LaneProps) { p.MaxReceiveCount = jsii.Number(2.5) },
+			[]string{"MaxReceiveCount is 2.5, want a whole number in 1..1000"}},
+		{"DLQ retention equal to source", func(p *deadletter.LaneProps) {
+			p.SourceRetention = awscdk.Duration_Days(jsii.Number(4))
+			p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(4))
+		}, []string{"DeadLetterRetention (345600s) must be longer than SourceRetention (345600s)"}},
+		{"DLQ retention shorter than source", func(p *deadletter.LaneProps) {
+			p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(1))
+		}, []string{"DeadLetterRetention (86400s) must be longer than SourceRetention (345600s)"}},
+		{"retention above 14 days", func(p *deadletter.LaneProps) { p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(15)) },
+			[]string{"DeadLetterRetention is 1.296e+06s, want 60s..1209600s"}},
+		{"visibility below 6x default timeout", func(p *deadletter.LaneProps) { p.VisibilityTimeout = seconds(179) },
+			[]string{"VisibilityTimeout is 179s, want at least 6x ConsumerTimeout (180s)"}},
+		{"visibility below 6x timeout", func(p *deadletter.LaneProps) {
+			p.ConsumerTimeout = seconds(5)
+			p.VisibilityTimeout = seconds(20)
+		}, []string{"VisibilityTimeout is 20s, want at least 6x ConsumerTimeout (30s)"}},
+		{"visibility exactly 6x timeout", func(p *deadletter.LaneProps) {
+			p.ConsumerTimeout = seconds(5)
+			p.VisibilityTimeout = seconds(30)
+		}, nil},
+		{"max concurrency 1", func(p *deadletter.LaneProps) { p.MaxConcurrency = jsii.Number(1) },
+			[]string{"MaxConcurrency is 1, want a whole number in 2..1000"}},
+		{"max concurrency 1001", func(p *deadletter.LaneProps) { p.MaxConcurrency = jsii.Number(1001) },
+			[]string{"MaxConcurrency is 1001, want a whole number in 2..1000"}},
+		{"FIFO batch size 11", func(p *deadletter.LaneProps) {
+			p.Fifo = jsii.Bool(true)
+			p.BatchSize = jsii.Number(11)
+		}, []string{"BatchSize (FIFO) is 11, want a whole number in 1..10"}},
+		{"FIFO batching window", func(p *deadletter.LaneProps) {
+			p.Fifo = jsii.Bool(true)
+			p.MaxBatchingWindow = seconds(1)
+		}, []string{"MaxBatchingWindow is 1s, want 0 for FIFO queues"}},
+		{"batch size above 10 without window", func(p *deadletter.LaneProps) { p.BatchSize = jsii.Number(100) },
+			[]string{"BatchSize is 100, above 10 it needs a MaxBatchingWindow of at least 1s"}},
+		{"batching window above 300s", func(p *deadletter.LaneProps) { p.MaxBatchingWindow = seconds(301) },
+			[]string{"MaxBatchingWindow is 301s, want 0s..300s"}},
+		{"timeout above 15 minutes", func(p *deadletter.LaneProps) { p.ConsumerTimeout = seconds(901) },
+			[]string{"ConsumerTimeout is 901s, want 1s..900s"}},
+		{"missing tax service URL", func(p *deadletter.LaneProps) { p.TaxServiceURL = nil },
+			[]string{"TaxServiceURL is required"}},
+		{"environment overrides a wired variable", func(p *deadletter.LaneProps) {
+			p.ConsumerEnvironment = map[string]string{"INVALID_QUEUE_URL": "x", "TAX_BUDGET": "2s"}
+		}, []string{"ConsumerEnvironment sets INVALID_QUEUE_URL, which the lane wires itself"}},
+		{"alarm period not whole minutes", func(p *deadletter.LaneProps) { p.AlarmPeriod = seconds(90) },
+			[]string{"AlarmPeriod is 90s, want a whole number of minutes"}},
+		{"every problem at once", func(p *deadletter.LaneProps) {
+			p.MaxReceiveCount = jsii.Number(0)
+			p.MaxConcurrency = jsii.Number(1)
+			p.VisibilityTimeout = seconds(10)
+		}, []string{"MaxReceiveCount is 0", "MaxConcurrency is 1", "VisibilityTimeout is 10s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := baseProps()
+			tc.modify(p)
+			err := p.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, deadletter.ErrInvalidProps) {
+				t.Fatalf("Validate = %v, want an error wrapping ErrInvalidProps", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate = %q\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+	if err := (*deadletter.LaneProps)(nil).Validate(); !errors.Is(err, deadletter.ErrInvalidProps) {
+		t.Errorf("nil props: %v", err)
+	}
+}
+
+// panicOf runs f and returns the error it panicked with.
+func panicOf(f func()) (err error) {
+	defer func() {
+		switch r := recover().(type) {
+		case nil:
+		case error:
+			err = r
+		default:
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// TestNewLanePanics: synthesis fails with the validation error (the CDK
+// convention for invalid props), before any resource is added.
+func TestNewLanePanics(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*deadletter.LaneProps)
+		want   string
+	}{
+		{"maxReceiveCount 0", func(p *deadletter.LaneProps) { p.MaxReceiveCount = jsii.Number(0) }, "MaxReceiveCount is 0, want a whole number in 1..1000"},
+		{"maxReceiveCount 1001", func(p *deadletter.LaneProps) { p.MaxReceiveCount = jsii.Number(1001) }, "MaxReceiveCount is 1001, want a whole number in 1..1000"},
+		{"DLQ retention <= source", func(p *deadletter.LaneProps) { p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(4)) }, "DeadLetterRetention (345600s) must be longer than SourceRetention (345600s)"},
+		{"visibility < 6x timeout", func(p *deadletter.LaneProps) { p.VisibilityTimeout = seconds(60) }, "VisibilityTimeout is 60s, want at least 6x ConsumerTimeout (180s)"},
+		{"max concurrency 1", func(p *deadletter.LaneProps) { p.MaxConcurrency = jsii.Number(1) }, "MaxConcurrency is 1, want a whole number in 2..1000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stack := newStack()
+			p := baseProps()
+			tc.modify(p)
+			err := panicOf(func() { deadletter.NewLane(stack, "Orders", p) })
+			if !errors.Is(err, deadletter.ErrInvalidProps) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("NewLane panicked with %v\nwant ErrInvalidProps and %q", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), `deadletter.NewLane "Orders"`) {
+				t.Errorf("the error does not name the lane: %v", err)
+			}
+			if n := len(*stack.Node().Children()); n != 0 {
+				t.Errorf("the stack got %d children before the panic", n)
+			}
+		})
+	}
+
+	t.Run("missing bootstrap", func(t *testing.T) {
+		p := baseProps()
+		p.CodeDir = jsii.String(filepath.Join(testRoot, "no-such-bin"))
+		err := panicOf(func() { deadletter.NewLane(newStack(), "Orders", p) })
+		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "make build") {
+			t.Fatalf("NewLane panicked with %v, want a missing-file error that says how to build", err)
+		}
+	})
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Profiles of the stack.
+const (
+	// ProfileAWS is the production-grade profile: 10 receives, 30 s consumer
+	// timeout, arm64, data retained when the stack is deleted.
+	ProfileAWS = "aws"
+	// ProfileLocal is the emulator profile: fast failure (3 receives, 5 s
+	// timeout, 30 s visibility), the host's architecture (the emulator runs
+	// bootstraps as local processes), everything destroyed with the stack.
+	ProfileLocal = "local"
+)
+
+// DefaultLocalTaxServiceURL is the tax service of the local profile when
+// TAX_SERVICE_URL is not set: the stand-in the e2e tests start.
+const DefaultLocalTaxServiceURL = "http://127.0.0.1:4580"
+
+// ProfileProps returns the stack props of the named profile; an unknown
+// profile is an error. getenv supplies two optional variables:
+//
+//	TAX_SERVICE_URL  the consumer's tax service; locally it defaults to
+//	                 DefaultLocalTaxServiceURL, on AWS its absence makes the
+//	                 stack take the URL as the TaxServiceUrl deploy parameter
+//	HOMING_CODE_DIR  the directory of the bin/<function>/bootstrap builds
+//	                 (default deadletter.DefaultCodeDir, ../bin from infra/)
+func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps, error) {
+	taxURL := getenv("TAX_SERVICE_URL")
+	var codeDir *string
+	if dir := getenv("HOMING_CODE_DIR"); dir != "" {
+		codeDir = jsii.String(dir)
+	}
+	switch profile {
+	case ProfileAWS:
+		p := &HomingStackProps{}
+		p.Lane.CodeDir = codeDir
+		if taxURL != "" {
+			p.Lane.TaxServiceURL = jsii.String(taxURL)
+		}
+		p.StackProps.Description = jsii.String("homing: dead-letter lane for order processing (profile aws)")
+		return p, nil
+	case ProfileLocal:
+		if taxURL == "" {
+			taxURL = DefaultLocalTaxServiceURL
+		}
+		p := &HomingStackProps{}
+		p.StackProps.Description = jsii.String("homing: dead-letter lane for order processing (profile local, emulator)")
+		p.Lane.CodeDir = codeDir
+		p.Lane.TaxServiceURL = jsii.String(taxURL)
+		p.Lane.MaxReceiveCount = jsii.Number(3)
+		p.Lane.ConsumerTimeout = awscdk.Duration_Seconds(jsii.Number(5))
+		p.Lane.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(30))
+		p.Lane.Architecture = hostArchitecture()
+		p.Lane.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
+		p.Lane.LogRetention = awslogs.RetentionDays_ONE_DAY
+		// The consumer's defaults (10 s tax budget, 2 s margin) do not fit in
+		// a 5 s invocation.
+		p.Lane.ConsumerEnvironment = map[string]string{"TAX_BUDGET": "2s", "DEADLINE_MARGIN": "1s"}
+		return p, nil
+	default:
+		return nil, fmt.Errorf("unknown profile %q: want %q or %q", profile, ProfileAWS, ProfileLocal)
+	}
+}
+
+// hostArchitecture is the Lambda architecture of the machine the app runs
+// on, which is what `make build` targets by default.
+func hostArchitecture() awslambda.Architecture {
+	if runtime.GOARCH == "arm64" {
+		return awslambda.Architecture_ARM_64()
+	}
+	return awslambda.Architecture_X86_64()
+}

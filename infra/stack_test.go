@@ -1,0 +1,366 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+var testRoot string
+
+func TestMain(m *testing.M) {
+	var err error
+	testRoot, err = os.MkdirTemp("", "infra-test-")
+	if err == nil {
+		err = os.MkdirAll(filepath.Join(testRoot, "bin", "consumer"), 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(testRoot, "bin", "consumer", "bootstrap"), []byte("#!/bin/sh\n"), 0o755)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	jsii.Close()
+	os.RemoveAll(testRoot)
+	os.Exit(code)
+}
+
+// env is a fake getenv.
+type env map[string]string
+
+func (e env) get(key string) string { return e[key] }
+
+// testEnv points the code directory at the dummy bootstrap.
+func testEnv(extra env) env {
+	e := env{"HOMING_CODE_DIR": filepath.Join(testRoot, "bin")}
+	for k, v := range extra {
+		e[k] = v
+	}
+	return e
+}
+
+type synthesized struct {
+	outdir    string
+	stack     awscdk.Stack
+	template  assertions.Template
+	resources map[string]map[string]any
+	params    map[string]any
+}
+
+func newTestApp() awscdk.App {
+	outdir, err := os.MkdirTemp(testRoot, "cdk.out-")
+	if err != nil {
+		panic(err)
+	}
+	return awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir)})
+}
+
+func outdirOf(app awscdk.App) string { return *app.Outdir() }
+
+// profiles holds one synthesized stack per profile, built the way main
+// builds it (newApp: profile props, stack, AwsSolutions aspect).
+var profiles = map[string]*struct {
+	once sync.Once
+	s    *synthesized
+	err  any
+}{ProfileAWS: {}, ProfileLocal: {}}
+
+func profile(t *testing.T, name string) *synthesized {
+	t.Helper()
+	p := profiles[name]
+	p.once.Do(func() {
+		defer func() { p.err = recover() }()
+		app := newTestApp()
+		stack, err := newApp(app, name, testEnv(nil).get)
+		if err != nil {
+			panic(err)
+		}
+		tpl := assertions.Template_FromStack(stack, nil)
+		raw, err := json.Marshal(tpl.ToJSON())
+		if err != nil {
+			panic(err)
+		}
+		var doc struct {
+			Resources  map[string]map[string]any
+			Parameters map[string]any
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			panic(err)
+		}
+		p.s = &synthesized{outdir: outdirOf(app), stack: stack, template: tpl, resources: doc.Resources, params: doc.Parameters}
+	})
+	if p.err != nil {
+		t.Fatalf("synthesize the %s profile: %v", name, p.err)
+	}
+	return p.s
+}
+
+// id finds the one resource of typ whose logical id is the lane's construct
+// id plus the CDK's hash, e.g. OrdersSourceQueue1051E0BC.
+func (s *synthesized) id(t *testing.T, typ, construct string) string {
+	t.Helper()
+	re := regexp.MustCompile(`^Orders` + construct + `[0-9A-F]{8}$`)
+	var found []string
+	for lid, r := range s.resources {
+		if r["Type"] == typ && re.MatchString(lid) {
+			found = append(found, lid)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s %s: found %v", typ, construct, found)
+	}
+	return found[0]
+}
+
+func check(t *testing.T, what string, assertion func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s:\n%v", what, r)
+		}
+	}()
+	assertion()
+}
+
+type obj = map[string]any
+type arr = []any
+
+// mustJSON renders a value, such as a synthesis message, for a failure
+// message (the Go type of synthesis messages is deprecated field by field).
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%+v", v)
+	}
+	return string(b)
+}
+
+func like(m obj) assertions.Matcher { return assertions.Match_ObjectLike(&m) }
+
+func TestProfiles(t *testing.T) {
+	hostArch := "x86_64"
+	if runtime.GOARCH == "arm64" {
+		hostArch = "arm64"
+	}
+	for _, tc := range []struct {
+		profile         string
+		maxReceiveCount float64
+		visibility      float64
+		timeout         float64
+		arch            string
+		deletion        string
+		logDays         float64
+		taxURL          any
+		extraEnv        obj
+	}{
+		{ProfileAWS, 10, 180, 30, "arm64", "Retain", 30, obj{"Ref": "TaxServiceUrl"}, nil},
+		{ProfileLocal, 3, 30, 5, hostArch, "Delete", 1, DefaultLocalTaxServiceURL, obj{"TAX_BUDGET": "2s", "DEADLINE_MARGIN": "1s"}},
+	} {
+		t.Run(tc.profile, func(t *testing.T) {
+			s := profile(t, tc.profile)
+			dlq := s.id(t, "AWS::SQS::Queue", "DeadLetterQueue")
+			check(t, "source redrive, visibility >= 6x timeout", func() {
+				s.template.HasResourceProperties(jsii.String("AWS::SQS::Queue"), like(obj{
+					"RedrivePolicy":     obj{"deadLetterTargetArn": obj{"Fn::GetAtt": arr{dlq, "Arn"}}, "maxReceiveCount": tc.maxReceiveCount},
+					"VisibilityTimeout": tc.visibility,
+				}))
+			})
+			if tc.visibility < 6*tc.timeout {
+				t.Errorf("visibility %v < 6 x %v", tc.visibility, tc.timeout)
+			}
+			vars := obj{"TAX_SERVICE_URL": tc.taxURL}
+			for k, v := range tc.extraEnv {
+				vars[k] = v
+			}
+			check(t, "function", func() {
+				s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), like(obj{
+					"Runtime":       "provided.al2023",
+					"Handler":       "bootstrap",
+					"Architectures": arr{tc.arch},
+					"Timeout":       tc.timeout,
+					"LoggingConfig": like(obj{"LogFormat": "JSON"}),
+					"Environment":   obj{"Variables": like(vars)},
+				}))
+			})
+			check(t, "log retention", func() {
+				s.template.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), like(obj{"RetentionInDays": tc.logDays}))
+			})
+			for _, typ := range []string{"AWS::SQS::Queue", "AWS::DynamoDB::Table"} {
+				for lid, r := range s.resources {
+					if r["Type"] == typ && r["DeletionPolicy"] != tc.deletion {
+						t.Errorf("%s: DeletionPolicy %v, want %s", lid, r["DeletionPolicy"], tc.deletion)
+					}
+				}
+			}
+			_, hasParam := s.params["TaxServiceUrl"]
+			if wantParam := tc.profile == ProfileAWS; hasParam != wantParam {
+				t.Errorf("TaxServiceUrl parameter present: %v, want %v", hasParam, wantParam)
+			}
+			if got := *s.stack.StackName(); got != "Homing" {
+				t.Errorf("stack name %q", got)
+			}
+		})
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	for _, name := range []string{ProfileAWS, ProfileLocal} {
+		t.Run(name, func(t *testing.T) {
+			s := profile(t, name)
+			ref := func(typ, construct string) obj { return obj{"Ref": s.id(t, typ, construct)} }
+			arn := func(typ, construct string) obj { return obj{"Fn::GetAtt": arr{s.id(t, typ, construct), "Arn"}} }
+			const queue, table = "AWS::SQS::Queue", "AWS::DynamoDB::Table"
+			want := map[string]obj{
+				"SourceQueueUrl":       ref(queue, "SourceQueue"),
+				"SourceQueueArn":       arn(queue, "SourceQueue"),
+				"DeadLetterQueueUrl":   ref(queue, "DeadLetterQueue"),
+				"DeadLetterQueueArn":   arn(queue, "DeadLetterQueue"),
+				"InvalidQueueUrl":      ref(queue, "InvalidQueue"),
+				"ParkingQueueUrl":      ref(queue, "ParkingQueue"),
+				"IdempotencyTableName": ref(table, "IdempotencyTable"),
+				"LedgerTableName":      ref(table, "LedgerTable"),
+				"ConsumerFunctionName": ref("AWS::Lambda::Function", "Consumer"),
+				"AlarmTopicArn":        ref("AWS::SNS::Topic", "AlarmTopic"),
+				"DashboardName":        ref("AWS::CloudWatch::Dashboard", "Dashboard"),
+			}
+			for id, value := range want {
+				check(t, id, func() { s.template.HasOutput(jsii.String(id), like(obj{"Value": value})) })
+			}
+			if got := len(*s.template.FindOutputs(jsii.String("*"), nil)); got != len(want) {
+				t.Errorf("%d outputs, want %d", got, len(want))
+			}
+		})
+	}
+}
+
+// TestCdkNag: both profiles synthesize without an unsuppressed AwsSolutions
+// error or warning (or any other), and every suppression has a reason.
+func TestCdkNag(t *testing.T) {
+	for _, name := range []string{ProfileAWS, ProfileLocal} {
+		t.Run(name, func(t *testing.T) {
+			s := profile(t, name)
+			annotations := assertions.Annotations_FromStack(s.stack)
+			for _, pattern := range []string{"AwsSolutions-.*", ".*"} {
+				m := assertions.Match_StringLikeRegexp(jsii.String(pattern))
+				for _, e := range *annotations.FindError(jsii.String("*"), m) {
+					t.Errorf("error: %s", mustJSON(e))
+				}
+				for _, w := range *annotations.FindWarning(jsii.String("*"), m) {
+					t.Errorf("warning: %s", mustJSON(w))
+				}
+			}
+			// What main checks after synthesis: the cloud assembly records no
+			// error-level finding.
+			if findings, err := errorFindings(s.outdir); err != nil || len(findings) > 0 {
+				t.Errorf("errorFindings = %v, %v", findings, err)
+			}
+			suppressions := 0
+			for lid, r := range s.resources {
+				meta, _ := r["Metadata"].(map[string]any)
+				nag, _ := meta["cdk_nag"].(map[string]any)
+				rules, _ := nag["rules_to_suppress"].([]any)
+				for _, rule := range rules {
+					rule := rule.(map[string]any)
+					suppressions++
+					if reason, _ := rule["reason"].(string); len(strings.TrimSpace(reason)) < 10 {
+						t.Errorf("%s: suppression of %v without a reason", lid, rule["id"])
+					}
+				}
+			}
+			if suppressions != 2 {
+				t.Errorf("%d suppressions, want the 2 SQS3 ones of the invalid and parking queues", suppressions)
+			}
+		})
+	}
+}
+
+func TestProfileProps(t *testing.T) {
+	if _, err := ProfileProps("staging", env{}.get); err == nil || !strings.Contains(err.Error(), `unknown profile "staging"`) {
+		t.Errorf("unknown profile: %v", err)
+	}
+	p, err := ProfileProps(ProfileAWS, env{"TAX_SERVICE_URL": "https://tax.example.com", "HOMING_CODE_DIR": "/b"}.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Lane.TaxServiceURL == nil || *p.Lane.TaxServiceURL != "https://tax.example.com" || *p.Lane.CodeDir != "/b" {
+		t.Errorf("aws profile ignores TAX_SERVICE_URL or HOMING_CODE_DIR: %+v", p.Lane)
+	}
+	if p.Lane.MaxReceiveCount != nil || p.Lane.RemovalPolicy != "" || p.Lane.Architecture != nil {
+		t.Errorf("aws profile must keep the construct's production defaults: %+v", p.Lane)
+	}
+	p, err = ProfileProps(ProfileLocal, env{"TAX_SERVICE_URL": "http://127.0.0.1:9999"}.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *p.Lane.TaxServiceURL != "http://127.0.0.1:9999" || p.Lane.CodeDir != nil {
+		t.Errorf("local profile: %+v", p.Lane)
+	}
+	if err := p.Lane.Validate(); err != nil {
+		t.Errorf("local profile props are invalid: %v", err)
+	}
+}
+
+func TestSelectProfile(t *testing.T) {
+	for _, tc := range []struct {
+		context any
+		env     string
+		want    string
+	}{
+		{nil, "", ProfileAWS},
+		{"local", "", ProfileLocal},
+		{nil, "local", ProfileLocal},
+		{"aws", "local", ProfileAWS}, // -c profile=... wins over HOMING_PROFILE
+		{"", "local", ProfileLocal},
+	} {
+		if got := selectProfile(tc.context, tc.env); got != tc.want {
+			t.Errorf("selectProfile(%v, %q) = %q, want %q", tc.context, tc.env, got, tc.want)
+		}
+	}
+}
+
+func TestEnvironmentFromCLI(t *testing.T) {
+	stack, err := newApp(newTestApp(), ProfileLocal, testEnv(env{"CDK_DEFAULT_ACCOUNT": "000000000000", "CDK_DEFAULT_REGION": "us-east-1"}).get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *stack.Account() != "000000000000" || *stack.Region() != "us-east-1" {
+		t.Errorf("stack env %s/%s", *stack.Account(), *stack.Region())
+	}
+}
+
+// TestErrorFindings reads findings both from the manifest and from an
+// artifact's additional metadata file, where cdk-nag's errors land.
+func TestErrorFindings(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("manifest.json", `{"artifacts":{
+		"Homing":{"additionalMetadataFile":"Homing.metadata.json","metadata":{"/Homing/A":[{"type":"aws:cdk:error","data":"inline error"}]}},
+		"Tree":{}}}`)
+	write("Homing.metadata.json", `{
+		"/Homing/Orders/ParkingQueue/Resource":[{"type":"aws:cdk:logicalId","data":"X"},{"type":"aws:cdk:error","data":"AwsSolutions-SQS3: no DLQ"}],
+		"/Homing/B":[{"type":"aws:cdk:warning","data":"only a warning"}]}`)
+	got, err := errorFindings(dir)
+	want := []string{"/Homing/A: inline error", "/Homing/Orders/ParkingQueue/Resource: AwsSolutions-SQS3: no DLQ"}
+	if err != nil || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("errorFindings = %q, %v; want %q", got, err, want)
+	}
+	if _, err := errorFindings(t.TempDir()); err == nil {
+		t.Error("errorFindings of an empty directory: no error")
+	}
+}
