@@ -57,14 +57,14 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		p.Lane.CodeDir = codeDir
 		p.Lane.TaxServiceURL = jsii.String(taxURL)
 		p.Lane.MaxReceiveCount = jsii.Number(3)
-		p.Lane.ConsumerTimeout = awscdk.Duration_Seconds(jsii.Number(5))
-		p.Lane.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(30))
+		p.Lane.ConsumerTimeout = awscdk.Duration_Seconds(jsii.Number(3))
+		p.Lane.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(18))
 		p.Lane.Architecture = hostArchitecture()
 		p.Lane.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
 		p.Lane.LogRetention = awslogs.RetentionDays_ONE_DAY
 		// The consumer's defaults (10 s tax budget, 2 s margin) do not fit in
-		// a 5 s invocation.
-		p.Lane.ConsumerEnvironment = map[string]string{"TAX_BUDGET": "2s", "DEADLINE_MARGIN": "1s"}
+		// a 3 s invocation.
+		p.Lane.ConsumerEnvironment = map[string]string{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"}
 		return p, nil
 	default:
 		return nil, fmt.Errorf("unknown profile %q: want %q or %q", profile, ProfileAWS, ProfileLocal)

@@ -166,7 +166,7 @@ func TestProfiles(t *testing.T) {
 		extraEnv        obj
 	}{
 		{ProfileAWS, 10, 180, 30, "arm64", "Retain", 30, obj{"Ref": "TaxServiceUrl"}, nil},
-		{ProfileLocal, 3, 30, 5, hostArch, "Delete", 1, DefaultLocalTaxServiceURL, obj{"TAX_BUDGET": "2s", "DEADLINE_MARGIN": "1s"}},
+		{ProfileLocal, 3, 18, 3, hostArch, "Delete", 1, DefaultLocalTaxServiceURL, obj{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"}},
 	} {
 		t.Run(tc.profile, func(t *testing.T) {
 			s := profile(t, tc.profile)
