@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -15,7 +14,7 @@ import (
 // handler: it must never panic, and whenever the payload decodes as an SQS
 // event the response must list only ids of its records, in a JSON list.
 func FuzzHandleEvent(f *testing.F) {
-	files, _ := filepath.Glob("../../events/*.json")
+	files := sqsEventFiles()
 	for _, file := range files {
 		b, err := os.ReadFile(file)
 		if err != nil {

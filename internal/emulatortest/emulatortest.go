@@ -240,3 +240,40 @@ func (a *TaxAdmin) call(method, path, body string, into any) {
 		}
 	}
 }
+
+// LedgerTable creates a table with the replay ledger schema (partition key
+// "pk", sort key "sk", both String, on-demand), named after the test with
+// the characters DynamoDB refuses replaced, and deletes it when the test
+// ends.
+func LedgerTable(t testing.TB, db *dynamodb.Client) string {
+	t.Helper()
+	ctx := context.Background()
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '-'
+	}, Name(t, "ledger"))
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: dbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []dbtypes.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: dbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: dbtypes.ScalarAttributeTypeS},
+		},
+		KeySchema: []dbtypes.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: dbtypes.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: dbtypes.KeyTypeRange},
+		},
+	})
+	if err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(db).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 30*time.Second); err != nil {
+		t.Fatalf("wait for table %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
+	return name
+}

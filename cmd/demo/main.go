@@ -1,0 +1,355 @@
+// Command demo tells the project's story on the stack deployed to the local
+// emulator (`make demo` deploys it first and tears it down after):
+//
+//  1. the tax service goes down; a realistic set of orders is published:
+//     mostly valid, some of each invalid reason, some duplicate deliveries;
+//  2. invalid orders go straight to the invalid queue with their reason;
+//     valid ones fail, and SQS moves them to the DLQ after maxReceiveCount;
+//  3. the tax service comes back; the scheduled replay (EventBridge, every
+//     minute locally) brings the dead letters home, and the idempotent
+//     consumer invoices every order exactly once;
+//  4. a final table accounts for every order. The exit status is 0 only
+//     when every order is accounted for.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/internal/dynamo"
+	"github.com/homingdlq/homing/internal/invalid"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "\ndemo:", err)
+		os.Exit(1)
+	}
+}
+
+type demo struct {
+	out     map[string]string
+	sqs     *sqs.Client
+	ledger  *dynamo.Ledger
+	tax     string
+	started time.Time
+}
+
+func run(ctx context.Context) error {
+	path := ".local/outputs.json"
+	if p := os.Getenv("HOMING_OUTPUTS"); p != "" {
+		path = p
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read stack outputs (run `make deploy-local` first): %w", err)
+	}
+	d := &demo{out: map[string]string{}, started: time.Now()}
+	if err := json.Unmarshal(b, &d.out); err != nil {
+		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("load AWS config: %w", err)
+	}
+	d.sqs = sqs.NewFromConfig(cfg)
+	d.ledger = dynamo.NewLedger(dynamodb.NewFromConfig(cfg), d.out["LedgerTableName"], time.Now)
+	d.tax = d.out["TaxServiceAdminUrl"]
+
+	run := strconv.FormatInt(time.Now().Unix()%100000, 10)
+	s := newStory(run, 30)
+
+	d.step("1/4", "the tax service goes down")
+	if err := d.taxMode("down"); err != nil {
+		return err
+	}
+	d.step("2/4", fmt.Sprintf("publishing %d order messages (%d valid orders, %d duplicate deliveries, %d invalid)",
+		len(s.messages), len(s.valid), s.duplicates, len(s.messages)-s.deadLettered+2))
+	if err := d.publish(ctx, s.messages); err != nil {
+		return err
+	}
+	invalidReasons := map[string]int{}
+	wantEarly := 0
+	for r, n := range s.invalid {
+		if r != "conflicting-duplicate" && r != "rejected-by-tax-service" {
+			wantEarly += n
+		}
+	}
+	if err := d.wait(ctx, "invalid orders reach the invalid queue", 2*time.Minute, func() (bool, string, error) {
+		if err := d.takeInvalid(ctx, run, invalidReasons); err != nil {
+			return false, "", err
+		}
+		n := total(invalidReasons)
+		return n >= wantEarly, fmt.Sprintf("%d/%d", n, wantEarly), nil
+	}); err != nil {
+		return err
+	}
+	if err := d.wait(ctx, "valid orders fail and SQS moves them to the DLQ", 5*time.Minute, func() (bool, string, error) {
+		v, f, err := d.depth(ctx, d.out["DeadLetterQueueUrl"])
+		return v+f >= s.deadLettered, fmt.Sprintf("%d/%d in the DLQ", v+f, s.deadLettered), err
+	}); err != nil {
+		return err
+	}
+	invoices, err := d.invoices(run)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("      dead-lettered: %d messages, invoiced so far: %d\n", s.deadLettered, len(invoices))
+
+	d.step("3/4", "the tax service is back; waiting for the scheduled replay (every minute)")
+	if err := d.taxMode("up"); err != nil {
+		return err
+	}
+	if err := d.wait(ctx, "dead letters come home and are invoiced", 6*time.Minute, func() (bool, string, error) {
+		if err := d.takeInvalid(ctx, run, invalidReasons); err != nil {
+			return false, "", err
+		}
+		inv, err := d.invoices(run)
+		if err != nil {
+			return false, "", err
+		}
+		v, f, err := d.depth(ctx, d.out["DeadLetterQueueUrl"])
+		if err != nil {
+			return false, "", err
+		}
+		done := len(inv) >= len(s.valid) && v+f == 0 && total(invalidReasons) >= total(s.invalid)
+		return done, fmt.Sprintf("invoiced %d/%d, DLQ %d, invalid %d/%d", len(inv), len(s.valid), v+f, total(invalidReasons), total(s.invalid)), nil
+	}); err != nil {
+		return err
+	}
+	// Let in-flight duplicates settle, then account for everything.
+	if err := d.wait(ctx, "the source queue drains", 2*time.Minute, func() (bool, string, error) {
+		v, f, err := d.depth(ctx, d.out["SourceQueueUrl"])
+		return v+f == 0, fmt.Sprintf("%d left", v+f), err
+	}); err != nil {
+		return err
+	}
+	d.step("4/4", "accounting")
+	return d.report(ctx, s, run, invalidReasons)
+}
+
+func (d *demo) step(n, what string) {
+	fmt.Printf("\n[%s] %s\n", n, what)
+}
+
+// wait polls cond every 2 s, printing progress on one line, until it holds
+// or timeout passes.
+func (d *demo) wait(ctx context.Context, what string, timeout time.Duration, cond func() (bool, string, error)) error {
+	start := time.Now()
+	for {
+		ok, state, err := cond()
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		fmt.Printf("\r      %-52s %-40s %4.0fs", what, state, time.Since(start).Seconds())
+		if ok {
+			fmt.Println("  done")
+			return nil
+		}
+		if time.Since(start) > timeout {
+			fmt.Println()
+			return fmt.Errorf("%s: not done after %s (%s)", what, timeout, state)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func (d *demo) publish(ctx context.Context, bodies []string) error {
+	for i := 0; i < len(bodies); i += 10 {
+		var entries []types.SendMessageBatchRequestEntry
+		for j, b := range bodies[i:min(i+10, len(bodies))] {
+			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), MessageBody: aws.String(b)})
+		}
+		// A batch is limited to 256 KiB in all: send the oversized one alone.
+		size := 0
+		for _, e := range entries {
+			size += len(aws.ToString(e.MessageBody))
+		}
+		if size > 200<<10 {
+			for _, e := range entries {
+				if _, err := d.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(d.out["SourceQueueUrl"]), MessageBody: e.MessageBody}); err != nil {
+					return fmt.Errorf("publish: %w", err)
+				}
+			}
+			continue
+		}
+		out, err := d.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(d.out["SourceQueueUrl"]), Entries: entries})
+		if err != nil {
+			return fmt.Errorf("publish: %w", err)
+		}
+		if len(out.Failed) > 0 {
+			return fmt.Errorf("publish: %d messages refused: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+	}
+	return nil
+}
+
+// takeInvalid moves this run's messages from the invalid queue into counts
+// by reason (the demo owns them; an operator would fix and resend them).
+func (d *demo) takeInvalid(ctx context.Context, run string, into map[string]int) error {
+	url := d.out["InvalidQueueUrl"]
+	mine, err := browse.All(ctx, d.sqs, url, browse.Options{}, func(m types.Message) bool { return strings.Contains(aws.ToString(m.Body), run) })
+	if err != nil {
+		return err
+	}
+	for _, m := range mine {
+		meta, _, _, err := invalid.Read(m.MessageAttributes)
+		if err != nil {
+			return err
+		}
+		into[meta.Reason]++
+		if _, err := d.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			return fmt.Errorf("delete from the invalid queue: %w", err)
+		}
+	}
+	return nil
+}
+
+func (d *demo) depth(ctx context.Context, url string) (visible, inFlight int, err error) {
+	out, err := d.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+	}})
+	if err != nil {
+		return 0, 0, fmt.Errorf("depth of %s: %w", url, err)
+	}
+	visible, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+	inFlight, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+	return visible, inFlight, nil
+}
+
+func (d *demo) taxMode(mode string) error {
+	resp, err := http.Post(d.tax+"/admin/mode", "application/json", strings.NewReader(`{"mode":"`+mode+`"}`))
+	if err != nil {
+		return fmt.Errorf("tax stand-in: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("tax stand-in: %s %s", resp.Status, b)
+	}
+	return nil
+}
+
+// invoices returns the stand-in's invoices of this run's orders.
+func (d *demo) invoices(run string) (map[string]int, error) {
+	resp, err := http.Get(d.tax + "/admin/invoices")
+	if err != nil {
+		return nil, fmt.Errorf("tax stand-in: %w", err)
+	}
+	defer resp.Body.Close()
+	all := map[string]int{}
+	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
+		return nil, fmt.Errorf("tax stand-in invoices: %w", err)
+	}
+	mine := map[string]int{}
+	for id, n := range all {
+		if strings.Contains(id, "-"+run+"-") {
+			mine[id] = n
+		}
+	}
+	return mine, nil
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func (d *demo) report(ctx context.Context, s story, run string, invalidReasons map[string]int) error {
+	invoices, err := d.invoices(run)
+	if err != nil {
+		return err
+	}
+	moved, parked, err := d.replayTotals(ctx)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	once := 0
+	for _, id := range s.valid {
+		switch n := invoices[id]; n {
+		case 1:
+			once++
+		default:
+			problems = append(problems, fmt.Sprintf("%s invoiced %d times", id, n))
+		}
+	}
+	for id := range invoices {
+		if !slices.Contains(s.valid, id) {
+			problems = append(problems, fmt.Sprintf("%s invoiced but should not be", id))
+		}
+	}
+	for r, n := range s.invalid {
+		if invalidReasons[r] != n {
+			problems = append(problems, fmt.Sprintf("invalid reason %s: %d, want %d", r, invalidReasons[r], n))
+		}
+	}
+	if moved < s.deadLettered {
+		problems = append(problems, fmt.Sprintf("replayed %d, want at least %d", moved, s.deadLettered))
+	}
+	absorbed := s.deadLettered - 2 - once // replayed valid deliveries that issued nothing
+
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "\n\tmessages published\t", len(s.messages), "\t")
+	fmt.Fprintf(w, "\torders invoiced exactly once\t%d of %d\t\n", once, len(s.valid))
+	reasons := make([]string, 0, len(invalidReasons))
+	for r := range invalidReasons {
+		reasons = append(reasons, r)
+	}
+	slices.Sort(reasons)
+	fmt.Fprintf(w, "\tinvalid, by reason\t%d\t\n", total(invalidReasons))
+	for _, r := range reasons {
+		fmt.Fprintf(w, "\t  %s\t%d\t\n", r, invalidReasons[r])
+	}
+	fmt.Fprintf(w, "\tdead-lettered during the outage\t%d\t\n", s.deadLettered)
+	fmt.Fprintf(w, "\treplayed by the schedule\t%d\t\n", moved)
+	fmt.Fprintf(w, "\tparked\t%d\t\n", parked)
+	fmt.Fprintf(w, "\tduplicates absorbed\t%d\t\n", absorbed)
+	fmt.Fprintf(w, "\ttime\t%s\t\n", time.Since(d.started).Round(time.Second))
+	_ = w.Flush()
+	if len(problems) > 0 {
+		return fmt.Errorf("not every order is accounted for:\n  %s", strings.Join(problems, "\n  "))
+	}
+	fmt.Println("\nEvery order is accounted for. Look around with: bin/dlq inspect   and   bin/dlq audit --order", s.valid[0])
+	return nil
+}
+
+// replayTotals sums the real (not dry) replay runs since the demo started,
+// read from the replay ledger as an operator's audit would.
+func (d *demo) replayTotals(ctx context.Context) (replayed, parked int, err error) {
+	runs, err := d.ledger.Runs(ctx, 100)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read replay runs: %w", err)
+	}
+	for _, r := range runs {
+		if r.DryRun || r.StartedAt.Before(d.started) {
+			continue
+		}
+		replayed += r.Total.Replayed
+		parked += r.Total.ParkedTotal()
+	}
+	return replayed, parked, nil
+}

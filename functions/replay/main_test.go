@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/homingdlq/homing/internal/idempotency"
+	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/internal/replay/replaytest"
+)
+
+// fixture is the function wired to in-memory queues and ledger, with two
+// routes, "orders" and "payments", on a manual clock.
+type fixture struct {
+	clock   *replaytest.Clock
+	q       *replaytest.MemoryQueue
+	ledger  *replay.MemoryLedger
+	routes  []replay.Route
+	health  error
+	handler lambda.Handler
+	logs    bytes.Buffer
+	metrics bytes.Buffer
+}
+
+func newFixture(t *testing.T, env map[string]string) *fixture {
+	t.Helper()
+	f := &fixture{clock: replaytest.NewClock(time.Now().UTC().Truncate(time.Second))}
+	f.q = replaytest.NewMemoryQueue(f.clock.Now)
+	f.ledger = replay.NewMemoryLedger(f.clock.Now)
+	for _, name := range []string{"orders", "payments"} {
+		r := replay.Route{Name: name}
+		for _, q := range []struct {
+			url  *string
+			name string
+		}{{&r.DLQURL, name + "-dlq"}, {&r.SourceURL, name}, {&r.ParkingURL, name + "-parking"}} {
+			url, err := f.q.CreateQueue(q.name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			*q.url = url
+		}
+		f.routes = append(f.routes, r)
+	}
+	routes, _ := json.Marshal(f.routes)
+	vars := map[string]string{"REPLAY_ROUTES": string(routes), "LEDGER_TABLE": "ledger", "IDEMPOTENCY_TABLE": "idempotency"}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := LoadConfig(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(cfg, deps{
+		queue: f.q, ledger: f.ledger,
+		completions: &replaytest.MemoryCompletions{Store: idempotency.NewMemoryStore(), Scope: cfg.ConsumerName},
+		health:      func(context.Context) error { return f.health },
+		logger:      slog.New(slog.NewJSONHandler(&f.logs, nil)),
+		metrics:     &f.metrics, now: f.clock.Now, sleep: f.clock.Sleep,
+	})
+	f.handler = lambda.NewHandler(h)
+	return f
+}
+
+// deadLetter puts n orders in the route's DLQ, dead-lettered two hours ago.
+func (f *fixture) deadLetter(t *testing.T, route replay.Route, n int) {
+	t.Helper()
+	for i := range n {
+		body := fmt.Sprintf(`{"orderId":"ORD-%s-%d"}`, route.Name, i)
+		if _, err := f.q.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(route.DLQURL), MessageBody: aws.String(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (f *fixture) invoke(t *testing.T, payload []byte) (replay.Summary, error) {
+	t.Helper()
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
+	out, err := f.handler.Invoke(ctx, payload)
+	if err != nil {
+		return replay.Summary{}, err
+	}
+	var s replay.Summary
+	if err := json.Unmarshal(out, &s); err != nil {
+		t.Fatalf("response is not a summary: %v\n%s", err, out)
+	}
+	return s, nil
+}
+
+func sample(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../../events/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestScheduledEventRunsEveryRoute(t *testing.T) {
+	f := newFixture(t, nil)
+	f.deadLetter(t, f.routes[0], 3)
+	f.deadLetter(t, f.routes[1], 2)
+	f.clock.Advance(2 * time.Hour)
+	s, err := f.invoke(t, sample(t, "replay-scheduled.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RunID != "req-1" || s.DryRun || s.Max != replay.DefaultMaxPerRun || s.Rate != replay.DefaultRate || s.Filter != nil {
+		t.Fatalf("summary = %+v", s)
+	}
+	if len(s.Routes) != 2 || s.Routes[0].Replayed != 3 || s.Routes[1].Replayed != 2 || s.Total.Replayed != 5 {
+		t.Fatalf("routes = %+v", s.Routes)
+	}
+	if n := len(f.q.Messages(f.routes[0].SourceURL)); n != 3 {
+		t.Fatalf("%d in the source", n)
+	}
+	if last, found, _ := f.ledger.LastRun(context.Background()); !found || last.RunID != "req-1" {
+		t.Fatal("the run is not in the ledger")
+	}
+	if strings.Count(f.metrics.String(), "\n") != 2 {
+		t.Fatalf("metrics:\n%s", f.metrics.String())
+	}
+}
+
+func TestOnDemandRequest(t *testing.T) {
+	f := newFixture(t, nil)
+	f.deadLetter(t, f.routes[0], 12)
+	f.deadLetter(t, f.routes[1], 2)
+	f.clock.Advance(2 * time.Hour)
+	s, err := f.invoke(t, sample(t, "replay-on-demand.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := replay.Filter{Reasons: []string{"dead-lettered"}, OlderThan: time.Hour, OrderIDs: []string{}}
+	if !s.DryRun || s.Max != 10 || s.Rate != 5 || s.Filter == nil || !slices.Equal(s.Filter.Reasons, want.Reasons) || s.Filter.OlderThan != want.OlderThan {
+		t.Fatalf("summary = %+v (filter %+v)", s, s.Filter)
+	}
+	if len(s.Routes) != 1 || s.Routes[0].Route != "orders" || s.Routes[0].Replayed != 10 || s.Routes[0].StopReason != replay.StopCap {
+		t.Fatalf("routes = %+v", s.Routes)
+	}
+	if n := len(f.q.Messages(f.routes[0].SourceURL)); n != 0 {
+		t.Fatalf("a dry run sent %d messages", n)
+	}
+}
+
+func TestHealthGateUsesTheProbe(t *testing.T) {
+	f := newFixture(t, map[string]string{"HEALTH_URL": "http://127.0.0.1:1"})
+	f.health = errors.New("check tax service health: status 503")
+	f.deadLetter(t, f.routes[0], 2)
+	f.clock.Advance(2 * time.Hour)
+	s, err := f.invoke(t, sample(t, "replay-scheduled.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Gates[0].Decision != replay.GateClosed || !strings.Contains(s.Gates[0].Detail, "503") || s.Total.Replayed != 0 {
+		t.Fatalf("summary = %+v", s)
+	}
+}
+
+func TestMalformedInvocationsAreClearErrors(t *testing.T) {
+	tests := []struct {
+		name, payload, want string
+	}{
+		{"empty", ``, "empty payload"},
+		{"null", `null`, "empty payload"},
+		{"array", `[]`, "not a valid JSON object"},
+		{"string", `"run"`, "not a valid JSON object"},
+		{"another event source", `{"source":"aws.sqs","detail-type":"Scheduled Event"}`, `source "aws.sqs"`},
+		{"another event type", `{"source":"aws.events","detail-type":"Object Created"}`, `detail-type "Object Created"`},
+		{"misspelt field", `{"dry_run":true}`, `unknown field "dry_run"`},
+		{"misspelt filter field", `{"dryRun":true,"filter":{"orderId":["ORD-1"]}}`, `unknown field "orderId"`},
+		{"bad duration", `{"filter":{"olderThan":"soon"}}`, "olderThan"},
+		{"wrong type", `{"rate":"fast"}`, "rate"},
+		{"unknown route", `{"routes":["orders","refunds"]}`, `unknown routes ["refunds"]`},
+		{"negative max", `{"max":-1}`, "max -1"},
+		{"rate out of range", `{"rate":0.01}`, "rate 0.01"},
+		{"two values", `{} {}`, "after top-level value"},
+		{"truncated", `{"dryRun":`, "not a valid JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			calls := 0
+			f.q.CallFault = func(string, string) error { calls++; return nil }
+			_, err := f.invoke(t, []byte(tt.payload))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
+			}
+			if calls != 0 {
+				t.Fatalf("%d SQS calls for a malformed invocation", calls)
+			}
+		})
+	}
+}
+
+// An empty on-demand request runs every route with the defaults, as the
+// schedule does.
+func TestEmptyObjectRunsEveryRoute(t *testing.T) {
+	f := newFixture(t, nil)
+	s, err := f.invoke(t, []byte(`{}`))
+	if err != nil || len(s.Routes) != 2 || s.DryRun {
+		t.Fatalf("summary = %+v, err = %v", s, err)
+	}
+}
+
+func FuzzHandle(f *testing.F) {
+	for _, name := range []string{"replay-scheduled.json", "replay-on-demand.json"} {
+		b, err := os.ReadFile("../../events/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"filter":{"olderThan":"-5h"},"max":3}`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		fx := newFixture(t, nil)
+		_, _ = fx.handler.Invoke(context.Background(), payload) // must not panic
+	})
+}
+
+func TestLoadConfig(t *testing.T) {
+	routes := `[{"name":"orders","dlqUrl":"https://sqs/q-dlq","sourceUrl":"https://sqs/q","parkingUrl":"https://sqs/q-parking"}]`
+	base := map[string]string{"REPLAY_ROUTES": routes, "LEDGER_TABLE": "ledger", "IDEMPOTENCY_TABLE": "idem"}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		replace bool
+		wantErr []string
+	}{
+		{name: "defaults", env: base},
+		{name: "nothing set", replace: true, env: map[string]string{}, wantErr: []string{"LEDGER_TABLE is required", "IDEMPOTENCY_TABLE is required", "REPLAY_ROUTES is required"}},
+		{name: "routes not JSON", env: map[string]string{"REPLAY_ROUTES": "orders"}, wantErr: []string{"REPLAY_ROUTES: not a JSON array"}},
+		{name: "misspelt route field", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlq_url":"d"}]`}, wantErr: []string{`unknown field "dlq_url"`}},
+		{name: "mixed queue types", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlqUrl":"d.fifo","sourceUrl":"s.fifo","parkingUrl":"p"}]`}, wantErr: []string{"all queues of a route must be FIFO"}},
+		{name: "bad numbers", env: map[string]string{"MAX_REPLAYS": "0", "RATE": "fast", "MAX_PER_RUN": "-1", "CANARY_LIMIT": "x", "REFILL_THRESHOLD": "0"},
+			wantErr: []string{"MAX_REPLAYS=0", `RATE="fast"`, "MAX_PER_RUN=-1", `CANARY_LIMIT="x"`, "REFILL_THRESHOLD=0"}},
+		{name: "bad durations", env: map[string]string{"BACKOFF_BASE": "10h", "BACKOFF_MAX": "1h", "EXPIRY_RESCUE_WINDOW": "soon", "DEADLINE_MARGIN": "0s"},
+			wantErr: []string{"BACKOFF_BASE=10h0m0s", `EXPIRY_RESCUE_WINDOW="soon"`, "DEADLINE_MARGIN=0s"}},
+		{name: "bad health URL", env: map[string]string{"HEALTH_URL": "tax.local"}, wantErr: []string{"HEALTH_URL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{}
+			if !tt.replace {
+				for k, v := range base {
+					env[k] = v
+				}
+			}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			cfg, err := LoadConfig(func(k string) string { return env[k] })
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := Config{
+					Routes:      []replay.Route{{Name: "orders", DLQURL: "https://sqs/q-dlq", SourceURL: "https://sqs/q", ParkingURL: "https://sqs/q-parking"}},
+					LedgerTable: "ledger", IdempotencyTable: "idem", ConsumerName: "invoice", MaxReplays: 3,
+					BackoffBase: 5 * time.Minute, BackoffMax: 4 * time.Hour, ExpiryRescueWindow: 24 * time.Hour,
+					Rate: 50, MaxPerRun: 1000, CanaryLimit: 5, RefillThreshold: 100, DeadlineMargin: 5 * time.Second,
+				}
+				if fmt.Sprint(cfg) != fmt.Sprint(want) {
+					t.Fatalf("cfg = %+v\nwant %+v", cfg, want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,554 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Defaults of [Options].
+const (
+	DefaultRate            = 50.0 // messages sent per second
+	DefaultMaxPerRun       = 1000
+	DefaultCanaryLimit     = 5
+	DefaultRefillThreshold = 100
+	DefaultDeadlineMargin  = 5 * time.Second
+	DefaultDecisionWindow  = 30 * time.Second
+)
+
+// Limits of a [Request].
+const (
+	MinRate       = 0.1
+	MaxRate       = 3000.0 // SQS FIFO batched throughput per action
+	MaxVisibility = 12 * time.Hour
+)
+
+// ErrInvalidRequest is wrapped by [Engine.Run] when the request is invalid;
+// nothing has been done then.
+var ErrInvalidRequest = errors.New("replay: invalid request")
+
+// Route is one dead-letter queue with its source and parking queues, all of
+// the same type (FIFO when the URLs end in ".fifo").
+type Route struct {
+	Name       string `json:"name"`
+	DLQURL     string `json:"dlqUrl"`
+	SourceURL  string `json:"sourceUrl"`
+	ParkingURL string `json:"parkingUrl"`
+}
+
+// FIFO reports whether the route's queues are FIFO queues.
+func (r Route) FIFO() bool { return strings.HasSuffix(r.DLQURL, ".fifo") }
+
+// Validate reports every missing URL and a mix of queue types.
+func (r Route) Validate() error {
+	var errs []error
+	if r.Name == "" {
+		errs = append(errs, errors.New("route without a name"))
+	}
+	for _, f := range [...]struct{ key, url string }{{"dlqUrl", r.DLQURL}, {"sourceUrl", r.SourceURL}, {"parkingUrl", r.ParkingURL}} {
+		switch {
+		case f.url == "":
+			errs = append(errs, fmt.Errorf("route %q: %s is required", r.Name, f.key))
+		case strings.HasSuffix(f.url, ".fifo") != r.FIFO():
+			errs = append(errs, fmt.Errorf("route %q: %s %s: all queues of a route must be FIFO, or none", r.Name, f.key, f.url))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Filter selects the messages an on-demand run considers; the zero value
+// selects all. Every non-empty criterion must match.
+type Filter struct {
+	Reasons   []string      // the message's reason: ours, the invalid lane's, or ReasonDeadLettered
+	OlderThan time.Duration // dead-lettered at least this long ago
+	OrderIDs  []string      // the body's orderId
+}
+
+type filterJSON struct {
+	Reasons   []string `json:"reasons,omitempty"`
+	OlderThan string   `json:"olderThan,omitempty"`
+	OrderIDs  []string `json:"orderIds,omitempty"`
+}
+
+// MarshalJSON writes OlderThan as a Go duration string ("1h0m0s").
+func (f Filter) MarshalJSON() ([]byte, error) {
+	j := filterJSON{Reasons: f.Reasons, OrderIDs: f.OrderIDs}
+	if f.OlderThan != 0 {
+		j.OlderThan = f.OlderThan.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads OlderThan as a Go duration string ("90m"). Unknown
+// fields are an error: a misspelt criterion must not widen a run.
+func (f *Filter) UnmarshalJSON(b []byte) error {
+	var j filterJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return fmt.Errorf("filter: %w", err)
+	}
+	*f = Filter{Reasons: j.Reasons, OrderIDs: j.OrderIDs}
+	if j.OlderThan != "" {
+		d, err := time.ParseDuration(j.OlderThan)
+		if err != nil {
+			return fmt.Errorf("olderThan %q: not a duration like 90m or 24h", j.OlderThan)
+		}
+		f.OlderThan = d
+	}
+	return nil
+}
+
+func (f Filter) empty() bool { return len(f.Reasons) == 0 && f.OlderThan == 0 && len(f.OrderIDs) == 0 }
+
+func (f Filter) match(m message, now time.Time) bool {
+	return (len(f.Reasons) == 0 || slices.Contains(f.Reasons, m.reason)) &&
+		(f.OlderThan == 0 || now.Sub(m.firstDeadLettered()) >= f.OlderThan) &&
+		(len(f.OrderIDs) == 0 || m.orderID != "" && slices.Contains(f.OrderIDs, m.orderID))
+}
+
+// Request is one run.
+type Request struct {
+	Routes []Route
+	DryRun bool    // decide and report, move and write nothing
+	Max    int     // cap on messages moved (replayed + parked); 0 means Options.MaxPerRun
+	Rate   float64 // messages sent per second; 0 means Options.Rate
+	Filter Filter
+	RunID  string // "" means a random id
+}
+
+// Validate reports every problem of the request.
+func (r Request) Validate() error {
+	var errs []error
+	if len(r.Routes) == 0 {
+		errs = append(errs, errors.New("no routes"))
+	}
+	names := map[string]bool{}
+	for _, rt := range r.Routes {
+		if err := rt.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if names[rt.Name] {
+			errs = append(errs, fmt.Errorf("route %q appears twice", rt.Name))
+		}
+		names[rt.Name] = true
+	}
+	if r.Max < 0 {
+		errs = append(errs, fmt.Errorf("max %d: want >= 0", r.Max))
+	}
+	if r.Rate != 0 && (r.Rate < MinRate || r.Rate > MaxRate || math.IsNaN(r.Rate)) {
+		errs = append(errs, fmt.Errorf("rate %g: want %g..%g messages per second", r.Rate, MinRate, MaxRate))
+	}
+	if r.Filter.OlderThan < 0 {
+		errs = append(errs, fmt.Errorf("filter olderThan %s: want >= 0", r.Filter.OlderThan))
+	}
+	if len(r.RunID) > 128 {
+		errs = append(errs, errors.New("runId longer than 128 characters"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	return nil
+}
+
+// Options tune an [Engine]. The zero value gives the defaults.
+type Options struct {
+	MaxReplays         int           // park after this many replays; default DefaultMaxReplays
+	BackoffBase        time.Duration // default DefaultBackoffBase
+	BackoffMax         time.Duration // default DefaultBackoffMax
+	ExpiryRescueWindow time.Duration // default DefaultExpiryRescueWindow
+	Rate               float64       // messages sent per second when the request sets none; default DefaultRate
+	MaxPerRun          int           // messages moved per run when the request sets none; default DefaultMaxPerRun
+	CanaryLimit        int           // replays per route while the canary gate is limited; default DefaultCanaryLimit
+	RefillThreshold    int           // DLQ growth since the previous run that closes the refill gate; default DefaultRefillThreshold
+	DeadlineMargin     time.Duration // time kept free before the context's deadline; default DefaultDeadlineMargin
+	DecisionWindow     time.Duration // visibility timeout while a batch is decided; default DefaultDecisionWindow
+	RecordLifetime     time.Duration // ledger records live this long; default DefaultRecordLifetime
+
+	// Health probes the downstream; an error closes the health gate. Nil
+	// skips the gate.
+	Health func(context.Context) error
+	// Completions reads whether orders completed, for the canary gate. Nil
+	// skips the gate.
+	Completions Completions
+	// Logger gets one line per message and one summary line per run.
+	// Default slog.Default().
+	Logger *slog.Logger
+	// Metrics gets the Embedded Metric Format lines of each run that is not
+	// a dry run. Nil writes none.
+	Metrics io.Writer
+	// Namespace of the metrics; default Namespace.
+	Namespace string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Sleep waits for the rate limit: d or until ctx ends, returning
+	// ctx.Err() then. Default a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (o Options) withDefaults() Options {
+	o.Rate = cmpDefault(o.Rate, DefaultRate)
+	o.MaxPerRun = cmpDefault(o.MaxPerRun, DefaultMaxPerRun)
+	o.CanaryLimit = cmpDefault(o.CanaryLimit, DefaultCanaryLimit)
+	o.RefillThreshold = cmpDefault(o.RefillThreshold, DefaultRefillThreshold)
+	o.DeadlineMargin = cmpDefault(o.DeadlineMargin, DefaultDeadlineMargin)
+	o.DecisionWindow = cmpDefault(o.DecisionWindow, DefaultDecisionWindow)
+	o.RecordLifetime = cmpDefault(o.RecordLifetime, DefaultRecordLifetime)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Namespace == "" {
+		o.Namespace = Namespace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	return o
+}
+
+func cmpDefault[T int | float64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Engine runs replays. It is safe for concurrent use when its ports are;
+// concurrent runs share nothing else.
+type Engine struct {
+	queue  Queue
+	ledger Ledger
+	opts   Options
+	policy Policy
+
+	// afterSend, when set (by tests only, see export_test.go), is called
+	// after a batch's sends and ledger marks and before its deletes; an
+	// error stops the run there, as a crash would.
+	afterSend func(route string, ids []string) error
+}
+
+// New returns an Engine on the queues of q and the ledger l.
+func New(q Queue, l Ledger, opts Options) *Engine {
+	opts = opts.withDefaults()
+	return &Engine{
+		queue: q, ledger: l, opts: opts,
+		policy: Policy{MaxReplays: opts.MaxReplays, BackoffBase: opts.BackoffBase, BackoffMax: opts.BackoffMax, RescueWindow: opts.ExpiryRescueWindow}.withDefaults(),
+	}
+}
+
+// Run runs req and returns its summary. It returns an error wrapping
+// ErrInvalidRequest (and an empty summary) for an invalid request;
+// otherwise the summary, and an error when a route stopped on an error or
+// the run record could not be written. Errors of single messages are counted
+// in the summary, not returned. The summary is logged and, unless the run is
+// a dry run, written to the ledger and emitted as metrics.
+func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
+	if err := req.Validate(); err != nil {
+		return Summary{}, err
+	}
+	r := e.newRun(req)
+	sum := Summary{
+		RunID: r.id, DryRun: req.DryRun, StartedAt: r.start, Max: r.max, Rate: r.rate,
+		Gates: []Gate{r.healthGate(ctx)}, Routes: []RouteSummary{}, Total: newCounts(),
+	}
+	if !req.Filter.empty() {
+		f := req.Filter
+		sum.Filter = &f
+	}
+	r.health = sum.Gates
+	r.logGate(ctx, "", sum.Gates[0])
+
+	var errs []error
+	prev, hasPrev, prevErr := e.ledger.LastRun(ctx)
+	if prevErr != nil {
+		prevErr = fmt.Errorf("read the last run from the ledger: %w", prevErr)
+		errs = append(errs, prevErr)
+	}
+	for _, rt := range req.Routes {
+		var before *RouteSummary
+		if hasPrev {
+			if i := slices.IndexFunc(prev.Routes, func(p RouteSummary) bool { return p.Route == rt.Name }); i >= 0 {
+				before = &prev.Routes[i]
+			}
+		}
+		rs, err := r.route(ctx, rt, before, prevErr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("route %s: %w", rt.Name, err))
+		}
+		sum.Total.add(rs.Counts)
+		rs.Counts = rs.Counts.clone()
+		sum.Routes = append(sum.Routes, rs)
+	}
+	sum.FinishedAt = e.opts.Now()
+	sum.DurationMS = sum.FinishedAt.Sub(sum.StartedAt).Milliseconds()
+
+	if !req.DryRun {
+		// The record is written even when ctx has ended: the next run's
+		// gates depend on it.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := e.ledger.PutRun(wctx, sum, sum.StartedAt.Add(e.opts.RecordLifetime)); err != nil {
+			errs = append(errs, fmt.Errorf("write run %s to the ledger: %w", sum.RunID, err))
+		}
+		cancel()
+		if e.opts.Metrics != nil {
+			if err := WriteEMF(e.opts.Metrics, e.opts.Namespace, sum); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	err := errors.Join(errs...)
+	logSummary(ctx, e.opts.Logger, sum, err)
+	return sum, err
+}
+
+// run is the state of one Run.
+type run struct {
+	e          *Engine
+	req        Request
+	id         string
+	start      time.Time
+	max        int
+	rate       float64
+	moved      int           // messages moved (or, in a dry run, that would be) so far
+	longest    time.Duration // the longest batch so far: the estimate of the next one
+	visibility time.Duration // the receive visibility timeout
+	limiter    *limiter
+	seen       *seenFilter
+	health     []Gate
+}
+
+func (e *Engine) newRun(req Request) *run {
+	r := &run{e: e, req: req, id: req.RunID, start: e.opts.Now(), max: req.Max, rate: req.Rate, longest: time.Second, seen: newSeenFilter()}
+	if r.id == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		r.id = "run-" + r.start.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	}
+	if r.max == 0 {
+		r.max = e.opts.MaxPerRun
+	}
+	if r.rate == 0 {
+		r.rate = e.opts.Rate
+	}
+	r.limiter = newLimiter(r.rate, e.opts.Now, e.opts.Sleep)
+	// Long enough to decide, and to wait for the rate limit of one batch.
+	r.visibility = e.opts.DecisionWindow + time.Duration(float64(MaxBatch)/r.rate*float64(time.Second))
+	return r
+}
+
+func (r *run) now() time.Time { return r.e.opts.Now() }
+
+// stop says why the run must not start another batch, or "".
+func (r *run) stop(ctx context.Context) StopReason {
+	if ctx.Err() != nil {
+		return StopCanceled
+	}
+	if r.moved >= r.max {
+		return StopCap
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		need := r.e.opts.DeadlineMargin + r.longest
+		if !r.req.DryRun {
+			need += r.limiter.delay()
+		}
+		if deadline.Sub(r.now()) < need {
+			return StopDeadline
+		}
+	}
+	return ""
+}
+
+// pass is the state of one route in a run.
+type pass struct {
+	route      Route
+	rs         *RouteSummary
+	fifo       bool
+	retention  time.Duration // 0 when unknown
+	replayLeft int           // replays the canary allows; -1 unlimited
+	held       []visibility  // messages left for a later run, released when the pass ends
+}
+
+func (r *run) route(ctx context.Context, rt Route, prev *RouteSummary, prevErr error) (RouteSummary, error) {
+	rs := RouteSummary{Route: rt.Name, FIFO: rt.FIFO(), Gates: []Gate{}, Counts: newCounts()}
+	if reason := r.stop(ctx); reason != "" {
+		rs.StopReason = reason
+		return rs, nil
+	}
+	out, err := r.e.queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(rt.DLQURL),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameMessageRetentionPeriod,
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		rs.StopReason, rs.Error = StopError, err.Error()
+		return rs, fmt.Errorf("read attributes of %s: %w", rt.DLQURL, err)
+	}
+	attr := func(name types.QueueAttributeName) int {
+		n, _ := strconv.Atoi(out.Attributes[string(name)])
+		return n
+	}
+	rs.Depth = attr(types.QueueAttributeNameApproximateNumberOfMessages)
+	rs.InFlight = attr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+	p := &pass{route: rt, rs: &rs, fifo: rt.FIFO(), replayLeft: -1,
+		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second}
+
+	refill, canary := r.refillGate(rs, prev, prevErr), r.canaryGate(ctx, prev, prevErr)
+	rs.Gates = append(rs.Gates, refill, canary)
+	r.logGate(ctx, rt.DLQURL, refill)
+	r.logGate(ctx, rt.DLQURL, canary)
+	if rs.closed(r.health) {
+		rs.StopReason = StopGate
+		return rs, nil
+	}
+	if canary.Decision == GateLimited {
+		p.replayLeft = canary.Limit
+	}
+
+	defer func() {
+		// Release what the pass held, even when ctx has ended.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		r.changeVisibility(rctx, p, p.held, slog.LevelDebug)
+	}()
+	budget := rs.Depth + MaxBatch
+	for {
+		if reason := r.stop(ctx); reason != "" {
+			rs.StopReason = reason
+			return rs, nil
+		}
+		if budget <= 0 {
+			rs.StopReason = StopPass
+			return rs, nil
+		}
+		started := r.now()
+		got, err := r.e.queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(rt.DLQURL),
+			MaxNumberOfMessages:         MaxBatch,
+			VisibilityTimeout:           int32(math.Ceil(r.visibility.Seconds())),
+			WaitTimeSeconds:             1,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				rs.StopReason = StopCanceled
+				return rs, nil
+			}
+			rs.StopReason, rs.Error = StopError, err.Error()
+			return rs, fmt.Errorf("receive from %s: %w", rt.DLQURL, err)
+		}
+		if len(got.Messages) == 0 {
+			rs.StopReason = StopDrained
+			return rs, nil
+		}
+		budget -= len(got.Messages)
+		err = r.batch(ctx, p, got.Messages, started)
+		r.longest = max(r.longest, r.now().Sub(started))
+		if err != nil {
+			rs.StopReason, rs.Error = StopError, err.Error()
+			return rs, err
+		}
+	}
+}
+
+func (r *run) healthGate(ctx context.Context) Gate {
+	g := Gate{Name: GateHealth, Decision: GateOpen}
+	switch {
+	case r.e.opts.Health == nil:
+		g.Decision, g.Detail = GateSkipped, "no health probe configured"
+	default:
+		if err := r.e.opts.Health(ctx); err != nil {
+			g.Decision, g.Detail = GateClosed, err.Error()
+		}
+	}
+	return g
+}
+
+// refillGate closes when the DLQ holds more than RefillThreshold messages
+// more than the previous run left in it (its depth at the start, visible and
+// in flight, minus what it moved).
+func (r *run) refillGate(rs RouteSummary, prev *RouteSummary, prevErr error) Gate {
+	g := Gate{Name: GateRefill, Decision: GateOpen}
+	switch {
+	case prevErr != nil:
+		g.Decision, g.Detail = GateClosed, "previous run unknown: "+prevErr.Error()
+	case prev == nil:
+		g.Detail = "no previous run of this route"
+	default:
+		left := max(0, prev.Depth+prev.InFlight-prev.Replayed-prev.ParkedTotal()-prev.Recovered)
+		growth := rs.Depth + rs.InFlight - left
+		g.Detail = fmt.Sprintf("DLQ grew by %d since the previous run (threshold %d)", growth, r.e.opts.RefillThreshold)
+		if growth > r.e.opts.RefillThreshold {
+			g.Decision = GateClosed
+		}
+	}
+	return g
+}
+
+// canaryGate limits the replays of a route while some orders the previous
+// run replayed on it have not completed.
+func (r *run) canaryGate(ctx context.Context, prev *RouteSummary, prevErr error) Gate {
+	g := Gate{Name: GateCanary, Decision: GateOpen}
+	limited := func(detail string) Gate {
+		g.Decision, g.Detail, g.Limit = GateLimited, detail, r.e.opts.CanaryLimit
+		return g
+	}
+	switch {
+	case r.e.opts.Completions == nil:
+		g.Decision, g.Detail = GateSkipped, "no completions reader configured"
+		return g
+	case prevErr != nil:
+		return limited("previous run unknown: " + prevErr.Error())
+	case prev == nil || len(prev.ReplayedOrders) == 0:
+		g.Detail = "the previous run replayed no orders on this route"
+		return g
+	}
+	done, err := r.e.opts.Completions.Completed(ctx, prev.ReplayedOrders)
+	if err != nil {
+		return limited("cannot read completions: " + err.Error())
+	}
+	pending := 0
+	for _, id := range prev.ReplayedOrders {
+		if !done[id] {
+			pending++
+		}
+	}
+	if pending > 0 {
+		return limited(fmt.Sprintf("%d of %d orders replayed by the previous run have not completed", pending, len(prev.ReplayedOrders)))
+	}
+	g.Detail = fmt.Sprintf("all %d orders replayed by the previous run completed", len(prev.ReplayedOrders))
+	return g
+}
+
+func (r *run) logGate(ctx context.Context, queue string, g Gate) {
+	level := slog.LevelInfo
+	if g.Decision == GateClosed || g.Decision == GateLimited {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{slog.String("runId", r.id), slog.String("gate", g.Name), slog.String("decision", string(g.Decision)), slog.String("reason", g.Detail)}
+	if queue != "" {
+		attrs = append(attrs, slog.String("queue", queue))
+	}
+	r.e.opts.Logger.LogAttrs(ctx, level, "replay gate", attrs...)
+}

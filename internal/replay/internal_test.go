@@ -1,0 +1,107 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+func TestLimiterSpacesBatchesAtTheRate(t *testing.T) {
+	now := time.Unix(0, 0)
+	var slept []time.Duration
+	l := newLimiter(10, func() time.Time { return now }, func(_ context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		now = now.Add(d)
+		return nil
+	})
+	ctx := context.Background()
+	for range 3 {
+		if err := l.wait(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(slept) != "[1s 1s]" || l.delay() != time.Second {
+		t.Fatalf("slept %v, delay %v", slept, l.delay())
+	}
+	now = now.Add(5 * time.Second) // idle time does not pile up a burst
+	if err := l.wait(ctx, 10); err != nil || len(slept) != 2 || l.delay() != time.Second {
+		t.Fatalf("after idling: slept %v, delay %v, err %v", slept, l.delay(), err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := l.wait(cancelled, 1); !errors.Is(err, context.Canceled) && err != nil {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSeenFilter(t *testing.T) {
+	f := newSeenFilter()
+	const n = 100_000
+	for i := range n {
+		if f.add(fmt.Sprintf("id-%d", i)) && i < 1000 {
+			t.Fatalf("id-%d seen before it was added", i)
+		}
+	}
+	for i := range n {
+		if !f.add(fmt.Sprintf("id-%d", i)) {
+			t.Fatalf("id-%d forgotten", i)
+		}
+	}
+	// Adding another 100,000 takes the filter from 100,000 to 200,000 ids:
+	// in theory 0.04% to 0.8% false positives, about 0.3% on average.
+	falsePositives := 0
+	for i := range n {
+		if f.add(fmt.Sprintf("other-%d", i)) {
+			falsePositives++
+		}
+	}
+	if falsePositives > n/200 {
+		t.Fatalf("%d false positives in %d (%.2f%%)", falsePositives, n, 100*float64(falsePositives)/n)
+	}
+}
+
+func TestInBatchesAccountsForEveryEntry(t *testing.T) {
+	cause := errors.New("throttled")
+	var calls []int
+	errs := inBatches(23, func(start int, ids []string) ([]string, []types.BatchResultErrorEntry, error) {
+		calls = append(calls, len(ids))
+		switch start {
+		case 0: // m1 failed, m2 missing from the answer
+			return []string{"m0", "m3", "m4", "m5", "m6", "m7", "m8", "m9"}, []types.BatchResultErrorEntry{{Id: aws.String("m1"), Code: aws.String("InternalError"), Message: aws.String("boom")}}, nil
+		case 10:
+			return nil, nil, cause
+		default:
+			return ids, nil, nil
+		}
+	})
+	if fmt.Sprint(calls) != "[10 10 3]" {
+		t.Fatalf("calls = %v", calls)
+	}
+	if len(errs) != 12 || errs[1] == nil || errs[1].Error() != "InternalError: boom" || errs[2] == nil || !errors.Is(errs[15], cause) || errs[20] != nil {
+		t.Fatalf("errors = %v", errs)
+	}
+}
+
+func TestHideStaysWithinTwelveHoursOfTheReceive(t *testing.T) {
+	r := time.Unix(1_800_000_000, 0)
+	now := r.Add(10 * time.Second)
+	tests := []struct {
+		until time.Time
+		want  int32
+	}{
+		{now.Add(90 * time.Second), 90},
+		{now.Add(1500 * time.Millisecond), 2},
+		{now.Add(-time.Hour), 1},
+		{now.Add(48 * time.Hour), int32((MaxVisibility - 10*time.Second - time.Minute) / time.Second)},
+	}
+	for _, tt := range tests {
+		if got := hide(tt.until, now, r); got != tt.want {
+			t.Errorf("hide(%v) = %d, want %d", tt.until.Sub(now), got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package replay
+
+import (
+	"context"
+	"time"
+)
+
+// State is the state of a DLQ message in the ledger.
+type State string
+
+// The states of a DLQ message. SENT and PARKED are final.
+const (
+	Seen   State = "SEEN"   // the engine has seen it in the DLQ
+	Intent State = "INTENT" // a run is about to send it (leased)
+	Sent   State = "SENT"   // sent back to its source queue
+	Parked State = "PARKED" // sent to the parking queue
+)
+
+// DefaultRecordLifetime is how long ledger records live: longer than the
+// longest DLQ retention (14 days) with a margin.
+const DefaultRecordLifetime = 30 * 24 * time.Hour
+
+// MessageRecord is the ledger record of one DLQ message. The records of an
+// order's messages together are the order's history.
+type MessageRecord struct {
+	OrderKey          string    `json:"orderKey"`  // see OrderKey
+	MessageID         string    `json:"messageId"` // the DLQ message id
+	State             State     `json:"state"`
+	Route             string    `json:"route"`
+	OrderID           string    `json:"orderId,omitempty"`
+	OriginalMessageID string    `json:"originalMessageId"`
+	RunID             string    `json:"runId,omitempty"`     // the run that wrote State
+	Reason            string    `json:"reason,omitempty"`    // PARKED: the parking reason
+	ReplayCount       int       `json:"replayCount"`         // SENT, PARKED: the count in the metadata sent
+	FirstSeenAt       time.Time `json:"firstSeenAt"`         // when a run first saw it in the DLQ
+	At                time.Time `json:"at"`                  // when State was written
+	LeaseUntil        time.Time `json:"leaseUntil,omitzero"` // INTENT: the run holds it until then
+	ExpiresAt         time.Time `json:"expiresAt"`           // the record counts as absent from then on
+}
+
+// Ledger is the replay ledger. Implementations make each method atomic with
+// respect to the others, treat a record whose ExpiresAt has passed (by their
+// own clock) as absent without relying on TTL deletion, and are safe for
+// concurrent use.
+type Ledger interface {
+	// Mark writes r as the record of (r.OrderKey, r.MessageID) when the
+	// stored record allows the transition to r.State at r.At:
+	//
+	//	SEEN           when absent;
+	//	INTENT         when absent, SEEN, or INTENT whose lease has passed
+	//	               or whose RunID is r.RunID (FirstSeenAt is kept);
+	//	SENT, PARKED   when INTENT with RunID r.RunID (FirstSeenAt is kept).
+	//
+	// It returns ok=true on success, otherwise ok=false and the stored
+	// record (zero when absent).
+	Mark(ctx context.Context, r MessageRecord) (current MessageRecord, ok bool, err error)
+	// OrderHistory returns the records of an order key (see OrderKey), in
+	// no particular order.
+	OrderHistory(ctx context.Context, orderKey string) ([]MessageRecord, error)
+	// PutRun stores a run summary, keeping it until expiresAt.
+	PutRun(ctx context.Context, s Summary, expiresAt time.Time) error
+	// LastRun returns the summary with the latest StartedAt; found is false
+	// when there is none.
+	LastRun(ctx context.Context) (s Summary, found bool, err error)
+	// Runs returns up to n summaries, the latest first.
+	Runs(ctx context.Context, n int) ([]Summary, error)
+}
+
+// Completions tells which orders the consumer has completed (for the invoice
+// consumer: its idempotency record "<scope>#<orderId>" is COMPLETED). It
+// returns an entry for every order id asked.
+type Completions interface {
+	Completed(ctx context.Context, orderIDs []string) (map[string]bool, error)
+}
+
+// Transition reports whether the ledger allows writing next over cur (nil:
+// no live record). Ledger implementations use it, or the same rule as a
+// write condition.
+func Transition(cur *MessageRecord, next MessageRecord) bool {
+	switch next.State {
+	case Seen:
+		return cur == nil
+	case Intent:
+		return cur == nil || cur.State == Seen ||
+			cur.State == Intent && (!next.At.Before(cur.LeaseUntil) || cur.RunID == next.RunID)
+	case Sent, Parked:
+		return cur != nil && cur.State == Intent && cur.RunID == next.RunID
+	}
+	return false
+}

@@ -1,0 +1,136 @@
+package replay
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// MemoryLedger is an in-memory [Ledger] with the same semantics as the
+// DynamoDB one, for tests and single-process use. It is safe for concurrent
+// use.
+type MemoryLedger struct {
+	now func() time.Time
+
+	mu     sync.Mutex
+	orders map[string]map[string]MessageRecord // order key -> DLQ message id -> record
+	runs   []storedRun                         // sorted by StartedAt, then RunID
+}
+
+type storedRun struct {
+	startedAt time.Time
+	runID     string
+	summary   []byte // JSON, as the DynamoDB ledger stores it
+	expiresAt time.Time
+}
+
+// NewMemoryLedger returns an empty ledger whose clock (for expiry) is now;
+// nil means time.Now.
+func NewMemoryLedger(now func() time.Time) *MemoryLedger {
+	if now == nil {
+		now = time.Now
+	}
+	return &MemoryLedger{now: now, orders: map[string]map[string]MessageRecord{}}
+}
+
+var _ Ledger = (*MemoryLedger)(nil)
+
+// Mark implements [Ledger].
+func (m *MemoryLedger) Mark(_ context.Context, r MessageRecord) (MessageRecord, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	msgs := m.orders[r.OrderKey]
+	var cur *MessageRecord
+	if c, ok := msgs[r.MessageID]; ok && m.now().Before(c.ExpiresAt) {
+		cur = &c
+	}
+	if !Transition(cur, r) {
+		if cur == nil {
+			return MessageRecord{}, false, nil
+		}
+		return *cur, false, nil
+	}
+	if cur != nil && !cur.FirstSeenAt.IsZero() {
+		r.FirstSeenAt = cur.FirstSeenAt
+	}
+	if r.State != Intent {
+		r.LeaseUntil = time.Time{}
+	}
+	if msgs == nil {
+		msgs = map[string]MessageRecord{}
+		m.orders[r.OrderKey] = msgs
+	}
+	msgs[r.MessageID] = r
+	return MessageRecord{}, true, nil
+}
+
+// OrderHistory implements [Ledger]; the records come sorted by FirstSeenAt.
+func (m *MemoryLedger) OrderHistory(_ context.Context, orderKey string) ([]MessageRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	var out []MessageRecord
+	for _, r := range m.orders[orderKey] {
+		if now.Before(r.ExpiresAt) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b MessageRecord) int {
+		return cmp.Or(a.FirstSeenAt.Compare(b.FirstSeenAt), cmp.Compare(a.MessageID, b.MessageID))
+	})
+	return out, nil
+}
+
+// PutRun implements [Ledger].
+func (m *MemoryLedger) PutRun(_ context.Context, s Summary, expiresAt time.Time) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode run %s: %w", s.RunID, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	run := storedRun{startedAt: s.StartedAt, runID: s.RunID, summary: b, expiresAt: expiresAt}
+	i, found := slices.BinarySearchFunc(m.runs, run, compareRuns)
+	if found {
+		m.runs[i] = run
+		return nil
+	}
+	m.runs = slices.Insert(m.runs, i, run)
+	return nil
+}
+
+func compareRuns(a, b storedRun) int {
+	return cmp.Or(a.startedAt.Compare(b.startedAt), cmp.Compare(a.runID, b.runID))
+}
+
+// LastRun implements [Ledger].
+func (m *MemoryLedger) LastRun(ctx context.Context) (Summary, bool, error) {
+	runs, err := m.Runs(ctx, 1)
+	if err != nil || len(runs) == 0 {
+		return Summary{}, false, err
+	}
+	return runs[0], true, nil
+}
+
+// Runs implements [Ledger].
+func (m *MemoryLedger) Runs(_ context.Context, n int) ([]Summary, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	var out []Summary
+	for i := len(m.runs) - 1; i >= 0 && len(out) < n; i-- {
+		if !now.Before(m.runs[i].expiresAt) {
+			continue
+		}
+		var s Summary
+		if err := json.Unmarshal(m.runs[i].summary, &s); err != nil {
+			return nil, fmt.Errorf("decode run %s: %w", m.runs[i].runID, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

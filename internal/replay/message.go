@@ -1,0 +1,144 @@
+package replay
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/invalid"
+)
+
+// AttributeName is the message attribute that carries [Metadata].
+const AttributeName = "homing-replay"
+
+// Metadata travels with a replayed or parked message in the one attribute
+// [AttributeName]. A replay replaces the previous metadata.
+type Metadata struct {
+	ReplayCount         int       `json:"replayCount"`           // replays so far, this one included
+	FirstDeadLetteredAt time.Time `json:"firstDeadLetteredAt"`   // when the original message was first dead-lettered (approximately)
+	LastReplayAt        time.Time `json:"lastReplayAt,omitzero"` // when it was last sent back to its source
+	OriginalMessageID   string    `json:"originalMessageId"`     // the id of the message as first dead-lettered
+	Route               string    `json:"route,omitempty"`       // the route that sent it
+	RunID               string    `json:"runId,omitempty"`       // the run that sent it
+	Reason              string    `json:"reason,omitempty"`      // parked messages: why
+	ParkedAt            time.Time `json:"parkedAt,omitzero"`     // parked messages: when
+}
+
+// Read returns the metadata of a message and the producer's attributes as
+// they were before we added ours. found is false when the message carries no
+// metadata.
+func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer map[string]types.MessageAttributeValue, found bool, err error) {
+	producer, found, err = envelope.Unpack(attrs, AttributeName, &meta)
+	if err != nil {
+		return Metadata{}, nil, found, fmt.Errorf("read replay metadata: %w", err)
+	}
+	return meta, producer, found, nil
+}
+
+// OrderKey is the ledger key of an order's history: "order#<orderId>", or
+// "message#<originalMessageId>" for a body without an orderId.
+func OrderKey(orderID, originalMessageID string) string {
+	if orderID != "" {
+		return "order#" + orderID
+	}
+	return "message#" + originalMessageID
+}
+
+// DeduplicationID is the FIFO deduplication id of the message sent for
+// replay number count of the original message (or, with a reason, of its
+// parking): the same send always gets the same id.
+func DeduplicationID(originalMessageID string, count int, reason string) string {
+	sum := sha256.Sum256([]byte(originalMessageID + "\n" + strconv.Itoa(count) + "\n" + reason))
+	return hex.EncodeToString(sum[:])
+}
+
+// message is what the engine reads from one DLQ message.
+type message struct {
+	id, receipt, body string
+	group             string // FIFO MessageGroupId
+	meta              Metadata
+	hasMeta           bool
+	producer          map[string]types.MessageAttributeValue
+	metaErr           error // our attribute could not be decoded
+	orderID           string
+	reason            string    // the filter reason: ours, the invalid lane's, or ReasonDeadLettered
+	sentAt            time.Time // SentTimestamp; zero when absent
+	// deadLetteredAt approximates when the message reached the DLQ: its
+	// SentTimestamp (for FIFO queues SQS resets it on the move; for
+	// standard queues it is the original send, earlier), or now.
+	// ApproximateFirstReceiveTimestamp is not used: in the DLQ it may be the
+	// first receive by an earlier run, which would move the due time of a
+	// message from one run to the next.
+	deadLetteredAt time.Time
+}
+
+func readMessage(m types.Message, now time.Time) message {
+	msg := message{
+		id:      aws.ToString(m.MessageId),
+		receipt: aws.ToString(m.ReceiptHandle),
+		body:    aws.ToString(m.Body),
+		group:   m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)],
+		sentAt:  millis(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]),
+	}
+	msg.meta, msg.producer, msg.hasMeta, msg.metaErr = Read(m.MessageAttributes)
+	msg.orderID = orderID(msg.body)
+	msg.reason = ReasonDeadLettered
+	switch {
+	case msg.meta.Reason != "":
+		msg.reason = msg.meta.Reason
+	default:
+		if inv, _, found, err := invalid.Read(m.MessageAttributes); err == nil && found && inv.Reason != "" {
+			msg.reason = inv.Reason
+		}
+	}
+	msg.deadLetteredAt = msg.sentAt
+	if msg.deadLetteredAt.IsZero() {
+		msg.deadLetteredAt = now
+	}
+	return msg
+}
+
+// originalID is the id of the message as first dead-lettered.
+func (m message) originalID() string {
+	if m.meta.OriginalMessageID != "" {
+		return m.meta.OriginalMessageID
+	}
+	return m.id
+}
+
+// firstDeadLettered is when the original message was first dead-lettered.
+func (m message) firstDeadLettered() time.Time {
+	if !m.meta.FirstDeadLetteredAt.IsZero() {
+		return m.meta.FirstDeadLetteredAt
+	}
+	return m.deadLetteredAt
+}
+
+// millis parses an SQS epoch-milliseconds attribute; zero when absent or bad.
+func millis(s string) time.Time {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+// orderID returns the orderId of a JSON body, or "" when it has none.
+func orderID(body string) string {
+	var b struct {
+		OrderID any `json:"orderId"`
+	}
+	if json.Unmarshal([]byte(body), &b) != nil {
+		return ""
+	}
+	s, _ := b.OrderID.(string)
+	return strings.TrimSpace(s)
+}

@@ -1,0 +1,127 @@
+package replay
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"strconv"
+	"time"
+)
+
+// Parking reasons, and the reason of a message that carries none of ours.
+const (
+	ReasonReplayExhausted = "replay-exhausted" // replayed MaxReplays times
+	ReasonExpiryRescue    = "expiry-rescue"    // about to expire in the DLQ and not replayable now
+	ReasonDeadLettered    = "dead-lettered"    // moved to the DLQ by the broker; no reason of ours
+)
+
+// Defaults of [Policy] (and of the matching [Options] fields).
+const (
+	DefaultMaxReplays         = 3
+	DefaultBackoffBase        = 5 * time.Minute
+	DefaultBackoffMax         = 4 * time.Hour
+	DefaultExpiryRescueWindow = 24 * time.Hour
+)
+
+// Action is what a [Decision] does with a message.
+type Action string
+
+// The actions.
+const (
+	Replay Action = "replay" // send to the source queue
+	Park   Action = "park"   // send to the parking queue
+	Delay  Action = "delay"  // hide in the DLQ until due
+)
+
+// Policy decides per message. Zero fields take the defaults; it is a value
+// and safe for concurrent use.
+type Policy struct {
+	MaxReplays   int           // default DefaultMaxReplays
+	BackoffBase  time.Duration // backoff ceiling before the first replay; doubles per replay; default DefaultBackoffBase
+	BackoffMax   time.Duration // caps the ceiling; default DefaultBackoffMax
+	RescueWindow time.Duration // park when this close to expiry and not replayable; default DefaultExpiryRescueWindow
+}
+
+// Facts are what a decision depends on.
+type Facts struct {
+	ReplayCount    int       // the larger of the metadata's and the ledger's count
+	DeadLetteredAt time.Time // when the message was (first) dead-lettered, or an approximation
+	LastReplayAt   time.Time // zero when never replayed
+	ExpiresAt      time.Time // when the DLQ drops it; zero when unknown
+	JitterKey      string    // the original message id: fixes the jitter across runs
+}
+
+// Decision is the verdict for one message.
+type Decision struct {
+	Action Action
+	Reason string    // Park only: the parking reason
+	Due    time.Time // when the message may be replayed (zero when parked for exhaustion)
+}
+
+func (p Policy) withDefaults() Policy {
+	if p.MaxReplays <= 0 {
+		p.MaxReplays = DefaultMaxReplays
+	}
+	if p.BackoffBase <= 0 {
+		p.BackoffBase = DefaultBackoffBase
+	}
+	if p.BackoffMax <= 0 {
+		p.BackoffMax = DefaultBackoffMax
+	}
+	if p.BackoffBase > p.BackoffMax {
+		p.BackoffBase = p.BackoffMax
+	}
+	if p.RescueWindow <= 0 {
+		p.RescueWindow = DefaultExpiryRescueWindow
+	}
+	return p
+}
+
+// Decide returns what to do with a message described by f at now.
+func (p Policy) Decide(f Facts, now time.Time) Decision {
+	p = p.withDefaults()
+	if f.ReplayCount >= p.MaxReplays {
+		return Decision{Action: Park, Reason: ReasonReplayExhausted}
+	}
+	ref := f.LastReplayAt
+	if ref.IsZero() {
+		ref = f.DeadLetteredAt
+	}
+	due := ref.Add(p.Backoff(f.ReplayCount, f.JitterKey))
+	if now.Before(due) {
+		if p.Expiring(f, now) {
+			return Decision{Action: Park, Reason: ReasonExpiryRescue, Due: due}
+		}
+		return Decision{Action: Delay, Due: due}
+	}
+	return Decision{Action: Replay, Due: due}
+}
+
+// Expiring reports whether the message is within the rescue window of its
+// expiry at now. Unknown expiry is never expiring.
+func (p Policy) Expiring(f Facts, now time.Time) bool {
+	p = p.withDefaults()
+	return !f.ExpiresAt.IsZero() && !now.Before(f.ExpiresAt.Add(-p.RescueWindow))
+}
+
+// Backoff is the wait before replay number count+1: exponential backoff with
+// full jitter, a duration in [0, min(BackoffMax, BackoffBase·2^count)). The
+// jitter is a hash of key and count, so it is the same in every run.
+func (p Policy) Backoff(count int, key string) time.Duration {
+	p = p.withDefaults()
+	ceiling := p.BackoffBase
+	for range max(count, 0) {
+		if ceiling >= p.BackoffMax/2 {
+			ceiling = p.BackoffMax
+			break
+		}
+		ceiling *= 2
+	}
+	ceiling = min(ceiling, p.BackoffMax)
+	return time.Duration(jitter(key, count) * float64(ceiling))
+}
+
+// jitter is a fraction in [0,1) fixed by key and count.
+func jitter(key string, count int) float64 {
+	sum := sha256.Sum256([]byte(key + "\n" + strconv.Itoa(count)))
+	return float64(binary.BigEndian.Uint64(sum[:8])>>11) / (1 << 53)
+}

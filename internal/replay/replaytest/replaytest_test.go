@@ -1,0 +1,38 @@
+package replaytest_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/homingdlq/homing/internal/idempotency"
+	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/internal/replay/replaytest"
+)
+
+func TestMemoryQueueContract(t *testing.T) {
+	q := replaytest.NewMemoryQueue(nil)
+	replaytest.RunQueue(t, replaytest.QueueHarness{
+		Queue: q,
+		NewQueue: func(t *testing.T, name string) string {
+			url, err := q.CreateQueue(name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return url
+		},
+	})
+}
+
+func TestMemoryCompletionsContract(t *testing.T) {
+	replaytest.RunCompletions(t, func(*testing.T) (idempotency.Store, replay.Completions) {
+		s := idempotency.NewMemoryStore()
+		return s, &replaytest.MemoryCompletions{Store: s, Scope: "invoice"}
+	})
+}
+
+func TestClockSleepAdvances(t *testing.T) {
+	c := replaytest.NewClock(time.Unix(0, 0))
+	if err := c.Sleep(t.Context(), time.Minute); err != nil || c.Now() != time.Unix(60, 0) {
+		t.Fatalf("now = %v, err = %v", c.Now(), err)
+	}
+}

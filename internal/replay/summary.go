@@ -1,0 +1,232 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"time"
+)
+
+// Summary is the report of one run: the function's response, the CLI's
+// --json output and the ledger's run record. Its JSON field names are stable.
+type Summary struct {
+	RunID      string         `json:"runId"`
+	DryRun     bool           `json:"dryRun"`
+	StartedAt  time.Time      `json:"startedAt"`
+	FinishedAt time.Time      `json:"finishedAt"`
+	DurationMS int64          `json:"durationMs"`
+	Max        int            `json:"max"`              // the cap on messages moved
+	Rate       float64        `json:"rate"`             // messages sent per second
+	Filter     *Filter        `json:"filter,omitempty"` // nil when the run had no filter
+	Gates      []Gate         `json:"gates"`            // run-wide gates (health)
+	Routes     []RouteSummary `json:"routes"`
+	Total      Counts         `json:"total"`
+}
+
+// RouteSummary is the part of a [Summary] about one route.
+type RouteSummary struct {
+	Route      string     `json:"route"`
+	FIFO       bool       `json:"fifo"`
+	Depth      int        `json:"depth"`    // ApproximateNumberOfMessages at the start
+	InFlight   int        `json:"inFlight"` // ApproximateNumberOfMessagesNotVisible at the start
+	Gates      []Gate     `json:"gates"`    // route gates (refill, canary)
+	StopReason StopReason `json:"stopReason"`
+	Error      string     `json:"error,omitempty"` // why the route stopped, when StopReason is "error"
+	Counts
+	// ReplayedOrders are the first orders (up to 100) this run replayed on
+	// the route: the next run's canary.
+	ReplayedOrders []string `json:"replayedOrders,omitempty"`
+}
+
+// Counts are per-message outcomes. Every examined message has one outcome:
+// replayed, parked, recovered, delayed, blocked, skipped, deferred, or an
+// error before it was moved. A message moved but not deleted from the DLQ
+// counts as replayed (or parked) and as an error; the next run deletes it.
+type Counts struct {
+	Examined     int            `json:"examined"`     // distinct messages received
+	DeadLettered int            `json:"deadLettered"` // seen for the first time (a skipped message is not looked up)
+	Replayed     int            `json:"replayed"`     // sent to the source queue
+	Parked       map[string]int `json:"parked"`       // sent to the parking queue, by reason
+	Recovered    int            `json:"recovered"`    // sent by an earlier run, deleted now without sending
+	Delayed      int            `json:"delayed"`      // hidden until due
+	Blocked      int            `json:"blocked"`      // FIFO: an earlier message of the group was not moved
+	Skipped      int            `json:"skipped"`      // rejected by the filter
+	Deferred     int            `json:"deferred"`     // left for a later run: cap or canary limit reached
+	Errors       int            `json:"errors"`
+}
+
+// ParkedTotal is the number of parked messages, all reasons.
+func (c Counts) ParkedTotal() int {
+	n := 0
+	for _, v := range c.Parked {
+		n += v
+	}
+	return n
+}
+
+func (c *Counts) add(o Counts) {
+	c.Examined += o.Examined
+	c.DeadLettered += o.DeadLettered
+	c.Replayed += o.Replayed
+	if c.Parked == nil {
+		c.Parked = map[string]int{}
+	}
+	for k, v := range o.Parked {
+		c.Parked[k] += v
+	}
+	c.Recovered += o.Recovered
+	c.Delayed += o.Delayed
+	c.Blocked += o.Blocked
+	c.Skipped += o.Skipped
+	c.Deferred += o.Deferred
+	c.Errors += o.Errors
+}
+
+// StopReason says why a route's pass ended.
+type StopReason string
+
+// The stop reasons.
+const (
+	StopDrained  StopReason = "drained"       // a receive came back empty
+	StopPass     StopReason = "pass-complete" // received as many as the DLQ held at the start
+	StopCap      StopReason = "cap"           // the run's cap on messages moved is reached
+	StopDeadline StopReason = "deadline"      // too little time left for another batch
+	StopGate     StopReason = "gate"          // a gate is closed
+	StopCanceled StopReason = "canceled"      // the context ended
+	StopError    StopReason = "error"         // see Error
+)
+
+// Gate is the decision of one gate.
+type Gate struct {
+	Name     string       `json:"name"` // health, canary, refill
+	Decision GateDecision `json:"decision"`
+	Detail   string       `json:"detail,omitempty"`
+	Limit    int          `json:"limit,omitempty"` // limited: at most this many replays
+}
+
+// GateDecision is the outcome of a gate.
+type GateDecision string
+
+// The gate decisions.
+const (
+	GateOpen    GateDecision = "open"
+	GateClosed  GateDecision = "closed"  // nothing moves
+	GateLimited GateDecision = "limited" // at most Limit replays
+	GateSkipped GateDecision = "skipped" // not configured
+)
+
+// The gate names.
+const (
+	GateHealth = "health"
+	GateCanary = "canary"
+	GateRefill = "refill"
+)
+
+// closed reports whether a closed gate stops the route.
+func (r RouteSummary) closed(run []Gate) bool {
+	for _, g := range append(run[:len(run):len(run)], r.Gates...) {
+		if g.Decision == GateClosed {
+			return true
+		}
+	}
+	return false
+}
+
+// Namespace is the CloudWatch namespace of the metrics.
+const Namespace = "Homing/Replay"
+
+// emfMetric is one entry of an EMF directive's Metrics.
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+type emfDirective struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+}
+
+type emfMeta struct {
+	Timestamp         int64          `json:"Timestamp"`
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+}
+
+// emfLine is one CloudWatch Embedded Metric Format record for one route.
+type emfLine struct {
+	AWS          emfMeta `json:"_aws"`
+	Route        string  `json:"Route"`
+	Replayed     int     `json:"Replayed"`
+	Parked       int     `json:"Parked"`
+	Delayed      int     `json:"Delayed"`
+	GateClosed   int     `json:"GateClosed"`
+	DeadLettered int     `json:"DeadLettered"`
+	Errors       int     `json:"Errors"`
+	RunID        string  `json:"runId"`
+}
+
+var emfMetrics = []emfMetric{
+	{"Replayed", "Count"}, {"Parked", "Count"}, {"Delayed", "Count"},
+	{"GateClosed", "Count"}, {"DeadLettered", "Count"}, {"Errors", "Count"},
+}
+
+// WriteEMF writes one Embedded Metric Format line per route of s to w, in
+// namespace ns with the dimension Route. Each line is one Write call.
+func WriteEMF(w io.Writer, ns string, s Summary) error {
+	for _, r := range s.Routes {
+		gateClosed := 0
+		if r.closed(s.Gates) {
+			gateClosed = 1
+		}
+		line := emfLine{
+			AWS: emfMeta{
+				Timestamp:         s.FinishedAt.UnixMilli(),
+				CloudWatchMetrics: []emfDirective{{Namespace: ns, Dimensions: [][]string{{"Route"}}, Metrics: emfMetrics}},
+			},
+			Route: r.Route, Replayed: r.Replayed, Parked: r.ParkedTotal(), Delayed: r.Delayed,
+			GateClosed: gateClosed, DeadLettered: r.DeadLettered, Errors: r.Errors, RunID: s.RunID,
+		}
+		b, err := json.Marshal(line)
+		if err != nil {
+			return fmt.Errorf("encode metrics of route %s: %w", r.Route, err)
+		}
+		if _, err := w.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("write metrics of route %s: %w", r.Route, err)
+		}
+	}
+	return nil
+}
+
+// logSummary writes the run's one summary line.
+func logSummary(ctx context.Context, l *slog.Logger, s Summary, err error) {
+	level := slog.LevelInfo
+	if err != nil || s.Total.Errors > 0 {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{
+		slog.String("runId", s.RunID),
+		slog.Bool("dryRun", s.DryRun),
+		slog.Int64("durationMs", s.DurationMS),
+		slog.Any("gates", s.Gates),
+		slog.Any("routes", s.Routes),
+		slog.Any("total", s.Total),
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	l.LogAttrs(ctx, level, "replay run", attrs...)
+}
+
+func newCounts() Counts { return Counts{Parked: map[string]int{}} }
+
+// clone returns a deep copy, so a summary handed out is not shared.
+func (c Counts) clone() Counts {
+	c.Parked = maps.Clone(c.Parked)
+	if c.Parked == nil {
+		c.Parked = map[string]int{}
+	}
+	return c
+}
