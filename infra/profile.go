@@ -8,16 +8,20 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/infra/deadletter"
 )
 
 // Profiles of the stack.
 const (
 	// ProfileAWS is the production-grade profile: 10 receives, 30 s consumer
+	// timeout, replay every 15 minutes with backoff 5m..4h and a 5 minute
 	// timeout, arm64, data retained when the stack is deleted.
 	ProfileAWS = "aws"
-	// ProfileLocal is the emulator profile: fast failure (3 receives, 5 s
-	// timeout, 30 s visibility), the host's architecture (the emulator runs
-	// bootstraps as local processes), everything destroyed with the stack.
+	// ProfileLocal is the emulator profile: fast failure (3 receives, 3 s
+	// timeout, 18 s visibility), replay every minute with backoff in seconds,
+	// the host's architecture (the emulator runs bootstraps as local
+	// processes), everything destroyed with the stack.
 	ProfileLocal = "local"
 )
 
@@ -65,6 +69,17 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		// The consumer's defaults (10 s tax budget, 2 s margin) do not fit in
 		// a 3 s invocation.
 		p.Lane.ConsumerEnvironment = map[string]string{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"}
+		// A dead letter comes back within a minute or two: the backoff
+		// before its first replay is seconds, not minutes.
+		p.Lane.Replay = &deadletter.ReplayProps{
+			Schedule:           jsii.String("rate(1 minute)"),
+			Timeout:            awscdk.Duration_Seconds(jsii.Number(30)),
+			MaxReplays:         jsii.Number(3),
+			BackoffBase:        awscdk.Duration_Seconds(jsii.Number(2)),
+			BackoffMax:         awscdk.Duration_Seconds(jsii.Number(10)),
+			ExpiryRescueWindow: awscdk.Duration_Hours(jsii.Number(24)),
+			DeadlineMargin:     awscdk.Duration_Seconds(jsii.Number(3)),
+		}
 		return p, nil
 	default:
 		return nil, fmt.Errorf("unknown profile %q: want %q or %q", profile, ProfileAWS, ProfileLocal)

@@ -31,12 +31,14 @@ const (
 	OutputIdempotencyTableName = "IdempotencyTableName"
 	OutputLedgerTableName      = "LedgerTableName"
 	OutputConsumerFunctionName = "ConsumerFunctionName"
+	OutputReplayFunctionName   = "ReplayFunctionName"
+	OutputReplayScheduleName   = "ReplayScheduleName"
 	OutputAlarmTopicARN        = "AlarmTopicArn"
 	OutputDashboardName        = "DashboardName"
 )
 
 // NewHomingStack composes one order lane and outputs every queue, table,
-// function and topic it holds. It panics, as CDK constructs do, when the lane
+// function, schedule and topic it holds. It panics, as CDK constructs do, when the lane
 // props are invalid (see deadletter.LaneProps.Validate).
 func NewHomingStack(scope constructs.Construct, id string, props *HomingStackProps) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
@@ -45,7 +47,7 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 	if laneProps.TaxServiceURL == nil {
 		laneProps.TaxServiceURL = awscdk.NewCfnParameter(stack, jsii.String("TaxServiceUrl"), &awscdk.CfnParameterProps{
 			Type:                  jsii.String("String"),
-			Description:           jsii.String("Base URL of the tax and invoice service the consumer calls."),
+			Description:           jsii.String("Base URL of the tax and invoice service the consumer calls (and whose /health gates replay)."),
 			AllowedPattern:        jsii.String(`^https?://\S+$`),
 			ConstraintDescription: jsii.String("an http:// or https:// URL"),
 		}).ValueAsString()
@@ -62,6 +64,8 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 		{OutputIdempotencyTableName, *lane.IdempotencyTable().TableName(), "Idempotent receiver records."},
 		{OutputLedgerTableName, *lane.LedgerTable().TableName(), "Replay ledger."},
 		{OutputConsumerFunctionName, *lane.Consumer().FunctionName(), "The consumer function."},
+		{OutputReplayFunctionName, *lane.Replay().FunctionName(), "The replay function; invoke it for an on-demand run."},
+		{OutputReplayScheduleName, *lane.ReplaySchedule().RuleName(), "The replay schedule; `aws events disable-rule --name <this>` stops scheduled replay."},
 		{OutputAlarmTopicARN, *lane.AlarmTopic().TopicArn(), "Subscribe here to the lane's alarms."},
 		{OutputDashboardName, *lane.Dashboard().DashboardName(), "CloudWatch dashboard of the lane."},
 	} {

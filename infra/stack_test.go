@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,11 +22,13 @@ var testRoot string
 func TestMain(m *testing.M) {
 	var err error
 	testRoot, err = os.MkdirTemp("", "infra-test-")
-	if err == nil {
-		err = os.MkdirAll(filepath.Join(testRoot, "bin", "consumer"), 0o755)
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(testRoot, "bin", "consumer", "bootstrap"), []byte("#!/bin/sh\n"), 0o755)
+	for _, function := range []string{"consumer", "replay"} {
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(testRoot, "bin", function), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(testRoot, "bin", function, "bootstrap"), []byte("#!/bin/sh\n"), 0o755)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -42,7 +45,7 @@ type env map[string]string
 
 func (e env) get(key string) string { return e[key] }
 
-// testEnv points the code directory at the dummy bootstrap.
+// testEnv points the code directory at the dummy bootstraps.
 func testEnv(extra env) env {
 	e := env{"HOMING_CODE_DIR": filepath.Join(testRoot, "bin")}
 	for k, v := range extra {
@@ -164,9 +167,14 @@ func TestProfiles(t *testing.T) {
 		logDays         float64
 		taxURL          any
 		extraEnv        obj
+		schedule        string
+		replayTimeout   float64
+		replayTuning    obj // exactly the replay tuning variables
 	}{
-		{ProfileAWS, 10, 180, 30, "arm64", "Retain", 30, obj{"Ref": "TaxServiceUrl"}, nil},
-		{ProfileLocal, 3, 18, 3, hostArch, "Delete", 1, DefaultLocalTaxServiceURL, obj{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"}},
+		{ProfileAWS, 10, 180, 30, "arm64", "Retain", 30, obj{"Ref": "TaxServiceUrl"}, nil,
+			"rate(15 minutes)", 300, obj{}},
+		{ProfileLocal, 3, 18, 3, hostArch, "Delete", 1, DefaultLocalTaxServiceURL, obj{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"},
+			"rate(1 minute)", 30, obj{"MAX_REPLAYS": "3", "BACKOFF_BASE": "2s", "BACKOFF_MAX": "10s", "EXPIRY_RESCUE_WINDOW": "24h", "DEADLINE_MARGIN": "3s"}},
 	} {
 		t.Run(tc.profile, func(t *testing.T) {
 			s := profile(t, tc.profile)
@@ -180,22 +188,47 @@ func TestProfiles(t *testing.T) {
 			if tc.visibility < 6*tc.timeout {
 				t.Errorf("visibility %v < 6 x %v", tc.visibility, tc.timeout)
 			}
-			vars := obj{"TAX_SERVICE_URL": tc.taxURL}
-			for k, v := range tc.extraEnv {
-				vars[k] = v
+			consumerVars := obj{"TAX_SERVICE_URL": tc.taxURL}
+			maps.Copy(consumerVars, tc.extraEnv)
+			replayVars := obj{
+				"REPLAY_ROUTES":     assertions.Match_AnyValue(),
+				"LEDGER_TABLE":      obj{"Ref": s.id(t, "AWS::DynamoDB::Table", "LedgerTable")},
+				"IDEMPOTENCY_TABLE": obj{"Ref": s.id(t, "AWS::DynamoDB::Table", "IdempotencyTable")},
+				"CONSUMER_NAME":     "invoice",
+				"HEALTH_URL":        tc.taxURL,
 			}
-			check(t, "function", func() {
-				s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), like(obj{
-					"Runtime":       "provided.al2023",
-					"Handler":       "bootstrap",
-					"Architectures": arr{tc.arch},
-					"Timeout":       tc.timeout,
-					"LoggingConfig": like(obj{"LogFormat": "JSON"}),
-					"Environment":   obj{"Variables": like(vars)},
+			maps.Copy(replayVars, tc.replayTuning)
+			for _, fn := range []struct {
+				name      string
+				timeout   float64
+				variables assertions.Matcher
+				extra     obj
+			}{
+				{"consumer", tc.timeout, like(consumerVars), nil},
+				{"replay", tc.replayTimeout, assertions.Match_ObjectEquals(&replayVars), obj{"ReservedConcurrentExecutions": 1}},
+			} {
+				check(t, fn.name+" function", func() {
+					m := obj{
+						"Runtime":       "provided.al2023",
+						"Handler":       "bootstrap",
+						"Architectures": arr{tc.arch},
+						"Timeout":       fn.timeout,
+						"LoggingConfig": like(obj{"LogFormat": "JSON"}),
+						"Environment":   obj{"Variables": fn.variables},
+					}
+					maps.Copy(m, fn.extra)
+					s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), like(m))
+				})
+			}
+			check(t, "replay schedule", func() {
+				s.template.HasResourceProperties(jsii.String("AWS::Events::Rule"), like(obj{
+					"ScheduleExpression": tc.schedule,
+					"State":              "ENABLED",
+					"Targets":            arr{like(obj{"Arn": obj{"Fn::GetAtt": arr{s.id(t, "AWS::Lambda::Function", "Replay"), "Arn"}}})},
 				}))
 			})
 			check(t, "log retention", func() {
-				s.template.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), like(obj{"RetentionInDays": tc.logDays}))
+				s.template.AllResourcesProperties(jsii.String("AWS::Logs::LogGroup"), like(obj{"RetentionInDays": tc.logDays}))
 			})
 			for _, typ := range []string{"AWS::SQS::Queue", "AWS::DynamoDB::Table"} {
 				for lid, r := range s.resources {
@@ -232,6 +265,8 @@ func TestOutputs(t *testing.T) {
 				"IdempotencyTableName": ref(table, "IdempotencyTable"),
 				"LedgerTableName":      ref(table, "LedgerTable"),
 				"ConsumerFunctionName": ref("AWS::Lambda::Function", "Consumer"),
+				"ReplayFunctionName":   ref("AWS::Lambda::Function", "Replay"),
+				"ReplayScheduleName":   ref("AWS::Events::Rule", "ReplaySchedule"),
 				"AlarmTopicArn":        ref("AWS::SNS::Topic", "AlarmTopic"),
 				"DashboardName":        ref("AWS::CloudWatch::Dashboard", "Dashboard"),
 			}
@@ -297,7 +332,7 @@ func TestProfileProps(t *testing.T) {
 	if p.Lane.TaxServiceURL == nil || *p.Lane.TaxServiceURL != "https://tax.example.com" || *p.Lane.CodeDir != "/b" {
 		t.Errorf("aws profile ignores TAX_SERVICE_URL or HOMING_CODE_DIR: %+v", p.Lane)
 	}
-	if p.Lane.MaxReceiveCount != nil || p.Lane.RemovalPolicy != "" || p.Lane.Architecture != nil {
+	if p.Lane.MaxReceiveCount != nil || p.Lane.RemovalPolicy != "" || p.Lane.Architecture != nil || p.Lane.Replay != nil {
 		t.Errorf("aws profile must keep the construct's production defaults: %+v", p.Lane)
 	}
 	p, err = ProfileProps(ProfileLocal, env{"TAX_SERVICE_URL": "http://127.0.0.1:9999"}.get)

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
 	"github.com/aws/jsii-runtime-go"
@@ -32,11 +33,14 @@ type Alarms struct {
 	ConsumerErrors awscloudwatch.Alarm
 	// ConsumerThrottles: at least one consumer invocation was throttled.
 	ConsumerThrottles awscloudwatch.Alarm
+	// ReplayErrors: a replay run failed (it could not start, or it hit
+	// errors; its run summary in the logs says which).
+	ReplayErrors awscloudwatch.Alarm
 }
 
 // All returns the alarms in a fixed order.
 func (a Alarms) All() []awscloudwatch.Alarm {
-	return []awscloudwatch.Alarm{a.DeadLetterDepth, a.DeadLetterAge, a.InvalidDepth, a.ParkingDepth, a.ConsumerErrors, a.ConsumerThrottles}
+	return []awscloudwatch.Alarm{a.DeadLetterDepth, a.DeadLetterAge, a.InvalidDepth, a.ParkingDepth, a.ConsumerErrors, a.ConsumerThrottles, a.ReplayErrors}
 }
 
 func (l *lane) metricOptions(statistic string) *awscloudwatch.MetricOptions {
@@ -116,10 +120,14 @@ func (l *lane) addAlarms() {
 			l.parking.MetricApproximateNumberOfMessagesVisible(maximum), 0),
 		ConsumerErrors: l.alarm("ConsumerErrorsAlarm",
 			"The consumer function failed whole invocations (not single records).",
-			l.consumer.MetricErrors(sum), 0),
+			l.consumer.fn.MetricErrors(sum), 0),
 		ConsumerThrottles: l.alarm("ConsumerThrottlesAlarm",
 			"Consumer invocations were throttled; check reserved and account concurrency against MaxConcurrency.",
-			l.consumer.MetricThrottles(sum), 0),
+			l.consumer.fn.MetricThrottles(sum), 0),
+		ReplayErrors: l.alarm("ReplayErrorsAlarm",
+			"A replay run failed; its run summary in the replay log group says why. To stop scheduled replay during an incident, "+
+				"disable the rule named by the ReplayScheduleName output (aws events disable-rule --name <name>).",
+			l.replay.fn.MetricErrors(sum), 0),
 	}
 }
 
@@ -135,6 +143,24 @@ func (l *lane) addDashboard() {
 			props.LeftAnnotations = &annotations
 		}
 		return awscloudwatch.NewGraphWidget(props)
+	}
+	// The same two widgets for each function: invocations, errors and
+	// throttles; duration against the timeout.
+	functionRow := func(name string, fn awslambda.Function, timeout float64) *[]awscloudwatch.IWidget {
+		return &[]awscloudwatch.IWidget{
+			graph(name+" invocations, errors, throttles", 12, []awscloudwatch.IMetric{
+				fn.MetricInvocations(labelled("invocations", "Sum")),
+				fn.MetricErrors(labelled("errors", "Sum")),
+				fn.MetricThrottles(labelled("throttles", "Sum")),
+			}),
+			graph(name+" duration (ms)", 12, []awscloudwatch.IMetric{
+				fn.MetricDuration(labelled("p50", "p50")),
+				fn.MetricDuration(labelled("p99", "p99")),
+				fn.MetricDuration(labelled("max", "Maximum")),
+			}, &awscloudwatch.HorizontalAnnotation{
+				Label: jsii.String("timeout"), Value: jsii.Number(timeout * 1000),
+			}),
+		}
 	}
 	alarms := []interfacesawscloudwatch.IAlarmRef{}
 	for _, a := range l.alarms.All() {
@@ -174,20 +200,8 @@ func (l *lane) addDashboard() {
 					Label: jsii.String("DLQ age alarm"), Value: jsii.Number(DeadLetterAgeAlarmRatio * r.deadLetterRetention),
 				}),
 			},
-			{
-				graph("Consumer invocations, errors, throttles", 12, []awscloudwatch.IMetric{
-					l.consumer.MetricInvocations(labelled("invocations", "Sum")),
-					l.consumer.MetricErrors(labelled("errors", "Sum")),
-					l.consumer.MetricThrottles(labelled("throttles", "Sum")),
-				}),
-				graph("Consumer duration (ms)", 12, []awscloudwatch.IMetric{
-					l.consumer.MetricDuration(labelled("p50", "p50")),
-					l.consumer.MetricDuration(labelled("p99", "p99")),
-					l.consumer.MetricDuration(labelled("max", "Maximum")),
-				}, &awscloudwatch.HorizontalAnnotation{
-					Label: jsii.String("timeout"), Value: jsii.Number(r.timeout * 1000),
-				}),
-			},
+			functionRow("Consumer", l.consumer.fn, r.timeout),
+			functionRow("Replay", l.replay.fn, r.replay.timeout),
 		},
 	})
 }

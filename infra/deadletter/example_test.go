@@ -14,7 +14,7 @@ func ExampleNewLane() {
 
 	lane := deadletter.NewLane(stack, "Invoice", &deadletter.LaneProps{
 		TaxServiceURL: jsii.String("https://tax.example.com"),
-		CodeDir:       jsii.String("../bin"), // bin/consumer/bootstrap from `make build ARCH=arm64`
+		CodeDir:       jsii.String("../bin"), // bin/{consumer,replay}/bootstrap from `make build ARCH=arm64`
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("SourceQueueUrl"), &awscdk.CfnOutputProps{Value: lane.SourceQueue().QueueUrl()})
 
@@ -24,6 +24,12 @@ func ExampleNewLane() {
 		ConsumerTimeout:   awscdk.Duration_Seconds(jsii.Number(5)),
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(30)),
 		RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
+		Replay: &deadletter.ReplayProps{
+			Schedule:    jsii.String("rate(1 minute)"),
+			Timeout:     awscdk.Duration_Seconds(jsii.Number(30)),
+			BackoffBase: awscdk.Duration_Seconds(jsii.Number(2)),
+			BackoffMax:  awscdk.Duration_Seconds(jsii.Number(10)),
+		},
 	})
 	app.Synth(nil)
 }

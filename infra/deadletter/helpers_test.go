@@ -23,13 +23,16 @@ import (
 // test binary; TestMain removes it.
 var testRoot string
 
-// codeDir is a CodeDir with a dummy consumer/bootstrap.
+// codeDir is a CodeDir with a dummy consumer/bootstrap and replay/bootstrap.
 func codeDir() string { return filepath.Join(testRoot, "bin") }
 
 func TestMain(m *testing.M) {
 	var err error
 	if testRoot, err = os.MkdirTemp("", "deadletter-test-"); err == nil {
 		err = writeBootstrap(codeDir(), "consumer")
+	}
+	if err == nil {
+		err = writeBootstrap(codeDir(), "replay")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -140,6 +143,23 @@ var (
 		p.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
 		p.LogRetention = awslogs.RetentionDays_ONE_DAY
 		p.AlarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
+		p.Replay = &deadletter.ReplayProps{
+			RouteName:          jsii.String("billing-orders"),
+			Schedule:           jsii.String("cron(0/5 * * * ? *)"),
+			Enabled:            jsii.Bool(false),
+			Timeout:            awscdk.Duration_Minutes(jsii.Number(2)),
+			MemorySize:         jsii.Number(512),
+			MaxReplays:         jsii.Number(5),
+			BackoffBase:        awscdk.Duration_Seconds(jsii.Number(90)),
+			BackoffMax:         awscdk.Duration_Hours(jsii.Number(2)),
+			ExpiryRescueWindow: awscdk.Duration_Minutes(jsii.Number(750)),
+			Rate:               jsii.Number(12.5),
+			MaxPerRun:          jsii.Number(200),
+			CanaryLimit:        jsii.Number(2),
+			RefillThreshold:    jsii.Number(40),
+			DeadlineMargin:     awscdk.Duration_Millis(jsii.Number(2500)),
+			Environment:        map[string]string{"LOG_LEVEL": "debug"},
+		}
 		return p
 	}}
 )
@@ -179,6 +199,32 @@ func (s *synthesized) ref(token *string) string {
 		return ga[0].(string)
 	}
 	panic(fmt.Sprintf("token resolves to %#v, not a reference", resolved))
+}
+
+// joined renders a resolved Fn::Join as a string in which every Ref to a
+// logical id reads "Ref(id)", so that a JSON document built from tokens can
+// be parsed and compared whole.
+func joined(v any) (string, error) {
+	join, ok := v.(map[string]any)["Fn::Join"].([]any)
+	if !ok || len(join) != 2 || join[0] != "" {
+		return "", fmt.Errorf("not an Fn::Join with an empty separator: %s", mustJSON(v))
+	}
+	var b strings.Builder
+	for _, part := range join[1].([]any) {
+		switch p := part.(type) {
+		case string:
+			b.WriteString(p)
+		case map[string]any:
+			id, ok := p["Ref"].(string)
+			if !ok {
+				return "", fmt.Errorf("a part other than a Ref: %s", mustJSON(p))
+			}
+			b.WriteString("Ref(" + id + ")")
+		default:
+			return "", fmt.Errorf("unexpected part %s", mustJSON(p))
+		}
+	}
+	return b.String(), nil
 }
 
 func getAtt(id, attr string) obj { return obj{"Fn::GetAtt": arr{id, attr}} }

@@ -2,12 +2,13 @@ package deadletter
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"maps"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -34,10 +35,11 @@ const (
 )
 
 // Lane is one dead-letter lane for one source queue: the queues, the tables,
-// the consumer function with its event source mapping, the alarms and the
-// dashboard. Every resource is reachable through a getter so that a stack can
-// output it and a later construct can grant on it. A Lane is built once by
-// [NewLane] and is not safe for concurrent use (no construct is).
+// the consumer function with its event source mapping, the replay function
+// with its schedule, the alarms and the dashboard. Every resource is
+// reachable through a getter so that a stack can output it and a later
+// construct can grant on it. A Lane is built once by [NewLane] and is not
+// safe for concurrent use (no construct is).
 type Lane interface {
 	constructs.Construct
 	// SourceQueue receives the producers' messages; its redrive policy moves
@@ -64,13 +66,27 @@ type Lane interface {
 	ConsumerLogGroup() awslogs.LogGroup
 	// ConsumerEventSource is the SQS event source mapping of the consumer.
 	ConsumerEventSource() awslambdaeventsources.SqsEventSource
+	// Replay is the replay function: it moves dead letters from the DLQ back
+	// to the source queue, or to the parking queue when their replays are
+	// exhausted. It has no event source mapping and a reserved concurrency
+	// of [ReplayReservedConcurrency].
+	Replay() awslambda.Function
+	// ReplayRole is the replay function's execution role: no managed
+	// policies, only the grants the lane makes.
+	ReplayRole() awsiam.Role
+	// ReplayLogGroup receives the replay function's JSON logs and run
+	// summaries.
+	ReplayLogGroup() awslogs.LogGroup
+	// ReplaySchedule is the EventBridge rule that invokes Replay; disabling
+	// it stops scheduled replay (on-demand invocations still run).
+	ReplaySchedule() awsevents.Rule
 	// AlarmTopic receives every alarm and OK transition.
 	AlarmTopic() awssns.Topic
 	// AlarmTopicKey encrypts AlarmTopic.
 	AlarmTopicKey() awskms.Key
 	// Alarms are the lane's alarms.
 	Alarms() Alarms
-	// Dashboard shows the queue depths and ages and the consumer's health.
+	// Dashboard shows the queue depths and ages and the functions' health.
 	Dashboard() awscloudwatch.Dashboard
 }
 
@@ -80,10 +96,9 @@ type lane struct {
 
 	source, deadLetter, invalid, parking awssqs.Queue
 	idempotency, ledger                  awsdynamodb.Table
-	consumer                             awslambda.Function
-	consumerRole                         awsiam.Role
-	consumerLogs                         awslogs.LogGroup
+	consumer, replay                     laneFunction
 	eventSource                          awslambdaeventsources.SqsEventSource
+	schedule                             awsevents.Rule
 	topic                                awssns.Topic
 	topicKey                             awskms.Key
 	alarms                               Alarms
@@ -93,18 +108,20 @@ type lane struct {
 // NewLane adds a lane under scope. Following the CDK convention for invalid
 // construct props, it panics when props are invalid (the value is an error
 // wrapping [ErrInvalidProps], listing every problem; see [LaneProps.Validate])
-// or when CodeDir/consumer/bootstrap does not exist.
+// or when CodeDir/consumer/bootstrap or CodeDir/replay/bootstrap does not
+// exist.
 func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 	if err := props.Validate(); err != nil {
 		panic(fmt.Errorf("deadletter.NewLane %q: %w", id, err))
 	}
 	r := props.resolve()
-	consumerCode, err := r.codePath("consumer")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(consumerCode, "bootstrap"))
-	}
-	if err != nil {
-		panic(fmt.Errorf("deadletter.NewLane %q: consumer code: %w (build it with `make build`, ARCH=arm64 for AWS)", id, err))
+	code := map[string]string{}
+	for _, function := range []string{"consumer", "replay"} {
+		dir, err := r.bootstrapDir(function)
+		if err != nil {
+			panic(fmt.Errorf("deadletter.NewLane %q: %s code: %w (build it with `make build`, ARCH=arm64 for AWS)", id, function, err))
+		}
+		code[function] = dir
 	}
 
 	// The lane is a Go "subclass" of Construct (registered with jsii by the
@@ -114,21 +131,9 @@ func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 	constructs.NewConstruct_Override(l, scope, jsii.String(id))
 	l.addQueues()
 	l.addTables()
-	l.addConsumer(consumerCode)
-
-	// Replay function and schedule: the replay issue adds them here, as
-	// l.addReplay(props.Replay), before the alarms so that they can watch it.
-	// The replay function needs:
-	//   - code CodeDir/replay (bootstrap), the same runtime, architecture and
-	//     logging set-up as the consumer, with its own role and log group;
-	//   - l.deadLetter.GrantConsumeMessages (receive, change visibility, delete);
-	//   - l.source.GrantSendMessages and l.parking.GrantSendMessages;
-	//   - l.ledger.GrantReadWriteData (or the narrower item actions);
-	//   - l.idempotency.Grant(fn, "dynamodb:GetItem") for the canary gate;
-	//   - an EventBridge rule (awsevents.Schedule_Rate, every 15 minutes on
-	//     AWS, a minute locally) targeting it, and an alarm on its errors.
-	// The consumer must keep having no permission on the DLQ.
-
+	l.addConsumer(code["consumer"])
+	// Before the alarms, so that they watch the replay function too.
+	l.addReplay(code["replay"])
 	l.addAlarms()
 	l.addDashboard()
 	return l
@@ -140,10 +145,14 @@ func (l *lane) InvalidQueue() awssqs.Queue                                { retu
 func (l *lane) ParkingQueue() awssqs.Queue                                { return l.parking }
 func (l *lane) IdempotencyTable() awsdynamodb.Table                       { return l.idempotency }
 func (l *lane) LedgerTable() awsdynamodb.Table                            { return l.ledger }
-func (l *lane) Consumer() awslambda.Function                              { return l.consumer }
-func (l *lane) ConsumerRole() awsiam.Role                                 { return l.consumerRole }
-func (l *lane) ConsumerLogGroup() awslogs.LogGroup                        { return l.consumerLogs }
+func (l *lane) Consumer() awslambda.Function                              { return l.consumer.fn }
+func (l *lane) ConsumerRole() awsiam.Role                                 { return l.consumer.role }
+func (l *lane) ConsumerLogGroup() awslogs.LogGroup                        { return l.consumer.logs }
 func (l *lane) ConsumerEventSource() awslambdaeventsources.SqsEventSource { return l.eventSource }
+func (l *lane) Replay() awslambda.Function                                { return l.replay.fn }
+func (l *lane) ReplayRole() awsiam.Role                                   { return l.replay.role }
+func (l *lane) ReplayLogGroup() awslogs.LogGroup                          { return l.replay.logs }
+func (l *lane) ReplaySchedule() awsevents.Rule                            { return l.schedule }
 func (l *lane) AlarmTopic() awssns.Topic                                  { return l.topic }
 func (l *lane) AlarmTopicKey() awskms.Key                                 { return l.topicKey }
 func (l *lane) Alarms() Alarms                                            { return l.alarms }
@@ -247,52 +256,94 @@ func (l *lane) addTables() {
 	l.ledger = l.table("LedgerTable", true)
 }
 
-func (l *lane) addConsumer(code string) {
+// laneFunction is one of the lane's functions with its role and log group.
+type laneFunction struct {
+	fn   awslambda.Function
+	role awsiam.Role
+	logs awslogs.LogGroup
+}
+
+// functionSpec is what tells the lane's functions apart; [lane.function]
+// builds them all alike.
+type functionSpec struct {
+	// id is the function's construct id; its log group and role are
+	// id+"Logs" and id+"Role".
+	id, description, roleDescription string
+	code                             string
+	timeout, memory                  float64
+	reservedConcurrency              *float64
+	// wired are the variables from the lane's resources; environment the
+	// further ones from the props (Validate keeps the two apart).
+	wired       map[string]*string
+	environment map[string]string
+}
+
+// function creates a provided.al2023 function running the bootstrap in
+// spec.code, with JSON logs to its own log group and its own role. The role
+// has no managed policy: the AWSLambdaBasicExecutionRole one would allow logs
+// on every log group, this one may write to its own log group only. Callers
+// add the function's other grants.
+func (l *lane) function(spec functionSpec) laneFunction {
 	r := l.props
-	l.consumerLogs = awslogs.NewLogGroup(l.scope(), jsii.String("ConsumerLogs"), &awslogs.LogGroupProps{
+	f := laneFunction{}
+	f.logs = awslogs.NewLogGroup(l.scope(), jsii.String(spec.id+"Logs"), &awslogs.LogGroupProps{
 		Retention:     r.logRetention,
 		RemovalPolicy: r.removalPolicy,
 	})
-	// An explicit role keeps the AWSLambdaBasicExecutionRole managed policy
-	// (logs on every log group) off the function: it may write to its own log
-	// group only.
-	l.consumerRole = awsiam.NewRole(l.scope(), jsii.String("ConsumerRole"), &awsiam.RoleProps{
+	f.role = awsiam.NewRole(l.scope(), jsii.String(spec.id+"Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
-		Description: jsii.String("Consumer of the source queue: its own logs, send to the invalid queue, items of the idempotency table."),
+		Description: jsii.String(spec.roleDescription),
 	})
-	l.consumerLogs.GrantWrite(l.consumerRole)
+	f.logs.GrantWrite(f.role)
 
-	env := map[string]*string{
-		"INVALID_QUEUE_URL": l.invalid.QueueUrl(),
-		"IDEMPOTENCY_TABLE": l.idempotency.TableName(),
-		"TAX_SERVICE_URL":   r.taxServiceURL,
-		"CONSUMER_NAME":     jsii.String(r.consumerName),
-	}
-	for k, v := range r.environment {
+	env := maps.Clone(spec.wired)
+	for k, v := range spec.environment {
 		env[k] = jsii.String(v)
 	}
-	l.consumer = awslambda.NewFunction(l.scope(), jsii.String("Consumer"), &awslambda.FunctionProps{
-		Description:                  jsii.String("Invoice consumer of the source queue; reports failures per record, sends invalid orders to the invalid queue."),
+	f.fn = awslambda.NewFunction(l.scope(), jsii.String(spec.id), &awslambda.FunctionProps{
+		Description:                  jsii.String(spec.description),
 		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
 		Handler:                      jsii.String("bootstrap"),
-		Code:                         awslambda.Code_FromAsset(jsii.String(code), nil),
+		Code:                         awslambda.Code_FromAsset(jsii.String(spec.code), nil),
 		Architecture:                 r.architecture,
-		Timeout:                      seconds2duration(r.timeout),
-		MemorySize:                   jsii.Number(r.memory),
-		ReservedConcurrentExecutions: r.reservedConcurrency,
-		Role:                         l.consumerRole,
-		LogGroup:                     l.consumerLogs,
+		Timeout:                      seconds2duration(spec.timeout),
+		MemorySize:                   jsii.Number(spec.memory),
+		ReservedConcurrentExecutions: spec.reservedConcurrency,
+		Role:                         f.role,
+		LogGroup:                     f.logs,
 		LoggingFormat:                awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2:        awslambda.ApplicationLogLevel_INFO,
 		SystemLogLevelV2:             awslambda.SystemLogLevel_WARN,
 		Environment:                  &env,
 	})
+	return f
+}
+
+func (l *lane) addConsumer(code string) {
+	r := l.props
+	l.consumer = l.function(functionSpec{
+		id:                  "Consumer",
+		description:         "Invoice consumer of the source queue; reports failures per record, sends invalid orders to the invalid queue.",
+		roleDescription:     "Consumer of the source queue: its own logs, send to the invalid queue, items of the idempotency table.",
+		code:                code,
+		timeout:             r.timeout,
+		memory:              r.memory,
+		reservedConcurrency: r.reservedConcurrency,
+		wired: map[string]*string{
+			"INVALID_QUEUE_URL": l.invalid.QueueUrl(),
+			"IDEMPOTENCY_TABLE": l.idempotency.TableName(),
+			"TAX_SERVICE_URL":   r.taxServiceURL,
+			"CONSUMER_NAME":     jsii.String(r.consumerName),
+		},
+		environment: r.environment,
+	})
+	consumer := l.consumer.fn
 
 	// Least privilege: send on the invalid queue, four item actions on the
 	// idempotency table, consume on the source queue (the event source
 	// mapping's grant). Nothing on the DLQ, the parking queue or the ledger.
-	l.invalid.GrantSendMessages(l.consumer)
-	l.idempotency.Grant(l.consumer, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
+	l.invalid.GrantSendMessages(consumer)
+	l.idempotency.Grant(consumer, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
 
 	esProps := &awslambdaeventsources.SqsEventSourceProps{
@@ -304,7 +355,66 @@ func (l *lane) addConsumer(code string) {
 		esProps.MaxBatchingWindow = seconds2duration(r.batchingWindow)
 	}
 	l.eventSource = awslambdaeventsources.NewSqsEventSource(l.source, esProps)
-	l.consumer.AddEventSource(l.eventSource)
+	consumer.AddEventSource(l.eventSource)
+}
+
+// addReplay adds the replay function, configured entirely by its
+// environment, and the EventBridge rule that invokes it. It has no event
+// source mapping: it streams the DLQ itself, one run at a time.
+func (l *lane) addReplay(code string) {
+	r := l.props
+	rp := r.replay
+
+	// The lane's one route. The queue URLs are tokens; the stack renders the
+	// JSON as an Fn::Join that CloudFormation resolves at deploy time.
+	routes := awscdk.Stack_Of(l.scope()).ToJsonString(&[]map[string]any{{
+		"name":       rp.routeName,
+		"dlqUrl":     l.deadLetter.QueueUrl(),
+		"sourceUrl":  l.source.QueueUrl(),
+		"parkingUrl": l.parking.QueueUrl(),
+	}}, nil)
+	environment := rp.variables()
+	maps.Copy(environment, rp.environment)
+	l.replay = l.function(functionSpec{
+		id:                  "Replay",
+		description:         "Scheduled replay of the DLQ: back to the source queue under backoff, caps and gates, or to the parking queue when replays are exhausted.",
+		roleDescription:     "Replay of the DLQ: its own logs, consume the DLQ, send to the source and parking queues, items of the ledger, read the idempotency table.",
+		code:                code,
+		timeout:             rp.timeout,
+		memory:              rp.memory,
+		reservedConcurrency: jsii.Number(ReplayReservedConcurrency),
+		wired: map[string]*string{
+			"REPLAY_ROUTES":     routes,
+			"LEDGER_TABLE":      l.ledger.TableName(),
+			"IDEMPOTENCY_TABLE": l.idempotency.TableName(),
+			"CONSUMER_NAME":     jsii.String(r.consumerName),
+			"HEALTH_URL":        r.taxServiceURL,
+		},
+		environment: environment,
+	})
+	replay := l.replay.fn
+
+	// Least privilege, the actions of the function's ports and no more:
+	// receive, hide and delete on the DLQ (and its depth for the refill
+	// gate); send on the source and parking queues; the ledger's item
+	// actions; reads of the idempotency table for the canary gate. Nothing on
+	// the invalid queue, no write on the idempotency table.
+	l.deadLetter.Grant(replay, jsii.String("sqs:ReceiveMessage"), jsii.String("sqs:ChangeMessageVisibility"),
+		jsii.String("sqs:DeleteMessage"), jsii.String("sqs:GetQueueAttributes"))
+	l.source.Grant(replay, jsii.String("sqs:SendMessage"))
+	l.parking.Grant(replay, jsii.String("sqs:SendMessage"))
+	l.ledger.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
+		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:Query"))
+	l.idempotency.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:BatchGetItem"))
+
+	// The target adds the Lambda permission for events.amazonaws.com, scoped
+	// to this rule. The function receives the scheduled event as is.
+	l.schedule = awsevents.NewRule(l.scope(), jsii.String("ReplaySchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Invokes the lane's replay function. Disable it to stop scheduled replay during an incident."),
+		Schedule:    awsevents.Schedule_Expression(jsii.String(rp.schedule)),
+		Enabled:     jsii.Bool(rp.enabled),
+		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(replay, nil)},
+	})
 }
 
 // suppress records a cdk-nag suppression with its reason on c (its L1

@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
 )
 
 // Defaults of [LaneProps]. They are the production-grade values; a local
@@ -40,6 +44,22 @@ const (
 	// VisibilityFactor is the minimum ratio of the source queue's visibility
 	// timeout to the consumer timeout, as AWS recommends for SQS event sources.
 	VisibilityFactor = 6
+	// DefaultRouteName names the lane's route in REPLAY_ROUTES; an operator
+	// selects it in an on-demand run ({"routes":["orders"]}).
+	DefaultRouteName = "orders"
+	// DefaultReplaySchedule is the replay function's EventBridge schedule.
+	DefaultReplaySchedule = "rate(15 minutes)"
+	// DefaultReplayTimeoutSeconds is the replay function's timeout.
+	DefaultReplayTimeoutSeconds = 5 * 60
+	// DefaultReplayMemoryMB is the replay function's memory size.
+	DefaultReplayMemoryMB = 256
+	// ReplayReservedConcurrency is the replay function's reserved
+	// concurrency, not a prop: one run at a time per lane, so that two runs
+	// never stream the same DLQ or read each other's gates half-written. A
+	// scheduled invocation that finds a run in progress is throttled and
+	// retried by Lambda's asynchronous invocation later. Reserving it needs
+	// an account whose concurrency limit leaves 10 unreserved.
+	ReplayReservedConcurrency = 1
 	// DeadLetterAgeAlarmRatio is the fraction of the DLQ retention at which the
 	// age of the oldest DLQ message raises an alarm, so that nothing expires
 	// unseen.
@@ -62,6 +82,17 @@ const (
 	MaxVisibilitySeconds = 12 * 3600
 	// MaxConsumerTimeoutSeconds is the Lambda maximum timeout (15 minutes).
 	MaxConsumerTimeoutSeconds = 900
+	// MinReplayTimeoutSeconds and MaxReplayTimeoutSeconds bound
+	// ReplayProps.Timeout: a run needs time for its gates and at least one
+	// batch beside the deadline margin.
+	MinReplayTimeoutSeconds = 10
+	MaxReplayTimeoutSeconds = 900
+	// MaxMaxReplays bounds ReplayProps.MaxReplays (the function's own limit).
+	MaxMaxReplays = 100
+	// MinReplayRate and MaxReplayRate bound ReplayProps.Rate, in messages per
+	// second (the function's own limits; 3000 is SQS FIFO batched throughput).
+	MinReplayRate = 0.1
+	MaxReplayRate = 3000
 	// MaxBatchingWindowSeconds is the SQS event source maximum batching window.
 	MaxBatchingWindowSeconds = 300
 	// MaxBatchSizeStandard and MaxBatchSizeFIFO are the batch size limits of
@@ -77,6 +108,11 @@ var ErrInvalidProps = errors.New("invalid deadletter.LaneProps")
 // wiredEnvironment are the consumer variables the construct sets from its own
 // resources; ConsumerEnvironment must not set them.
 var wiredEnvironment = []string{"INVALID_QUEUE_URL", "IDEMPOTENCY_TABLE", "TAX_SERVICE_URL", "CONSUMER_NAME"}
+
+// replayWiredEnvironment are the replay variables the construct sets from its
+// own resources and props; ReplayProps.Environment must not set them, nor any
+// variable of [replayTuning].
+var replayWiredEnvironment = []string{"REPLAY_ROUTES", "LEDGER_TABLE", "IDEMPOTENCY_TABLE", "CONSUMER_NAME", "HEALTH_URL"}
 
 // LaneProps configures one [Lane]. Every field is optional except
 // TaxServiceURL; a nil (or zero) field takes the default named in its comment.
@@ -107,7 +143,8 @@ type LaneProps struct {
 
 	// CodeDir is the directory holding one sub-directory per function with
 	// its `bootstrap` binary (`make build` writes bin/<function>/bootstrap).
-	// The consumer's code is CodeDir/consumer. A relative path is resolved
+	// The consumer's code is CodeDir/consumer, the replay function's
+	// CodeDir/replay. A relative path is resolved
 	// against the working directory of the CDK app. Default "../bin".
 	CodeDir *string
 	// Architecture of the functions; it must match the bootstrap build
@@ -145,7 +182,7 @@ type LaneProps struct {
 	// before it invokes. Default 0; 0..300 s; must be 0 for FIFO queues.
 	MaxBatchingWindow awscdk.Duration
 
-	// LogRetention of the consumer's log group. Default one month.
+	// LogRetention of the functions' log groups. Default one month.
 	LogRetention awslogs.RetentionDays
 	// RemovalPolicy of everything that holds data or history: the queues,
 	// the tables, the log group and the alarm topic's key. Default RETAIN;
@@ -155,10 +192,179 @@ type LaneProps struct {
 	// Default 1 minute.
 	AlarmPeriod awscdk.Duration
 
-	// The replay function and its EventBridge schedule are not part of the
-	// lane yet. The issue that adds them adds a `Replay *ReplayProps` field
-	// here (schedule, max replays, backoff, rate, cap) and the method
-	// lane.addReplay in lane.go; see the comment at its call site there.
+	// Replay configures the replay function and its schedule. Default nil:
+	// every ReplayProps default.
+	Replay *ReplayProps
+}
+
+// ReplayProps configures the lane's replay function (functions/replay) and
+// the EventBridge rule that invokes it. Every field is optional.
+//
+// The tuning fields (MaxReplays through DeadlineMargin) become the function's
+// environment variables of the same meaning; an unset field sets no
+// variable, so the function's own default, named in the field's comment,
+// applies. Validate checks them against the function's ranges and the lane.
+type ReplayProps struct {
+	// RouteName names the lane's one route in REPLAY_ROUTES (operators select
+	// it with {"routes":["<name>"]}). Default "orders".
+	RouteName *string
+	// Schedule is the rule's schedule expression, "rate(...)" or "cron(...)".
+	// Default "rate(15 minutes)".
+	Schedule *string
+	// Enabled is the rule's state as deployed. Default true. During an
+	// incident operators stop scheduled replay without a deploy:
+	// `aws events disable-rule --name <ReplayScheduleName output>`, and
+	// enable-rule to resume. CloudFormation does not notice that change; only
+	// a deploy that changes the rule applies this state again.
+	Enabled *bool
+	// Timeout of the replay function. Default 5 minutes; 10 s..15 min.
+	Timeout awscdk.Duration
+	// MemorySize in MB. Default 256.
+	MemorySize *float64
+
+	// MaxReplays is how often a message is replayed before it is parked
+	// (MAX_REPLAYS). Function default 3; 1..100.
+	MaxReplays *float64
+	// BackoffBase is the backoff ceiling before the first replay, doubled per
+	// replay (BACKOFF_BASE). Function default 5 minutes; above 0.
+	BackoffBase awscdk.Duration
+	// BackoffMax caps the backoff ceiling (BACKOFF_MAX). Function default
+	// 4 hours; at least BackoffBase.
+	BackoffMax awscdk.Duration
+	// ExpiryRescueWindow: a DLQ message this close to its expiry that cannot
+	// be replayed is parked (EXPIRY_RESCUE_WINDOW). Function default
+	// 24 hours; above 0 and shorter than DeadLetterRetention.
+	ExpiryRescueWindow awscdk.Duration
+	// Rate is the messages sent per second (RATE). Function default 50;
+	// 0.1..3000.
+	Rate *float64
+	// MaxPerRun caps the messages moved per run (MAX_PER_RUN). Function
+	// default 1000; a whole number >= 1.
+	MaxPerRun *float64
+	// CanaryLimit is the replays per run while the previous run's orders
+	// are not completed (CANARY_LIMIT). Function default 5; >= 1.
+	CanaryLimit *float64
+	// RefillThreshold is the DLQ growth since the previous run that holds
+	// the route (REFILL_THRESHOLD). Function default 100; >= 1.
+	RefillThreshold *float64
+	// DeadlineMargin: no batch starts with less time left
+	// (DEADLINE_MARGIN). Function default 5 s; above 0 and shorter than
+	// Timeout.
+	DeadlineMargin awscdk.Duration
+
+	// Environment adds further variables of the replay function. It must
+	// not set the variables the construct wires (REPLAY_ROUTES,
+	// LEDGER_TABLE, IDEMPOTENCY_TABLE, CONSUMER_NAME, HEALTH_URL) nor those
+	// of the tuning fields above.
+	Environment map[string]string
+}
+
+// Function defaults of the replay tuning, mirrored from functions/replay for
+// synth-time validation only: the construct never writes them into the
+// environment.
+const (
+	functionDefaultBackoffBase        = 5 * time.Minute
+	functionDefaultBackoffMax         = 4 * time.Hour
+	functionDefaultExpiryRescueWindow = 24 * time.Hour
+	functionDefaultDeadlineMargin     = 5 * time.Second
+)
+
+// tuning is one replay tuning variable: its field, its variable and, when
+// the field is set, its value (a number, or a duration in seconds).
+type tuning struct {
+	field, key string
+	value      *float64
+	duration   bool
+}
+
+// env renders a set tuning value as the function parses it (strconv.Atoi,
+// ParseFloat, time.ParseDuration), durations without zero trailing units
+// ("5m", "4h", "1m30s").
+func (t tuning) env() string {
+	if !t.duration {
+		return strconv.FormatFloat(*t.value, 'f', -1, 64)
+	}
+	s := time.Duration(math.Round(*t.value * float64(time.Second))).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// replayResolved is ReplayProps with the defaults the construct owns applied.
+type replayResolved struct {
+	routeName   string
+	schedule    string
+	enabled     bool
+	timeout     float64
+	memory      float64
+	tuning      []tuning // in the order of ReplayProps
+	environment map[string]string
+}
+
+func optionalSeconds(d awscdk.Duration) *float64 {
+	if d == nil {
+		return nil
+	}
+	s := seconds(d, 0)
+	return &s
+}
+
+func (p *ReplayProps) resolve() replayResolved {
+	if p == nil {
+		p = &ReplayProps{}
+	}
+	r := replayResolved{
+		routeName:   DefaultRouteName,
+		schedule:    DefaultReplaySchedule,
+		enabled:     p.Enabled == nil || *p.Enabled,
+		timeout:     seconds(p.Timeout, DefaultReplayTimeoutSeconds),
+		memory:      number(p.MemorySize, DefaultReplayMemoryMB),
+		environment: p.Environment,
+		tuning: []tuning{
+			{field: "MaxReplays", key: "MAX_REPLAYS", value: p.MaxReplays},
+			{field: "BackoffBase", key: "BACKOFF_BASE", value: optionalSeconds(p.BackoffBase), duration: true},
+			{field: "BackoffMax", key: "BACKOFF_MAX", value: optionalSeconds(p.BackoffMax), duration: true},
+			{field: "ExpiryRescueWindow", key: "EXPIRY_RESCUE_WINDOW", value: optionalSeconds(p.ExpiryRescueWindow), duration: true},
+			{field: "Rate", key: "RATE", value: p.Rate},
+			{field: "MaxPerRun", key: "MAX_PER_RUN", value: p.MaxPerRun},
+			{field: "CanaryLimit", key: "CANARY_LIMIT", value: p.CanaryLimit},
+			{field: "RefillThreshold", key: "REFILL_THRESHOLD", value: p.RefillThreshold},
+			{field: "DeadlineMargin", key: "DEADLINE_MARGIN", value: optionalSeconds(p.DeadlineMargin), duration: true},
+		},
+	}
+	if p.RouteName != nil {
+		r.routeName = *p.RouteName
+	}
+	if p.Schedule != nil {
+		r.schedule = *p.Schedule
+	}
+	return r
+}
+
+// setting returns the tuning value of field, or def (in seconds for a
+// duration) when it is unset.
+func (r replayResolved) setting(field string, def float64) float64 {
+	for _, t := range r.tuning {
+		if t.field == field && t.value != nil {
+			return *t.value
+		}
+	}
+	return def
+}
+
+// variables are the tuning variables of the set fields.
+func (r replayResolved) variables() map[string]string {
+	env := map[string]string{}
+	for _, t := range r.tuning {
+		if t.value != nil {
+			env[t.key] = t.env()
+		}
+	}
+	return env
 }
 
 // resolved is LaneProps with every default applied and every duration in
@@ -183,6 +389,7 @@ type resolved struct {
 	logRetention        awslogs.RetentionDays
 	removalPolicy       awscdk.RemovalPolicy
 	alarmPeriod         float64
+	replay              replayResolved
 }
 
 // seconds converts d to seconds, or returns def when d is nil. A duration
@@ -221,6 +428,7 @@ func (p *LaneProps) resolve() resolved {
 		logRetention:        p.LogRetention,
 		removalPolicy:       p.RemovalPolicy,
 		alarmPeriod:         seconds(p.AlarmPeriod, 60),
+		replay:              p.Replay.resolve(),
 	}
 	r.visibility = seconds(p.VisibilityTimeout, VisibilityFactor*r.timeout+r.batchingWindow)
 	if p.CodeDir != nil {
@@ -243,7 +451,7 @@ func (p *LaneProps) resolve() resolved {
 
 // Validate reports every invalid field at once, each error naming the field,
 // its value and the accepted range; the error wraps [ErrInvalidProps]. It
-// does not check that the consumer's bootstrap exists: NewLane does.
+// does not check that the functions' bootstraps exist: NewLane does.
 //
 // A duration that is an unresolved token makes Validate panic.
 func (p *LaneProps) Validate() error {
@@ -325,6 +533,7 @@ func (r resolved) validate() error {
 			bad("ConsumerEnvironment sets %s, which the lane wires itself", key)
 		}
 	}
+	errs = append(errs, r.replay.validate(r.deadLetterRetention)...)
 
 	if len(errs) == 0 {
 		return nil
@@ -332,11 +541,75 @@ func (r resolved) validate() error {
 	return fmt.Errorf("%w: %w", ErrInvalidProps, errors.Join(errs...))
 }
 
-// codePath is the absolute asset directory of function under CodeDir.
-func (r resolved) codePath(function string) (string, error) {
+// validate reports the invalid replay props, in the words of
+// [LaneProps.Validate]; deadLetterRetention is the lane's, in seconds.
+func (r replayResolved) validate(deadLetterRetention float64) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("Replay."+format, args...)) }
+	whole := func(name string, v, lo, hi float64) {
+		if v != math.Trunc(v) || v < lo || v > hi {
+			bad("%s is %v, want a whole number in %v..%v", name, v, lo, hi)
+		}
+	}
+
+	if strings.TrimSpace(r.routeName) == "" {
+		bad("RouteName is empty")
+	}
+	// A token (a CfnParameter, say) is checked by EventBridge at deploy time.
+	if !*awscdk.Token_IsUnresolved(jsii.String(r.schedule)) &&
+		!((strings.HasPrefix(r.schedule, "rate(") || strings.HasPrefix(r.schedule, "cron(")) && strings.HasSuffix(r.schedule, ")")) {
+		bad("Schedule is %q, want an EventBridge schedule expression, rate(...) or cron(...)", r.schedule)
+	}
+	if r.timeout < MinReplayTimeoutSeconds || r.timeout > MaxReplayTimeoutSeconds {
+		bad("Timeout is %vs, want %ds..%ds", r.timeout, MinReplayTimeoutSeconds, MaxReplayTimeoutSeconds)
+	}
+	if r.memory < 128 || r.memory > 10240 || r.memory != math.Trunc(r.memory) {
+		bad("MemorySize is %v, want a whole number of MB in 128..10240", r.memory)
+	}
+
+	// An unset field is the function's default, which is valid: the checks
+	// of single fields pass it a value in range, the checks of pairs the
+	// function's default.
+	whole("MaxReplays", r.setting("MaxReplays", 1), 1, MaxMaxReplays)
+	if rate := r.setting("Rate", MinReplayRate); rate < MinReplayRate || rate > MaxReplayRate {
+		bad("Rate is %v, want %v..%v messages per second", rate, MinReplayRate, MaxReplayRate)
+	}
+	for _, field := range []string{"MaxPerRun", "CanaryLimit", "RefillThreshold"} {
+		whole(field, r.setting(field, 1), 1, math.MaxInt32)
+	}
+	base := r.setting("BackoffBase", functionDefaultBackoffBase.Seconds())
+	backoffMax := r.setting("BackoffMax", functionDefaultBackoffMax.Seconds())
+	if base <= 0 || backoffMax < base {
+		bad("BackoffBase (%vs) and BackoffMax (%vs): want 0 < BackoffBase <= BackoffMax (unset: 5m and 4h)", base, backoffMax)
+	}
+	if window := r.setting("ExpiryRescueWindow", functionDefaultExpiryRescueWindow.Seconds()); window <= 0 || window >= deadLetterRetention {
+		bad("ExpiryRescueWindow is %vs, want above 0 and shorter than DeadLetterRetention (%vs)", window, deadLetterRetention)
+	}
+	if margin := r.setting("DeadlineMargin", functionDefaultDeadlineMargin.Seconds()); margin <= 0 || margin >= r.timeout {
+		bad("DeadlineMargin is %vs, want above 0 and shorter than Timeout (%vs)", margin, r.timeout)
+	}
+
+	managed := append([]string{}, replayWiredEnvironment...)
+	for _, t := range r.tuning {
+		managed = append(managed, t.key)
+	}
+	for _, key := range managed {
+		if _, ok := r.environment[key]; ok {
+			bad("Environment sets %s, which the lane wires itself or from a ReplayProps field", key)
+		}
+	}
+	return errs
+}
+
+// bootstrapDir is the absolute asset directory of function under CodeDir;
+// the error says when its bootstrap is missing.
+func (r resolved) bootstrapDir(function string) (string, error) {
 	dir, err := filepath.Abs(filepath.Join(r.codeDir, function))
 	if err != nil {
 		return "", fmt.Errorf("resolve code directory of %s: %w", function, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil {
+		return "", err
 	}
 	return dir, nil
 }

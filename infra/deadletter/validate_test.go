@@ -75,6 +75,72 @@ func TestValidate(t *testing.T) {
 		}, []string{"ConsumerEnvironment sets INVALID_QUEUE_URL, which the lane wires itself"}},
 		{"alarm period not whole minutes", func(p *deadletter.LaneProps) { p.AlarmPeriod = seconds(90) },
 			[]string{"AlarmPeriod is 90s, want a whole number of minutes"}},
+		{"replay: cron schedule", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Schedule = jsii.String("cron(0 3 * * ? *)") })
+		}, nil},
+		{"replay: schedule not rate or cron", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Schedule = jsii.String("every 15 minutes") })
+		}, []string{`Replay.Schedule is "every 15 minutes", want an EventBridge schedule expression, rate(...) or cron(...)`}},
+		{"replay: schedule not closed", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Schedule = jsii.String("rate(5 minutes") })
+		}, []string{`Replay.Schedule is "rate(5 minutes"`}},
+		{"replay: timeout 10s", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Timeout = seconds(10) })
+		}, nil},
+		{"replay: timeout 9s", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Timeout = seconds(9) })
+		}, []string{"Replay.Timeout is 9s, want 10s..900s"}},
+		{"replay: timeout 901s", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Timeout = seconds(901) })
+		}, []string{"Replay.Timeout is 901s, want 10s..900s"}},
+		{"replay: deadline margin not shorter than the timeout", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Timeout = seconds(10); r.DeadlineMargin = seconds(10) })
+		}, []string{"Replay.DeadlineMargin is 10s, want above 0 and shorter than Timeout (10s)"}},
+		{"replay: default deadline margin against a short timeout", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Timeout = seconds(10) })
+		}, nil},
+		{"replay: backoff base above max", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.BackoffBase = seconds(60); r.BackoffMax = seconds(30) })
+		}, []string{"Replay.BackoffBase (60s) and BackoffMax (30s): want 0 < BackoffBase <= BackoffMax"}},
+		{"replay: backoff max below the function's default base", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.BackoffMax = seconds(60) })
+		}, []string{"Replay.BackoffBase (300s) and BackoffMax (60s)"}},
+		{"replay: rescue window as long as the DLQ retention", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.ExpiryRescueWindow = awscdk.Duration_Days(jsii.Number(14)) })
+		}, []string{"Replay.ExpiryRescueWindow is 1.2096e+06s, want above 0 and shorter than DeadLetterRetention (1.2096e+06s)"}},
+		{"replay: default rescue window against a 1 day DLQ retention", func(p *deadletter.LaneProps) {
+			p.SourceRetention = awscdk.Duration_Hours(jsii.Number(12))
+			p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(1))
+		}, []string{"Replay.ExpiryRescueWindow is 86400s"}},
+		{"replay: counts out of range", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) {
+				r.MaxReplays = jsii.Number(101)
+				r.MaxPerRun = jsii.Number(0)
+				r.CanaryLimit = jsii.Number(1.5)
+				r.RefillThreshold = jsii.Number(-1)
+				r.Rate = jsii.Number(0.05)
+				r.MemorySize = jsii.Number(64)
+			})
+		}, []string{
+			"Replay.MaxReplays is 101, want a whole number in 1..100",
+			"Replay.MaxPerRun is 0, want a whole number in 1..",
+			"Replay.CanaryLimit is 1.5, want a whole number",
+			"Replay.RefillThreshold is -1, want a whole number",
+			"Replay.Rate is 0.05, want 0.1..3000 messages per second",
+			"Replay.MemorySize is 64, want a whole number of MB in 128..10240",
+		}},
+		{"replay: empty route name", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.RouteName = jsii.String(" ") })
+		}, []string{"Replay.RouteName is empty"}},
+		{"replay: environment sets wired and tuning variables", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) {
+				r.Environment = map[string]string{"REPLAY_ROUTES": "[]", "HEALTH_URL": "x", "MAX_REPLAYS": "9", "LOG_LEVEL": "debug"}
+			})
+		}, []string{
+			"Replay.Environment sets REPLAY_ROUTES, which the lane wires itself or from a ReplayProps field",
+			"Replay.Environment sets HEALTH_URL",
+			"Replay.Environment sets MAX_REPLAYS",
+		}},
 		{"every problem at once", func(p *deadletter.LaneProps) {
 			p.MaxReceiveCount = jsii.Number(0)
 			p.MaxConcurrency = jsii.Number(1)
@@ -104,6 +170,22 @@ func TestValidate(t *testing.T) {
 	if err := (*deadletter.LaneProps)(nil).Validate(); !errors.Is(err, deadletter.ErrInvalidProps) {
 		t.Errorf("nil props: %v", err)
 	}
+
+	t.Run("replay: a schedule token is left to EventBridge", func(t *testing.T) {
+		p := baseProps()
+		param := awscdk.NewCfnParameter(newStack(), jsii.String("Schedule"), &awscdk.CfnParameterProps{Type: jsii.String("String")})
+		p.Replay = &deadletter.ReplayProps{Schedule: param.ValueAsString()}
+		if err := p.Validate(); err != nil {
+			t.Errorf("Validate: %v", err)
+		}
+	})
+}
+
+// replay returns ReplayProps modified by modify.
+func replay(modify func(*deadletter.ReplayProps)) *deadletter.ReplayProps {
+	r := &deadletter.ReplayProps{}
+	modify(r)
+	return r
 }
 
 // panicOf runs f and returns the error it panicked with.
@@ -134,6 +216,12 @@ func TestNewLanePanics(t *testing.T) {
 		{"DLQ retention <= source", func(p *deadletter.LaneProps) { p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(4)) }, "DeadLetterRetention (345600s) must be longer than SourceRetention (345600s)"},
 		{"visibility < 6x timeout", func(p *deadletter.LaneProps) { p.VisibilityTimeout = seconds(60) }, "VisibilityTimeout is 60s, want at least 6x ConsumerTimeout (180s)"},
 		{"max concurrency 1", func(p *deadletter.LaneProps) { p.MaxConcurrency = jsii.Number(1) }, "MaxConcurrency is 1, want a whole number in 2..1000"},
+		{"replay schedule", func(p *deadletter.LaneProps) {
+			p.Replay = &deadletter.ReplayProps{Schedule: jsii.String("15 minutes")}
+		}, `Replay.Schedule is "15 minutes", want an EventBridge schedule expression, rate(...) or cron(...)`},
+		{"replay timeout", func(p *deadletter.LaneProps) {
+			p.Replay = &deadletter.ReplayProps{Timeout: awscdk.Duration_Minutes(jsii.Number(16))}
+		}, "Replay.Timeout is 960s, want 10s..900s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stack := newStack()
@@ -156,8 +244,27 @@ func TestNewLanePanics(t *testing.T) {
 		p := baseProps()
 		p.CodeDir = jsii.String(filepath.Join(testRoot, "no-such-bin"))
 		err := panicOf(func() { deadletter.NewLane(newStack(), "Orders", p) })
-		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "make build") {
-			t.Fatalf("NewLane panicked with %v, want a missing-file error that says how to build", err)
+		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "consumer code") || !strings.Contains(err.Error(), "make build") {
+			t.Fatalf("NewLane panicked with %v, want a missing-file error that names the consumer and says how to build", err)
+		}
+	})
+
+	t.Run("missing replay bootstrap", func(t *testing.T) {
+		dir := filepath.Join(testRoot, "consumer-only")
+		if err := writeBootstrap(dir, "consumer"); err != nil {
+			t.Fatal(err)
+		}
+		p := baseProps()
+		p.CodeDir = jsii.String(dir)
+		stack := newStack()
+		err := panicOf(func() { deadletter.NewLane(stack, "Orders", p) })
+		want := filepath.Join(dir, "replay", "bootstrap")
+		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), `deadletter.NewLane "Orders": replay code: `) ||
+			!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "make build") {
+			t.Fatalf("NewLane panicked with %v, want a missing-file error for %s that says how to build", err, want)
+		}
+		if n := len(*stack.Node().Children()); n != 0 {
+			t.Errorf("the stack got %d children before the panic", n)
 		}
 	})
 }

@@ -1,0 +1,163 @@
+package deadletter_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// routes parses the replay function's REPLAY_ROUTES, an Fn::Join of the
+// queue URLs, with "Ref(id)" in place of each URL.
+func (s *synthesized) routes(t *testing.T) []map[string]string {
+	t.Helper()
+	vars, _ := props(s.resources[s.ids().replay])["Environment"].(map[string]any)["Variables"].(map[string]any)
+	text, err := joined(vars["REPLAY_ROUTES"])
+	if err != nil {
+		t.Fatalf("REPLAY_ROUTES: %v", err)
+	}
+	var routes []map[string]string
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&routes); err != nil {
+		t.Fatalf("REPLAY_ROUTES %s: %v", text, err)
+	}
+	return routes
+}
+
+func TestReplayFunction(t *testing.T) {
+	s := defaults.get(t)
+	id := s.ids()
+	tpl := s.template
+
+	check(t, "provided.al2023 bootstrap on arm64, 5 min, 256 MB, JSON logs, reserved concurrency 1, wired environment only", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), like(obj{
+			"Runtime":                      "provided.al2023",
+			"Handler":                      "bootstrap",
+			"Architectures":                arr{"arm64"},
+			"Timeout":                      300,
+			"MemorySize":                   256,
+			"ReservedConcurrentExecutions": 1,
+			"Role":                         getAtt(id.replayRole, "Arn"),
+			"LoggingConfig": obj{
+				"LogFormat":           "JSON",
+				"ApplicationLogLevel": "INFO",
+				"SystemLogLevel":      "WARN",
+				"LogGroup":            refTo(id.replayLogs),
+			},
+			// No tuning variable: the function's own defaults apply.
+			"Environment": obj{"Variables": assertions.Match_ObjectEquals(&obj{
+				"REPLAY_ROUTES":     assertions.Match_AnyValue(),
+				"LEDGER_TABLE":      refTo(id.ledger),
+				"IDEMPOTENCY_TABLE": refTo(id.idempotency),
+				"CONSUMER_NAME":     "invoice",
+				"HEALTH_URL":        taxURL,
+			})},
+		}))
+	})
+
+	t.Run("REPLAY_ROUTES names the lane's queues", func(t *testing.T) {
+		want := []map[string]string{{
+			"name":       "orders",
+			"dlqUrl":     "Ref(" + id.dlq + ")",
+			"sourceUrl":  "Ref(" + id.source + ")",
+			"parkingUrl": "Ref(" + id.parking + ")",
+		}}
+		if got := s.routes(t); mustJSON(got) != mustJSON(want) {
+			t.Errorf("REPLAY_ROUTES = %s\nwant %s", mustJSON(got), mustJSON(want))
+		}
+	})
+
+	t.Run("its own log group, same retention as the consumer's", func(t *testing.T) {
+		logs := props(s.resources[id.replayLogs])
+		if id.replayLogs == id.logs || logs["RetentionInDays"] != 30.0 {
+			t.Errorf("replay log group %s: %s", id.replayLogs, mustJSON(logs))
+		}
+	})
+
+	t.Run("no event source mapping", func(t *testing.T) {
+		for _, esm := range s.ofType("AWS::Lambda::EventSourceMapping") {
+			if fn := mustJSON(props(s.resources[esm])["FunctionName"]); strings.Contains(fn, id.replay) {
+				t.Errorf("%s maps an event source to the replay function", esm)
+			}
+		}
+	})
+}
+
+func TestReplaySchedule(t *testing.T) {
+	for _, tc := range []struct {
+		fixture    string
+		f          *fixture
+		expression string
+		state      string
+	}{
+		{"defaults", defaults, "rate(15 minutes)", "ENABLED"},
+		{"tuned", tuned, "cron(0/5 * * * ? *)", "DISABLED"},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			s := tc.f.get(t)
+			id := s.ids()
+			check(t, "one rule, on schedule, targeting the replay function", func() {
+				s.template.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(1))
+				s.template.HasResourceProperties(jsii.String("AWS::Events::Rule"), like(obj{
+					"ScheduleExpression": tc.expression,
+					"State":              tc.state,
+					"EventPattern":       assertions.Match_Absent(),
+					"Targets":            arr{like(obj{"Arn": getAtt(id.replay, "Arn"), "Input": assertions.Match_Absent()})},
+				}))
+			})
+			check(t, "EventBridge may invoke the replay function, from this rule only", func() {
+				s.template.ResourceCountIs(jsii.String("AWS::Lambda::Permission"), jsii.Number(1))
+				s.template.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), assertions.Match_ObjectEquals(&obj{
+					"Action":       "lambda:InvokeFunction",
+					"FunctionName": getAtt(id.replay, "Arn"),
+					"Principal":    "events.amazonaws.com",
+					"SourceArn":    getAtt(id.schedule, "Arn"),
+				}))
+			})
+		})
+	}
+}
+
+// TestReplayTuning: every tuning prop becomes its variable, in the format
+// the function parses; the route name and the passthrough too.
+func TestReplayTuning(t *testing.T) {
+	s := tuned.get(t)
+	id := s.ids()
+	check(t, "replay function", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), like(obj{
+			"Timeout":                      120,
+			"MemorySize":                   512,
+			"ReservedConcurrentExecutions": 1,
+			"Role":                         getAtt(id.replayRole, "Arn"),
+			"Environment": obj{"Variables": assertions.Match_ObjectEquals(&obj{
+				"REPLAY_ROUTES":        assertions.Match_AnyValue(),
+				"LEDGER_TABLE":         refTo(id.ledger),
+				"IDEMPOTENCY_TABLE":    refTo(id.idempotency),
+				"CONSUMER_NAME":        "billing",
+				"HEALTH_URL":           taxURL,
+				"MAX_REPLAYS":          "5",
+				"BACKOFF_BASE":         "1m30s",
+				"BACKOFF_MAX":          "2h",
+				"EXPIRY_RESCUE_WINDOW": "12h30m",
+				"RATE":                 "12.5",
+				"MAX_PER_RUN":          "200",
+				"CANARY_LIMIT":         "2",
+				"REFILL_THRESHOLD":     "40",
+				"DEADLINE_MARGIN":      "2.5s",
+				"LOG_LEVEL":            "debug",
+			})},
+		}))
+	})
+	if routes := s.routes(t); len(routes) != 1 || routes[0]["name"] != "billing-orders" {
+		t.Errorf("REPLAY_ROUTES = %s, want the route named billing-orders", mustJSON(routes))
+	}
+	check(t, "the dashboard's replay duration shows the replay timeout", func() {
+		body := mustJSON(props(s.resources[s.ofType("AWS::CloudWatch::Dashboard")[0]])["DashboardBody"])
+		if !strings.Contains(body, `\"value\":120000`) {
+			panic("no annotation at 120000 ms: " + body)
+		}
+	})
+}
