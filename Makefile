@@ -31,11 +31,16 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help build unit infra-test e2e test lint bench fuzz synth deploy-local destroy-local \
+.PHONY: help demo build unit infra-test e2e test lint bench fuzz synth deploy-local destroy-local \
 	emulator-up emulator-down clean FORCE
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+demo: ## the main job on the local emulator: outage, dead letters, scheduled replay, a final table; tears down
+	@rc=0; $(MAKE) --no-print-directory deploy-local && \
+	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) run ./cmd/demo || rc=$$?; \
+	  $(MAKE) --no-print-directory emulator-down; exit $$rc
 
 build: $(BOOTSTRAPS) ## one Lambda bootstrap per function under bin/<function>/ (ARCH=arm64 for AWS)
 
