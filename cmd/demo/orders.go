@@ -83,6 +83,7 @@ func newStory(run string, valid int) story {
 
 	broken := func(reason string, edit func(o map[string]any)) {
 		o := newOrder(fmt.Sprintf("ORD-%s-BAD-%s", run, strings.ToUpper(reason)), 1)
+		o["demoRun"] = run // an unknown field: it marks the message even without an orderId
 		edit(o)
 		s.messages = append(s.messages, encode(o))
 		s.invalid[reason]++
