@@ -34,6 +34,7 @@ import (
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/dynamo"
 	"github.com/homingdlq/homing/internal/invalid"
+	"github.com/homingdlq/homing/internal/replay"
 )
 
 func main() {
@@ -101,8 +102,8 @@ func run(ctx context.Context) error {
 		return err
 	}
 	if err := d.wait(ctx, "valid orders fail and SQS moves them to the DLQ", 5*time.Minute, func() (bool, string, error) {
-		v, f, err := d.depth(ctx, d.out["DeadLetterQueueUrl"])
-		return v+f >= s.deadLettered, fmt.Sprintf("%d/%d in the DLQ", v+f, s.deadLettered), err
+		n, err := d.count(ctx, d.out["DeadLetterQueueUrl"], run)
+		return n >= s.deadLettered, fmt.Sprintf("%d/%d in the DLQ", n, s.deadLettered), err
 	}); err != nil {
 		return err
 	}
@@ -124,12 +125,12 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return false, "", err
 		}
-		v, f, err := d.depth(ctx, d.out["DeadLetterQueueUrl"])
+		left, err := d.count(ctx, d.out["DeadLetterQueueUrl"], run)
 		if err != nil {
 			return false, "", err
 		}
-		done := len(inv) >= len(s.valid) && v+f == 0 && total(invalidReasons) >= total(s.invalid)
-		return done, fmt.Sprintf("invoiced %d/%d, DLQ %d, invalid %d/%d", len(inv), len(s.valid), v+f, total(invalidReasons), total(s.invalid)), nil
+		done := len(inv) >= len(s.valid) && left == 0 && total(invalidReasons) >= total(s.invalid)
+		return done, fmt.Sprintf("invoiced %d/%d, DLQ %d, invalid %d/%d", len(inv), len(s.valid), left, total(invalidReasons), total(s.invalid)), nil
 	}); err != nil {
 		return err
 	}
@@ -225,6 +226,19 @@ func (d *demo) takeInvalid(ctx context.Context, run string, into map[string]int)
 	return nil
 }
 
+// count browses url and counts this run's messages, leaving them in place
+// (hidden for 2 s only, so the replay is barely delayed).
+func (d *demo) count(ctx context.Context, url, run string) (int, error) {
+	n := 0
+	_, err := browse.All(ctx, d.sqs, url, browse.Options{Hide: 2}, func(m types.Message) bool {
+		if strings.Contains(aws.ToString(m.Body), run) {
+			n++
+		}
+		return false
+	})
+	return n, err
+}
+
 func (d *demo) depth(ctx context.Context, url string) (visible, inFlight int, err error) {
 	out, err := d.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{
 		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
@@ -283,7 +297,7 @@ func (d *demo) report(ctx context.Context, s story, run string, invalidReasons m
 	if err != nil {
 		return err
 	}
-	moved, parked, err := d.replayTotals(ctx)
+	moved, parked, err := d.replayTotals(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -337,19 +351,24 @@ func (d *demo) report(ctx context.Context, s story, run string, invalidReasons m
 	return nil
 }
 
-// replayTotals sums the real (not dry) replay runs since the demo started,
-// read from the replay ledger as an operator's audit would.
-func (d *demo) replayTotals(ctx context.Context) (replayed, parked int, err error) {
-	runs, err := d.ledger.Runs(ctx, 100)
-	if err != nil {
-		return 0, 0, fmt.Errorf("read replay runs: %w", err)
-	}
-	for _, r := range runs {
-		if r.DryRun || r.StartedAt.Before(d.started) {
-			continue
+// replayTotals reads the replay ledger, as an operator's audit would: each
+// message of this run's orders that the replay sent home or parked has a
+// record in its order's history.
+func (d *demo) replayTotals(ctx context.Context, s story) (replayed, parked int, err error) {
+	orders := append(slices.Clone(s.valid), s.rejectID)
+	for _, id := range orders {
+		history, err := d.ledger.OrderHistory(ctx, replay.OrderKey(id, ""))
+		if err != nil {
+			return 0, 0, fmt.Errorf("history of %s: %w", id, err)
 		}
-		replayed += r.Total.Replayed
-		parked += r.Total.ParkedTotal()
+		for _, r := range history {
+			switch r.State {
+			case replay.Sent:
+				replayed++
+			case replay.Parked:
+				parked++
+			}
+		}
 	}
 	return replayed, parked, nil
 }

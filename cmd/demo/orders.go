@@ -8,12 +8,12 @@ import (
 
 // story is what the demo publishes and what it expects at the end.
 type story struct {
-	messages      []string       // bodies, in publishing order
-	valid         []string       // orderIds that must be invoiced exactly once
-	invalid       map[string]int // reason -> messages expected in the invalid queue
-	deadLettered  int            // messages that must go through the DLQ
-	duplicates    int            // extra deliveries of valid orders, absorbed by idempotency
-	conflictingID string
+	messages     []string       // bodies, in publishing order
+	valid        []string       // orderIds that must be invoiced exactly once
+	invalid      map[string]int // reason -> messages expected in the invalid queue
+	deadLettered int            // messages that must go through the DLQ
+	duplicates   int            // extra deliveries of valid orders, absorbed by idempotency
+	rejectID     string         // valid for us, refused by the tax service
 }
 
 var customers = []struct{ name, taxID string }{
@@ -69,14 +69,15 @@ func newStory(run string, valid int) story {
 		s.duplicates++
 	}
 	// The same orderId with another payload.
-	s.conflictingID = id(2)
+
 	conflict := newOrder(id(2), 2)
 	conflict["items"] = []item{{SKU: "SKU-9", Quantity: 9, UnitPrice: "1.00"}}
 	conflict["total"] = "9.00"
 	s.messages = append(s.messages, encode(conflict))
 	s.invalid["conflicting-duplicate"]++
 	// Valid for us, refused by the tax service once it is back.
-	s.messages = append(s.messages, encode(newOrder(fmt.Sprintf("ORD-%s-REJECT", run), 1)))
+	s.rejectID = fmt.Sprintf("ORD-%s-REJECT", run)
+	s.messages = append(s.messages, encode(newOrder(s.rejectID, 1)))
 	s.invalid["rejected-by-tax-service"]++
 	// Everything valid in shape waits in the DLQ during the outage.
 	s.deadLettered = len(s.messages)
