@@ -97,7 +97,11 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 		if r.seen.add(aws.ToString(m.MessageId)) {
 			continue // examined before in this run: left as it is
 		}
-		items = append(items, &item{msg: readMessage(m, now), vis: keep})
+		it := &item{msg: readMessage(m, now), vis: keep}
+		if r.req.ResetCount {
+			it.msg.meta.ReplayCount, it.msg.meta.LastReplayAt, it.msg.meta.ResetAt = 0, time.Time{}, now
+		}
+		items = append(items, it)
 	}
 	if len(items) == 0 {
 		return nil
@@ -123,6 +127,7 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 			it.vis = hold
 		}
 	} else {
+		each(items, func(it *item) bool { return it.first && !it.mover() && it.fate != fateFail }, func(it *item) { r.see(ctx, p, it, now) })
 		each(items, (*item).mover, func(it *item) { r.intend(ctx, p, it, now, receivedAt) })
 		if p.fifo {
 			blockBehind(items)
@@ -150,7 +155,7 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 
 // look reads the order's history from the ledger: the message's own record,
 // and the replays of the order's other messages. A message without a record
-// is seen for the first time and gets a SEEN record (not in a dry run).
+// is seen for the first time (see writes its record later).
 func (r *run) look(ctx context.Context, p *pass, it *item, now time.Time) {
 	key := OrderKey(it.msg.orderID, it.msg.originalID())
 	history, err := r.e.ledger.OrderHistory(ctx, key)
@@ -162,7 +167,7 @@ func (r *run) look(ctx context.Context, p *pass, it *item, now time.Time) {
 		switch {
 		case rec.MessageID == it.msg.id:
 			it.own = &rec
-		case rec.State == Sent || rec.State == Intent:
+		case (rec.State == Sent || rec.State == Intent) && !rec.At.Before(it.msg.meta.ResetAt):
 			it.history++
 		}
 	}
@@ -170,16 +175,20 @@ func (r *run) look(ctx context.Context, p *pass, it *item, now time.Time) {
 		return
 	}
 	it.first = true
-	if r.req.DryRun {
-		return
-	}
-	cur, ok, err := r.e.ledger.Mark(ctx, r.record(p, it, Seen, now))
+}
+
+// see writes the SEEN record of a message seen for the first time that
+// stays in the DLQ. A mover needs none: its INTENT record, written from
+// absent, is its first record (one conditional write per message saved on
+// the path that matters).
+func (r *run) see(ctx context.Context, p *pass, it *item, now time.Time) {
+	_, ok, err := r.e.ledger.Mark(ctx, r.record(p, it, Seen, now))
 	switch {
 	case err != nil:
-		it.fail(fmt.Errorf("mark %s seen: %w", it.msg.id, err))
+		it.warn = fmt.Errorf("mark %s seen: %w", it.msg.id, err)
 		it.first = false
-	case !ok && cur.State != "":
-		it.own, it.first = &cur, false // another run was quicker
+	case !ok:
+		it.first = false // another run was quicker
 	}
 }
 
@@ -279,7 +288,7 @@ func (r *run) build(p *pass, it *item, now time.Time) error {
 	m := it.msg
 	meta := Metadata{
 		ReplayCount: it.facts.ReplayCount, FirstDeadLetteredAt: m.firstDeadLettered(), LastReplayAt: m.meta.LastReplayAt,
-		OriginalMessageID: m.originalID(), Route: p.route.Name, RunID: r.id,
+		OriginalMessageID: m.originalID(), Route: p.route.Name, RunID: r.id, ResetAt: m.meta.ResetAt,
 	}
 	it.dest = p.route.ParkingURL
 	if it.fate == fateReplay {
@@ -301,7 +310,13 @@ func (r *run) build(p *pass, it *item, now time.Time) error {
 			group = p.route.Name
 		}
 		it.entry.MessageGroupId = aws.String(group)
-		it.entry.MessageDeduplicationId = aws.String(DeduplicationID(m.originalID(), meta.ReplayCount, meta.Reason))
+		// After a reset the counts start again: the reset time keeps the
+		// ids apart from those of the first replays.
+		dedup := meta.Reason
+		if !meta.ResetAt.IsZero() {
+			dedup += "\nreset " + meta.ResetAt.UTC().Format(time.RFC3339Nano)
+		}
+		it.entry.MessageDeduplicationId = aws.String(DeduplicationID(m.originalID(), meta.ReplayCount, dedup))
 	}
 	return nil
 }
@@ -326,6 +341,9 @@ func (r *run) intend(ctx context.Context, p *pass, it *item, now, receivedAt tim
 	rec := r.record(p, it, Intent, now)
 	rec.LeaseUntil = receivedAt.Add(r.visibility)
 	cur, ok, err := r.e.ledger.Mark(ctx, rec)
+	if !ok {
+		it.first = false // no record of ours: another run (or an error) was first
+	}
 	switch {
 	case err != nil:
 		it.fail(fmt.Errorf("mark %s intent: %w", it.msg.id, err))

@@ -130,6 +130,13 @@ type Request struct {
 	Rate   float64 // messages sent per second; 0 means Options.Rate
 	Filter Filter
 	RunID  string // "" means a random id
+	// ResetCount restarts the replay count of every message the run
+	// examines: the count in its metadata and the order's earlier replays
+	// in the ledger are ignored, and the metadata sent records the reset
+	// (Metadata.ResetAt), so later runs count only the replays after it.
+	// For an operator who fixed the cause of messages that exhausted their
+	// replays and brings them back from the parking queue.
+	ResetCount bool
 }
 
 // Validate reports every problem of the request.
@@ -199,6 +206,24 @@ type Options struct {
 	// Sleep waits for the rate limit: d or until ctx ends, returning
 	// ctx.Err() then. Default a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// OnProgress, when set, is called on the run's goroutine when a route's
+	// pass starts (its depth read, nothing counted yet) and after each
+	// batch. It must return quickly; nil calls nothing.
+	OnProgress func(Progress)
+}
+
+// Progress is what a run has done so far on one route.
+type Progress struct {
+	RunID  string
+	Route  string
+	Depth  int    // the DLQ's visible messages when the route's pass started
+	Counts Counts // the route's outcomes so far (a copy)
+}
+
+func (r *run) progress(rs *RouteSummary) {
+	if r.e.opts.OnProgress != nil {
+		r.e.opts.OnProgress(Progress{RunID: r.id, Route: rs.Route, Depth: rs.Depth, Counts: rs.Counts.clone()})
+	}
 }
 
 func (o Options) withDefaults() Options {
@@ -424,6 +449,7 @@ func (r *run) route(ctx context.Context, rt Route, prev *RouteSummary, prevErr e
 	if canary.Decision == GateLimited {
 		p.replayLeft = canary.Limit
 	}
+	r.progress(&rs)
 
 	defer func() {
 		// Release what the pass held, even when ctx has ended.
@@ -465,6 +491,7 @@ func (r *run) route(ctx context.Context, rt Route, prev *RouteSummary, prevErr e
 		budget -= len(got.Messages)
 		err = r.batch(ctx, p, got.Messages, started)
 		r.longest = max(r.longest, r.now().Sub(started))
+		r.progress(&rs)
 		if err != nil {
 			rs.StopReason, rs.Error = StopError, err.Error()
 			return rs, err

@@ -30,6 +30,10 @@ type Metadata struct {
 	RunID               string    `json:"runId,omitempty"`       // the run that sent it
 	Reason              string    `json:"reason,omitempty"`      // parked messages: why
 	ParkedAt            time.Time `json:"parkedAt,omitzero"`     // parked messages: when
+	// ResetAt is when an operator restarted the replay count
+	// ([Request.ResetCount]): the ledger's replays of the order before it
+	// are not counted.
+	ResetAt time.Time `json:"resetAt,omitzero"`
 }
 
 // Read returns the metadata of a message and the producer's attributes as
@@ -89,16 +93,8 @@ func readMessage(m types.Message, now time.Time) message {
 		sentAt:  millis(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]),
 	}
 	msg.meta, msg.producer, msg.hasMeta, msg.metaErr = Read(m.MessageAttributes)
-	msg.orderID = orderID(msg.body)
-	msg.reason = ReasonDeadLettered
-	switch {
-	case msg.meta.Reason != "":
-		msg.reason = msg.meta.Reason
-	default:
-		if inv, _, found, err := invalid.Read(m.MessageAttributes); err == nil && found && inv.Reason != "" {
-			msg.reason = inv.Reason
-		}
-	}
+	msg.orderID = OrderID(msg.body)
+	msg.reason = reason(msg.meta, m.MessageAttributes)
 	msg.deadLetteredAt = msg.sentAt
 	if msg.deadLetteredAt.IsZero() {
 		msg.deadLetteredAt = now
@@ -131,8 +127,29 @@ func millis(s string) time.Time {
 	return time.UnixMilli(n).UTC()
 }
 
-// orderID returns the orderId of a JSON body, or "" when it has none.
-func orderID(body string) string {
+// Reason is the reason a [Filter] selects a message by: the parking reason
+// in our metadata, else the invalid lane's reason (internal/invalid), else
+// [ReasonDeadLettered]. Undecodable metadata counts as absent.
+func Reason(attrs map[string]types.MessageAttributeValue) string {
+	meta, _, _, _ := Read(attrs) // zero on error
+	return reason(meta, attrs)
+}
+
+// reason is [Reason] with our metadata already read.
+func reason(meta Metadata, attrs map[string]types.MessageAttributeValue) string {
+	if meta.Reason != "" {
+		return meta.Reason
+	}
+	if inv, _, found, err := invalid.Read(attrs); err == nil && found && inv.Reason != "" {
+		return inv.Reason
+	}
+	return ReasonDeadLettered
+}
+
+// OrderID returns the orderId of a JSON body (trimmed), or "" when it has
+// none: the key of the order's history in the ledger (see [OrderKey]) and
+// what [Filter.OrderIDs] matches.
+func OrderID(body string) string {
 	var b struct {
 		OrderID any `json:"orderId"`
 	}
