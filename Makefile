@@ -53,9 +53,11 @@ unit: ## unit tests: no network, no node, no emulator
 infra-test: ## CDK template assertions and cdk-nag (starts node through jsii)
 	cd infra && $(GO) test -count=1 ./...
 
+# -p 1: the deployed-stack tests of different packages share one stack and
+# switch the tax stand-in down and up; they must not overlap.
 e2e: ## emulator up, deploy the local stack, run the e2e-tagged tests, emulator down (also on failure)
 	@rc=0; $(MAKE) --no-print-directory deploy-local && \
-	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) test -tags e2e -count=1 -timeout 20m ./... || rc=$$?; \
+	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 30m ./... || rc=$$?; \
 	  $(MAKE) --no-print-directory emulator-down; exit $$rc
 
 test: unit infra-test e2e ## everything CI runs
