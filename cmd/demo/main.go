@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -326,24 +325,24 @@ func (d *demo) report(ctx context.Context, s story, run string, invalidReasons m
 	}
 	absorbed := s.deadLettered - 2 - once // replayed valid deliveries that issued nothing
 
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "\n\tmessages published\t", len(s.messages), "\t")
-	fmt.Fprintf(w, "\torders invoiced exactly once\t%d of %d\t\n", once, len(s.valid))
+	row := func(label string, value any) { fmt.Printf("  %-36s %12v\n", label, value) }
+	fmt.Println()
+	row("messages published", len(s.messages))
+	row("orders invoiced exactly once", fmt.Sprintf("%d of %d", once, len(s.valid)))
 	reasons := make([]string, 0, len(invalidReasons))
 	for r := range invalidReasons {
 		reasons = append(reasons, r)
 	}
 	slices.Sort(reasons)
-	fmt.Fprintf(w, "\tinvalid, by reason\t%d\t\n", total(invalidReasons))
+	row("invalid, by reason", total(invalidReasons))
 	for _, r := range reasons {
-		fmt.Fprintf(w, "\t  %s\t%d\t\n", r, invalidReasons[r])
+		row("  "+r, invalidReasons[r])
 	}
-	fmt.Fprintf(w, "\tdead-lettered during the outage\t%d\t\n", s.deadLettered)
-	fmt.Fprintf(w, "\treplayed by the schedule\t%d\t\n", moved)
-	fmt.Fprintf(w, "\tparked\t%d\t\n", parked)
-	fmt.Fprintf(w, "\tduplicates absorbed\t%d\t\n", absorbed)
-	fmt.Fprintf(w, "\ttime\t%s\t\n", time.Since(d.started).Round(time.Second))
-	_ = w.Flush()
+	row("dead-lettered during the outage", s.deadLettered)
+	row("replayed by the schedule", moved)
+	row("parked", parked)
+	row("duplicates absorbed", absorbed)
+	row("time", time.Since(d.started).Round(time.Second))
 	if len(problems) > 0 {
 		return fmt.Errorf("not every order is accounted for:\n  %s", strings.Join(problems, "\n  "))
 	}
