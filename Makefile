@@ -42,10 +42,13 @@ demo: ## the main job on the local emulator: outage, dead letters, scheduled rep
 	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) run ./cmd/demo || rc=$$?; \
 	  $(MAKE) --no-print-directory emulator-down; exit $$rc
 
-build: $(BOOTSTRAPS) ## one Lambda bootstrap per function under bin/<function>/ (ARCH=arm64 for AWS)
+build: $(BOOTSTRAPS) bin/dlq ## a Lambda bootstrap per function in bin/<function>/ (ARCH=arm64 for AWS), and bin/dlq
 
 bin/%/bootstrap: FORCE
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
+
+bin/dlq: FORCE
+	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./cmd/dlq
 
 unit: ## unit tests: no network, no node, no emulator
 	$(GO) test -race -count=1 ./...

@@ -21,6 +21,7 @@ import (
 	"github.com/homingdlq/homing/internal/idempotency"
 	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/replay/replaytest"
+	"github.com/homingdlq/homing/internal/replayconfig"
 )
 
 // fixture is the function wired to in-memory queues and ledger, with two
@@ -60,7 +61,7 @@ func newFixture(t *testing.T, env map[string]string) *fixture {
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := LoadConfig(func(k string) string { return vars[k] })
+	cfg, err := replayconfig.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,63 +230,4 @@ func FuzzHandle(f *testing.F) {
 		fx := newFixture(t, nil)
 		_, _ = fx.handler.Invoke(context.Background(), payload) // must not panic
 	})
-}
-
-func TestLoadConfig(t *testing.T) {
-	routes := `[{"name":"orders","dlqUrl":"https://sqs/q-dlq","sourceUrl":"https://sqs/q","parkingUrl":"https://sqs/q-parking"}]`
-	base := map[string]string{"REPLAY_ROUTES": routes, "LEDGER_TABLE": "ledger", "IDEMPOTENCY_TABLE": "idem"}
-	tests := []struct {
-		name    string
-		env     map[string]string
-		replace bool
-		wantErr []string
-	}{
-		{name: "defaults", env: base},
-		{name: "nothing set", replace: true, env: map[string]string{}, wantErr: []string{"LEDGER_TABLE is required", "IDEMPOTENCY_TABLE is required", "REPLAY_ROUTES is required"}},
-		{name: "routes not JSON", env: map[string]string{"REPLAY_ROUTES": "orders"}, wantErr: []string{"REPLAY_ROUTES: not a JSON array"}},
-		{name: "misspelt route field", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlq_url":"d"}]`}, wantErr: []string{`unknown field "dlq_url"`}},
-		{name: "mixed queue types", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlqUrl":"d.fifo","sourceUrl":"s.fifo","parkingUrl":"p"}]`}, wantErr: []string{"all queues of a route must be FIFO"}},
-		{name: "bad numbers", env: map[string]string{"MAX_REPLAYS": "0", "RATE": "fast", "MAX_PER_RUN": "-1", "CANARY_LIMIT": "x", "REFILL_THRESHOLD": "0"},
-			wantErr: []string{"MAX_REPLAYS=0", `RATE="fast"`, "MAX_PER_RUN=-1", `CANARY_LIMIT="x"`, "REFILL_THRESHOLD=0"}},
-		{name: "bad durations", env: map[string]string{"BACKOFF_BASE": "10h", "BACKOFF_MAX": "1h", "EXPIRY_RESCUE_WINDOW": "soon", "DEADLINE_MARGIN": "0s"},
-			wantErr: []string{"BACKOFF_BASE=10h0m0s", `EXPIRY_RESCUE_WINDOW="soon"`, "DEADLINE_MARGIN=0s"}},
-		{name: "bad health URL", env: map[string]string{"HEALTH_URL": "tax.local"}, wantErr: []string{"HEALTH_URL"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			env := map[string]string{}
-			if !tt.replace {
-				for k, v := range base {
-					env[k] = v
-				}
-			}
-			for k, v := range tt.env {
-				env[k] = v
-			}
-			cfg, err := LoadConfig(func(k string) string { return env[k] })
-			if len(tt.wantErr) == 0 {
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := Config{
-					Routes:      []replay.Route{{Name: "orders", DLQURL: "https://sqs/q-dlq", SourceURL: "https://sqs/q", ParkingURL: "https://sqs/q-parking"}},
-					LedgerTable: "ledger", IdempotencyTable: "idem", ConsumerName: "invoice", MaxReplays: 3,
-					BackoffBase: 5 * time.Minute, BackoffMax: 4 * time.Hour, ExpiryRescueWindow: 24 * time.Hour,
-					Rate: 50, MaxPerRun: 1000, CanaryLimit: 5, RefillThreshold: 100, DeadlineMargin: 5 * time.Second,
-				}
-				if fmt.Sprint(cfg) != fmt.Sprint(want) {
-					t.Fatalf("cfg = %+v\nwant %+v", cfg, want)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("want an error")
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
-		})
-	}
 }

@@ -110,6 +110,12 @@
 // and the pass would go round the same messages instead of reaching the
 // rest. At most 1000 are held; past that the oldest are released early.
 //
+// An operator who fixed the cause of parked messages brings them back with a
+// run whose route streams the parking queue and [Request.ResetCount]: the
+// count restarts, and later runs count only the replays since the reset
+// ([Metadata.ResetAt]). [Options.OnProgress] reports a run's progress per
+// batch (the dlq CLI draws its progress bar with it).
+//
 // Implementations of the ports: [MemoryLedger] here and internal/dynamo's
 // Ledger for the ledger (both pass the suite in replaytest); replaytest's
 // MemoryQueue and the SQS client for [Queue]; internal/dynamo's Completions

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"golang.org/x/term"
+
+	"github.com/homingdlq/homing/internal/dynamo"
+	"github.com/homingdlq/homing/internal/replay"
+)
+
+// itemGetter is the part of the DynamoDB client audit uses to read an
+// idempotency record.
+type itemGetter interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// backend holds the adapters the commands work on; tests build one on the
+// in-memory queue and ledger.
+type backend struct {
+	queue       replay.Queue
+	ledger      func(table string) replay.Ledger
+	completions func(table, consumer string) replay.Completions
+	items       itemGetter
+	// functionEnv returns the environment of a Lambda function.
+	functionEnv func(ctx context.Context, name string) (map[string]string, error)
+	// stackOutputs returns the outputs of a CloudFormation stack.
+	stackOutputs func(ctx context.Context, name string) (map[string]string, error)
+}
+
+// connectAWS loads the SDK's default configuration (AWS_PROFILE,
+// AWS_REGION, AWS_ENDPOINT_URL...), with --region and --profile when set,
+// and builds the clients.
+func connectAWS(ctx context.Context, g *globalFlags) (*backend, error) {
+	var opts []func(*config.LoadOptions) error
+	if g.region != "" {
+		opts = append(opts, config.WithRegion(g.region))
+	}
+	if g.profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(g.profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load the AWS configuration: %w (check AWS_PROFILE/--profile and AWS_REGION/--region)", err)
+	}
+	if cfg.Region == "" {
+		return nil, usageError("no AWS region: pass --region or set AWS_REGION")
+	}
+	var (
+		queue = sqs.NewFromConfig(cfg)
+		db    = dynamodb.NewFromConfig(cfg)
+		fn    = lambda.NewFromConfig(cfg)
+		cf    = cloudformation.NewFromConfig(cfg)
+	)
+	var (
+		_ replay.Queue          = queue
+		_ dynamo.LedgerAPI      = db
+		_ dynamo.CompletionsAPI = db
+		_ itemGetter            = db
+	)
+	return &backend{
+		queue:  queue,
+		ledger: func(table string) replay.Ledger { return dynamo.NewLedger(db, table, nil) },
+		completions: func(table, consumer string) replay.Completions {
+			return dynamo.NewCompletions(db, table, consumer, nil)
+		},
+		items: db,
+		functionEnv: func(ctx context.Context, name string) (map[string]string, error) {
+			out, err := fn.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(name)})
+			if err != nil {
+				return nil, err
+			}
+			if out.Environment == nil {
+				return map[string]string{}, nil
+			}
+			return out.Environment.Variables, nil
+		},
+		stackOutputs: func(ctx context.Context, name string) (map[string]string, error) {
+			out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
+			if err != nil {
+				return nil, err
+			}
+			if len(out.Stacks) != 1 {
+				return nil, fmt.Errorf("%d stacks named %s", len(out.Stacks), name)
+			}
+			flat := map[string]string{}
+			for _, o := range out.Stacks[0].Outputs {
+				flat[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+			}
+			return flat, nil
+		},
+	}, nil
+}
+
+// isTerminal reports whether f is an *os.File on a terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/invalid"
+	"github.com/homingdlq/homing/internal/replay"
+)
+
+// deadLetters puts three messages in the DLQ two hours ago: a first dead
+// letter, one replayed twice, and one the invalid lane marked.
+func (f *fixture) deadLetters() {
+	f.t.Helper()
+	f.send(f.dlq, order("ORD-1"), nil, map[string]types.MessageAttributeValue{"traceparent": {DataType: aws.String("String"), StringValue: aws.String("00-abc-01")}})
+	f.send(f.dlq, order("ORD-2"), &replay.Metadata{ReplayCount: 2, OriginalMessageID: "m-2", FirstDeadLetteredAt: f.clock.Now()}, nil)
+	inv, err := envelope.Pack(nil, invalid.AttributeName, invalid.Metadata{Reason: "invalid-tax-id", Detail: "bad check digits"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.send(f.dlq, order("ORD-3"), nil, inv)
+	f.send(f.parking, order("ORD-4"), nil, nil)
+	f.clock.Advance(2 * time.Hour)
+}
+
+func TestInspect(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters()
+
+	r := f.run("--json", "inspect")
+	r.want(t, exitOK)
+	rep := decode[inspectReport](t, r)
+	st := rep.Sample
+	if rep.Sampled != "dlq" || len(rep.Queues) != 3 || rep.Queues[0].Visible != 3 || rep.Queues[1].Role != "parking" || rep.Queues[1].Visible != 1 || rep.Queues[2].Role != "invalid" {
+		t.Fatalf("queues = %+v", rep.Queues)
+	}
+	retention := int64(rep.Queues[0].RetentionSeconds)
+	if !st.Approximate || st.Size != 3 || st.Limit != 100 || st.OldestAgeSeconds != 7200 || st.ExpiresInSeconds != retention-7200 {
+		t.Fatalf("sample = %+v", st)
+	}
+	if got := st.ByReplayCount; len(got) != 2 || got["0"] != 2 || got["2"] != 1 {
+		t.Fatalf("byReplayCount = %v", got)
+	}
+	if got := st.ByReason; len(got) != 2 || got["dead-lettered"] != 2 || got["invalid-tax-id"] != 1 {
+		t.Fatalf("byReason = %v", got)
+	}
+	// Sampled without deleting, and released at once.
+	if n := f.visible(f.dlq); n != 3 {
+		t.Fatalf("%d visible after inspect, want 3", n)
+	}
+	// The stable JSON field names.
+	for _, field := range []string{`"sampled"`, `"queues"`, `"role"`, `"inFlight"`, `"retentionSeconds"`, `"oldestSentAt"`, `"oldestAgeSeconds"`, `"expiresInSeconds"`, `"byReplayCount"`, `"byReason"`, `"approximate"`} {
+		if !strings.Contains(r.stdout, field) {
+			t.Errorf("JSON lacks %s", field)
+		}
+	}
+
+	r = f.run("inspect", "--sample", "2")
+	r.want(t, exitOK)
+	for _, line := range []string{
+		"QUEUE    VISIBLE  IN FLIGHT  DELAYED  RETENTION  URL",
+		"dlq      3        0          0        4d0h       " + f.dlq,
+		"Sample of dlq: 2 message(s), at most 2 (approximate).",
+		"oldest message  sent " + f.clock.Now().Add(-2*time.Hour).Format(time.RFC3339) + " (2h0m ago)",
+		"expires in      3d22h (by retention 4d0h)",
+		"REPLAY COUNT  MESSAGES",
+		"REASON         MESSAGES",
+	} {
+		if !strings.Contains(r.stdout, line) {
+			t.Errorf("table lacks %q:\n%s", line, r.stdout)
+		}
+	}
+
+	r = f.run("--json", "inspect", "--queue", "parking")
+	r.want(t, exitOK)
+	if rep := decode[inspectReport](t, r); rep.Sampled != "parking" || rep.Queues[0].URL != f.parking || rep.Sample.Size != 1 {
+		t.Fatalf("report = %+v", rep)
+	}
+}
+
+func TestPeek(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters()
+
+	r := f.run("--json", "peek", "-n", "5")
+	r.want(t, exitOK)
+	rep := decode[peekReport](t, r)
+	if rep.Queue != "dlq" || rep.URL != f.dlq || len(rep.Messages) != 3 {
+		t.Fatalf("report = %+v", rep)
+	}
+	byOrder := map[string]peekedMessage{}
+	for _, m := range rep.Messages {
+		byOrder[m.OrderID] = m
+	}
+	if m := byOrder["ORD-1"]; m.Reason != "dead-lettered" || m.Attributes["traceparent"] != "00-abc-01" || m.Replay != nil || m.Body != order("ORD-1") || m.ReceiveCount != 1 {
+		t.Fatalf("ORD-1 = %+v", m)
+	}
+	if m := byOrder["ORD-2"]; m.ReplayCount != 2 || m.Replay == nil || m.Replay.OriginalMessageID != "m-2" || len(m.Attributes) != 0 {
+		t.Fatalf("ORD-2 = %+v", m)
+	}
+	if m := byOrder["ORD-3"]; m.Reason != "invalid-tax-id" || m.Invalid == nil || m.Invalid.Detail != "bad check digits" || len(m.Attributes) != 0 {
+		t.Fatalf("ORD-3 = %+v", m)
+	}
+	if n := f.visible(f.dlq); n != 3 {
+		t.Fatalf("%d visible after peek, want 3", n)
+	}
+
+	r = f.run("peek", "-n", "1", "--width", "20")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, `{"eventType":"order…`) || !strings.Contains(r.stdout, "1 message(s) of dlq") {
+		t.Fatalf("table:\n%s", r.stdout)
+	}
+	r = f.run("peek", "--queue", "invalid")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "No visible messages in invalid") {
+		t.Fatalf("table:\n%s", r.stdout)
+	}
+}
+
+func TestReplayDryRunThenRun(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters()
+
+	r := f.run("--json", "replay", "--dry-run", "--older-than", "90m", "--order", "ORD-1", "--order", "ORD-2")
+	r.want(t, exitOK)
+	s := decode[replay.Summary](t, r)
+	if !s.DryRun || s.Total.Replayed != 2 || s.Total.Skipped != 1 || s.Filter == nil || s.Filter.OlderThan != 90*time.Minute || !strings.HasPrefix(s.RunID, "dlq-") {
+		t.Fatalf("summary = %+v", s)
+	}
+	if !strings.Contains(r.stdout, `"olderThan": "1h30m0s"`) || f.visible(f.source) != 0 || f.visible(f.dlq) != 3 {
+		t.Fatalf("a dry run moved something:\n%s", r.stdout)
+	}
+
+	// Not a terminal and no --yes: refused, nothing moved.
+	f.run("replay", "--order", "ORD-1").want(t, exitRefused, "stdin is not a terminal — pass --yes")
+	// A terminal: the question, declined then accepted.
+	f.stdinTTY, f.stdin = true, "n\n"
+	f.run("replay", "--order", "ORD-1").want(t, exitRefused, "Replay the default cap messages from "+f.dlq, "[y/N]", "replay not confirmed")
+	if f.visible(f.source) != 0 {
+		t.Fatal("a declined replay moved messages")
+	}
+	f.stdin = "y\n"
+	r = f.run("replay", "--order", "ORD-1", "--max", "5")
+	r.want(t, exitOK, "Replay at most 5 messages")
+	for _, line := range []string{"Replay run dlq-", "Gates: health=skipped refill=open canary=open",
+		"ROUTE   DEPTH  EXAMINED  REPLAYED  PARKED  DELAYED  SKIPPED  DEFERRED  BLOCKED  RECOVERED  ERRORS  STOP",
+		"orders  3      3         1         0       0        2        0         0        0          0       drained"} {
+		if !strings.Contains(r.stdout, line) {
+			t.Errorf("table lacks %q:\n%s", line, r.stdout)
+		}
+	}
+	if f.visible(f.source) != 1 || f.visible(f.dlq) != 2 {
+		t.Fatalf("source %d, dlq %d", f.visible(f.source), f.visible(f.dlq))
+	}
+
+	// The policy comes from the replay function: with MAX_REPLAYS=2, ORD-2
+	// (replayed twice) is parked.
+	f.env["MAX_REPLAYS"] = "2"
+	f.stdinTTY = false
+	r = f.run("--json", "replay", "--yes", "--order", "ORD-2")
+	r.want(t, exitOK)
+	if s := decode[replay.Summary](t, r); s.Total.Parked[replay.ReasonReplayExhausted] != 1 || s.Routes[0].Route != "orders" || s.DryRun {
+		t.Fatalf("summary = %+v", s)
+	}
+	runs, err := f.ledger.Runs(t.Context(), 10)
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("%d runs in the ledger, want 2 (dry runs write none): %v", len(runs), err)
+	}
+}
+
+func TestReplayFunctionConfig(t *testing.T) {
+	f := newFixture(t)
+	f.envErr = errAccessDenied
+	f.run("replay", "--dry-run").want(t, exitError, "read the configuration of replay function replay-fn (lambda:GetFunctionConfiguration)", `--replay-function ""`)
+	// Without a function: the engine's defaults (5 minute backoff base: a
+	// message dead-lettered two hours ago is due).
+	f.deadLetters()
+	r := f.run("--json", "replay", "--dry-run", "--replay-function", "")
+	r.want(t, exitOK)
+	if s := decode[replay.Summary](t, r); s.Total.Replayed != 3 {
+		t.Fatalf("summary = %+v", s)
+	}
+	f.envErr = nil
+	f.env["MAX_REPLAYS"] = "0"
+	f.run("replay", "--dry-run").want(t, exitError, "the configuration of replay function replay-fn with the flags", "MAX_REPLAYS=0")
+}
+
+type accessDenied struct{}
+
+func (accessDenied) Error() string { return "AccessDeniedException: not authorized" }
+
+var errAccessDenied error = accessDenied{}
+
+func TestReplayExitCodes(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters()
+	// A closed health gate holds everything: exit 4, the summary printed.
+	r := f.run("--json", "replay", "--dry-run", "--health-url", "http://127.0.0.1:1")
+	r.want(t, exitIncomplete, "closed gates held every route (health=closed")
+	if s := decode[replay.Summary](t, r); s.Gates[0].Decision != replay.GateClosed || s.Total.Examined != 0 {
+		t.Fatalf("summary = %+v", s)
+	}
+	// Sends fail: errors, exit 4.
+	f.q.EntryFault = func(op, _ string, _ types.Message) error {
+		if op == "SendMessageBatch" {
+			return errAccessDenied
+		}
+		return nil
+	}
+	r = f.run("--json", "replay", "--yes")
+	r.want(t, exitIncomplete, "3 message(s) failed")
+	if s := decode[replay.Summary](t, r); s.Total.Errors != 3 {
+		t.Fatalf("summary = %+v", s)
+	}
+}
+
+func TestReplayTo(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters()
+	fifo := f.queue("retry.fifo", nil)
+	f.run("replay", "--yes", "--to", fifo).want(t, exitUsage, "--to "+fifo+" is a FIFO queue but "+f.dlq+" is a standard queue")
+	f.run("replay", "--yes", "--to", f.dlq+"-missing").want(t, exitError, "--to: read the attributes of queue")
+	other := f.queue("retry", nil)
+	r := f.run("--json", "replay", "--yes", "--to", other, "--order", "ORD-1")
+	r.want(t, exitOK)
+	if f.visible(other) != 1 || f.visible(f.source) != 0 {
+		t.Fatalf("other %d, source %d", f.visible(other), f.visible(f.source))
+	}
+}
+
+// Parked messages come back with --from parking --reset-count: the count
+// restarts, and the run has its own route name.
+func TestReplayFromParking(t *testing.T) {
+	f := newFixture(t)
+	f.send(f.parking, order("ORD-P"), &replay.Metadata{ReplayCount: 3, OriginalMessageID: "m-p", Reason: replay.ReasonReplayExhausted, FirstDeadLetteredAt: f.clock.Now()}, nil)
+	f.clock.Advance(time.Hour)
+	r := f.run("--json", "replay", "--yes", "--from", "parking", "--reset-count", "--reason", replay.ReasonReplayExhausted)
+	r.want(t, exitOK)
+	s := decode[replay.Summary](t, r)
+	if s.Total.Replayed != 1 || s.Routes[0].Route != "orders/parking" {
+		t.Fatalf("summary = %+v", s)
+	}
+	msgs := f.q.Messages(f.source)
+	meta, _, _, err := replay.Read(msgs[0].MessageAttributes)
+	if err != nil || len(msgs) != 1 || meta.ReplayCount != 1 || meta.ResetAt.IsZero() || meta.OriginalMessageID != "m-p" {
+		t.Fatalf("source: %d messages, meta %+v, err %v", len(msgs), meta, err)
+	}
+	if f.visible(f.parking) != 0 {
+		t.Fatal("the parked message is still in the parking queue")
+	}
+}
+
+func TestProgressBarOnlyOnATerminal(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters()
+	r := f.run("replay", "--dry-run")
+	r.want(t, exitOK)
+	if r.stderr != "" {
+		t.Fatalf("stderr is not a terminal, yet: %q", r.stderr)
+	}
+	f.stderrTTY = true
+	r = f.run("replay", "--dry-run")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stderr, "replay orders") || !strings.Contains(r.stderr, "3/3") {
+		t.Fatalf("no progress bar on a terminal: %q", r.stderr)
+	}
+}
+
+func TestAudit(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters()
+	f.run("replay", "--yes", "--order", "ORD-1").want(t, exitOK)
+	f.items.put("invoice#ORD-1", "COMPLETED", "INV-0001", f.clock.Now().Add(24*time.Hour))
+
+	r := f.run("--json", "audit", "--order", "ORD-1")
+	r.want(t, exitOK)
+	a := decode[orderAudit](t, r)
+	if a.OrderKey != "order#ORD-1" || len(a.History) != 1 || a.History[0].State != replay.Sent || a.History[0].ReplayCount != 1 || !strings.HasPrefix(a.History[0].RunID, "dlq-") {
+		t.Fatalf("audit = %+v", a)
+	}
+	if inv := a.Invoice; !inv.Found || !inv.Invoiced || inv.InvoiceNumber != "INV-0001" || inv.Key != "invoice#ORD-1" {
+		t.Fatalf("invoice = %+v", inv)
+	}
+	r = f.run("audit", "--order", "ORD-1")
+	r.want(t, exitOK)
+	for _, s := range []string{"Order ORD-1 (ledger order#ORD-1)", "SENT (replayed)  1", "Invoiced: invoice INV-0001 (idempotency record invoice#ORD-1, COMPLETED)."} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("table lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	r = f.run("audit", "--order", "ORD-9", "--consumer", "billing")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "No ledger records") || !strings.Contains(r.stdout, "Not invoiced: no idempotency record billing#ORD-9.") {
+		t.Fatalf("table:\n%s", r.stdout)
+	}
+
+	r = f.run("--json", "audit", "--runs", "5")
+	r.want(t, exitOK)
+	if runs := decode[[]replay.Summary](t, r); len(runs) != 1 || runs[0].Total.Replayed != 1 {
+		t.Fatalf("runs = %+v", runs)
+	}
+	r = f.run("audit")
+	r.want(t, exitOK)
+	for _, s := range []string{"STARTED", "RUN", "GATES", "health=skipped refill=open canary=open", "  no   "} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("table lacks %q:\n%s", s, r.stdout)
+		}
+	}
+}

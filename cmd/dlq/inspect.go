@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
+
+	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/internal/replay"
+)
+
+// browseHide is how long a browsed message stays invisible: long enough
+// for a bounded browse, short enough that the scheduled replay and the
+// consumer barely notice.
+const browseHide = 15
+
+// inspectReport is the output of dlq inspect.
+type inspectReport struct {
+	Sampled string       `json:"sampled"` // the role of the sampled queue
+	Queues  []queueStats `json:"queues"`  // the sampled queue first, then the other known lane queues
+	Sample  sampleStats  `json:"sample"`
+}
+
+// sampleStats describe a bounded sample of a queue: approximate by nature.
+type sampleStats struct {
+	Approximate      bool           `json:"approximate"` // always true: at most Limit messages, visible ones only
+	Limit            int            `json:"limit"`
+	Size             int            `json:"size"`
+	OldestSentAt     time.Time      `json:"oldestSentAt,omitzero"`
+	OldestAgeSeconds int64          `json:"oldestAgeSeconds"`
+	ExpiresInSeconds int64          `json:"expiresInSeconds"` // until the oldest sampled message expires by the queue's retention; 0 when the sample is empty
+	ByReplayCount    map[string]int `json:"byReplayCount"`    // replay count (our metadata; 0 without) -> messages
+	ByReason         map[string]int `json:"byReason"`         // reason -> messages
+}
+
+func (a *app) inspectCommand() *cobra.Command {
+	var (
+		sample int
+		queue  string
+		force  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "inspect",
+		Short: "Depth, age of the oldest message, time to expiry, and counts by reason and replay count",
+		Long: `inspect reports on the DLQ (or --queue parking|invalid): its depth (visible,
+in flight, delayed), the age of its oldest message and the time left before
+that message expires by the queue's MessageRetentionPeriod, and counts by
+replay count and by reason (the parking reason or the invalid lane's reason in
+the message metadata, "dead-lettered" when there is none). It also shows the
+depths of the other lane queues.
+
+Age, expiry and counts come from a sample of at most --sample visible messages
+(the oldest SentTimestamp among them): they are approximate. The sample is
+received without deleting anything and released at once; the messages are
+invisible for a few seconds meanwhile.
+
+inspect refuses to sample a queue that has a RedrivePolicy (a source queue:
+every receive burns a delivery attempt) unless --force.`,
+		Example: `  dlq inspect
+  dlq inspect --queue parking --sample 500
+  dlq inspect --json | jq .sample.byReason`,
+		RunE: runE(func(cmd *cobra.Command) error {
+			if sample < 1 {
+				return usageError("--sample %d: want at least 1", sample)
+			}
+			rep, err := a.inspect(cmd.Context(), queue, sample, force)
+			return show(a, rep, err, func(w io.Writer, rep inspectReport) error { return writeInspect(w, rep, a.now()) })
+		}),
+	}
+	cmd.Flags().IntVar(&sample, "sample", 100, "sample at most this many messages")
+	cmd.Flags().StringVar(&queue, "queue", roleDLQ, "the queue to sample: dlq, parking or invalid")
+	cmd.Flags().BoolVar(&force, "force", false, "sample even a queue with a RedrivePolicy (burns delivery attempts)")
+	return cmd
+}
+
+func (a *app) inspect(ctx context.Context, role string, limit int, force bool) (inspectReport, error) {
+	s, url, attrs, err := a.browsableRole(ctx, role, "sample", force)
+	if err != nil {
+		return inspectReport{}, err
+	}
+	rep := inspectReport{Sampled: role, Queues: []queueStats{statsOf(role, url, attrs)}}
+	for _, other := range []string{roleDLQ, roleParking, roleInvalid} {
+		if u := s.res.optional(roleOutputs[other]); other != role && u != "" {
+			attrs, err := attributes(ctx, s.queue, u)
+			if err != nil {
+				return inspectReport{}, err
+			}
+			rep.Queues = append(rep.Queues, statsOf(other, u, attrs))
+		}
+	}
+	msgs := make([]types.Message, 0, min(limit, 1000))
+	if _, err := browse.All(ctx, s.queue, url, browse.Options{Hide: browseHide, Max: limit}, func(m types.Message) bool {
+		msgs = append(msgs, m)
+		return false
+	}); err != nil {
+		return inspectReport{}, err
+	}
+	rep.Sample = summarize(msgs, limit, time.Duration(rep.Queues[0].RetentionSeconds)*time.Second, a.now())
+	return rep, nil
+}
+
+// summarize computes the sample statistics of msgs.
+func summarize(msgs []types.Message, limit int, retention time.Duration, now time.Time) sampleStats {
+	st := sampleStats{Approximate: true, Limit: limit, Size: len(msgs), ByReplayCount: map[string]int{}, ByReason: map[string]int{}}
+	for _, m := range msgs {
+		meta, _, _, _ := replay.Read(m.MessageAttributes) // zero when absent or undecodable
+		st.ByReplayCount[strconv.Itoa(meta.ReplayCount)]++
+		st.ByReason[replay.Reason(m.MessageAttributes)]++
+		if sent := sentAt(m); !sent.IsZero() && (st.OldestSentAt.IsZero() || sent.Before(st.OldestSentAt)) {
+			st.OldestSentAt = sent
+		}
+	}
+	if !st.OldestSentAt.IsZero() {
+		age := now.Sub(st.OldestSentAt)
+		st.OldestAgeSeconds = int64(age / time.Second)
+		st.ExpiresInSeconds = max(0, int64((retention-age)/time.Second))
+	}
+	return st
+}
+
+// sentAt is a message's SentTimestamp; zero when absent.
+func sentAt(m types.Message) time.Time {
+	ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func writeInspect(w io.Writer, rep inspectReport, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tVISIBLE\tIN FLIGHT\tDELAYED\tRETENTION\tURL")
+	for _, q := range rep.Queues {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", q.Role, q.Visible, q.InFlight, q.Delayed, duration(time.Duration(q.RetentionSeconds)*time.Second), q.URL)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	st := rep.Sample
+	fmt.Fprintf(w, "\nSample of %s: %d message(s), at most %d (approximate).\n", rep.Sampled, st.Size, st.Limit)
+	if st.Size == 0 {
+		_, err := fmt.Fprintln(w, "No visible messages.")
+		return err
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if st.OldestSentAt.IsZero() {
+		fmt.Fprintln(tw, "oldest message\tunknown (no SentTimestamp)")
+	} else {
+		fmt.Fprintf(tw, "oldest message\tsent %s (%s ago)\n", st.OldestSentAt.Format(time.RFC3339), duration(now.Sub(st.OldestSentAt)))
+		fmt.Fprintf(tw, "expires in\t%s (by retention %s)\n", duration(time.Duration(st.ExpiresInSeconds)*time.Second), duration(time.Duration(rep.Queues[0].RetentionSeconds)*time.Second))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	byCount := slices.SortedFunc(maps.Keys(st.ByReplayCount), func(x, y string) int {
+		a, _ := strconv.Atoi(x)
+		b, _ := strconv.Atoi(y)
+		return a - b
+	})
+	if err := writeCounts(w, "REPLAY COUNT", byCount, st.ByReplayCount); err != nil {
+		return err
+	}
+	return writeCounts(w, "REASON", slices.Sorted(maps.Keys(st.ByReason)), st.ByReason)
+}
+
+// writeCounts writes a blank line and a two-column table of counts.
+func writeCounts(w io.Writer, title string, keys []string, counts map[string]int) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\n%s\tMESSAGES\n", title)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%d\n", k, counts[k])
+	}
+	return tw.Flush()
+}
+
+// duration prints d rounded for people: 3d4h, 2h5m, 4m10s, 12s.
+func duration(d time.Duration) string {
+	switch d = d.Round(time.Second); {
+	case d >= 24*time.Hour:
+		days := d / (24 * time.Hour)
+		return fmt.Sprintf("%dd%dh", days, (d-days*24*time.Hour)/time.Hour)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%dm", d/time.Hour, (d%time.Hour)/time.Minute)
+	default:
+		return d.String()
+	}
+}

@@ -1,0 +1,31 @@
+// Command dlq is the operator's command line for the dead-letter lane:
+// inspect the DLQ, peek at messages, replay on demand with the engine the
+// scheduled replay function uses, and audit an order or the recent runs.
+//
+//	dlq inspect                      depth, age of the oldest, expiry, counts by reason and replay count
+//	dlq peek [-n 10] [--queue dlq]   messages with their metadata, released at once
+//	dlq replay [--dry-run] ...       an on-demand replay run, with filters, a cap and a rate
+//	dlq audit --order ID | --runs N  an order's history and invoice; the last runs
+//
+// Resources come from the stack outputs (.local/outputs.json by default, or
+// --stack NAME through CloudFormation) or from explicit flags; the AWS
+// configuration (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL) is the SDK's.
+// `dlq --help` documents the flags and the exit codes.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := execute(ctx, os.Args[1:], &app{
+		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		isTerminal: isTerminal, connect: connectAWS,
+	})
+	stop()
+	os.Exit(code)
+}

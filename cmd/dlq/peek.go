@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
+
+	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/internal/invalid"
+	"github.com/homingdlq/homing/internal/replay"
+)
+
+// peekReport is the output of dlq peek.
+type peekReport struct {
+	Queue    string          `json:"queue"` // dlq, parking or invalid
+	URL      string          `json:"url"`
+	Messages []peekedMessage `json:"messages"`
+}
+
+// peekedMessage is one message as peek shows it.
+type peekedMessage struct {
+	MessageID    string            `json:"messageId"`
+	OrderID      string            `json:"orderId,omitempty"`
+	Reason       string            `json:"reason"`
+	ReplayCount  int               `json:"replayCount"`
+	SentAt       time.Time         `json:"sentAt,omitzero"`
+	ReceiveCount int               `json:"receiveCount"` // ApproximateReceiveCount, this peek included
+	GroupID      string            `json:"groupId,omitempty"`
+	Body         string            `json:"body"`                 // whole in JSON; cut to --width in the table
+	Attributes   map[string]string `json:"attributes,omitempty"` // the producer's message attributes
+	Replay       *replay.Metadata  `json:"replay,omitempty"`     // our replay metadata (homing-replay)
+	Invalid      *invalid.Metadata `json:"invalid,omitempty"`    // the invalid lane's metadata (homing-invalid)
+	Problem      string            `json:"problem,omitempty"`    // metadata that could not be decoded
+}
+
+func (a *app) peekCommand() *cobra.Command {
+	var (
+		n     int
+		width int
+		queue string
+		force bool
+	)
+	cmd := &cobra.Command{
+		Use:   "peek",
+		Short: "Show messages with their attributes and metadata, without deleting them",
+		Long: `peek receives up to -n messages of the DLQ (or --queue parking|invalid), shows
+each one's id, order id, reason, replay count, sent time, body (cut to --width
+characters in the table; whole with --json), the producer's attributes and our
+metadata (homing-replay: replay count, first dead-lettered, last replay, run;
+homing-invalid: reason, detail, consumer), then releases them at once. It never
+deletes. Messages are invisible for a few seconds while peek runs, and each
+peek adds one to their ApproximateReceiveCount.
+
+peek refuses a queue that has a RedrivePolicy (a source queue: every receive
+burns a delivery attempt) unless --force.`,
+		Example: `  dlq peek
+  dlq peek -n 20 --queue invalid --width 200
+  dlq peek --queue parking --json | jq -r '.messages[].orderId'`,
+		RunE: runE(func(cmd *cobra.Command) error {
+			if n < 1 || width < 10 {
+				return usageError("-n %d, --width %d: want -n >= 1 and --width >= 10", n, width)
+			}
+			rep, err := a.peek(cmd.Context(), queue, n, force)
+			return show(a, rep, err, func(w io.Writer, rep peekReport) error { return writePeek(w, rep, width, a.now()) })
+		}),
+	}
+	cmd.Flags().IntVarP(&n, "n", "n", 10, "show at most this many messages")
+	cmd.Flags().IntVar(&width, "width", 120, "cut bodies to this many characters in the table")
+	cmd.Flags().StringVar(&queue, "queue", roleDLQ, "the queue to peek at: dlq, parking or invalid")
+	cmd.Flags().BoolVar(&force, "force", false, "peek even at a queue with a RedrivePolicy (burns delivery attempts)")
+	return cmd
+}
+
+func (a *app) peek(ctx context.Context, role string, n int, force bool) (peekReport, error) {
+	s, url, _, err := a.browsableRole(ctx, role, "peek at", force)
+	if err != nil {
+		return peekReport{}, err
+	}
+	rep := peekReport{Queue: role, URL: url, Messages: []peekedMessage{}}
+	_, err = browse.All(ctx, s.queue, url, browse.Options{Hide: browseHide, Max: n}, func(m types.Message) bool {
+		rep.Messages = append(rep.Messages, describe(m))
+		return false
+	})
+	return rep, err
+}
+
+// describe decodes a message for peek.
+func describe(m types.Message) peekedMessage {
+	body := aws.ToString(m.Body)
+	p := peekedMessage{
+		MessageID: aws.ToString(m.MessageId), OrderID: replay.OrderID(body), Reason: replay.Reason(m.MessageAttributes),
+		SentAt: sentAt(m), GroupID: m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], Body: body,
+	}
+	p.ReceiveCount, _ = strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	var problems []string
+	attrs := m.MessageAttributes
+	if meta, producer, found, err := replay.Read(attrs); err != nil {
+		problems = append(problems, err.Error())
+	} else {
+		attrs = producer
+		if found {
+			p.Replay, p.ReplayCount = &meta, meta.ReplayCount
+		}
+	}
+	if meta, producer, found, err := invalid.Read(attrs); err != nil {
+		problems = append(problems, err.Error())
+	} else {
+		attrs = producer
+		if found {
+			p.Invalid = &meta
+		}
+	}
+	p.Problem = strings.Join(problems, "; ")
+	if len(attrs) > 0 {
+		p.Attributes = make(map[string]string, len(attrs))
+		for k, v := range attrs {
+			switch {
+			case v.StringValue != nil:
+				p.Attributes[k] = aws.ToString(v.StringValue)
+			default:
+				p.Attributes[k] = "base64:" + base64.StdEncoding.EncodeToString(v.BinaryValue)
+			}
+		}
+	}
+	return p
+}
+
+func writePeek(w io.Writer, rep peekReport, width int, now time.Time) error {
+	if len(rep.Messages) == 0 {
+		_, err := fmt.Fprintf(w, "No visible messages in %s (%s).\n", rep.Queue, rep.URL)
+		return err
+	}
+	fmt.Fprintf(w, "%d message(s) of %s (%s), released again:\n", len(rep.Messages), rep.Queue, rep.URL)
+	for _, m := range rep.Messages {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "\nmessage\t%s\n", m.MessageID)
+		if m.OrderID != "" {
+			fmt.Fprintf(tw, "order\t%s\n", m.OrderID)
+		}
+		fmt.Fprintf(tw, "reason\t%s\n", m.Reason)
+		fmt.Fprintf(tw, "replays\t%d\n", m.ReplayCount)
+		if !m.SentAt.IsZero() {
+			fmt.Fprintf(tw, "sent\t%s (%s ago), received %d time(s)\n", m.SentAt.Format(time.RFC3339), duration(now.Sub(m.SentAt)), m.ReceiveCount)
+		}
+		if m.GroupID != "" {
+			fmt.Fprintf(tw, "group\t%s\n", m.GroupID)
+		}
+		fmt.Fprintf(tw, "body\t%s\n", cut(m.Body, width))
+		for _, k := range slices.Sorted(maps.Keys(m.Attributes)) {
+			fmt.Fprintf(tw, "attribute\t%s=%s\n", k, cut(m.Attributes[k], width))
+		}
+		if m.Replay != nil {
+			b, _ := json.Marshal(m.Replay)
+			fmt.Fprintf(tw, "%s\t%s\n", replay.AttributeName, b)
+		}
+		if m.Invalid != nil {
+			b, _ := json.Marshal(m.Invalid)
+			fmt.Fprintf(tw, "%s\t%s\n", invalid.AttributeName, b)
+		}
+		if m.Problem != "" {
+			fmt.Fprintf(tw, "problem\t%s\n", m.Problem)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cut puts s on one line and cuts it to width characters, marking a cut
+// with "…".
+func cut(s string, width int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:width-1]) + "…"
+}

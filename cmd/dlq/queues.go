@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/replay"
+)
+
+// The queues of the lane an operator names with --queue or --from.
+const (
+	roleDLQ     = "dlq"
+	roleParking = "parking"
+	roleInvalid = "invalid"
+)
+
+var roleOutputs = map[string]string{roleDLQ: outDLQ, roleParking: outParking, roleInvalid: outInvalid}
+
+// roleURL resolves --queue/--from to a queue URL.
+func (s *session) roleURL(flag, role string) (string, error) {
+	key, ok := roleOutputs[role]
+	if !ok {
+		return "", usageError("--%s %q: want dlq, parking or invalid", flag, role)
+	}
+	return s.res.get(key)
+}
+
+// browsableRole opens a session and checks that the queue --queue names
+// may be browsed (see browsable); it returns the queue's URL and attributes.
+func (a *app) browsableRole(ctx context.Context, role, verb string, force bool) (s *session, url string, attrs map[string]string, err error) {
+	if s, err = a.open(ctx); err != nil {
+		return nil, "", nil, err
+	}
+	if url, err = s.roleURL("queue", role); err != nil {
+		return nil, "", nil, err
+	}
+	attrs, err = browsable(ctx, s.queue, url, verb, force)
+	return s, url, attrs, err
+}
+
+// queueStats are a queue's approximate counts and retention.
+type queueStats struct {
+	Role             string `json:"role"` // dlq, parking, invalid
+	URL              string `json:"url"`
+	Visible          int    `json:"visible"`
+	InFlight         int    `json:"inFlight"`
+	Delayed          int    `json:"delayed"`
+	RetentionSeconds int    `json:"retentionSeconds"`
+}
+
+// attributes reads every attribute of a queue.
+func attributes(ctx context.Context, q replay.Queue, url string) (map[string]string, error) {
+	out, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the attributes of queue %s: %w (check the URL, the region and your credentials)", url, err)
+	}
+	return out.Attributes, nil
+}
+
+func statsOf(role, url string, attrs map[string]string) queueStats {
+	n := func(k types.QueueAttributeName) int {
+		v, _ := strconv.Atoi(attrs[string(k)])
+		return v
+	}
+	return queueStats{
+		Role: role, URL: url,
+		Visible:          n(types.QueueAttributeNameApproximateNumberOfMessages),
+		InFlight:         n(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		Delayed:          n(types.QueueAttributeNameApproximateNumberOfMessagesDelayed),
+		RetentionSeconds: n(types.QueueAttributeNameMessageRetentionPeriod),
+	}
+}
+
+// browsable reads a queue's attributes and refuses a queue with a
+// RedrivePolicy, a source queue, unless force: every receive from it
+// counts as a delivery attempt toward its maxReceiveCount.
+func browsable(ctx context.Context, q replay.Queue, url, verb string, force bool) (map[string]string, error) {
+	attrs, err := attributes(ctx, q, url)
+	if err != nil {
+		return nil, err
+	}
+	policy := attrs[string(types.QueueAttributeNameRedrivePolicy)]
+	if policy == "" || force {
+		return attrs, nil
+	}
+	var rp struct {
+		Target string `json:"deadLetterTargetArn"`
+		Max    any    `json:"maxReceiveCount"`
+	}
+	_ = json.Unmarshal([]byte(policy), &rp) // the raw policy is named below either way
+	target := rp.Target[strings.LastIndex(rp.Target, ":")+1:]
+	return nil, refused("refusing to %s %s: it has a RedrivePolicy (maxReceiveCount %v, dead-letter queue %s), so it is a source queue, "+
+		"and every receive from it counts as a delivery attempt that pushes orders toward the DLQ. "+
+		"Look at its DLQ instead (--queue dlq), or pass --force if you accept burning delivery attempts", verb, url, rp.Max, target)
+}

@@ -1,0 +1,413 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/internal/replayconfig"
+)
+
+// defaultRouteName is the lane's route name when the replay function's
+// configuration does not name it (infra/deadletter.DefaultRouteName).
+const defaultRouteName = "orders"
+
+// replayFlags are the flags of dlq replay.
+type replayFlags struct {
+	from, to, route, function string
+	healthURL, consumer       string
+	noHealth, resetCount      bool
+	dryRun, yes, force        bool
+	// whether the flags were given: they override the function's values
+	consumerSet, healthSet, functionSet bool
+	max                                 int
+	rate                                float64
+	reasons, orders                     []string
+	olderThan                           time.Duration
+}
+
+func (a *app) replayCommand() *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Replay dead letters now, with filters, a cap and a rate, through the scheduled replay's engine",
+		Long: `replay runs one replay now with the engine of the scheduled replay function
+(internal/replay): the same decisions (replay, wait for backoff, park when
+replays are exhausted or the message nears expiry), the same ledger (exactly
+once in effect), the same gates (health of the tax service; canary: the orders
+the previous run replayed must have completed; refill: the DLQ must not be
+refilling). The policy (max replays, backoff, expiry rescue window) and the
+health URL are read from the replay function's configuration
+(lambda:GetFunctionConfiguration on --replay-function, default the
+ReplayFunctionName output), so an on-demand run decides as the scheduled one
+does; --replay-function "" uses the engine's defaults.
+
+Filters (--reason, --older-than, --order) select messages; the others are
+skipped and left in place. --max caps the messages moved, --rate spaces the
+sends. --dry-run decides and reports but moves and writes nothing.
+
+--from parking|invalid replays from the parking or invalid queue instead of
+the DLQ (to the source queue, or --to). Parked messages exhausted their
+replays: --from parking needs --reset-count, which restarts their replay count
+(the metadata's and the ledger's) so they get the full number of replays
+again. Invalid messages are never replayed as is after a producer fix (the
+producer resends corrected orders); --from invalid is for messages the
+consumer rejected wrongly, after the consumer is fixed.
+
+--to URL sends replays to another queue of the same type (FIFO or standard)
+instead of the source queue.
+
+A run that is not a dry run writes its summary to the ledger, where the next
+scheduled run reads it for its gates. On a terminal it asks for confirmation
+unless --yes; without a terminal it needs --yes. A progress bar goes to stderr
+when stderr is a terminal. --json prints the engine's run summary.`,
+		Example: `  dlq replay --dry-run
+  dlq replay --older-than 2h --max 100 --rate 10
+  dlq replay --order ORD-2026-000123 --order ORD-2026-000124 --yes
+  dlq replay --reason dead-lettered --json --yes > summary.json
+  dlq replay --from parking --reset-count --reason replay-exhausted
+  dlq replay --from invalid --reason invalid-tax-id --to https://sqs.us-east-1.amazonaws.com/123456789012/orders-retry`,
+		RunE: runE(func(cmd *cobra.Command) error {
+			f.consumerSet = cmd.Flags().Changed("consumer")
+			f.healthSet = cmd.Flags().Changed("health-url")
+			f.functionSet = cmd.Flags().Changed("replay-function")
+			return a.replay(cmd.Context(), f)
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.from, "from", roleDLQ, "the queue to replay from: dlq, parking or invalid")
+	fl.StringVar(&f.to, "to", "", "send replays to this queue URL instead of the source queue (same type: FIFO or standard)")
+	fl.StringVar(&f.route, "route", "", `route name in the run summary (default: the replay function's route of the DLQ, or "orders")`)
+	fl.StringVar(&f.function, "replay-function", "", `read the policy and the health URL from this function (default: the ReplayFunctionName output; "" for the engine's defaults)`)
+	fl.BoolVar(&f.dryRun, "dry-run", false, "decide and report; move and write nothing")
+	fl.IntVar(&f.max, "max", 0, "move at most this many messages (default: the function's MAX_PER_RUN)")
+	fl.Float64Var(&f.rate, "rate", 0, "send at most this many messages per second, 0.1..3000 (default: the function's RATE)")
+	fl.StringArrayVar(&f.reasons, "reason", nil, "only messages with this reason (repeatable): dead-lettered, replay-exhausted, expiry-rescue, or an invalid reason")
+	fl.DurationVar(&f.olderThan, "older-than", 0, "only messages first dead-lettered at least this long ago (e.g. 90m, 24h)")
+	fl.StringArrayVar(&f.orders, "order", nil, "only the messages of this order id (repeatable)")
+	fl.BoolVar(&f.resetCount, "reset-count", false, "restart the replay count of the messages (only with --from parking|invalid)")
+	fl.StringVar(&f.healthURL, "health-url", "", "base URL of the tax service whose /health gates the run (default: the function's HEALTH_URL)")
+	fl.BoolVar(&f.noHealth, "no-health-gate", false, "skip the health gate (when the tax service is not reachable from here)")
+	fl.StringVar(&f.consumer, "consumer", "invoice", "the consumer's idempotency scope for the canary gate, instead of the function's CONSUMER_NAME")
+	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
+	fl.BoolVar(&f.force, "force", false, "replay from a queue even if it has a RedrivePolicy (burns delivery attempts)")
+	cmd.MarkFlagsMutuallyExclusive("health-url", "no-health-gate")
+	return cmd
+}
+
+// check validates the flags that need no resource.
+func (f *replayFlags) check() error {
+	var errs []string
+	if _, ok := roleOutputs[f.from]; !ok {
+		errs = append(errs, fmt.Sprintf("--from %q: want dlq, parking or invalid", f.from))
+	}
+	if f.from == roleParking && !f.resetCount {
+		errs = append(errs, "--from parking needs --reset-count: parked messages exhausted their replays and would only be parked again")
+	}
+	if f.resetCount && f.from == roleDLQ {
+		errs = append(errs, "--reset-count works only with --from parking|invalid: on the DLQ it would lift the bound on replays")
+	}
+	if f.max < 0 {
+		errs = append(errs, fmt.Sprintf("--max %d: want >= 0", f.max))
+	}
+	if f.rate != 0 && (f.rate < replay.MinRate || f.rate > replay.MaxRate) {
+		errs = append(errs, fmt.Sprintf("--rate %g: want %g..%g messages per second", f.rate, replay.MinRate, replay.MaxRate))
+	}
+	if f.olderThan < 0 {
+		errs = append(errs, fmt.Sprintf("--older-than %s: want a positive duration", f.olderThan))
+	}
+	if len(errs) > 0 {
+		return usageError("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkTo refuses a --to queue of another type than the queue replayed from.
+func checkTo(from, to string) error {
+	fifo := func(u string) string {
+		if strings.HasSuffix(u, ".fifo") {
+			return "FIFO"
+		}
+		return "standard"
+	}
+	if to != "" && fifo(from) != fifo(to) {
+		return usageError("--to %s is a %s queue but %s is a %s queue: replays go to a queue of the same type", to, fifo(to), from, fifo(from))
+	}
+	return nil
+}
+
+func (a *app) replay(ctx context.Context, f replayFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	cfg, err := a.replayConfig(ctx, s, f)
+	if err != nil {
+		return err
+	}
+	rt := cfg.Routes[0]
+	if _, err := browsable(ctx, s.queue, rt.DLQURL, "replay from", f.force); err != nil {
+		return err
+	}
+	if f.to != "" {
+		if _, err := attributes(ctx, s.queue, f.to); err != nil {
+			return fmt.Errorf("--to: %w", err)
+		}
+	}
+	req := replay.Request{
+		Routes: cfg.Routes, DryRun: f.dryRun, Max: f.max, Rate: f.rate, ResetCount: f.resetCount,
+		Filter: replay.Filter{Reasons: f.reasons, OlderThan: f.olderThan, OrderIDs: f.orders},
+		RunID:  runID(a.now()),
+	}
+	if err := req.Validate(); err != nil {
+		return &codedError{code: exitUsage, err: err}
+	}
+	if err := a.confirm(req, cfg, f.yes); err != nil {
+		return err
+	}
+
+	opts := cfg.Options()
+	if opts.Health, err = cfg.Health(); err != nil {
+		return err
+	}
+	opts.Completions = s.completions(cfg.IdempotencyTable, cfg.ConsumerName)
+	opts.Logger, opts.Now = a.logger(), a.now
+	bar := newProgress(a.stderr, a.isTerminal(a.stderr))
+	opts.OnProgress = bar.update
+	sum, runErr := replay.New(s.queue, s.ledger(cfg.LedgerTable), opts).Run(ctx, req)
+	bar.finish()
+	if errors.Is(runErr, replay.ErrInvalidRequest) {
+		return &codedError{code: exitUsage, err: runErr}
+	}
+	if a.flags.json {
+		if err := a.printJSON(sum); err != nil {
+			return err
+		}
+	} else if err := writeSummary(a.stdout, sum); err != nil {
+		return err
+	}
+	return verdict(sum, runErr)
+}
+
+// replayConfig builds the run's configuration: the replay function's
+// environment when there is a function to read, with the route and the
+// tables of the resources and the flags on top. Load validates it as the
+// function does.
+func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (replayconfig.Config, error) {
+	env := map[string]string{}
+	fn := s.res.optional(outReplayFunction)
+	if f.functionSet {
+		fn = f.function
+	}
+	if fn != "" {
+		got, err := s.functionEnv(ctx, fn)
+		if err != nil {
+			return replayconfig.Config{}, fmt.Errorf("read the configuration of replay function %s (lambda:GetFunctionConfiguration): %w — "+
+				`pass --replay-function NAME, or --replay-function "" for the engine's default policy`, fn, err)
+		}
+		env = maps.Clone(got)
+	}
+	var routes []replay.Route
+	_ = json.Unmarshal([]byte(env["REPLAY_ROUTES"]), &routes) // Load reports a malformed value
+
+	dlq, err := s.res.get(outDLQ)
+	if err != nil {
+		return replayconfig.Config{}, err
+	}
+	rt := replay.Route{Name: defaultRouteName, DLQURL: dlq}
+	if i := slices.IndexFunc(routes, func(r replay.Route) bool { return r.DLQURL == dlq }); i >= 0 {
+		rt.Name = routes[i].Name
+	}
+	if f.route != "" {
+		rt.Name = f.route
+	}
+	if f.from != roleDLQ {
+		// Its own route name, so that the scheduled run's refill gate does
+		// not compare the DLQ with this queue.
+		rt.Name += "/" + f.from
+		if rt.DLQURL, err = s.roleURL("from", f.from); err != nil {
+			return replayconfig.Config{}, err
+		}
+	}
+	if err := checkTo(rt.DLQURL, f.to); err != nil {
+		return replayconfig.Config{}, err
+	}
+	if rt.SourceURL = f.to; rt.SourceURL == "" {
+		if rt.SourceURL, err = s.res.get(outSource); err != nil {
+			return replayconfig.Config{}, err
+		}
+	}
+	if rt.ParkingURL, err = s.res.get(outParking); err != nil {
+		return replayconfig.Config{}, err
+	}
+	for _, k := range []struct{ env, out string }{{"LEDGER_TABLE", outLedger}, {"IDEMPOTENCY_TABLE", outIdempotency}} {
+		if env[k.env], err = s.res.get(k.out); err != nil {
+			return replayconfig.Config{}, err
+		}
+	}
+	b, _ := json.Marshal([]replay.Route{rt})
+	env["REPLAY_ROUTES"] = string(b)
+	if f.consumerSet || env["CONSUMER_NAME"] == "" {
+		env["CONSUMER_NAME"] = f.consumer
+	}
+	switch {
+	case f.noHealth:
+		env["HEALTH_URL"] = ""
+	case f.healthSet:
+		env["HEALTH_URL"] = f.healthURL
+	}
+	cfg, err := replayconfig.Load(func(k string) string { return env[k] })
+	if err != nil {
+		if fn != "" {
+			return cfg, fmt.Errorf("the configuration of replay function %s with the flags: %w", fn, err)
+		}
+		return cfg, &codedError{code: exitUsage, err: err}
+	}
+	return cfg, nil
+}
+
+// runID names a CLI run apart from the function's (Lambda request ids).
+func runID(now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "dlq-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// confirm asks before a run that moves messages: on a terminal, a y/N
+// question; without one, --yes is required.
+func (a *app) confirm(req replay.Request, cfg replayconfig.Config, yes bool) error {
+	if req.DryRun || yes {
+		return nil
+	}
+	rt := req.Routes[0]
+	if !a.isTerminal(a.stdin) {
+		return refused("not moving messages without confirmation: stdin is not a terminal — pass --yes (or --dry-run)")
+	}
+	limit := "the default cap"
+	if req.Max > 0 {
+		limit = fmt.Sprintf("at most %d", req.Max)
+	}
+	fmt.Fprintf(a.stderr, "Replay %s messages from %s to %s (parking %s; max replays %d, filter %s)? [y/N] ",
+		limit, rt.DLQURL, rt.SourceURL, rt.ParkingURL, cfg.MaxReplays, filterText(req.Filter))
+	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
+		return refused("replay not confirmed: nothing moved")
+	}
+	return nil
+}
+
+func filterText(f replay.Filter) string {
+	var parts []string
+	if len(f.Reasons) > 0 {
+		parts = append(parts, "reason "+strings.Join(f.Reasons, ","))
+	}
+	if f.OlderThan > 0 {
+		parts = append(parts, "older than "+f.OlderThan.String())
+	}
+	if len(f.OrderIDs) > 0 {
+		parts = append(parts, "orders "+strings.Join(f.OrderIDs, ","))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// verdict is the exit status of a finished run: exitIncomplete when it hit
+// errors or when closed gates held every route.
+func verdict(s replay.Summary, runErr error) error {
+	switch {
+	case runErr != nil:
+		return &codedError{code: exitIncomplete, err: fmt.Errorf("replay run %s finished with an error: %w", s.RunID, runErr)}
+	case s.Total.Errors > 0:
+		return &codedError{code: exitIncomplete, err: fmt.Errorf("replay run %s: %d message(s) failed; run `dlq peek` and `dlq audit --runs 1`, then retry", s.RunID, s.Total.Errors)}
+	case len(s.Routes) > 0 && !slices.ContainsFunc(s.Routes, func(r replay.RouteSummary) bool { return r.StopReason != replay.StopGate }):
+		return &codedError{code: exitIncomplete, err: fmt.Errorf("replay run %s: closed gates held every route (%s); nothing moved", s.RunID, gatesText(s))}
+	}
+	return nil
+}
+
+// gatesText lists the gate decisions of a run: "health=open canary=limited(5)".
+func gatesText(s replay.Summary) string {
+	var parts []string
+	add := func(prefix string, gates []replay.Gate) {
+		for _, g := range gates {
+			p := prefix + g.Name + "=" + string(g.Decision)
+			if g.Decision == replay.GateLimited {
+				p += fmt.Sprintf("(%d)", g.Limit)
+			}
+			parts = append(parts, p)
+		}
+	}
+	add("", s.Gates)
+	for _, r := range s.Routes {
+		prefix := ""
+		if len(s.Routes) > 1 {
+			prefix = r.Route + "/"
+		}
+		add(prefix, r.Gates)
+	}
+	return strings.Join(parts, " ")
+}
+
+func parkedText(p map[string]int) string {
+	if len(p) == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		parts = append(parts, fmt.Sprintf("%d %s", p[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeSummary prints a run summary as a table.
+func writeSummary(w io.Writer, s replay.Summary) error {
+	kind := "run"
+	if s.DryRun {
+		kind = "dry run (nothing moved, nothing written)"
+	}
+	fmt.Fprintf(w, "Replay %s %s: %s, max %d, rate %g/s, filter %s\n", kind, s.RunID, duration(time.Duration(s.DurationMS)*time.Millisecond), s.Max, s.Rate, filterPtrText(s.Filter))
+	fmt.Fprintf(w, "Gates: %s\n", gatesText(s))
+	for _, r := range s.Routes {
+		for _, g := range slices.Concat(s.Gates, r.Gates) {
+			if g.Decision == replay.GateClosed || g.Decision == replay.GateLimited {
+				fmt.Fprintf(w, "  %s %s: %s\n", g.Name, g.Decision, g.Detail)
+			}
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROUTE\tDEPTH\tEXAMINED\tREPLAYED\tPARKED\tDELAYED\tSKIPPED\tDEFERRED\tBLOCKED\tRECOVERED\tERRORS\tSTOP")
+	for _, r := range s.Routes {
+		stop := string(r.StopReason)
+		if r.Error != "" {
+			stop += ": " + r.Error
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Route, r.Depth, r.Examined, r.Replayed, parkedText(r.Parked),
+			r.Delayed, r.Skipped, r.Deferred, r.Blocked, r.Recovered, r.Errors, stop)
+	}
+	return tw.Flush()
+}
+
+func filterPtrText(f *replay.Filter) string {
+	if f == nil {
+		return "none"
+	}
+	return filterText(*f)
+}

@@ -1,0 +1,92 @@
+package replayconfig_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/internal/replayconfig"
+)
+
+func TestLoad(t *testing.T) {
+	routes := `[{"name":"orders","dlqUrl":"https://sqs/q-dlq","sourceUrl":"https://sqs/q","parkingUrl":"https://sqs/q-parking"}]`
+	base := map[string]string{"REPLAY_ROUTES": routes, "LEDGER_TABLE": "ledger", "IDEMPOTENCY_TABLE": "idem"}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		replace bool
+		wantErr []string
+	}{
+		{name: "defaults", env: base},
+		{name: "nothing set", replace: true, env: map[string]string{}, wantErr: []string{"LEDGER_TABLE is required", "IDEMPOTENCY_TABLE is required", "REPLAY_ROUTES is required"}},
+		{name: "routes not JSON", env: map[string]string{"REPLAY_ROUTES": "orders"}, wantErr: []string{"REPLAY_ROUTES: not a JSON array"}},
+		{name: "misspelt route field", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlq_url":"d"}]`}, wantErr: []string{`unknown field "dlq_url"`}},
+		{name: "mixed queue types", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlqUrl":"d.fifo","sourceUrl":"s.fifo","parkingUrl":"p"}]`}, wantErr: []string{"all queues of a route must be FIFO"}},
+		{name: "bad numbers", env: map[string]string{"MAX_REPLAYS": "0", "RATE": "fast", "MAX_PER_RUN": "-1", "CANARY_LIMIT": "x", "REFILL_THRESHOLD": "0"},
+			wantErr: []string{"MAX_REPLAYS=0", `RATE="fast"`, "MAX_PER_RUN=-1", `CANARY_LIMIT="x"`, "REFILL_THRESHOLD=0"}},
+		{name: "bad durations", env: map[string]string{"BACKOFF_BASE": "10h", "BACKOFF_MAX": "1h", "EXPIRY_RESCUE_WINDOW": "soon", "DEADLINE_MARGIN": "0s"},
+			wantErr: []string{"BACKOFF_BASE=10h0m0s", `EXPIRY_RESCUE_WINDOW="soon"`, "DEADLINE_MARGIN=0s"}},
+		{name: "bad health URL", env: map[string]string{"HEALTH_URL": "tax.local"}, wantErr: []string{"HEALTH_URL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{}
+			if !tt.replace {
+				for k, v := range base {
+					env[k] = v
+				}
+			}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			cfg, err := replayconfig.Load(func(k string) string { return env[k] })
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := replayconfig.Config{
+					Routes:      []replay.Route{{Name: "orders", DLQURL: "https://sqs/q-dlq", SourceURL: "https://sqs/q", ParkingURL: "https://sqs/q-parking"}},
+					LedgerTable: "ledger", IdempotencyTable: "idem", ConsumerName: "invoice", MaxReplays: 3,
+					BackoffBase: 5 * time.Minute, BackoffMax: 4 * time.Hour, ExpiryRescueWindow: 24 * time.Hour,
+					Rate: 50, MaxPerRun: 1000, CanaryLimit: 5, RefillThreshold: 100, DeadlineMargin: 5 * time.Second,
+				}
+				if fmt.Sprint(cfg) != fmt.Sprint(want) {
+					t.Fatalf("cfg = %+v\nwant %+v", cfg, want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestOptionsAndHealth(t *testing.T) {
+	c := replayconfig.Config{MaxReplays: 4, BackoffBase: time.Second, BackoffMax: time.Minute, ExpiryRescueWindow: time.Hour,
+		Rate: 7, MaxPerRun: 9, CanaryLimit: 2, RefillThreshold: 3, DeadlineMargin: time.Second}
+	o := c.Options()
+	if o.MaxReplays != 4 || o.BackoffBase != time.Second || o.BackoffMax != time.Minute || o.ExpiryRescueWindow != time.Hour ||
+		o.Rate != 7 || o.MaxPerRun != 9 || o.CanaryLimit != 2 || o.RefillThreshold != 3 || o.DeadlineMargin != time.Second {
+		t.Fatalf("options = %+v", o)
+	}
+	if h, err := c.Health(); h != nil || err != nil {
+		t.Fatalf("no HEALTH_URL: probe %v, err %v", h != nil, err)
+	}
+	c.HealthURL = "http://127.0.0.1:1"
+	h, err := c.Health()
+	if err != nil || h == nil {
+		t.Fatalf("probe %v, err %v", h != nil, err)
+	}
+	if err := h(context.Background()); err == nil {
+		t.Fatal("a refused connection is healthy")
+	}
+}
