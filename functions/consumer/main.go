@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/batch"
 	"github.com/homingdlq/homing/internal/dynamo"
+	"github.com/homingdlq/homing/internal/envconfig"
 	"github.com/homingdlq/homing/internal/idempotency"
 	"github.com/homingdlq/homing/internal/invalid"
 	"github.com/homingdlq/homing/internal/invoicing"
@@ -120,47 +120,19 @@ type Config struct {
 // LoadConfig reads the configuration through getenv and validates it. The
 // error lists every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
-	var errs []error
-	str := func(key, def string) string {
-		if v := getenv(key); v != "" {
-			return v
-		}
-		return def
-	}
-	num := func(key string, def int) int {
-		v := getenv(key)
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: not an integer", key, v))
-		}
-		return n
-	}
-	dur := func(key string, def time.Duration) time.Duration {
-		v := getenv(key)
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: not a duration like 10s or 720h", key, v))
-		}
-		return d
-	}
+	env := envconfig.New(getenv)
 	c := Config{
-		InvalidQueueURL:  str("INVALID_QUEUE_URL", ""),
-		IdempotencyTable: str("IDEMPOTENCY_TABLE", ""),
-		TaxServiceURL:    str("TAX_SERVICE_URL", ""),
-		ConsumerName:     str("CONSUMER_NAME", "invoice"),
-		Concurrency:      num("CONCURRENCY", batch.DefaultConcurrency),
-		DeadlineMargin:   dur("DEADLINE_MARGIN", batch.DefaultDeadlineMargin),
-		TaxBudget:        dur("TAX_BUDGET", 10*time.Second),
-		RecordLifetime:   dur("RECORD_LIFETIME", idempotency.DefaultLifetime),
-		MaxPayloadBytes:  num("MAX_PAYLOAD_BYTES", order.DefaultMaxBytes),
+		InvalidQueueURL:  env.String("INVALID_QUEUE_URL", ""),
+		IdempotencyTable: env.String("IDEMPOTENCY_TABLE", ""),
+		TaxServiceURL:    env.String("TAX_SERVICE_URL", ""),
+		ConsumerName:     env.String("CONSUMER_NAME", "invoice"),
+		Concurrency:      env.Int("CONCURRENCY", batch.DefaultConcurrency),
+		DeadlineMargin:   env.Duration("DEADLINE_MARGIN", batch.DefaultDeadlineMargin),
+		TaxBudget:        env.Duration("TAX_BUDGET", 10*time.Second),
+		RecordLifetime:   env.Duration("RECORD_LIFETIME", idempotency.DefaultLifetime),
+		MaxPayloadBytes:  env.Int("MAX_PAYLOAD_BYTES", order.DefaultMaxBytes),
 	}
-	if err := errors.Join(append(errs, c.Validate())...); err != nil {
+	if err := errors.Join(env.Err(), c.Validate()); err != nil {
 		return Config{}, fmt.Errorf("consumer configuration: %w", err)
 	}
 	return c, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/idempotency"
 	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/internal/wait"
 )
 
 // Key attributes and key values of the ledger table.
@@ -386,7 +387,7 @@ func NewCompletions(api CompletionsAPI, table, scope string, now func() time.Tim
 	if now == nil {
 		now = time.Now
 	}
-	return &Completions{api: api, table: table, scope: scope, now: now, sleep: sleepCtx}
+	return &Completions{api: api, table: table, scope: scope, now: now, sleep: wait.Sleep}
 }
 
 var _ replay.Completions = (*Completions)(nil)
@@ -437,15 +438,4 @@ func (c *Completions) Completed(ctx context.Context, orderIDs []string) (map[str
 		}
 	}
 	return out, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

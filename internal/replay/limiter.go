@@ -42,15 +42,3 @@ func (l *limiter) wait(ctx context.Context, n int) error {
 	}
 	return l.sleep(ctx, d)
 }
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

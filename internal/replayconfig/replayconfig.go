@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/homingdlq/homing/internal/envconfig"
 	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/tax"
 )
@@ -50,31 +50,22 @@ type Config struct {
 // Load reads the configuration through getenv and validates it. The error
 // lists every problem at once.
 func Load(getenv func(string) string) (Config, error) {
+	env := envconfig.New(getenv)
 	var errs []error
-	str := func(key, def string) string {
-		if v := getenv(key); v != "" {
-			return v
-		}
-		return def
-	}
-	num := func(key string, def int) int { return parse(getenv, &errs, key, def, strconv.Atoi, "an integer") }
-	dur := func(key string, def time.Duration) time.Duration {
-		return parse(getenv, &errs, key, def, time.ParseDuration, "a duration like 5m or 4h")
-	}
 	c := Config{
-		LedgerTable:        str("LEDGER_TABLE", ""),
-		IdempotencyTable:   str("IDEMPOTENCY_TABLE", ""),
-		ConsumerName:       str("CONSUMER_NAME", "invoice"),
-		HealthURL:          str("HEALTH_URL", ""),
-		MaxReplays:         num("MAX_REPLAYS", replay.DefaultMaxReplays),
-		BackoffBase:        dur("BACKOFF_BASE", replay.DefaultBackoffBase),
-		BackoffMax:         dur("BACKOFF_MAX", replay.DefaultBackoffMax),
-		ExpiryRescueWindow: dur("EXPIRY_RESCUE_WINDOW", replay.DefaultExpiryRescueWindow),
-		Rate:               parse(getenv, &errs, "RATE", replay.DefaultRate, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) }, "a number"),
-		MaxPerRun:          num("MAX_PER_RUN", replay.DefaultMaxPerRun),
-		CanaryLimit:        num("CANARY_LIMIT", replay.DefaultCanaryLimit),
-		RefillThreshold:    num("REFILL_THRESHOLD", replay.DefaultRefillThreshold),
-		DeadlineMargin:     dur("DEADLINE_MARGIN", replay.DefaultDeadlineMargin),
+		LedgerTable:        env.String("LEDGER_TABLE", ""),
+		IdempotencyTable:   env.String("IDEMPOTENCY_TABLE", ""),
+		ConsumerName:       env.String("CONSUMER_NAME", "invoice"),
+		HealthURL:          env.String("HEALTH_URL", ""),
+		MaxReplays:         env.Int("MAX_REPLAYS", replay.DefaultMaxReplays),
+		BackoffBase:        env.Duration("BACKOFF_BASE", replay.DefaultBackoffBase),
+		BackoffMax:         env.Duration("BACKOFF_MAX", replay.DefaultBackoffMax),
+		ExpiryRescueWindow: env.Duration("EXPIRY_RESCUE_WINDOW", replay.DefaultExpiryRescueWindow),
+		Rate:               env.Float("RATE", replay.DefaultRate),
+		MaxPerRun:          env.Int("MAX_PER_RUN", replay.DefaultMaxPerRun),
+		CanaryLimit:        env.Int("CANARY_LIMIT", replay.DefaultCanaryLimit),
+		RefillThreshold:    env.Int("REFILL_THRESHOLD", replay.DefaultRefillThreshold),
+		DeadlineMargin:     env.Duration("DEADLINE_MARGIN", replay.DefaultDeadlineMargin),
 	}
 	if v := getenv("REPLAY_ROUTES"); v != "" {
 		dec := json.NewDecoder(strings.NewReader(v))
@@ -83,24 +74,10 @@ func Load(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("REPLAY_ROUTES: not a JSON array of {\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\"}: %w", err))
 		}
 	}
-	if err := errors.Join(append(errs, c.Validate())...); err != nil {
+	if err := errors.Join(append(errs, env.Err(), c.Validate())...); err != nil {
 		return Config{}, fmt.Errorf("replay configuration: %w", err)
 	}
 	return c, nil
-}
-
-// parse reads key through getenv with conv, or returns def when it is
-// unset; a value conv rejects is reported in errs as not being want.
-func parse[T any](getenv func(string) string, errs *[]error, key string, def T, conv func(string) (T, error), want string) T {
-	v := getenv(key)
-	if v == "" {
-		return def
-	}
-	t, err := conv(v)
-	if err != nil {
-		*errs = append(*errs, fmt.Errorf("%s=%q: not %s", key, v, want))
-	}
-	return t
 }
 
 // Validate reports every invalid field.

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/homingdlq/homing/internal/wait"
 )
 
 // Defaults applied by [New] to zero-valued [Options] fields.
@@ -189,7 +191,7 @@ func (o Options) withDefaults() (Options, []error) {
 		o.Rand = rand.Float64
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = wait.Sleep
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -208,21 +210,6 @@ func defaultHTTPClient() *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
-	}
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
