@@ -9,10 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/spf13/cobra"
 
 	"github.com/homingdlq/homing/internal/dynamo"
@@ -127,30 +123,20 @@ func (a *app) auditOrder(ctx context.Context, orderID, consumer string) (orderAu
 	return rep, err
 }
 
-// readInvoice reads an idempotency record as internal/dynamo writes it.
-func readInvoice(ctx context.Context, items itemGetter, table, key string, now time.Time) (invoiceRecord, error) {
+// readInvoice reads an order's idempotency record: invoiced when COMPLETED
+// and not expired.
+func readInvoice(ctx context.Context, items dynamo.ItemGetter, table, key string, now time.Time) (invoiceRecord, error) {
 	rec := invoiceRecord{Key: key}
-	out, err := items.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: key}},
-	})
+	got, found, err := dynamo.GetIdempotencyRecord(ctx, items, table, key)
 	if err != nil {
-		return rec, fmt.Errorf("read idempotency record %s from table %s: %w", key, table, err)
+		return rec, fmt.Errorf("read the idempotency record of the order: %w", err)
 	}
-	if len(out.Item) == 0 {
+	if !found {
 		return rec, nil
 	}
-	var it struct {
-		Status    string `dynamodbav:"status"`
-		Result    string `dynamodbav:"result"`
-		ExpiresAt int64  `dynamodbav:"expiresAt"`
-	}
-	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
-		return rec, fmt.Errorf("decode idempotency record %s of table %s: %w", key, table, err)
-	}
-	rec.Found, rec.Status, rec.ExpiresAt = true, it.Status, time.Unix(it.ExpiresAt, 0).UTC()
-	if it.Status == string(idempotency.Completed) && rec.ExpiresAt.After(now) {
-		rec.Invoiced, rec.InvoiceNumber = true, it.Result
+	rec.Found, rec.Status, rec.ExpiresAt = true, string(got.Status), got.ExpiresAt
+	if got.Status == idempotency.Completed && got.ExpiresAt.After(now) {
+		rec.Invoiced, rec.InvoiceNumber = true, got.Result
 	}
 	return rec, nil
 }

@@ -17,19 +17,13 @@ import (
 	"github.com/homingdlq/homing/internal/replay"
 )
 
-// itemGetter is the part of the DynamoDB client audit uses to read an
-// idempotency record.
-type itemGetter interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-}
-
 // backend holds the adapters the commands work on; tests build one on the
 // in-memory queue and ledger.
 type backend struct {
 	queue       replay.Queue
 	ledger      func(table string) replay.Ledger
 	completions func(table, consumer string) replay.Completions
-	items       itemGetter
+	items       dynamo.ItemGetter
 	// functionEnv returns the environment of a Lambda function.
 	functionEnv func(ctx context.Context, name string) (map[string]string, error)
 	// stackOutputs returns the outputs of a CloudFormation stack.
@@ -64,7 +58,7 @@ func connectAWS(ctx context.Context, g *globalFlags) (*backend, error) {
 		_ replay.Queue          = queue
 		_ dynamo.LedgerAPI      = db
 		_ dynamo.CompletionsAPI = db
-		_ itemGetter            = db
+		_ dynamo.ItemGetter     = db
 	)
 	return &backend{
 		queue:  queue,

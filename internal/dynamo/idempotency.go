@@ -68,8 +68,37 @@ func (it idempotencyItem) record() idempotency.Record {
 	return r
 }
 
-func (s *IdempotencyStore) key(k string) map[string]types.AttributeValue {
+func key(k string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: k}}
+}
+
+// ItemGetter is the read the audit needs: GetItem of the DynamoDB client.
+type ItemGetter interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// GetIdempotencyRecord reads the record of a full key ("<consumer>#<orderId>")
+// from an idempotency table with a consistent read, as the store wrote it.
+// found is false when there is none. It does not judge expiry: compare
+// ExpiresAt with the clock.
+func GetIdempotencyRecord(ctx context.Context, api ItemGetter, table, fullKey string) (rec idempotency.Record, found bool, err error) {
+	out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key(fullKey), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return idempotency.Record{}, false, fmt.Errorf("get %s from %s: %w", fullKey, table, err)
+	}
+	if len(out.Item) == 0 {
+		return idempotency.Record{}, false, nil
+	}
+	rec, err = decodeIdempotency(out.Item, table)
+	return rec, err == nil, err
+}
+
+func decodeIdempotency(item map[string]types.AttributeValue, table string) (idempotency.Record, error) {
+	var it idempotencyItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return idempotency.Record{}, fmt.Errorf("decode an item of %s: %w", table, err)
+	}
+	return it.record(), nil
 }
 
 // Claim implements idempotency.Store.
@@ -112,22 +141,15 @@ func (s *IdempotencyStore) Claim(ctx context.Context, l idempotency.Lease) (idem
 		if !errors.As(err, &failed) {
 			return idempotency.Record{}, false, fmt.Errorf("put %s in %s: %w", l.Key, s.table, err)
 		}
-		current := failed.Item
-		if len(current) == 0 { // not every implementation returns the item
-			out, gerr := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: s.key(l.Key), ConsistentRead: aws.Bool(true)})
-			if gerr != nil {
-				return idempotency.Record{}, false, fmt.Errorf("get %s from %s: %w", l.Key, s.table, gerr)
-			}
-			current = out.Item
+		if len(failed.Item) > 0 {
+			rec, err := decodeIdempotency(failed.Item, s.table)
+			return rec, false, err
 		}
-		if len(current) == 0 {
-			continue
+		// Not every implementation returns the item: read it.
+		rec, found, err := GetIdempotencyRecord(ctx, s.api, s.table, l.Key)
+		if err != nil || found {
+			return rec, false, err
 		}
-		var it idempotencyItem
-		if err := attributevalue.UnmarshalMap(current, &it); err != nil {
-			return idempotency.Record{}, false, fmt.Errorf("decode %s from %s: %w", l.Key, s.table, err)
-		}
-		return it.record(), false, nil
 	}
 	return idempotency.Record{}, false, fmt.Errorf("claim %s in %s: %w", l.Key, s.table, idempotency.ErrInProgress)
 }
@@ -151,7 +173,7 @@ func (s *IdempotencyStore) Complete(ctx context.Context, l idempotency.Lease, re
 	}
 	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       s.key(l.Key),
+		Key:                       key(l.Key),
 		ConditionExpression:       expr.Condition(),
 		UpdateExpression:          expr.Update(),
 		ExpressionAttributeNames:  expr.Names(),
@@ -168,7 +190,7 @@ func (s *IdempotencyStore) Release(ctx context.Context, l idempotency.Lease) err
 	}
 	_, err = s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       s.key(l.Key),
+		Key:                       key(l.Key),
 		ConditionExpression:       expr.Condition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
