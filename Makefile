@@ -37,10 +37,10 @@ export CDK_DISABLE_VERSION_CHECK := 1
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-demo: ## the main job on the local emulator: outage, dead letters, scheduled replay, a final table; tears down
+demo: ## the main job on the local emulator: outage, dead letters, scheduled replay, a final table; tears down (KEEP=1 keeps it up)
 	@rc=0; $(MAKE) --no-print-directory deploy-local && \
-	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) run ./cmd/demo || rc=$$?; \
-	  $(MAKE) --no-print-directory emulator-down; exit $$rc
+	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json KEEP=$(KEEP) $(EMULATOR_ENV) $(GO) run ./cmd/demo || rc=$$?; \
+	  [ -n "$(KEEP)" ] || $(MAKE) --no-print-directory emulator-down; exit $$rc
 
 build: $(BOOTSTRAPS) bin/dlq ## a Lambda bootstrap per function in bin/<function>/ (ARCH=arm64 for AWS), and bin/dlq
 

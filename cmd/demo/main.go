@@ -346,7 +346,13 @@ func (d *demo) report(ctx context.Context, s story, run string, invalidReasons m
 	if len(problems) > 0 {
 		return fmt.Errorf("not every order is accounted for:\n  %s", strings.Join(problems, "\n  "))
 	}
-	fmt.Println("\nEvery order is accounted for. Look around with: bin/dlq inspect   and   bin/dlq audit --order", s.valid[0])
+	fmt.Println("\nEvery order is accounted for.")
+	look := fmt.Sprintf("bin/dlq inspect; bin/dlq audit --runs 5; bin/dlq audit --order %s", s.valid[0])
+	if os.Getenv("KEEP") != "" {
+		fmt.Printf("The stack is still up. Look around with the operator's CLI:\n  %s\nand stop it with: make emulator-down\n", look)
+	} else {
+		fmt.Printf("To look around with the operator's CLI, run `make demo KEEP=1`, then:\n  %s\n", look)
+	}
 	return nil
 }
 
