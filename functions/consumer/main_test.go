@@ -268,8 +268,8 @@ func TestLogsOneLinePerRecordWithTheFixedKeys(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatal(err)
 		}
-		if m["messageId"] == "" || m["outcome"] == nil {
-			t.Errorf("line without messageId/outcome: %s", l)
+		if m["messageId"] == nil || m["outcome"] == nil || m["queue"] == nil {
+			t.Errorf("line without messageId/outcome/queue: %s", l)
 		}
 		if m["outcome"] == "invalid" && m["reason"] == nil {
 			t.Errorf("invalid line without reason: %s", l)

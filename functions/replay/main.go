@@ -115,9 +115,11 @@ func (h *handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 }
 
 // Handle runs one invocation and returns the run summary. A malformed
-// payload, or an unknown route, is an error and nothing runs. The summary
-// of a run that hit errors is logged, and the error returned, so that the
-// function's Errors metric counts it.
+// payload, or an unknown route, is an error and nothing runs. A run whose
+// route stopped on an error (a queue or the ledger failed) returns the
+// engine's error, which the function's Errors metric counts; failures of
+// single messages are counted in the summary and in the EMF metric Errors
+// (namespace Homing/Replay), not as a failed invocation.
 func (h *handler) Handle(ctx context.Context, payload json.RawMessage) (replay.Summary, error) {
 	req, err := h.request(payload)
 	if err != nil {

@@ -33,8 +33,9 @@ type Alarms struct {
 	ConsumerErrors awscloudwatch.Alarm
 	// ConsumerThrottles: at least one consumer invocation was throttled.
 	ConsumerThrottles awscloudwatch.Alarm
-	// ReplayErrors: a replay run failed (it could not start, or it hit
-	// errors; its run summary in the logs says which).
+	// ReplayErrors: a replay invocation failed: it could not start, or a
+	// route stopped on an error (a queue or the ledger failed). Failures of
+	// single messages are in the run summary and the EMF metric Errors.
 	ReplayErrors awscloudwatch.Alarm
 }
 

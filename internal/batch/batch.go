@@ -216,7 +216,7 @@ func (p *Processor) log(ctx context.Context, msg events.SQSMessage, o Outcome, n
 		level = slog.LevelError
 	}
 	attrs := make([]slog.Attr, 0, 8)
-	attrs = append(attrs, slog.String("messageId", msg.MessageId), slog.String("outcome", string(o)))
+	attrs = append(attrs, slog.String("messageId", msg.MessageId), slog.String("queue", msg.EventSourceARN), slog.String("outcome", string(o)))
 	if notes != nil {
 		attrs = append(attrs, notes.attrs...)
 	}

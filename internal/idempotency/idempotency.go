@@ -144,8 +144,16 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 		}
 		return Outcome{}, err
 	}
+	// The effect happened: record it even when ctx is done by now, and try
+	// twice, so that a redelivery finds it instead of running it again.
 	l.ExpiresAt = r.now().Add(lifetime)
-	if err := r.Store.Complete(ctx, l, result); err != nil {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	err = r.Store.Complete(cctx, l, result)
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
+		err = r.Store.Complete(cctx, l, result)
+	}
+	if err != nil {
 		return Outcome{Result: result}, fmt.Errorf("complete %s: %w", l.Key, err)
 	}
 	return Outcome{Result: result}, nil

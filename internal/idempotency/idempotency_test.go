@@ -154,3 +154,39 @@ func TestReceiverScopesKeys(t *testing.T) {
 		t.Fatalf("effects ran %d times, want once per consumer", calls.Load())
 	}
 }
+
+// flakyComplete fails the first Complete, like a throttled write, and fails
+// every call on a done context, like the DynamoDB store.
+type flakyComplete struct {
+	*idempotency.MemoryStore
+	failures int
+}
+
+func (f *flakyComplete) Complete(ctx context.Context, l idempotency.Lease, result string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if f.failures > 0 {
+		f.failures--
+		return errors.New("ProvisionedThroughputExceeded")
+	}
+	return f.MemoryStore.Complete(ctx, l, result)
+}
+
+// The invoice was issued: its record is completed even when the invocation
+// is cancelled during the effect, and one failed write is retried.
+func TestReceiverCompletesAfterTheEffectWhateverTheContext(t *testing.T) {
+	store := &flakyComplete{MemoryStore: idempotency.NewMemoryStore(), failures: 1}
+	r := &idempotency.Receiver{Store: store, Scope: "invoice"}
+	ctx, cancel := context.WithCancel(context.Background())
+	out, err := r.Do(ctx, "ORD-1", "h1", func(context.Context) (string, error) {
+		cancel() // the deadline strikes right after the tax service answered
+		return "INV-1", nil
+	})
+	if err != nil || out.Result != "INV-1" {
+		t.Fatalf("out=%+v err=%v", out, err)
+	}
+	if rec, _ := store.Get("invoice#ORD-1"); rec.Status != idempotency.Completed {
+		t.Fatalf("record = %+v, want COMPLETED", rec)
+	}
+}

@@ -49,6 +49,10 @@ const (
 	hold = -2
 )
 
+// finishTimeout bounds the ledger marks and the delete that follow a send,
+// which run even when the run's context is done.
+const finishTimeout = 5 * time.Second
+
 // maxHeld bounds the messages a pass holds; past it the oldest are
 // released early. About 0.5 KiB each (id and receipt handle).
 const maxHeld = 1000
@@ -133,7 +137,12 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 			blockBehind(items)
 		}
 		r.send(ctx, p, items)
-		each(items, func(it *item) bool { return it.sent }, func(it *item) { r.settle(ctx, p, it, now) })
+		// What was sent must be recorded and deleted even when the run is
+		// cancelled or out of time now: otherwise the next run finds an
+		// expired INTENT and sends the messages again.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		defer cancel()
+		each(items, func(it *item) bool { return it.sent }, func(it *item) { r.settle(fctx, p, it, now) })
 		if r.e.afterSend != nil {
 			var ids []string
 			for _, it := range items {
@@ -146,7 +155,7 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 				return fmt.Errorf("after send: %w", err)
 			}
 		}
-		r.remove(ctx, p, items)
+		r.remove(fctx, p, items)
 	}
 	r.release(ctx, p, items)
 	r.account(ctx, p, items, plannedMoves, plannedReplays)

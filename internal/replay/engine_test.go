@@ -371,6 +371,58 @@ func TestFailedDeleteLeavesSentAndTheNextRunDeletesWithoutSending(t *testing.T) 
 
 var errCrash = errors.New("simulated crash")
 
+// cancelAtSend cancels the run's context as soon as its sends went out, the
+// way a Ctrl-C or the invocation deadline can; its DeleteMessageBatch fails
+// on a done context, as the SDK's does.
+type cancelAtSend struct {
+	*replaytest.MemoryQueue
+	cancel context.CancelFunc
+}
+
+func (q cancelAtSend) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	out, err := q.MemoryQueue.SendMessageBatch(ctx, in, opts...)
+	q.cancel()
+	return out, err
+}
+
+func (q cancelAtSend) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return q.MemoryQueue.DeleteMessageBatch(ctx, in, opts...)
+}
+
+// ctxLedger fails every call on a done context, as the DynamoDB ledger does.
+type ctxLedger struct{ *replay.MemoryLedger }
+
+func (l ctxLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return replay.MessageRecord{}, false, err
+	}
+	return l.MemoryLedger.Mark(ctx, r)
+}
+
+func TestCancelledAfterSendingStillSettles(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.orders("X", 3)
+	h.clock.Advance(due)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := replay.New(cancelAtSend{h.q, cancel}, ctxLedger{h.ledger}, h.options())
+	_, _ = e.Run(ctx, replay.Request{Routes: []replay.Route{h.route}})
+	if n := len(h.q.Messages(h.route.SourceURL)); n != 3 {
+		t.Fatalf("%d sent, want 3", n)
+	}
+	if n := len(h.q.Messages(h.route.DLQURL)); n != 0 {
+		t.Fatalf("%d left in the DLQ after a cancellation that came after the send", n)
+	}
+	h.clock.Advance(window)
+	h.run(h.engine(), replay.Request{})
+	if n := len(h.q.Messages(h.route.SourceURL)); n != 3 {
+		t.Fatalf("%d in the source after the next run, want 3 (none sent twice)", n)
+	}
+}
+
 func TestCrashBetweenSendAndDeleteIsHarmless(t *testing.T) {
 	h := newHarness(t, false, nil)
 	h.orders("C", 5)

@@ -104,7 +104,7 @@ func (c Config) Validate() error {
 	if c.ExpiryRescueWindow <= 0 || c.ExpiryRescueWindow > 14*24*time.Hour {
 		errs = append(errs, fmt.Errorf("EXPIRY_RESCUE_WINDOW=%s: want > 0 and <= 336h (the longest retention)", c.ExpiryRescueWindow))
 	}
-	if c.Rate < replay.MinRate || c.Rate > replay.MaxRate {
+	if !(c.Rate >= replay.MinRate && c.Rate <= replay.MaxRate) { // NaN fails both
 		errs = append(errs, fmt.Errorf("RATE=%g: want %g..%g messages per second", c.Rate, replay.MinRate, replay.MaxRate))
 	}
 	for _, f := range [...]struct {

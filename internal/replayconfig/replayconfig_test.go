@@ -29,6 +29,7 @@ func TestLoad(t *testing.T) {
 			wantErr: []string{"MAX_REPLAYS=0", `RATE="fast"`, "MAX_PER_RUN=-1", `CANARY_LIMIT="x"`, "REFILL_THRESHOLD=0"}},
 		{name: "bad durations", env: map[string]string{"BACKOFF_BASE": "10h", "BACKOFF_MAX": "1h", "EXPIRY_RESCUE_WINDOW": "soon", "DEADLINE_MARGIN": "0s"},
 			wantErr: []string{"BACKOFF_BASE=10h0m0s", `EXPIRY_RESCUE_WINDOW="soon"`, "DEADLINE_MARGIN=0s"}},
+		{name: "rate not a number", env: map[string]string{"RATE": "NaN"}, wantErr: []string{"RATE=NaN"}},
 		{name: "bad health URL", env: map[string]string{"HEALTH_URL": "tax.local"}, wantErr: []string{"HEALTH_URL"}},
 	}
 	for _, tt := range tests {

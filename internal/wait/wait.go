@@ -1,4 +1,3 @@
-// Package wait pauses a goroutine without outliving its context.
 package wait
 
 import (

@@ -1,0 +1,2 @@
+// Package wait pauses a goroutine without outliving its context.
+package wait
