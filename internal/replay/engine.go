@@ -524,6 +524,10 @@ func (r *run) refillGate(rs RouteSummary, prev *RouteSummary, prevErr error) Gat
 		g.Decision, g.Detail = GateClosed, "previous run unknown: "+prevErr.Error()
 	case prev == nil:
 		g.Detail = "no previous run of this route"
+	case len(prev.Gates) == 0:
+		// The previous run stopped (cap, deadline, error) before it read
+		// this route's DLQ: its depth of 0 is no baseline.
+		g.Detail = "the previous run did not read this route's DLQ"
 	default:
 		left := max(0, prev.Depth+prev.InFlight-prev.Replayed-prev.ParkedTotal()-prev.Recovered)
 		growth := rs.Depth + rs.InFlight - left

@@ -575,6 +575,8 @@ func TestGates(t *testing.T) {
 	errDown := errors.New("tax service: 503")
 	previous := func(h *harness, rs replay.RouteSummary) {
 		rs.Route = "orders"
+		// The previous run read the route (a run that did has gates).
+		rs.Gates = []replay.Gate{{Name: replay.GateRefill, Decision: replay.GateOpen}, {Name: replay.GateCanary, Decision: replay.GateSkipped}}
 		at := h.clock.Now().Add(-15 * time.Minute)
 		if err := h.ledger.PutRun(context.Background(), replay.Summary{RunID: "prev", StartedAt: at, Routes: []replay.RouteSummary{rs}}, at.Add(time.Hour)); err != nil {
 			h.t.Fatal(err)
@@ -901,4 +903,27 @@ type brokenLedger struct {
 
 func (b brokenLedger) LastRun(context.Context) (replay.Summary, bool, error) {
 	return replay.Summary{}, false, b.err
+}
+
+// A route the previous run never reached (its cap was spent on another
+// route) is not taken for a refilling DLQ: its depth there was never read.
+func TestRefillGateIgnoresARouteThePreviousRunDidNotRead(t *testing.T) {
+	h := newHarness(t, false, nil)
+	second := h.newRoute("second", false, nil)
+	h.orders("A", 20)
+	for i := range 150 {
+		h.deadLetter(second, msg{body: order(fmt.Sprintf("ORD-B-%03d", i))})
+	}
+	h.clock.Advance(due)
+	e := h.engine(func(o *replay.Options) { o.MaxPerRun = 20 })
+	first := h.run(e, replay.Request{Routes: []replay.Route{h.route, second}})
+	if rs := first.Routes[1]; rs.StopReason != replay.StopCap || len(rs.Gates) != 0 {
+		t.Fatalf("setup: the second route should be skipped by the cap: %+v", rs)
+	}
+	h.clock.Advance(window)
+	next := h.run(e, replay.Request{Routes: []replay.Route{h.route, second}})
+	rs := next.Routes[1]
+	if len(rs.Gates) == 0 || rs.Gates[0].Name != replay.GateRefill || rs.Gates[0].Decision != replay.GateOpen || rs.Replayed != 20 {
+		t.Fatalf("second route: gates %+v, replayed %d; want the refill gate open and 20 replayed", rs.Gates, rs.Replayed)
+	}
 }
