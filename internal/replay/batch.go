@@ -113,7 +113,9 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 	for _, it := range items {
 		switch {
 		case it.msg.metaErr != nil:
-			it.fail(it.msg.metaErr)
+			// Its replay count is unknown: replaying could loop, leaving it
+			// would let it expire unseen. Park it for an operator.
+			it.fate, it.reason = fatePark, ReasonCorruptMetadata
 		case !r.req.Filter.match(it.msg, now):
 			it.fate, it.vis = fateSkip, hold
 		}
@@ -305,7 +307,7 @@ func (r *run) build(p *pass, it *item, now time.Time) error {
 		meta.LastReplayAt = now
 		it.dest = p.route.SourceURL
 	} else {
-		meta.Reason, meta.ParkedAt = it.reason, now
+		meta.Reason, meta.ParkedAt, meta.Corrupt = it.reason, now, m.corrupt
 	}
 	it.count = meta.ReplayCount
 	attrs, err := envelope.Pack(m.producer, AttributeName, meta)

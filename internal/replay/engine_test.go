@@ -193,11 +193,11 @@ func TestDecisions(t *testing.T) {
 			wait: 36 * time.Hour, want: counts{Examined: 1, DeadLettered: 1, Replayed: 1}, where: "source", count: 2,
 		},
 		{
-			name: "corrupt metadata: an error, left as it is",
+			name: "corrupt metadata: parked, the attribute kept",
 			setup: func(*harness) msg {
-				return msg{body: order("ORD-1"), attrs: map[string]types.MessageAttributeValue{replay.AttributeName: strAttr("{not json")}}
+				return msg{body: order("ORD-1"), attrs: map[string]types.MessageAttributeValue{replay.AttributeName: strAttr("{not json"), "producer": strAttr("kept")}}
 			},
-			wait: due, want: counts{Examined: 1, Errors: 1}, where: "dlq",
+			wait: due, want: counts{Examined: 1, Parked: map[string]int{replay.ReasonCorruptMetadata: 1}}, where: "parking", reason: replay.ReasonCorruptMetadata,
 		},
 	}
 	for _, tt := range tests {
@@ -231,6 +231,9 @@ func TestDecisions(t *testing.T) {
 			}
 			if tt.reason != "" && !got.meta.ParkedAt.Equal(h.clock.Now()) {
 				t.Fatalf("parkedAt = %v", got.meta.ParkedAt)
+			}
+			if tt.reason == replay.ReasonCorruptMetadata && (got.meta.Corrupt != "{not json" || aws.ToString(got.producer["producer"].StringValue) != "kept") {
+				t.Fatalf("corrupt = %q, producer attributes %v", got.meta.Corrupt, got.producer)
 			}
 		})
 	}

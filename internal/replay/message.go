@@ -30,6 +30,7 @@ type Metadata struct {
 	RunID               string    `json:"runId,omitempty"`       // the run that sent it
 	Reason              string    `json:"reason,omitempty"`      // parked messages: why
 	ParkedAt            time.Time `json:"parkedAt,omitzero"`     // parked messages: when
+	Corrupt             string    `json:"corrupt,omitempty"`     // parked as corrupt-metadata: the undecodable attribute, as it was
 	// ResetAt is when an operator restarted the replay count
 	// ([Request.ResetCount]): the ledger's replays of the order before it
 	// are not counted.
@@ -71,7 +72,8 @@ type message struct {
 	meta              Metadata
 	hasMeta           bool
 	producer          map[string]types.MessageAttributeValue
-	metaErr           error // our attribute could not be decoded
+	metaErr           error  // our attribute could not be decoded
+	corrupt           string // then: its raw value
 	orderID           string
 	reason            string    // the filter reason: ours, the invalid lane's, or ReasonDeadLettered
 	sentAt            time.Time // SentTimestamp; zero when absent
@@ -93,6 +95,17 @@ func readMessage(m types.Message, now time.Time) message {
 		sentAt:  millis(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]),
 	}
 	msg.meta, msg.producer, msg.hasMeta, msg.metaErr = Read(m.MessageAttributes)
+	if msg.metaErr != nil {
+		// Keep every other attribute; the undecodable one travels, as it
+		// was, in the metadata of the parked message (Metadata.Corrupt).
+		msg.corrupt = aws.ToString(m.MessageAttributes[AttributeName].StringValue)
+		msg.producer = make(map[string]types.MessageAttributeValue, len(m.MessageAttributes))
+		for name, a := range m.MessageAttributes {
+			if name != AttributeName {
+				msg.producer[name] = a
+			}
+		}
+	}
 	msg.orderID = OrderID(msg.body)
 	msg.reason = reason(msg.meta, m.MessageAttributes)
 	msg.deadLetteredAt = msg.sentAt

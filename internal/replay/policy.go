@@ -12,6 +12,7 @@ const (
 	ReasonReplayExhausted = "replay-exhausted" // replayed MaxReplays times
 	ReasonExpiryRescue    = "expiry-rescue"    // about to expire in the DLQ and not replayable now
 	ReasonDeadLettered    = "dead-lettered"    // moved to the DLQ by the broker; no reason of ours
+	ReasonCorruptMetadata = "corrupt-metadata" // our attribute cannot be decoded: the replay count is unknown
 )
 
 // Defaults of [Policy] (and of the matching [Options] fields).
