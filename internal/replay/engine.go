@@ -304,19 +304,20 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 	r.logGate(ctx, "", sum.Gates[0])
 
 	var errs []error
-	prev, hasPrev, prevErr := e.ledger.LastRun(ctx)
+	recent, prevErr := e.ledger.Runs(ctx, gateHistory)
 	if prevErr != nil {
-		prevErr = fmt.Errorf("read the last run from the ledger: %w", prevErr)
+		prevErr = fmt.Errorf("read the recent runs from the ledger: %w", prevErr)
 		errs = append(errs, prevErr)
 	}
 	for _, rt := range req.Routes {
-		var before *RouteSummary
-		if hasPrev {
-			if i := slices.IndexFunc(prev.Routes, func(p RouteSummary) bool { return p.Route == rt.Name }); i >= 0 {
-				before = &prev.Routes[i]
-			}
-		}
-		rs, err := r.route(ctx, rt, before, prevErr)
+		// The refill gate compares with the latest run that read this
+		// route's DLQ; the canary checks the orders of the latest run that
+		// replayed on it. Runs of other routes (an operator's replay from
+		// the parking queue), runs held before reading, and runs held by a
+		// gate with nothing replayed are looked past.
+		read := latestRoute(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.Gates) > 0 })
+		replayed := latestRoute(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.ReplayedOrders) > 0 })
+		rs, err := r.route(ctx, rt, read, replayed, prevErr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("route %s: %w", rt.Name, err))
 		}
@@ -413,7 +414,21 @@ type pass struct {
 	held       []visibility  // messages left for a later run, released when the pass ends
 }
 
-func (r *run) route(ctx context.Context, rt Route, prev *RouteSummary, prevErr error) (RouteSummary, error) {
+// gateHistory is how many recent runs the gates look back through.
+const gateHistory = 20
+
+// latestRoute returns the summary of route in the latest of runs (latest
+// first) for which want holds, or nil.
+func latestRoute(runs []Summary, route string, want func(RouteSummary) bool) *RouteSummary {
+	for _, s := range runs {
+		if i := slices.IndexFunc(s.Routes, func(p RouteSummary) bool { return p.Route == route && want(p) }); i >= 0 {
+			return &s.Routes[i]
+		}
+	}
+	return nil
+}
+
+func (r *run) route(ctx context.Context, rt Route, read, replayed *RouteSummary, prevErr error) (RouteSummary, error) {
 	rs := RouteSummary{Route: rt.Name, FIFO: rt.FIFO(), Gates: []Gate{}, Counts: newCounts()}
 	if reason := r.stop(ctx); reason != "" {
 		rs.StopReason = reason
@@ -440,7 +455,7 @@ func (r *run) route(ctx context.Context, rt Route, prev *RouteSummary, prevErr e
 	p := &pass{route: rt, rs: &rs, fifo: rt.FIFO(), replayLeft: -1,
 		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second}
 
-	refill, canary := r.refillGate(rs, prev, prevErr), r.canaryGate(ctx, prev, prevErr)
+	refill, canary := r.refillGate(rs, read, prevErr), r.canaryGate(ctx, replayed, prevErr)
 	rs.Gates = append(rs.Gates, refill, canary)
 	r.logGate(ctx, rt.DLQURL, refill)
 	r.logGate(ctx, rt.DLQURL, canary)
@@ -523,11 +538,7 @@ func (r *run) refillGate(rs RouteSummary, prev *RouteSummary, prevErr error) Gat
 	case prevErr != nil:
 		g.Decision, g.Detail = GateClosed, "previous run unknown: "+prevErr.Error()
 	case prev == nil:
-		g.Detail = "no previous run of this route"
-	case len(prev.Gates) == 0:
-		// The previous run stopped (cap, deadline, error) before it read
-		// this route's DLQ: its depth of 0 is no baseline.
-		g.Detail = "the previous run did not read this route's DLQ"
+		g.Detail = "no previous run read this route"
 	default:
 		left := max(0, prev.Depth+prev.InFlight-prev.Replayed-prev.ParkedTotal()-prev.Recovered)
 		growth := rs.Depth + rs.InFlight - left

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -904,8 +905,8 @@ type brokenLedger struct {
 	err error
 }
 
-func (b brokenLedger) LastRun(context.Context) (replay.Summary, bool, error) {
-	return replay.Summary{}, false, b.err
+func (b brokenLedger) Runs(context.Context, int) ([]replay.Summary, error) {
+	return nil, b.err
 }
 
 // A route the previous run never reached (its cap was spent on another
@@ -929,4 +930,56 @@ func TestRefillGateIgnoresARouteThePreviousRunDidNotRead(t *testing.T) {
 	if len(rs.Gates) == 0 || rs.Gates[0].Name != replay.GateRefill || rs.Gates[0].Decision != replay.GateOpen || rs.Replayed != 20 {
 		t.Fatalf("second route: gates %+v, replayed %d; want the refill gate open and 20 replayed", rs.Gates, rs.Replayed)
 	}
+}
+
+// A run held by the health gate replays nothing; the run after it still
+// checks the orders of the last run that did replay (the canary), and an
+// operator's run on another route does not count as this route's history.
+func TestGatesLookPastRunsThatDidNotReplay(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.orders("A", 8)
+	h.clock.Advance(due)
+	down := errors.New("tax service: 503")
+	healthy := true
+	opts := func(o *replay.Options) {
+		o.Health = func(context.Context) error {
+			if healthy {
+				return nil
+			}
+			return down
+		}
+		o.Completions = completionsOf() // nothing completes: the orders failed again
+		o.MaxPerRun = 3
+	}
+	first := h.run(h.engine(opts), replay.Request{})
+	if first.Total.Replayed != 3 {
+		t.Fatalf("setup: replayed %d, want 3", first.Total.Replayed)
+	}
+	healthy = false
+	h.clock.Advance(window)
+	if held := h.run(h.engine(opts), replay.Request{}); held.Total.Replayed != 0 {
+		t.Fatalf("the health gate let %d through", held.Total.Replayed)
+	}
+	other := h.newRoute("orders/parking", false, nil)
+	h.run(h.engine(), replay.Request{Routes: []replay.Route{other}})
+	healthy = true
+	h.clock.Advance(window)
+	next := h.run(h.engine(opts, func(o *replay.Options) { o.CanaryLimit = 2 }), replay.Request{})
+	g := next.Routes[0].Gates[1]
+	if g.Name != replay.GateCanary || g.Decision != replay.GateLimited || next.Total.Replayed != 2 {
+		t.Fatalf("canary = %+v, replayed %d; want limited to 2 by the first run's pending orders", g, next.Total.Replayed)
+	}
+}
+
+// completionsOf reports the given orders completed and every other one not.
+func completionsOf(done ...string) replay.Completions { return fixedCompletions(done) }
+
+type fixedCompletions []string
+
+func (f fixedCompletions) Completed(_ context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = slices.Contains(f, id)
+	}
+	return out, nil
 }
