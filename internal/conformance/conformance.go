@@ -179,11 +179,7 @@ func (c *Checker) checkQueue(id string, props map[string]json.RawMessage, attrs 
 		return nil, err
 	}
 	var fs []Finding
-	differs := func(prop, want, have string) {
-		if want != have {
-			fs = append(fs, Finding{LogicalID: id, Property: prop, Want: want, Got: orNone(have)})
-		}
-	}
+	differs := recorder(id, &fs)
 	for _, p := range []struct{ prop, attr string }{
 		{"MessageRetentionPeriod", "MessageRetentionPeriod"},
 		{"VisibilityTimeout", "VisibilityTimeout"},
@@ -305,11 +301,7 @@ func (c *Checker) checkMapping(ctx context.Context, id string, props map[string]
 		return nil, fmt.Errorf("read event source mapping %s (%s): %w", id, r.PhysicalID, err)
 	}
 	var fs []Finding
-	differs := func(prop, want, have string) {
-		if want != have {
-			fs = append(fs, Finding{LogicalID: id, Property: prop, Want: want, Got: orNone(have)})
-		}
-	}
+	differs := recorder(id, &fs)
 	if raw, ok := props["FunctionResponseTypes"]; ok {
 		var want []string
 		_ = json.Unmarshal(raw, &want)
@@ -334,6 +326,16 @@ func (c *Checker) checkMapping(ctx context.Context, id string, props map[string]
 		differs("ScalingConfig.MaximumConcurrency", scalar(want.MaximumConcurrency), have)
 	}
 	return fs, nil
+}
+
+// recorder returns a func that adds a finding on resource id to fs when a
+// property's deployed value differs from the template's.
+func recorder(id string, fs *[]Finding) func(prop, want, have string) {
+	return func(prop, want, have string) {
+		if want != have {
+			*fs = append(*fs, Finding{LogicalID: id, Property: prop, Want: want, Got: orNone(have)})
+		}
+	}
 }
 
 // scalar renders a JSON number, string or boolean the way SQS attributes
