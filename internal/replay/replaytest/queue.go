@@ -69,6 +69,10 @@ type MemoryQueue struct {
 	// message the entry is about (for SendMessageBatch the one being sent,
 	// without an id); a non-nil error puts the entry in Failed.
 	EntryFault func(op, queueURL string, msg types.Message) error
+	// NewID, when set, returns the ids of new messages and receipt handles
+	// (default: random UUIDs). It is called with the queue's lock held and
+	// must not call the queue; a simulation sets it to make runs repeatable.
+	NewID func() string
 
 	mu     sync.Mutex
 	queues map[string]*memQueue
@@ -342,7 +346,7 @@ func (q *MemoryQueue) SendMessageBatch(_ context.Context, in *sqs.SendMessageBat
 			}
 		}
 		m := &memMessage{
-			id: newID(), body: body, attrs: maps.Clone(e.MessageAttributes),
+			id: q.newID(), body: body, attrs: maps.Clone(e.MessageAttributes),
 			sentAt: now.Truncate(time.Millisecond), enqueuedAt: now, visibleAt: now.Add(time.Duration(e.DelaySeconds) * time.Second),
 		}
 		if mq.fifo {
@@ -410,7 +414,7 @@ func (q *MemoryQueue) ReceiveMessage(_ context.Context, in *sqs.ReceiveMessageIn
 		if m.receipt != "" {
 			delete(mq.receipts, m.receipt)
 		}
-		m.receipt = newID() + newID()
+		m.receipt = q.newID() + q.newID()
 		mq.receipts[m.receipt] = m
 		m.receives++
 		m.receivedAt = now
@@ -640,6 +644,13 @@ func (q *MemoryQueue) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttr
 		}
 	}
 	return out, nil
+}
+
+func (q *MemoryQueue) newID() string {
+	if q.NewID != nil {
+		return q.NewID()
+	}
+	return newID()
 }
 
 func newID() string {
