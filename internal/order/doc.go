@@ -14,7 +14,11 @@
 //     createdAt, when present, is an RFC 3339 timestamp (invalid-field);
 //  4. eventType is "order.created" (unknown-event-type);
 //  5. version is 1 (unknown-version);
-//  6. orderId is not blank (missing-order-id);
+//  6. orderId is not blank (missing-order-id), and, without its surrounding
+//     white space, is in the grammar of CheckOrderID: at most 128 bytes of
+//     ASCII letters, digits and - _ . : / # (invalid-order-id); invalid UTF-8
+//     and lone surrogate escapes are refused on the raw bytes, before JSON
+//     decoding would turn them into U+FFFD;
 //  7. customer.taxId is not blank (missing-tax-id) and is a CPF or a CNPJ
 //     with valid check digits (invalid-tax-id);
 //  8. items is not empty (no-items);

@@ -30,7 +30,8 @@ type Order struct {
 	EventType string
 	// Version is always 1.
 	Version int
-	// OrderID is the orderId with surrounding white space removed; never empty.
+	// OrderID is the orderId with surrounding white space removed; it always
+	// satisfies CheckOrderID.
 	OrderID string
 	// CreatedAt is the createdAt timestamp with its UTC offset, or the zero
 	// time when the field is absent.
@@ -105,9 +106,12 @@ type moneyField struct {
 
 // wire is a body that passed the type checks, before the semantic checks.
 type wire struct {
-	eventType   string
-	version     string // number literal; "" when absent
-	orderID     string
+	eventType string
+	version   string // number literal; "" when absent
+	orderID   string
+	// orderIDUTF8 is false when the orderId's JSON text is not valid UTF-8:
+	// decoding would have replaced the bad bytes with U+FFFD.
+	orderIDUTF8 bool
 	createdAt   time.Time
 	hasCustomer bool
 	customer    Customer
@@ -157,6 +161,10 @@ func readWire(top object) (*wire, error) {
 	if w.orderID, err = stringField(top, "orderId", "orderId"); err != nil {
 		return nil, err
 	}
+	// Checked on the raw bytes: the decoder turns invalid UTF-8 into U+FFFD,
+	// so two different ids would collapse into one.
+	raw, _ := field(top, "orderId")
+	w.orderIDUTF8 = utf8.Valid(raw)
 	createdAt, err := stringField(top, "createdAt", "createdAt")
 	if err != nil {
 		return nil, err
@@ -237,6 +245,12 @@ func (w *wire) validate() (Order, error) {
 	orderID := strings.TrimSpace(w.orderID)
 	if orderID == "" {
 		return Order{}, Invalid(ReasonMissingOrderID, "orderId is missing or blank")
+	}
+	if !w.orderIDUTF8 {
+		return Order{}, Invalid(ReasonInvalidOrderID, "orderId is not valid UTF-8")
+	}
+	if detail := CheckOrderID(orderID); detail != "" {
+		return Order{}, Invalid(ReasonInvalidOrderID, detail)
 	}
 	if !w.hasCustomer {
 		return Order{}, Invalid(ReasonMissingTaxID, "customer is missing, so is customer.taxId")

@@ -43,6 +43,10 @@ const (
 	// ReasonRejectedByTaxService: the tax service refused the order as invalid
 	// (used by the tax client layer).
 	ReasonRejectedByTaxService Reason = "rejected-by-tax-service"
+	// ReasonInvalidOrderID: orderId is present but outside the grammar of
+	// CheckOrderID: too long, not valid UTF-8 (or a lone surrogate escape),
+	// or with a character outside the allowed set.
+	ReasonInvalidOrderID Reason = "invalid-order-id"
 )
 
 // Reasons returns every reason code, in a stable order (for docs, metrics and
@@ -64,6 +68,7 @@ func Reasons() []Reason {
 		ReasonPayloadTooLarge,
 		ReasonConflictingDuplicate,
 		ReasonRejectedByTaxService,
+		ReasonInvalidOrderID,
 	}
 }
 

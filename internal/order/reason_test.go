@@ -8,8 +8,8 @@ import (
 
 func TestReasons(t *testing.T) {
 	reasons := Reasons()
-	if len(reasons) != 15 {
-		t.Fatalf("Reasons() has %d codes, want 15", len(reasons))
+	if len(reasons) != 16 {
+		t.Fatalf("Reasons() has %d codes, want 16", len(reasons))
 	}
 	seen := map[Reason]bool{}
 	for _, r := range reasons {
