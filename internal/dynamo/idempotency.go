@@ -77,7 +77,7 @@ type ItemGetter interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
-// GetIdempotencyRecord reads the record of a full key ("<consumer>#<orderId>")
+// GetIdempotencyRecord reads the record of a full key (idempotency.Key(consumer, orderId))
 // from an idempotency table with a consistent read, as the store wrote it.
 // found is false when there is none. It does not judge expiry: compare
 // ExpiresAt with the clock.
@@ -114,11 +114,13 @@ func (s *IdempotencyStore) Claim(ctx context.Context, l idempotency.Lease) (idem
 	if err != nil {
 		return idempotency.Record{}, false, fmt.Errorf("encode %s: %w", l.Key, err)
 	}
-	// Claimable: absent, expired, or an IN_PROGRESS lock past its expiry.
+	// Claimable: absent, expired, or an IN_PROGRESS lock past its expiry of
+	// the same payload (a takeover compares the payload like any claim).
 	cond := expression.AttributeNotExists(expression.Name(KeyAttribute)).
 		Or(expression.Name(TTLAttribute).LessThanEqual(expression.Value(l.Now.Unix())),
 			expression.Name("status").Equal(expression.Value(string(idempotency.InProgress))).
-				And(expression.Name("lockExpiresAt").LessThanEqual(expression.Value(l.Now.UnixMilli()))))
+				And(expression.Name("lockExpiresAt").LessThanEqual(expression.Value(l.Now.UnixMilli())),
+					expression.Name("payloadHash").Equal(expression.Value(l.PayloadHash))))
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
 		return idempotency.Record{}, false, fmt.Errorf("build claim condition: %w", err)
@@ -126,16 +128,17 @@ func (s *IdempotencyStore) Claim(ctx context.Context, l idempotency.Lease) (idem
 	// A record released between our failed put and our read makes the key
 	// claimable again: try a few times before calling it contention.
 	for range 3 {
-		_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+		out, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName:                           aws.String(s.table),
 			Item:                                item,
 			ConditionExpression:                 expr.Condition(),
 			ExpressionAttributeNames:            expr.Names(),
 			ExpressionAttributeValues:           expr.Values(),
+			ReturnValues:                        types.ReturnValueAllOld,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		if err == nil {
-			return idempotency.Record{}, true, nil
+			return s.replaced(out.Attributes, l)
 		}
 		var failed *types.ConditionalCheckFailedException
 		if !errors.As(err, &failed) {
@@ -152,6 +155,24 @@ func (s *IdempotencyStore) Claim(ctx context.Context, l idempotency.Lease) (idem
 		}
 	}
 	return idempotency.Record{}, false, fmt.Errorf("claim %s in %s: %w", l.Key, s.table, idempotency.ErrInProgress)
+}
+
+// replaced is the result of a successful claim: the IN_PROGRESS record it
+// took over when that record had not expired (in doubt), else the zero Record.
+func (s *IdempotencyStore) replaced(old map[string]types.AttributeValue, l idempotency.Lease) (idempotency.Record, bool, error) {
+	if len(old) == 0 {
+		return idempotency.Record{}, true, nil
+	}
+	rec, err := decodeIdempotency(old, s.table)
+	if err != nil {
+		// The claim is ours; only the report of what it replaced is lost.
+		// Treat it as in doubt, the safe side.
+		return idempotency.Record{Key: l.Key, Status: idempotency.InProgress}, true, nil
+	}
+	if rec.Status != idempotency.InProgress || !l.Now.Before(rec.ExpiresAt) {
+		return idempotency.Record{}, true, nil
+	}
+	return rec, true, nil
 }
 
 // heldBy is the condition of Complete and Release: the caller's claim still

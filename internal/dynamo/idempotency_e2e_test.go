@@ -36,7 +36,7 @@ func TestIdempotencyStoreWritesTheTTLAttribute(t *testing.T) {
 	}
 	out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: "invoice#ORD-TTL"}},
+		Key: map[string]types.AttributeValue{dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: idempotency.Key("invoice", "ORD-TTL")}},
 	})
 	if err != nil {
 		t.Fatal(err)

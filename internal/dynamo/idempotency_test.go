@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -20,11 +21,17 @@ import (
 type fakeAPI struct {
 	item    map[string]types.AttributeValue
 	putErr  error
+	putOld  map[string]types.AttributeValue // the item a successful put replaced
+	puts    []*dynamodb.PutItemInput
 	getCall int
 }
 
-func (f *fakeAPI) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return nil, f.putErr
+func (f *fakeAPI) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	f.puts = append(f.puts, in)
+	if f.putErr != nil {
+		return nil, f.putErr
+	}
+	return &dynamodb.PutItemOutput{Attributes: f.putOld}, nil
 }
 
 func (f *fakeAPI) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
@@ -85,5 +92,53 @@ func TestErrorsNameTheTableAndKeepTheCause(t *testing.T) {
 	}
 	if err := s.Release(context.Background(), lease); err == nil || errors.Is(err, idempotency.ErrLeaseLost) {
 		t.Fatalf("release: %v, want the transport error, not ErrLeaseLost", err)
+	}
+}
+
+// A takeover of an expired lock returns the lock it replaced (in doubt), and
+// the condition lets only the same payload take it over.
+func TestClaimReportsTheLockItTookOver(t *testing.T) {
+	old := map[string]types.AttributeValue{
+		"pk":            &types.AttributeValueMemberS{Value: "invoice#ORD-1"},
+		"status":        &types.AttributeValueMemberS{Value: "IN_PROGRESS"},
+		"payloadHash":   &types.AttributeValueMemberS{Value: "h"},
+		"lockToken":     &types.AttributeValueMemberS{Value: "dead"},
+		"lockExpiresAt": &types.AttributeValueMemberN{Value: "1800000000000"},
+		"expiresAt":     &types.AttributeValueMemberN{Value: "1802000000"},
+	}
+	tests := []struct {
+		name    string
+		old     map[string]types.AttributeValue
+		inDoubt bool
+	}{
+		{"absent", nil, false},
+		{"expired lock", old, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			api := &fakeAPI{putOld: tt.old}
+			l := lease
+			l.PayloadHash = "h"
+			prev, claimed, err := dynamo.NewIdempotencyStore(api, "idem").Claim(context.Background(), l)
+			if err != nil || !claimed {
+				t.Fatalf("claimed=%v err=%v", claimed, err)
+			}
+			if got := prev.Status == idempotency.InProgress && prev.Token == "dead"; got != tt.inDoubt {
+				t.Fatalf("previous = %+v, want in doubt %v", prev, tt.inDoubt)
+			}
+			in := api.puts[0]
+			if in.ReturnValues != types.ReturnValueAllOld {
+				t.Fatalf("ReturnValues = %q, want ALL_OLD", in.ReturnValues)
+			}
+			hashed := false
+			for name, v := range in.ExpressionAttributeNames {
+				if v == "payloadHash" && strings.Contains(aws.ToString(in.ConditionExpression), name) {
+					hashed = true
+				}
+			}
+			if !hashed {
+				t.Fatalf("condition %q does not compare the payload hash", aws.ToString(in.ConditionExpression))
+			}
+		})
 	}
 }

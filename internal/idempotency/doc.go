@@ -5,19 +5,40 @@
 // message id: a message replayed from the dead-letter queue is a new SQS
 // message with a new id, and standard queues deliver at least once.
 //
+// Keys have one format, [Key]: "<scope>#<id>", hashed when long, so that a
+// key is bounded ([MaxKeyBytes]) whatever the input.
+//
 // [Receiver.Do] claims the key with a conditional write in a [Store]: it
 // succeeds when no record exists, when the record has expired, or when an
-// IN_PROGRESS lock has passed its expiry (the invocation deadline of the
-// holder, which then can no longer be running). It runs the effect, then
-// completes the record with the result (for the invoice consumer, the invoice
-// number) and a hash of the payload. A failed effect releases the claim so
-// the next delivery can proceed. Outcomes:
+// IN_PROGRESS lock of the same payload has passed its expiry (the invocation
+// deadline of the holder, which then can no longer be running). It runs the
+// effect, then completes the record with the result (for the invoice
+// consumer, the invoice number) and a hash of the payload. A failure before
+// the effect releases the claim so the next delivery can proceed.
+//
+// After the effect, the effect is never redone by that call: the completion
+// is retried with backoff within the invocation's time; if it still cannot
+// be recorded, the call succeeds with [Outcome].Unrecorded set and
+// [Receiver].OnUnrecorded is told, so the message is acknowledged and the
+// gap counted rather than the effect applied twice.
+//
+// A takeover of an expired IN_PROGRESS lock is in doubt: the dead holder may
+// have applied the effect before it could complete. [Receiver.DoResolving]
+// then asks a [Resolver] (the downstream, by Idempotency-Key) whether it was
+// applied, and records its result instead of calling again when it was
+// ([Outcome].InDoubt, [Outcome].Resolution). Exactly once in effect therefore
+// rests on this receiver and on a downstream that honours the key; without
+// a resolver or such a downstream, a second effect is possible only inside
+// that in-doubt window.
+//
+// Outcomes:
 //
 //   - first delivery: the effect runs once and its result is stored;
 //   - a completed key with the same payload hash: the stored result is
 //     returned and the effect does not run ([Outcome].Duplicate);
-//   - a completed key with another payload hash: [ErrConflict] (the caller
-//     routes the message to the invalid lane as a conflicting duplicate);
+//   - a completed key, or an expired lock, with another payload hash:
+//     [ErrConflict] (the caller routes the message to the invalid lane as a
+//     conflicting duplicate);
 //   - a key held by another live invocation: [ErrInProgress], a transient
 //     failure; SQS delivers the message again later.
 //

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/homingdlq/homing/internal/wait"
 )
 
 // Status is the state of a record.
@@ -66,10 +68,17 @@ type Lease struct {
 // must make each method atomic with respect to the others and be safe for
 // concurrent use.
 type Store interface {
-	// Claim writes an IN_PROGRESS record for l.Key unless a live record
-	// stands: one that has not expired and is COMPLETED or locked until
-	// after l.Now. It returns claimed=true on success, or the standing
-	// record and claimed=false.
+	// Claim writes an IN_PROGRESS record for l.Key when the key is
+	// claimable: no record, an expired record (l.Now is at or past its
+	// ExpiresAt), or an IN_PROGRESS lock past its expiry (l.Now at or past
+	// LockExpiresAt) whose PayloadHash equals l.PayloadHash. Any other record
+	// stands: a live COMPLETED record, a live lock, or an expired lock of
+	// another payload (a takeover compares the payload like any claim).
+	//
+	// It returns claimed=false with the standing record, or claimed=true
+	// with, as current, the IN_PROGRESS record it replaced when it took over
+	// an expired lock of a live record (the takeover is in doubt: the
+	// holder's effect may have happened), and the zero Record otherwise.
 	Claim(ctx context.Context, l Lease) (current Record, claimed bool, err error)
 	// Complete turns the caller's IN_PROGRESS record into COMPLETED with
 	// result, expiring at l.ExpiresAt. ErrLeaseLost if l.Token no longer
@@ -80,28 +89,108 @@ type Store interface {
 	Release(ctx context.Context, l Lease) error
 }
 
+// Resolver is the optional port that resolves an in-doubt takeover: it asks
+// the downstream whether it applied the effect of key (the business key,
+// for the invoice consumer the orderId sent as Idempotency-Key). It returns
+// the effect's result and applied=true when it was applied, applied=false
+// when it never was, and an error when it cannot tell (the receiver then
+// releases its claim and returns the error: a transient failure). It must be
+// safe for concurrent use.
+type Resolver interface {
+	Lookup(ctx context.Context, key string) (result string, applied bool, err error)
+}
+
+// ResolverFunc adapts a function to [Resolver].
+type ResolverFunc func(ctx context.Context, key string) (result string, applied bool, err error)
+
+// Lookup calls f.
+func (f ResolverFunc) Lookup(ctx context.Context, key string) (string, bool, error) {
+	return f(ctx, key)
+}
+
+// Resolution is what the [Resolver] answered for an in-doubt takeover.
+type Resolution string
+
+// The resolutions of an in-doubt takeover; the empty Resolution means the
+// call was not in doubt.
+const (
+	// ResolvedApplied: the downstream had applied the key; its result was
+	// recorded and the effect did not run again.
+	ResolvedApplied Resolution = "applied"
+	// ResolvedNotApplied: the downstream never applied the key; the effect ran.
+	ResolvedNotApplied Resolution = "not-applied"
+	// Unresolved: no resolver is configured; the effect ran again, and only a
+	// downstream that honours the key keeps it from applying twice.
+	Unresolved Resolution = "unresolved"
+)
+
 // Outcome is the result of [Receiver.Do].
 type Outcome struct {
-	Result    string // the effect's result, fresh or stored
+	Result    string // the effect's result, fresh, stored, or found by the resolver
 	Duplicate bool   // true when the stored result was returned without running the effect
+	// Unrecorded is true when the effect happened (or was found applied) but
+	// its completion could not be recorded within the time left: the caller
+	// acknowledges the message anyway (a redelivery would redo the effect),
+	// and the receiver has reported it through OnUnrecorded.
+	Unrecorded bool
+	// InDoubt is true when this call took over an expired IN_PROGRESS claim
+	// of the same payload: the earlier holder's effect may have happened.
+	InDoubt bool
+	// Resolution says how an in-doubt takeover was resolved; "" when not
+	// InDoubt.
+	Resolution Resolution
 }
+
+// DefaultCompleteBudget bounds the retries of a completion after the effect
+// when ctx has no deadline (or a later one).
+const DefaultCompleteBudget = 3 * time.Second
+
+// completeMargin is left before ctx's deadline when retrying a completion,
+// so the caller can still report its batch.
+const completeMargin = 250 * time.Millisecond
 
 // Receiver runs an effect at most once per key. Its zero value is not
 // usable; set Store and Scope. It is safe for concurrent use.
 type Receiver struct {
 	Store    Store
-	Scope    string              // the consumer's name; keys are "<Scope>#<key>"
+	Scope    string              // the consumer's name, without '#'; keys are Key(Scope, key)
 	Lifetime time.Duration       // how long a completed record is kept; default DefaultLifetime
 	Now      func() time.Time    // default time.Now
 	NewToken func() string       // default: 128 random bits
 	OnError  func(error, string) // called with errors it can only report (a failed release); may be nil
+	// Sleep waits between completion attempts; default internal/wait.Sleep.
+	// Tests inject one that advances their clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// OnUnrecorded is called once for every effect whose completion could
+	// not be recorded (see [Outcome].Unrecorded), with the business key, the
+	// result and the last error, so that the caller can count it (a log
+	// line, a metric). May be nil. Must be safe for concurrent use.
+	OnUnrecorded func(key, result string, err error)
 }
 
-// Do runs effect unless key has run before. The lock it takes expires at
-// ctx's deadline (or after DefaultLockTimeout). It returns ErrInProgress,
-// ErrConflict (both wrapped), the effect's error (wrapped), or a store error.
-// If the effect fails, the claim is released so that a retry can run it.
+// Do runs effect unless key has run before; it is DoResolving without a
+// resolver.
 func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(context.Context) (string, error)) (Outcome, error) {
+	return r.DoResolving(ctx, key, payloadHash, nil, effect)
+}
+
+// DoResolving runs effect unless key has run before. The lock it takes
+// expires at ctx's deadline (or after DefaultLockTimeout).
+//
+// It returns ErrInProgress, ErrConflict (both wrapped), the effect's error
+// (wrapped, after releasing the claim so that a retry can run it), the
+// resolver's error (likewise), or a store error from the claim.
+//
+// When the claim takes over an expired lock of the same payload (in doubt),
+// it first asks resolver, when not nil, whether the effect was applied: if
+// so it records that result without running the effect. See [Outcome].
+//
+// Once the effect has happened it is never redone by this call: the
+// completion is retried with backoff until it is recorded, the lease is lost
+// (another invocation took over), or the time left runs out (ctx's deadline
+// minus a margin, at most DefaultCompleteBudget); then the call still
+// succeeds, with Outcome.Unrecorded set and OnUnrecorded called.
+func (r *Receiver) DoResolving(ctx context.Context, key, payloadHash string, resolver Resolver, effect func(context.Context) (string, error)) (Outcome, error) {
 	now := r.now()
 	until, ok := ctx.Deadline()
 	if !ok {
@@ -112,7 +201,7 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 		lifetime = DefaultLifetime
 	}
 	l := Lease{
-		Key:         r.Scope + "#" + key,
+		Key:         Key(r.Scope, key),
 		PayloadHash: payloadHash,
 		Token:       r.token(),
 		Now:         now,
@@ -124,39 +213,106 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 		return Outcome{}, fmt.Errorf("claim %s: %w", l.Key, err)
 	}
 	if !claimed {
-		switch {
-		case current.Status != Completed:
-			return Outcome{}, fmt.Errorf("claim %s (lock until %s): %w", l.Key, current.LockExpiresAt.Format(time.RFC3339), ErrInProgress)
-		case current.PayloadHash != payloadHash:
-			return Outcome{}, fmt.Errorf("claim %s: %w", l.Key, ErrConflict)
-		default:
-			return Outcome{Result: current.Result, Duplicate: true}, nil
+		return standing(l, current)
+	}
+	var out Outcome
+	if current.Status == InProgress {
+		out.InDoubt = true
+		out.Resolution = Unresolved
+		if resolver != nil {
+			result, applied, err := resolver.Lookup(ctx, key)
+			if err != nil {
+				r.release(ctx, l, key)
+				return Outcome{}, fmt.Errorf("resolve the in-doubt takeover of %s: %w", l.Key, err)
+			}
+			out.Resolution = ResolvedNotApplied
+			if applied {
+				out.Resolution = ResolvedApplied
+				return r.complete(ctx, l, key, result, out), nil
+			}
 		}
 	}
 	result, err := effect(ctx)
 	if err != nil {
-		// Release even when ctx is done, so the retry does not wait for
-		// the lock to expire.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if rerr := r.Store.Release(rctx, l); rerr != nil && r.OnError != nil {
-			r.OnError(fmt.Errorf("release %s: %w", l.Key, rerr), key)
-		}
+		r.release(ctx, l, key)
 		return Outcome{}, err
 	}
-	// The effect happened: record it even when ctx is done by now, and try
-	// twice, so that a redelivery finds it instead of running it again.
-	l.ExpiresAt = r.now().Add(lifetime)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	return r.complete(ctx, l, key, result, out), nil
+}
+
+// standing turns a claim that found a standing record into the outcome.
+func standing(l Lease, current Record) (Outcome, error) {
+	switch {
+	case current.Status == Completed && current.PayloadHash == l.PayloadHash:
+		return Outcome{Result: current.Result, Duplicate: true}, nil
+	case current.Status == Completed:
+		return Outcome{}, fmt.Errorf("claim %s: %w", l.Key, ErrConflict)
+	case current.PayloadHash != l.PayloadHash && !l.Now.Before(current.LockExpiresAt):
+		// An expired lock of another payload: a takeover compares the
+		// payload like any claim.
+		return Outcome{}, fmt.Errorf("claim %s (expired lock of another payload): %w", l.Key, ErrConflict)
+	default:
+		return Outcome{}, fmt.Errorf("claim %s (lock until %s): %w", l.Key, current.LockExpiresAt.Format(time.RFC3339), ErrInProgress)
+	}
+}
+
+// release gives the claim back after a failure before the effect, even when
+// ctx is done, so the retry does not wait for the lock to expire.
+func (r *Receiver) release(ctx context.Context, l Lease, key string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	err = r.Store.Complete(cctx, l, result)
-	if err != nil && !errors.Is(err, ErrLeaseLost) {
-		err = r.Store.Complete(cctx, l, result)
+	if err := r.Store.Release(rctx, l); err != nil && r.OnError != nil {
+		r.OnError(fmt.Errorf("release %s: %w", l.Key, err), key)
 	}
-	if err != nil {
-		return Outcome{Result: result}, fmt.Errorf("complete %s: %w", l.Key, err)
+}
+
+// complete records result after the effect happened, retrying with backoff
+// within the time left, even when ctx is done by now, so that a redelivery
+// finds it instead of running the effect again. It never fails: what cannot
+// be recorded is flagged and reported.
+func (r *Receiver) complete(ctx context.Context, l Lease, key, result string, out Outcome) Outcome {
+	out.Result = result
+	start := r.now()
+	end := start.Add(DefaultCompleteBudget)
+	if dl, ok := ctx.Deadline(); ok {
+		if byCtx := start.Add(time.Until(dl) - completeMargin); byCtx.Before(end) {
+			end = byCtx
+		}
 	}
-	return Outcome{Result: result}, nil
+	lifetime := l.ExpiresAt.Sub(l.Now)
+	bg := context.WithoutCancel(ctx)
+	delay := 25 * time.Millisecond
+	var err error
+	for {
+		l.ExpiresAt = r.now().Add(lifetime)
+		actx, cancel := context.WithTimeout(bg, max(end.Sub(r.now()), time.Second))
+		err = r.Store.Complete(actx, l, result)
+		cancel()
+		if err == nil {
+			return out
+		}
+		// A lost lease means another invocation took the key over: it is in
+		// doubt there, and resolved by its lookup.
+		if errors.Is(err, ErrLeaseLost) || r.now().Add(delay).After(end) {
+			break
+		}
+		if r.sleep(bg, delay) != nil {
+			break
+		}
+		delay = min(2*delay, time.Second)
+	}
+	out.Unrecorded = true
+	if r.OnUnrecorded != nil {
+		r.OnUnrecorded(key, result, fmt.Errorf("complete %s: %w", l.Key, err))
+	}
+	return out
+}
+
+func (r *Receiver) sleep(ctx context.Context, d time.Duration) error {
+	if r.Sleep != nil {
+		return r.Sleep(ctx, d)
+	}
+	return wait.Sleep(ctx, d)
 }
 
 func (r *Receiver) now() time.Time {

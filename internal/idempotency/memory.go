@@ -20,7 +20,8 @@ func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 func (m *MemoryStore) Claim(_ context.Context, l Lease) (Record, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if r, ok := m.records[l.Key]; ok && live(r, l) {
+	r, ok := m.records[l.Key]
+	if ok && stands(r, l) {
 		return r, false, nil
 	}
 	if m.records == nil {
@@ -30,16 +31,19 @@ func (m *MemoryStore) Claim(_ context.Context, l Lease) (Record, bool, error) {
 		Key: l.Key, Status: InProgress, PayloadHash: l.PayloadHash, Token: l.Token,
 		LockExpiresAt: l.Until, ExpiresAt: l.ExpiresAt,
 	}
+	if ok && l.Now.Before(r.ExpiresAt) {
+		return r, true, nil // took over an expired lock: in doubt
+	}
 	return Record{}, true, nil
 }
 
-// live mirrors the DynamoDB condition: a record stands unless it expired or
-// it is an IN_PROGRESS lock past its expiry.
-func live(r Record, l Lease) bool {
+// stands mirrors the DynamoDB condition: a record stands unless it expired,
+// or it is an IN_PROGRESS lock past its expiry of the same payload.
+func stands(r Record, l Lease) bool {
 	if !l.Now.Before(r.ExpiresAt) {
 		return false
 	}
-	return r.Status == Completed || l.Now.Before(r.LockExpiresAt)
+	return r.Status == Completed || l.Now.Before(r.LockExpiresAt) || r.PayloadHash != l.PayloadHash
 }
 
 // Complete implements [Store].

@@ -11,7 +11,8 @@ import (
 	"github.com/homingdlq/homing/internal/idempotency"
 )
 
-// Run runs the contract against stores made by newStore. Each subtest gets a
+// Run runs the contract against stores made by newStore, one named subtest
+// per rule (go test -run 'Contract/takeover_returns_the_expired_lock'). Each subtest gets a
 // fresh store (or fresh keys: keys are unique per subtest and run).
 func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -67,6 +68,54 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		}
 		if err := s.Release(ctx, a); !errors.Is(err, idempotency.ErrLeaseLost) {
 			t.Fatalf("stale holder released: err = %v, want ErrLeaseLost", err)
+		}
+	})
+
+	t.Run("takeover returns the expired lock", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		b := lease(t, "b", a.Until)
+		prev, claimed, err := s.Claim(ctx, b)
+		if err != nil || !claimed {
+			t.Fatalf("claimed=%v err=%v", claimed, err)
+		}
+		if prev.Status != idempotency.InProgress || prev.Token != "a" || prev.PayloadHash != "hash-a" || !prev.LockExpiresAt.Equal(a.Until) {
+			t.Fatalf("previous = %+v, want a's expired lock (the takeover is in doubt)", prev)
+		}
+	})
+
+	t.Run("fresh claim returns no record", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		if prev, claimed, err := s.Claim(ctx, a); err != nil || !claimed || prev != (idempotency.Record{}) {
+			t.Fatalf("absent key: previous=%+v claimed=%v err=%v", prev, claimed, err)
+		}
+		// A lock whose record expired is not in doubt any more.
+		b := lease(t, "b", a.ExpiresAt)
+		if prev, claimed, err := s.Claim(ctx, b); err != nil || !claimed || prev != (idempotency.Record{}) {
+			t.Fatalf("expired record: previous=%+v claimed=%v err=%v", prev, claimed, err)
+		}
+	})
+
+	t.Run("takeover of another payload is refused", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		b := lease(t, "b", a.Until.Add(time.Second))
+		b.PayloadHash = "hash-b"
+		cur, claimed, err := s.Claim(ctx, b)
+		if err != nil || claimed {
+			t.Fatalf("claimed=%v err=%v, want the expired lock of another payload to stand", claimed, err)
+		}
+		if cur.Token != "a" || cur.PayloadHash != "hash-a" {
+			t.Fatalf("current = %+v", cur)
+		}
+		if err := s.Complete(ctx, a, "INV-1"); err != nil {
+			t.Fatalf("the first holder lost its claim to another payload: %v", err)
 		}
 	})
 
