@@ -3,7 +3,11 @@
 // emulator. `make emulator-up` starts it on 127.0.0.1:4580 beside the
 // emulator; `make emulator-down` stops it.
 //
-//	taxstub [-addr 127.0.0.1:4580]
+//	taxstub [-addr 127.0.0.1:4580] [-dedupe]
+//
+// -dedupe starts it deduplicating by Idempotency-Key, as real invoice
+// services do; by default it counts every call (see internal/taxstub), and
+// POST /admin/mode switches either way at run time.
 package main
 
 import (
@@ -31,16 +35,21 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("taxstub", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:4580", "listen address (keep it on loopback)")
+	dedupe := fs.Bool("dedupe", false, "answer a repeated Idempotency-Key with the invoice already issued")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	stub := taxstub.New()
+	if err := stub.SetMode(taxstub.Mode{Mode: "up", Dedupe: *dedupe}); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	srv := &http.Server{Addr: *addr, Handler: taxstub.New(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: *addr, Handler: stub, ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	logger.Info("tax stand-in listening", slog.String("addr", *addr))
+	logger.Info("tax stand-in listening", slog.String("addr", *addr), slog.Bool("dedupe", *dedupe))
 	select {
 	case err := <-errc:
 		return fmt.Errorf("listen on %s: %w", *addr, err)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/homingdlq/homing/internal/wait"
 )
@@ -34,8 +35,11 @@ const SafetyMargin = 500 * time.Millisecond
 // maxBodyBytes bounds how much of any response body is read.
 const maxBodyBytes = 64 << 10
 
-// maxDetailBytes bounds the raw body text quoted in an error.
-const maxDetailBytes = 512
+// MaxDetailBytes bounds the service's text quoted in an error and in
+// [RejectedError].Detail, whether it came from the JSON message or the raw
+// body: a cut detail is at most MaxDetailBytes plus "..." and stays valid
+// UTF-8. The invalid lane's metadata relies on this bound.
+const MaxDetailBytes = 512
 
 // Item is one line of an order, as sent to the service. UnitPrice is a decimal
 // string ("49.90"), never a float.
@@ -239,8 +243,28 @@ func (c *Client) IssueInvoice(ctx context.Context, req InvoiceRequest) (Invoice,
 		return Invoice{}, fmt.Errorf("issue invoice for %s: encode request: %w", req.OrderID, err)
 	}
 	id := req.OrderID
+	var inv Invoice
+	err = c.retry(ctx, "issue invoice for "+id, func(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+		var retryAfter time.Duration
+		var err error
+		inv, retryAfter, err = c.attempt(ctx, timeout, id, body)
+		return retryAfter, err
+	})
+	if err != nil {
+		return Invoice{}, err
+	}
+	return inv, nil
+}
+
+// retry runs attempt under the package's retry discipline (see the package
+// doc): up to MaxAttempts attempts within the budget and ctx's deadline minus
+// SafetyMargin, full-jitter backoff or the service's Retry-After between
+// them, no retry of a *RejectedError or of a status retrying cannot fix.
+// attempt returns the Retry-After the service asked for (-1: none). Errors
+// start with what ("issue invoice for ORD-1").
+func (c *Client) retry(ctx context.Context, what string, attempt func(ctx context.Context, timeout time.Duration) (retryAfter time.Duration, err error)) error {
 	if err := ctx.Err(); err != nil {
-		return Invoice{}, fmt.Errorf("issue invoice for %s: not attempted: %w", id, err)
+		return fmt.Errorf("%s: not attempted: %w", what, err)
 	}
 
 	end := c.opts.Now().Add(c.opts.Budget)
@@ -253,53 +277,53 @@ func (c *Client) IssueInvoice(ctx context.Context, req InvoiceRequest) (Invoice,
 	}
 
 	var lastErr error
-	for attempt := 1; ; attempt++ {
+	for n := 1; ; n++ {
 		remaining := end.Sub(c.opts.Now())
 		if remaining <= 0 {
 			if lastErr == nil {
-				return Invoice{}, fmt.Errorf("issue invoice for %s: not attempted: no %s left", id, budgetNote)
+				return fmt.Errorf("%s: not attempted: no %s left", what, budgetNote)
 			}
-			return Invoice{}, fmt.Errorf("issue invoice for %s: gave up after %s, %s exhausted: %w",
-				id, attempts(attempt-1), budgetNote, lastErr)
+			return fmt.Errorf("%s: gave up after %s, %s exhausted: %w",
+				what, attempts(n-1), budgetNote, lastErr)
 		}
 
-		inv, retryAfter, err := c.attempt(ctx, min(c.opts.AttemptTimeout, remaining), id, body)
+		retryAfter, err := attempt(ctx, min(c.opts.AttemptTimeout, remaining))
 		if err == nil {
-			return inv, nil
+			return nil
 		}
 		lastErr = err
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return Invoice{}, fmt.Errorf("issue invoice for %s: stopped after %s: %w (last error: %v)",
-				id, attempts(attempt), ctxErr, lastErr)
+			return fmt.Errorf("%s: stopped after %s: %w (last error: %v)",
+				what, attempts(n), ctxErr, lastErr)
 		}
 		var rejected *RejectedError
 		if errors.As(err, &rejected) {
-			return Invoice{}, fmt.Errorf("issue invoice for %s: %w", id, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		var se *statusError
 		if errors.As(err, &se) && !se.retryable() {
-			return Invoice{}, fmt.Errorf("issue invoice for %s: not retried after %s, retrying will not help now: %w",
-				id, attempts(attempt), err)
+			return fmt.Errorf("%s: not retried after %s, retrying will not help now: %w",
+				what, attempts(n), err)
 		}
-		if attempt >= c.opts.MaxAttempts {
-			return Invoice{}, fmt.Errorf("issue invoice for %s: gave up after %s: %w", id, attempts(attempt), err)
+		if n >= c.opts.MaxAttempts {
+			return fmt.Errorf("%s: gave up after %s: %w", what, attempts(n), err)
 		}
 
-		delay := c.backoff(attempt)
+		delay := c.backoff(n)
 		if retryAfter >= 0 {
 			delay = retryAfter
 		}
 		if left := end.Sub(c.opts.Now()); delay >= left {
 			if retryAfter >= 0 {
-				return Invoice{}, fmt.Errorf("issue invoice for %s: gave up after %s, Retry-After %s exceeds the %s left: %w",
-					id, attempts(attempt), retryAfter, left.Round(time.Millisecond), err)
+				return fmt.Errorf("%s: gave up after %s, Retry-After %s exceeds the %s left: %w",
+					what, attempts(n), retryAfter, left.Round(time.Millisecond), err)
 			}
-			return Invoice{}, fmt.Errorf("issue invoice for %s: gave up after %s, %s exhausted: %w",
-				id, attempts(attempt), budgetNote, err)
+			return fmt.Errorf("%s: gave up after %s, %s exhausted: %w",
+				what, attempts(n), budgetNote, err)
 		}
 		if err := c.opts.Sleep(ctx, delay); err != nil {
-			return Invoice{}, fmt.Errorf("issue invoice for %s: stopped after %s while waiting to retry: %w (last error: %v)",
-				id, attempts(attempt), err, lastErr)
+			return fmt.Errorf("%s: stopped after %s while waiting to retry: %w (last error: %v)",
+				what, attempts(n), err, lastErr)
 		}
 	}
 }
@@ -362,14 +386,8 @@ func (c *Client) attempt(ctx context.Context, timeout time.Duration, id string, 
 
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusCreated:
-		var inv Invoice
-		if err := json.Unmarshal(data, &inv); err != nil {
-			return Invoice{}, -1, fmt.Errorf("tax service answered %s with an unreadable body: %w", resp.Status, err)
-		}
-		if strings.TrimSpace(inv.Number) == "" {
-			return Invoice{}, -1, fmt.Errorf("tax service answered %s without an invoiceNumber", resp.Status)
-		}
-		return inv, -1, nil
+		inv, err := readInvoice(resp, data)
+		return inv, -1, err
 	case http.StatusUnprocessableEntity:
 		return Invoice{}, -1, &RejectedError{Status: resp.StatusCode, Detail: detail(data)}
 	}
@@ -398,14 +416,25 @@ func detail(data []byte) string {
 	var m struct {
 		Message string `json:"message"`
 	}
-	if json.Unmarshal(data, &m) == nil && strings.TrimSpace(m.Message) != "" {
-		return strings.TrimSpace(m.Message)
-	}
 	text := strings.TrimSpace(string(data))
-	if len(text) > maxDetailBytes {
-		text = strings.ToValidUTF8(text[:maxDetailBytes], "") + "..."
+	if json.Unmarshal(data, &m) == nil && strings.TrimSpace(m.Message) != "" {
+		text = strings.TrimSpace(m.Message)
 	}
-	return text
+	return truncate(text, MaxDetailBytes)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking a cut with
+// "..." (so the result is at most n+3 bytes); invalid UTF-8 in the kept part
+// is dropped.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return strings.ToValidUTF8(s, "")
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(s[:cut], "") + "..."
 }
 
 // parseRetryAfter reads a delta-seconds Retry-After value; -1 when absent or
@@ -436,6 +465,73 @@ func (e *statusError) Error() string {
 // retryable reports whether retrying in-process may help.
 func (e *statusError) retryable() bool {
 	return e.status >= 500 || e.status == http.StatusTooManyRequests || e.status == http.StatusRequestTimeout
+}
+
+// LookupInvoice asks the service whether it applied the Idempotency-Key key
+// (the orderId IssueInvoice sends): GET {baseURL}/invoices/{key}, the key
+// path-escaped. It returns the invoice and applied=true on 200 with an
+// invoiceNumber, applied=false on 404 (never applied), and an error
+// otherwise, with the retry discipline of IssueInvoice: 408, 429 and 5xx are
+// retried within the budget and ctx's deadline minus SafetyMargin, any other
+// status is not retried. Every error is transient for the caller: it must
+// never read an error as "not applied". LookupInvoice is safe for
+// concurrent use.
+func (c *Client) LookupInvoice(ctx context.Context, key string) (inv Invoice, applied bool, err error) {
+	what := "look up invoice " + key
+	if err := checkOrderID(key); err != nil {
+		return Invoice{}, false, fmt.Errorf("look up invoice %q: %w", key, err)
+	}
+	u := c.invoicesURL + "/" + url.PathEscape(key)
+	err = c.retry(ctx, what, func(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+		var retryAfter time.Duration
+		var err error
+		inv, applied, retryAfter, err = c.lookupAttempt(ctx, timeout, u)
+		return retryAfter, err
+	})
+	if err != nil {
+		return Invoice{}, false, err
+	}
+	return inv, applied, nil
+}
+
+// lookupAttempt makes one GET of an invoice by key.
+func (c *Client) lookupAttempt(ctx context.Context, timeout time.Duration, u string) (_ Invoice, applied bool, retryAfter time.Duration, _ error) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodGet, u, nil)
+	if err != nil {
+		return Invoice{}, false, -1, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, data, err := c.do(req)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+			return Invoice{}, false, -1, fmt.Errorf("attempt timed out after %s: %w", timeout, err)
+		}
+		return Invoice{}, false, -1, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		inv, err := readInvoice(resp, data)
+		return inv, err == nil, -1, err
+	case http.StatusNotFound:
+		return Invoice{}, false, -1, nil
+	}
+	return Invoice{}, false, parseRetryAfter(resp.Header.Get("Retry-After")),
+		&statusError{status: resp.StatusCode, text: resp.Status, detail: detail(data)}
+}
+
+// readInvoice decodes a success body: a JSON object with a non-blank
+// invoiceNumber, else a protocol error (transient).
+func readInvoice(resp *http.Response, data []byte) (Invoice, error) {
+	var inv Invoice
+	if err := json.Unmarshal(data, &inv); err != nil {
+		return Invoice{}, fmt.Errorf("tax service answered %s with an unreadable body: %w", resp.Status, err)
+	}
+	if strings.TrimSpace(inv.Number) == "" {
+		return Invoice{}, fmt.Errorf("tax service answered %s without an invoiceNumber", resp.Status)
+	}
+	return inv, nil
 }
 
 // Healthy probes GET {baseURL}/health once, without retry, within

@@ -38,8 +38,8 @@
 //     ignored. A body that is not a JSON object, or whose invoiceNumber is
 //     missing or blank, is a protocol error and treated as transient.
 //   - 422 with an optional {"message":"..."}: rejected for good; the message
-//     (or, failing that, the raw body text) becomes [RejectedError].Detail.
-//     Not retried.
+//     (or, failing that, the raw body text), cut at [MaxDetailBytes], becomes
+//     [RejectedError].Detail. Not retried.
 //   - 408, 429 and every 5xx: transient, retried. A Retry-After header in
 //     delta-seconds form ("Retry-After: 3") replaces the backoff delay before
 //     the next attempt when it fits in the remaining budget; when it does not,
@@ -49,6 +49,16 @@
 //     retried in-process, because retrying will not help now, but reported as
 //     a transient error naming the status, so the message takes the redrive
 //     path and is never lost.
+//
+// Look up an invoice by Idempotency-Key, to resolve an in-doubt retry (the
+// consumer died after calling, before recording the answer):
+//
+//	GET {baseURL}/invoices/{Idempotency-Key, path-escaped}
+//	-> 200 {"invoiceNumber":"INV-..."} when that key was applied
+//	-> 404 when it never was
+//
+// Other answers are retried or reported as for the POST; [Client.LookupInvoice]
+// never reads a failure as "not applied".
 //
 // Health probe, for gates:
 //
