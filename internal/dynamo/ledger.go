@@ -394,11 +394,11 @@ var _ replay.Completions = (*Completions)(nil)
 
 // Completed implements replay.Completions with consistent BatchGetItem
 // reads of up to 100 keys, retrying unprocessed keys a few times.
-func (c *Completions) Completed(ctx context.Context, orderIDs []string) (map[string]bool, error) {
+func (c *Completions) Completed(ctx context.Context, orderIDs []string) (map[string]string, error) {
 	ids := slices.Compact(slices.Sorted(slices.Values(orderIDs)))
-	out := make(map[string]bool, len(ids))
+	out := make(map[string]string, len(ids))
 	proj, err := expression.NewBuilder().WithProjection(expression.NamesList(
-		expression.Name(KeyAttribute), expression.Name("status"), expression.Name(TTLAttribute))).Build()
+		expression.Name(KeyAttribute), expression.Name("status"), expression.Name("payloadHash"), expression.Name(TTLAttribute))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build projection: %w", err)
 	}
@@ -406,7 +406,6 @@ func (c *Completions) Completed(ctx context.Context, orderIDs []string) (map[str
 	for start := 0; start < len(ids); start += batchGetLimit {
 		keys := make([]map[string]types.AttributeValue, 0, batchGetLimit)
 		for _, id := range ids[start:min(start+batchGetLimit, len(ids))] {
-			out[id] = false
 			keys = append(keys, map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: c.scope + "#" + id}})
 		}
 		for attempt := 0; len(keys) > 0; attempt++ {
@@ -430,8 +429,8 @@ func (c *Completions) Completed(ctx context.Context, orderIDs []string) (map[str
 					return nil, fmt.Errorf("decode completion from %s: %w", c.table, err)
 				}
 				id, ok := strings.CutPrefix(it.Key, c.scope+"#")
-				if ok {
-					out[id] = it.Status == string(idempotency.Completed) && it.ExpiresAt > now
+				if ok && it.Status == string(idempotency.Completed) && it.ExpiresAt > now {
+					out[id] = it.PayloadHash
 				}
 			}
 			keys = res.UnprocessedKeys[c.table].Keys

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -24,6 +25,7 @@ const (
 	fateReplay         // send to the source queue
 	fatePark           // send to the parking queue
 	fateRecover        // sent by an earlier run: delete only
+	fateApplied        // the consumer completed the order with the same payload: delete only
 	fateDelay          // hide until due
 	fateBlocked        // FIFO: an earlier message of its group is not moved
 	fateSkip           // rejected by the filter
@@ -32,7 +34,7 @@ const (
 )
 
 var outcomes = [...]string{
-	fateUndecided: "undecided", fateReplay: "replayed", fatePark: "parked", fateRecover: "recovered",
+	fateUndecided: "undecided", fateReplay: "replayed", fatePark: "parked", fateRecover: "recovered", fateApplied: "applied",
 	fateDelay: "delayed", fateBlocked: "blocked", fateSkip: "skipped", fateDefer: "deferred", fateFail: "failed",
 }
 
@@ -58,11 +60,15 @@ const finishTimeout = 5 * time.Second
 const maxHeld = 1000
 
 type item struct {
-	msg     message
-	own     *MessageRecord // the message's ledger record, if any
-	first   bool           // seen for the first time
-	history int            // replays of the order in the ledger, other messages
-	facts   Facts
+	msg       message
+	own       *MessageRecord // the message's ledger record, if any
+	first     bool           // seen for the first time
+	history   int            // the highest replay count the ledger's SENT records of the original message hold
+	ledgerErr error          // the ledger could not be read: decide on the metadata alone
+	intent    bool           // the run holds the message's INTENT record
+	lease     time.Time      // the run holds the message (visibility, and INTENT when intent) until then
+	refund    bool           // the last replay failed in a failed run: it is given back
+	facts     Facts
 	fate    fate
 	reason  string // parking reason
 	vis     int32  // the visibility to set, or keep
@@ -77,6 +83,14 @@ type item struct {
 func (it *item) fail(err error) { it.fate, it.err, it.vis = fateFail, err, keep }
 
 func (it *item) mover() bool { return it.fate == fateReplay || it.fate == fatePark }
+
+// acts reports whether the run writes an INTENT for the item and then
+// settles it: the movers, and the applied ones it removes.
+func (it *item) acts() bool { return it.mover() || it.fate == fateApplied }
+
+// passes reports whether the item leaves the DLQ without holding up its
+// FIFO group: moved, recovered, or applied.
+func (it *item) passes() bool { return it.mover() || it.fate == fateRecover || it.fate == fateApplied }
 
 // each runs f for the items want selects, concurrently (at most MaxBatch).
 func each(items []*item, want func(*item) bool, f func(*item)) {
@@ -112,15 +126,18 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 	}
 	for _, it := range items {
 		switch {
+		case !r.req.Filter.match(it.msg, now):
+			// Filters apply first: a run for some messages leaves the
+			// others alone, whatever their state.
+			it.fate, it.vis = fateSkip, hold
 		case it.msg.metaErr != nil:
 			// Its replay count is unknown: replaying could loop, leaving it
 			// would let it expire unseen. Park it for an operator.
 			it.fate, it.reason = fatePark, ReasonCorruptMetadata
-		case !r.req.Filter.match(it.msg, now):
-			it.fate, it.vis = fateSkip, hold
 		}
 	}
 	each(items, undecided, func(it *item) { r.look(ctx, p, it, now) })
+	r.applied(ctx, items)
 	for _, it := range items {
 		if it.fate == fateUndecided {
 			r.decide(p, it, now, receivedAt)
@@ -133,18 +150,23 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 			it.vis = hold
 		}
 	} else {
-		each(items, func(it *item) bool { return it.first && !it.mover() && it.fate != fateFail }, func(it *item) { r.see(ctx, p, it, now) })
-		each(items, (*item).mover, func(it *item) { r.intend(ctx, p, it, now, receivedAt) })
+		each(items, func(it *item) bool { return it.first && !it.acts() && it.fate != fateFail }, func(it *item) { r.see(ctx, p, it, now) })
+		each(items, (*item).acts, func(it *item) { r.intend(ctx, p, it, now, receivedAt) })
 		if p.fifo {
 			blockBehind(items)
 		}
 		r.send(ctx, p, items)
+		for _, it := range items {
+			if it.fate == fateApplied {
+				it.sent = true // nothing to send: removed below
+			}
+		}
 		// What was sent must be recorded and deleted even when the run is
 		// cancelled or out of time now: otherwise the next run finds an
 		// expired INTENT and sends the messages again.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 		defer cancel()
-		each(items, func(it *item) bool { return it.sent }, func(it *item) { r.settle(fctx, p, it, now) })
+		each(items, func(it *item) bool { return it.sent && it.intent }, func(it *item) { r.settle(fctx, p, it, now) })
 		if r.e.afterSend != nil {
 			var ids []string
 			for _, it := range items {
@@ -165,27 +187,67 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 }
 
 // look reads the order's history from the ledger: the message's own record,
-// and the replays of the order's other messages. A message without a record
-// is seen for the first time (see writes its record later).
+// and the replays of the same original message (its earlier DLQ copies). A
+// message without a record is seen for the first time (see writes its
+// record later). The budget belongs to the message: replays of the order's
+// other messages do not count, nor do INTENT records (a send that may never
+// have happened), nor the replays of a failed run (see [Breaker]). When the
+// ledger cannot be read, the message is decided on its metadata alone.
 func (r *run) look(ctx context.Context, p *pass, it *item, now time.Time) {
 	key := OrderKey(it.msg.orderID, it.msg.originalID())
 	history, err := r.e.ledger.OrderHistory(ctx, key)
 	if err != nil {
-		it.fail(fmt.Errorf("read the history of %s: %w", key, err))
+		it.ledgerErr = fmt.Errorf("read the history of %s: %w", key, err)
 		return
 	}
 	for _, rec := range history {
 		switch {
 		case rec.MessageID == it.msg.id:
 			it.own = &rec
-		case (rec.State == Sent || rec.State == Intent) && !rec.At.Before(it.msg.meta.ResetAt):
-			it.history++
+		case rec.State == Sent && rec.OriginalMessageID == it.msg.originalID() &&
+			!rec.At.Before(it.msg.meta.ResetAt) && !p.failedRuns[rec.RunID]:
+			it.history = max(it.history, rec.ReplayCount)
 		}
 	}
 	if it.own != nil {
 		return
 	}
 	it.first = true
+}
+
+// applied finds the messages whose order the consumer has completed with
+// the same payload: nobody needs them, so they are removed rather than
+// replayed or parked. A different payload still goes back (the consumer
+// routes the conflict). One read per batch; when it fails, the messages are
+// decided as usual.
+func (r *run) applied(ctx context.Context, items []*item) {
+	if r.e.opts.Completions == nil || r.e.opts.PayloadHash == nil {
+		return
+	}
+	hashes := map[*item]string{}
+	var ids []string
+	for _, it := range items {
+		if it.fate != fateUndecided || it.msg.orderID == "" || it.own != nil && it.own.State.final() {
+			continue
+		}
+		if h, ok := r.e.opts.PayloadHash(it.msg.body); ok {
+			hashes[it] = h
+			ids = append(ids, it.msg.orderID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	done, err := r.e.opts.Completions.Completed(ctx, ids)
+	if err != nil {
+		r.e.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "replay completions", slog.String("runId", r.id), slog.String("error", err.Error()))
+		return
+	}
+	for it, h := range hashes {
+		if got, ok := done[it.msg.orderID]; ok && got == h {
+			it.fate, it.reason = fateApplied, ReasonAlreadyApplied
+		}
+	}
 }
 
 // see writes the SEEN record of a message seen for the first time that
@@ -215,7 +277,7 @@ func (r *run) record(p *pass, it *item, s State, now time.Time) MessageRecord {
 func (r *run) decide(p *pass, it *item, now, receivedAt time.Time) {
 	if own := it.own; own != nil {
 		switch {
-		case own.State == Sent || own.State == Parked:
+		case own.State.final():
 			it.fate = fateRecover
 			return
 		case own.State == Intent && now.Before(own.LeaseUntil) && own.RunID != r.id:
@@ -223,8 +285,15 @@ func (r *run) decide(p *pass, it *item, now, receivedAt time.Time) {
 			return
 		}
 	}
+	count := it.msg.meta.ReplayCount
+	if p.failedRuns[it.msg.meta.RunID] && count > 0 && it.msg.meta.Refunds < r.e.policy.MaxReplays {
+		// Its last replay failed in a run whose replays all failed: the
+		// failure was the system's, so that replay is given back.
+		count--
+		it.refund = true
+	}
 	it.facts = Facts{
-		ReplayCount:    max(it.msg.meta.ReplayCount, it.history),
+		ReplayCount:    max(count, it.history),
 		DeadLetteredAt: it.msg.deadLetteredAt,
 		LastReplayAt:   it.msg.meta.LastReplayAt,
 		JitterKey:      it.msg.originalID(),
@@ -233,13 +302,18 @@ func (r *run) decide(p *pass, it *item, now, receivedAt time.Time) {
 		it.facts.ExpiresAt = it.msg.sentAt.Add(p.retention)
 	}
 	d := r.e.policy.Decide(it.facts, now)
-	switch d.Action {
-	case Replay:
+	switch {
+	case d.Action == Replay && it.ledgerErr != nil && r.e.policy.Expiring(it.facts, now):
+		// No replay without the ledger, but the rescue goes on.
+		it.fate, it.reason = fatePark, ReasonExpiryRescue
+	case d.Action == Replay && it.ledgerErr != nil:
+		it.fail(it.ledgerErr)
+	case d.Action == Replay:
 		it.fate = fateReplay
-	case Park:
+	case d.Action == Park:
 		it.fate, it.reason = fatePark, d.Reason
-	case Delay:
-		it.fate, it.vis = fateDelay, hide(d.Due, now, receivedAt)
+	case d.Action == Delay:
+		it.fate, it.vis = fateDelay, hide(d.Until, now, receivedAt)
 	}
 }
 
@@ -286,7 +360,7 @@ func (r *run) plan(p *pass, items []*item, now time.Time) (moves, replays int) {
 				it.fail(err)
 			}
 		}
-		if p.fifo && !it.mover() && it.fate != fateRecover {
+		if p.fifo && !it.passes() {
 			blocked[it.msg.group] = true
 		}
 	}
@@ -299,7 +373,10 @@ func (r *run) build(p *pass, it *item, now time.Time) error {
 	m := it.msg
 	meta := Metadata{
 		ReplayCount: it.facts.ReplayCount, FirstDeadLetteredAt: m.firstDeadLettered(), LastReplayAt: m.meta.LastReplayAt,
-		OriginalMessageID: m.originalID(), Route: p.route.Name, RunID: r.id, ResetAt: m.meta.ResetAt,
+		OriginalMessageID: m.originalID(), Route: p.route.Name, RunID: r.id, ResetAt: m.meta.ResetAt, Refunds: m.meta.Refunds,
+	}
+	if it.refund {
+		meta.Refunds++
 	}
 	it.dest = p.route.ParkingURL
 	if it.fate == fateReplay {
@@ -321,10 +398,16 @@ func (r *run) build(p *pass, it *item, now time.Time) error {
 			group = p.route.Name
 		}
 		it.entry.MessageGroupId = aws.String(group)
-		// After a reset the counts start again: the reset time keeps the
-		// ids apart from those of the first replays.
+		// After a reset the counts start again, so the ids must differ
+		// from those of the first replays, and be the same when the reset
+		// run is retried: the run that resets names the message it resets
+		// (its id in the queue it reads, the same on every retry); later
+		// runs name the reset time their metadata carries.
 		dedup := meta.Reason
-		if !meta.ResetAt.IsZero() {
+		switch {
+		case r.req.ResetCount:
+			dedup += "\nreset of " + m.id
+		case !meta.ResetAt.IsZero():
 			dedup += "\nreset " + meta.ResetAt.UTC().Format(time.RFC3339Nano)
 		}
 		it.entry.MessageDeduplicationId = aws.String(DeduplicationID(m.originalID(), meta.ReplayCount, dedup))
@@ -340,26 +423,36 @@ func blockBehind(items []*item) {
 		if stopped[it.msg.group] && it.mover() {
 			it.fate, it.vis = fateBlocked, keep
 		}
-		if !it.mover() && it.fate != fateRecover {
+		if !it.passes() {
 			stopped[it.msg.group] = true
 		}
 	}
 }
 
 // intend writes the INTENT record of a mover, leased until the message's
-// visibility ends (no other run can receive it before).
+// visibility ends (no other run can receive it before). A park goes on
+// without the ledger: the rescue must not depend on it.
 func (r *run) intend(ctx context.Context, p *pass, it *item, now, receivedAt time.Time) {
 	rec := r.record(p, it, Intent, now)
 	rec.LeaseUntil = receivedAt.Add(r.visibility)
+	it.lease = rec.LeaseUntil
+	if it.ledgerErr != nil && it.fate == fatePark {
+		it.first = false
+		it.warn = it.ledgerErr
+		return
+	}
 	cur, ok, err := r.e.ledger.Mark(ctx, rec)
 	if !ok {
 		it.first = false // no record of ours: another run (or an error) was first
 	}
 	switch {
+	case err != nil && it.fate == fatePark:
+		it.warn = fmt.Errorf("mark %s intent: %w", it.msg.id, err)
 	case err != nil:
 		it.fail(fmt.Errorf("mark %s intent: %w", it.msg.id, err))
 	case ok:
-	case cur.State == Sent || cur.State == Parked:
+		it.intent = true
+	case cur.State.final():
 		it.fate = fateRecover
 	case cur.State == Intent:
 		it.fate, it.vis = fateDelay, hide(cur.LeaseUntil, now, receivedAt)
@@ -409,7 +502,7 @@ func (r *run) send(ctx context.Context, p *pass, items []*item) {
 				for i := range batch {
 					errs[i] = err
 				}
-			} else {
+			} else if batch = r.renew(ctx, p, batch); len(batch) > 0 {
 				errs = inBatches(len(batch), func(start int, ids []string) ([]string, []types.BatchResultErrorEntry, error) {
 					entries := make([]types.SendMessageBatchRequestEntry, len(ids))
 					for i, id := range ids {
@@ -431,17 +524,70 @@ func (r *run) send(ctx context.Context, p *pass, items []*item) {
 				}
 				it.sent = true
 			}
+			for _, it := range round {
+				if it.fate == fateFail {
+					failed[it.msg.group] = true // not renewed: stops its group too
+				}
+			}
 		}
 	}
 }
+
+// renew makes sure the run holds every item of batch for as long as a send
+// may take (half the decision window): a run must never send a message
+// whose lease it no longer holds, or a concurrent run that took it over
+// sends it too. The lease of an item that ends sooner is extended, its
+// visibility first (it fails when another run has received the message
+// since), then its INTENT record (it fails when another run holds or has
+// settled it). An item that cannot be extended is not sent; it fails and
+// is left as it is. It returns the items to send.
+func (r *run) renew(ctx context.Context, p *pass, batch []*item) []*item {
+	now := r.now()
+	var due []visibility
+	for _, it := range batch {
+		if it.lease.Sub(now) < r.e.opts.DecisionWindow/2 {
+			due = append(due, visibility{id: it.msg.id, receipt: it.msg.receipt, seconds: int32(math.Ceil(r.visibility.Seconds()))})
+		}
+	}
+	if len(due) == 0 {
+		return batch
+	}
+	failed := changeVisibility(ctx, r.e.queue, p.route.DLQURL, due)
+	return slices.DeleteFunc(batch, func(it *item) bool {
+		if it.lease.Sub(now) >= r.e.opts.DecisionWindow/2 {
+			return false
+		}
+		if err, bad := failed[it.msg.id]; bad {
+			it.fail(fmt.Errorf("lease of %s ran out and could not be renewed: %w", it.msg.id, err))
+			return true
+		}
+		lease := now.Add(r.visibility)
+		if it.intent {
+			rec := r.record(p, it, Intent, now)
+			rec.LeaseUntil = lease
+			if _, ok, err := r.e.ledger.Mark(ctx, rec); err != nil || !ok {
+				it.fail(fmt.Errorf("lease of %s ran out and could not be renewed: ok=%v: %w", it.msg.id, ok, errors.Join(err, errLeaseLost)))
+				return true
+			}
+		}
+		it.lease = lease
+		return false
+	})
+}
+
+// errLeaseLost says another run holds or has settled a message.
+var errLeaseLost = errors.New("another run holds the message")
 
 // settle writes SENT or PARKED over the mover's INTENT. A failure is a
 // warning: the message was sent, it is deleted all the same.
 func (r *run) settle(ctx context.Context, p *pass, it *item, now time.Time) {
 	rec := r.record(p, it, Sent, now)
 	rec.ReplayCount = it.count
-	if it.fate == fatePark {
+	switch it.fate {
+	case fatePark:
 		rec.State, rec.Reason = Parked, it.reason
+	case fateApplied:
+		rec.State, rec.Reason = Resolved, it.reason
 	}
 	_, ok, err := r.e.ledger.Mark(ctx, rec)
 	switch {
@@ -539,6 +685,10 @@ func (r *run) account(ctx context.Context, p *pass, items []*item, plannedMoves,
 			}
 		case fateRecover:
 			c.Recovered++
+		case fateApplied:
+			if it.sent {
+				c.Applied++
+			}
 		case fateDelay:
 			c.Delayed++
 		case fateBlocked:
@@ -572,7 +722,7 @@ func (r *run) logItem(ctx context.Context, p *pass, it *item) {
 	switch {
 	case it.fate == fateFail || it.warn != nil:
 		level = slog.LevelWarn
-	case it.fate == fateReplay || it.fate == fatePark || it.fate == fateRecover:
+	case it.fate == fateReplay || it.fate == fatePark || it.fate == fateRecover || it.fate == fateApplied:
 		level = slog.LevelInfo
 	}
 	if !r.e.opts.Logger.Enabled(ctx, level) {
@@ -589,7 +739,7 @@ func (r *run) logItem(ctx context.Context, p *pass, it *item) {
 		attrs = append(attrs, slog.String("orderId", it.msg.orderID))
 	}
 	switch {
-	case it.fate == fatePark:
+	case it.fate == fatePark || it.fate == fateApplied:
 		attrs = append(attrs, slog.String("reason", it.reason))
 	case it.fate == fateSkip:
 		attrs = append(attrs, slog.String("reason", it.msg.reason))

@@ -192,9 +192,16 @@ type Options struct {
 	// Health probes the downstream; an error closes the health gate. Nil
 	// skips the gate.
 	Health func(context.Context) error
-	// Completions reads whether orders completed, for the canary gate. Nil
-	// skips the gate.
+	// Completions reads whether orders completed, for the canary gate and
+	// the breaker, and with PayloadHash to remove dead letters the consumer
+	// has already applied. Nil skips the gate.
 	Completions Completions
+	// PayloadHash returns the hash the consumer's idempotency record holds
+	// for a message body (for the invoice consumer: the order's canonical
+	// hash), ok=false when the body has none (it is invalid). With
+	// Completions, a dead letter whose order completed with the same hash
+	// is removed instead of replayed (counted as applied). Nil skips that.
+	PayloadHash func(body string) (hash string, ok bool)
 	// Logger gets one line per message and one summary line per run.
 	// Default slog.Default().
 	Logger *slog.Logger
@@ -281,8 +288,23 @@ func New(q Queue, l Ledger, opts Options) *Engine {
 	}
 }
 
+// Validate reports every option that is out of range after the defaults
+// are applied; [Engine.Run] refuses to run with them.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	var errs []error
+	if math.IsNaN(o.Rate) || o.Rate < MinRate || o.Rate > MaxRate {
+		errs = append(errs, fmt.Errorf("rate %g: want %g..%g messages per second", o.Rate, MinRate, MaxRate))
+	}
+	if o.DecisionWindow > MaxVisibility {
+		errs = append(errs, fmt.Errorf("decision window %s: want at most %s", o.DecisionWindow, MaxVisibility))
+	}
+	return errors.Join(errs...)
+}
+
 // Run runs req and returns its summary. It returns an error wrapping
-// ErrInvalidRequest (and an empty summary) for an invalid request;
+// ErrInvalidRequest (and an empty summary) for an invalid request or
+// invalid options;
 // otherwise the summary, and an error when a route stopped on an error or
 // the run record could not be written. Errors of single messages are counted
 // in the summary, not returned. The summary is logged and, unless the run is
@@ -290,6 +312,9 @@ func New(q Queue, l Ledger, opts Options) *Engine {
 func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 	if err := req.Validate(); err != nil {
 		return Summary{}, err
+	}
+	if err := e.opts.Validate(); err != nil {
+		return Summary{}, fmt.Errorf("%w: options: %w", ErrInvalidRequest, err)
 	}
 	r := e.newRun(req)
 	sum := Summary{
@@ -310,14 +335,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 		errs = append(errs, prevErr)
 	}
 	for _, rt := range req.Routes {
-		// The refill gate compares with the latest run that read this
-		// route's DLQ; the canary checks the orders of the latest run that
-		// replayed on it. Runs of other routes (an operator's replay from
-		// the parking queue), runs held before reading, and runs held by a
-		// gate with nothing replayed are looked past.
-		read := latestRoute(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.Gates) > 0 })
-		replayed := latestRoute(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.ReplayedOrders) > 0 })
-		rs, err := r.route(ctx, rt, read, replayed, prevErr)
+		rs, err := r.route(ctx, rt, recent, prevErr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("route %s: %w", rt.Name, err))
 		}
@@ -411,24 +429,36 @@ type pass struct {
 	fifo       bool
 	retention  time.Duration // 0 when unknown
 	replayLeft int           // replays the canary allows; -1 unlimited
+	gated      bool          // a gate is closed: no replays, the rescue goes on
 	held       []visibility  // messages left for a later run, released when the pass ends
+	// failedRuns are the runs whose replays on the route all failed (the
+	// breaker): the replays they made are given back to the messages.
+	failedRuns map[string]bool
 }
 
 // gateHistory is how many recent runs the gates look back through.
 const gateHistory = 20
 
-// latestRoute returns the summary of route in the latest of runs (latest
-// first) for which want holds, or nil.
-func latestRoute(runs []Summary, route string, want func(RouteSummary) bool) *RouteSummary {
-	for _, s := range runs {
-		if i := slices.IndexFunc(s.Routes, func(p RouteSummary) bool { return p.Route == route && want(p) }); i >= 0 {
-			return &s.Routes[i]
-		}
-	}
-	return nil
+// routeRun is the part of an earlier run about one route.
+type routeRun struct {
+	runID     string
+	startedAt time.Time
+	rs        *RouteSummary
 }
 
-func (r *run) route(ctx context.Context, rt Route, read, replayed *RouteSummary, prevErr error) (RouteSummary, error) {
+// routeRuns returns the summaries of route in runs (latest first) for which
+// want holds, latest first.
+func routeRuns(runs []Summary, route string, want func(RouteSummary) bool) []routeRun {
+	var out []routeRun
+	for _, s := range runs {
+		if i := slices.IndexFunc(s.Routes, func(p RouteSummary) bool { return p.Route == route && want(p) }); i >= 0 {
+			out = append(out, routeRun{runID: s.RunID, startedAt: s.StartedAt, rs: &s.Routes[i]})
+		}
+	}
+	return out
+}
+
+func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr error) (RouteSummary, error) {
 	rs := RouteSummary{Route: rt.Name, FIFO: rt.FIFO(), Gates: []Gate{}, Counts: newCounts()}
 	if reason := r.stop(ctx); reason != "" {
 		rs.StopReason = reason
@@ -452,21 +482,45 @@ func (r *run) route(ctx context.Context, rt Route, read, replayed *RouteSummary,
 	}
 	rs.Depth = attr(types.QueueAttributeNameApproximateNumberOfMessages)
 	rs.InFlight = attr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
-	p := &pass{route: rt, rs: &rs, fifo: rt.FIFO(), replayLeft: -1,
+	p := &pass{route: rt, rs: &rs, fifo: rt.FIFO(), replayLeft: -1, failedRuns: map[string]bool{},
 		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second}
 
-	refill, canary := r.refillGate(rs, read, prevErr), r.canaryGate(ctx, replayed, prevErr)
+	// The refill gate compares with the latest run that read this route's
+	// DLQ; the canary checks the orders of the latest runs that replayed
+	// on it. Runs of other routes (an operator's replay from the parking
+	// queue), runs held before reading, and runs that replayed nothing are
+	// looked past.
+	read := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.Gates) > 0 })
+	replayed := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.ReplayedOrders) > 0 })
+	for _, h := range routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return rs.Breaker != nil }) {
+		p.failedRuns[h.rs.Breaker.FailedRun] = true
+	}
+	var last *RouteSummary
+	if len(read) > 0 {
+		last = read[0].rs
+	}
+	refill, canary := r.refillGate(rs, last, prevErr), r.canaryGate(ctx, &rs, replayed, prevErr)
+	if rs.Breaker != nil {
+		p.failedRuns[rs.Breaker.FailedRun] = true
+	}
 	rs.Gates = append(rs.Gates, refill, canary)
 	r.logGate(ctx, rt.DLQURL, refill)
 	r.logGate(ctx, rt.DLQURL, canary)
 	if rs.closed(r.health) {
-		rs.StopReason = StopGate
-		return rs, nil
-	}
-	if canary.Decision == GateLimited {
+		// Gates hold replays, never the expiry rescue: the pass goes on
+		// to park what is about to expire.
+		p.gated, p.replayLeft = true, 0
+	} else if canary.Decision == GateLimited {
 		p.replayLeft = canary.Limit
 	}
 	r.progress(&rs)
+	stop := func(reason StopReason) (RouteSummary, error) {
+		if p.gated && (reason == StopDrained || reason == StopPass) {
+			reason = StopGate
+		}
+		rs.StopReason = reason
+		return rs, nil
+	}
 
 	defer func() {
 		// Release what the pass held, even when ctx has ended.
@@ -477,12 +531,10 @@ func (r *run) route(ctx context.Context, rt Route, read, replayed *RouteSummary,
 	budget := rs.Depth + MaxBatch
 	for {
 		if reason := r.stop(ctx); reason != "" {
-			rs.StopReason = reason
-			return rs, nil
+			return stop(reason)
 		}
 		if budget <= 0 {
-			rs.StopReason = StopPass
-			return rs, nil
+			return stop(StopPass)
 		}
 		started := r.now()
 		got, err := r.e.queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
@@ -502,8 +554,7 @@ func (r *run) route(ctx context.Context, rt Route, read, replayed *RouteSummary,
 			return rs, fmt.Errorf("receive from %s: %w", rt.DLQURL, err)
 		}
 		if len(got.Messages) == 0 {
-			rs.StopReason = StopDrained
-			return rs, nil
+			return stop(StopDrained)
 		}
 		budget -= len(got.Messages)
 		err = r.batch(ctx, p, got.Messages, started)
@@ -550,10 +601,18 @@ func (r *run) refillGate(rs RouteSummary, prev *RouteSummary, prevErr error) Gat
 	return g
 }
 
-// canaryGate limits the replays of a route while some orders the previous
-// run replayed on it have not completed.
-func (r *run) canaryGate(ctx context.Context, prev *RouteSummary, prevErr error) Gate {
+// canaryGate limits the replays of a route while some orders the latest
+// replaying run (replayed[0]) sent back have not completed. When none of
+// them has, the failure is the system's, not the messages': the breaker
+// opens (rs.Breaker), the gate closes, and a probe of CanaryLimit replays
+// goes out once the wait has passed: BackoffBase, doubled for each probe
+// before that failed too, at most BackoffMax.
+func (r *run) canaryGate(ctx context.Context, rs *RouteSummary, replayed []routeRun, prevErr error) Gate {
 	g := Gate{Name: GateCanary, Decision: GateOpen}
+	var prev *RouteSummary
+	if len(replayed) > 0 {
+		prev = replayed[0].rs
+	}
 	limited := func(detail string) Gate {
 		g.Decision, g.Detail, g.Limit = GateLimited, detail, r.e.opts.CanaryLimit
 		return g
@@ -574,9 +633,27 @@ func (r *run) canaryGate(ctx context.Context, prev *RouteSummary, prevErr error)
 	}
 	pending := 0
 	for _, id := range prev.ReplayedOrders {
-		if !done[id] {
+		if _, ok := done[id]; !ok {
 			pending++
 		}
+	}
+	if pending == len(prev.ReplayedOrders) {
+		trips := 1
+		for _, h := range replayed {
+			if !h.rs.Probe {
+				break
+			}
+			trips++
+		}
+		b := &Breaker{FailedRun: replayed[0].runID, Trips: trips, ProbeAt: replayed[0].startedAt.Add(r.e.policy.ceiling(trips - 1))}
+		rs.Breaker = b
+		detail := fmt.Sprintf("breaker open: none of the %d orders run %s replayed has completed (%d failed in a row)", len(prev.ReplayedOrders), b.FailedRun, trips)
+		if r.now().Before(b.ProbeAt) {
+			g.Decision, g.Detail = GateClosed, detail+"; next probe at "+b.ProbeAt.UTC().Format(time.RFC3339)
+			return g
+		}
+		rs.Probe = true
+		return limited(detail + "; probing")
 	}
 	if pending > 0 {
 		return limited(fmt.Sprintf("%d of %d orders replayed by the previous run have not completed", pending, len(prev.ReplayedOrders)))

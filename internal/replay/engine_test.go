@@ -47,18 +47,19 @@ func slowKey(t *testing.T, count int, d time.Duration) string {
 	return ""
 }
 
-// seedReplays records n earlier replays of orderID (other DLQ messages).
-func (h *harness) seedReplays(orderID string, n int) {
+// seedReplays records n earlier replays of orderID's original message
+// original (its earlier DLQ copies), with replay counts 1..n.
+func (h *harness) seedReplays(orderID, original string, n int) {
 	h.t.Helper()
 	ctx := context.Background()
 	now := h.clock.Now().Add(-time.Hour)
 	for i := range n {
 		r := replay.MessageRecord{
 			OrderKey: replay.OrderKey(orderID, ""), MessageID: fmt.Sprintf("old-%d", i), Route: "orders", OrderID: orderID,
-			OriginalMessageID: "old-0", RunID: "old-run", FirstSeenAt: now, At: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(24 * time.Hour),
+			OriginalMessageID: original, RunID: "old-run", FirstSeenAt: now, At: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(24 * time.Hour),
 		}
 		for _, s := range []replay.State{replay.Intent, replay.Sent} {
-			r.State = s
+			r.State, r.ReplayCount = s, i+1
 			if _, ok, err := h.ledger.Mark(ctx, r); err != nil || !ok {
 				h.t.Fatalf("seed %s: ok=%v err=%v", s, ok, err)
 			}
@@ -164,7 +165,7 @@ func TestDecisions(t *testing.T) {
 		{
 			name: "the ledger counts more replays than the metadata: parked",
 			setup: func(h *harness) msg {
-				h.seedReplays("ORD-1", 3)
+				h.seedReplays("ORD-1", "o", 3)
 				return msg{body: order("ORD-1"), meta: &replay.Metadata{ReplayCount: 1, LastReplayAt: h.clock.Now().Add(-24 * time.Hour), OriginalMessageID: "o"}}
 			},
 			want: counts{Examined: 1, DeadLettered: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}}, where: "parking", count: 3, reason: replay.ReasonReplayExhausted,
@@ -613,14 +614,18 @@ func TestGates(t *testing.T) {
 			want: counts{Examined: 8, DeadLettered: 8, Replayed: 8},
 		},
 		{
-			name: "downstream unhealthy: nothing moves", messages: 8,
+			// Gates hold replays, not the expiry rescue: the messages are
+			// examined and left for a later run.
+			name: "downstream unhealthy: no replays", messages: 8,
 			opts:   func(o *replay.Options) { o.Health = func(context.Context) error { return errDown } },
 			health: replay.GateClosed, refill: replay.GateOpen, canary: replay.GateSkipped,
+			want: counts{Examined: 8, DeadLettered: 8, Deferred: 8},
 		},
 		{
 			name: "DLQ refilling: hold", messages: 150,
 			setup:  func(h *harness) { previous(h, replay.RouteSummary{Depth: 40, Counts: replay.Counts{Replayed: 10}}) },
 			health: replay.GateSkipped, refill: replay.GateClosed, canary: replay.GateSkipped,
+			want: counts{Examined: 150, DeadLettered: 150, Deferred: 150},
 		},
 		{
 			name: "DLQ grew within the threshold", messages: 150,
@@ -691,7 +696,7 @@ func TestGates(t *testing.T) {
 
 type failingCompletions struct{}
 
-func (failingCompletions) Completed(context.Context, []string) (map[string]bool, error) {
+func (failingCompletions) Completed(context.Context, []string) (map[string]string, error) {
 	return nil, errors.New("throttled")
 }
 
@@ -895,7 +900,9 @@ func TestLedgerFailureClosesTheGatesAndIsReported(t *testing.T) {
 	cause := errors.New("ledger down")
 	e := replay.New(h.q, brokenLedger{h.ledger, cause}, h.options())
 	s, err := e.Run(context.Background(), replay.Request{Routes: []replay.Route{h.route}})
-	if !errors.Is(err, cause) || s.Routes[0].StopReason != replay.StopGate || s.Total.Examined != 0 {
+	// Held by the refill gate: nothing replayed, every message examined
+	// for the expiry rescue and left for a later run.
+	if !errors.Is(err, cause) || s.Routes[0].StopReason != replay.StopGate || s.Total.Replayed != 0 || s.Total.Deferred != 3 {
 		t.Fatalf("err = %v, summary = %+v", err, s.Routes[0])
 	}
 }
@@ -948,7 +955,7 @@ func TestGatesLookPastRunsThatDidNotReplay(t *testing.T) {
 			}
 			return down
 		}
-		o.Completions = completionsOf() // nothing completes: the orders failed again
+		o.Completions = completionsOf("ORD-A-000") // one of three completes: the others failed again
 		o.MaxPerRun = 3
 	}
 	first := h.run(h.engine(opts), replay.Request{})
@@ -976,10 +983,12 @@ func completionsOf(done ...string) replay.Completions { return fixedCompletions(
 
 type fixedCompletions []string
 
-func (f fixedCompletions) Completed(_ context.Context, ids []string) (map[string]bool, error) {
-	out := make(map[string]bool, len(ids))
+func (f fixedCompletions) Completed(_ context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
 	for _, id := range ids {
-		out[id] = slices.Contains(f, id)
+		if slices.Contains(f, id) {
+			out[id] = "hash"
+		}
 	}
 	return out, nil
 }

@@ -187,7 +187,7 @@ func (h *harness) depth(url string) (visible, inFlight int) {
 
 // counts compares the interesting counts of a route or total.
 type counts struct {
-	Examined, DeadLettered, Replayed, Recovered, Delayed, Blocked, Skipped, Deferred, Errors int
+	Examined, DeadLettered, Replayed, Recovered, Applied, Delayed, Blocked, Skipped, Deferred, Errors int
 	Parked                                                                                   map[string]int
 }
 
@@ -197,7 +197,7 @@ func countsOf(c replay.Counts) counts {
 	if len(p) == 0 {
 		p = nil
 	}
-	return counts{c.Examined, c.DeadLettered, c.Replayed, c.Recovered, c.Delayed, c.Blocked, c.Skipped, c.Deferred, c.Errors, p}
+	return counts{c.Examined, c.DeadLettered, c.Replayed, c.Recovered, c.Applied, c.Delayed, c.Blocked, c.Skipped, c.Deferred, c.Errors, p}
 }
 
 func checkCounts(t *testing.T, got replay.Counts, want counts) {

@@ -8,13 +8,17 @@ import (
 // State is the state of a DLQ message in the ledger.
 type State string
 
-// The states of a DLQ message. SENT and PARKED are final.
+// The states of a DLQ message. SENT, PARKED and RESOLVED are final.
 const (
-	Seen   State = "SEEN"   // the engine has seen it in the DLQ
-	Intent State = "INTENT" // a run is about to send it (leased)
-	Sent   State = "SENT"   // sent back to its source queue
-	Parked State = "PARKED" // sent to the parking queue
+	Seen     State = "SEEN"     // the engine has seen it in the DLQ
+	Intent   State = "INTENT"   // a run is about to send it (leased)
+	Sent     State = "SENT"     // sent back to its source queue
+	Parked   State = "PARKED"   // sent to the parking queue
+	Resolved State = "RESOLVED" // removed without a send: see Reason (ReasonAlreadyApplied)
 )
+
+// final reports whether s ends a DLQ message's history.
+func (s State) final() bool { return s == Sent || s == Parked || s == Resolved }
 
 // DefaultRecordLifetime is how long ledger records live: longer than the
 // longest DLQ retention (14 days) with a margin.
@@ -30,7 +34,7 @@ type MessageRecord struct {
 	OrderID           string    `json:"orderId,omitempty"`
 	OriginalMessageID string    `json:"originalMessageId"`
 	RunID             string    `json:"runId,omitempty"`     // the run that wrote State
-	Reason            string    `json:"reason,omitempty"`    // PARKED: the parking reason
+	Reason            string    `json:"reason,omitempty"`    // PARKED: the parking reason; RESOLVED: why
 	ReplayCount       int       `json:"replayCount"`         // SENT, PARKED: the count in the metadata sent
 	FirstSeenAt       time.Time `json:"firstSeenAt"`         // when a run first saw it in the DLQ
 	At                time.Time `json:"at"`                  // when State was written
@@ -49,7 +53,8 @@ type Ledger interface {
 	//	SEEN           when absent;
 	//	INTENT         when absent, SEEN, or INTENT whose lease has passed
 	//	               or whose RunID is r.RunID (FirstSeenAt is kept);
-	//	SENT, PARKED   when INTENT with RunID r.RunID (FirstSeenAt is kept).
+	//	SENT, PARKED,
+	//	RESOLVED       when INTENT with RunID r.RunID (FirstSeenAt is kept).
 	//
 	// It returns ok=true on success, otherwise ok=false and the stored
 	// record (zero when absent).
@@ -67,10 +72,12 @@ type Ledger interface {
 }
 
 // Completions tells which orders the consumer has completed (for the invoice
-// consumer: its idempotency record "<scope>#<orderId>" is COMPLETED). It
-// returns an entry for every order id asked.
+// consumer: its idempotency record for the order is COMPLETED).
 type Completions interface {
-	Completed(ctx context.Context, orderIDs []string) (map[string]bool, error)
+	// Completed returns the payload hash each completed order among
+	// orderIDs completed with; an order absent from the map has not
+	// completed (or its record has expired).
+	Completed(ctx context.Context, orderIDs []string) (map[string]string, error)
 }
 
 // Transition reports whether the ledger allows writing next over cur (nil:
@@ -83,7 +90,7 @@ func Transition(cur *MessageRecord, next MessageRecord) bool {
 	case Intent:
 		return cur == nil || cur.State == Seen ||
 			cur.State == Intent && (!next.At.Before(cur.LeaseUntil) || cur.RunID == next.RunID)
-	case Sent, Parked:
+	case Sent, Parked, Resolved:
 		return cur != nil && cur.State == Intent && cur.RunID == next.RunID
 	}
 	return false

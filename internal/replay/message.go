@@ -32,9 +32,13 @@ type Metadata struct {
 	ParkedAt            time.Time `json:"parkedAt,omitzero"`     // parked messages: when
 	Corrupt             string    `json:"corrupt,omitempty"`     // parked as corrupt-metadata: the undecodable attribute, as it was
 	// ResetAt is when an operator restarted the replay count
-	// ([Request.ResetCount]): the ledger's replays of the order before it
+	// ([Request.ResetCount]): the ledger's replays of the message before it
 	// are not counted.
 	ResetAt time.Time `json:"resetAt,omitzero"`
+	// Refunds counts the replays given back because they failed in a run
+	// whose replays all failed (the breaker: the failure was the system's,
+	// not the message's). At most MaxReplays are given back.
+	Refunds int `json:"refunds,omitempty"`
 }
 
 // Read returns the metadata of a message and the producer's attributes as
@@ -49,12 +53,28 @@ func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer
 }
 
 // OrderKey is the ledger key of an order's history: "order#<orderId>", or
-// "message#<originalMessageId>" for a body without an orderId.
+// "message#<originalMessageId>" for a body without an orderId. An id longer
+// than [MaxKeyID] bytes is replaced by "sha256:<hex of its SHA-256>", so a
+// key never grows with the input (DynamoDB rejects partition keys over
+// 2,048 bytes).
 func OrderKey(orderID, originalMessageID string) string {
 	if orderID != "" {
-		return "order#" + orderID
+		return "order#" + BoundedID(orderID)
 	}
-	return "message#" + originalMessageID
+	return "message#" + BoundedID(originalMessageID)
+}
+
+// MaxKeyID is the longest id a key embeds as it is.
+const MaxKeyID = 128
+
+// BoundedID returns id when it is at most [MaxKeyID] bytes long, and
+// "sha256:" plus the hex SHA-256 of id otherwise.
+func BoundedID(id string) string {
+	if len(id) <= MaxKeyID {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // DeduplicationID is the FIFO deduplication id of the message sent for

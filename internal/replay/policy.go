@@ -13,6 +13,10 @@ const (
 	ReasonExpiryRescue    = "expiry-rescue"    // about to expire in the DLQ and not replayable now
 	ReasonDeadLettered    = "dead-lettered"    // moved to the DLQ by the broker; no reason of ours
 	ReasonCorruptMetadata = "corrupt-metadata" // our attribute cannot be decoded: the replay count is unknown
+	// ReasonAlreadyApplied is the reason of a [Resolved] ledger record: the
+	// consumer had completed the order with the same payload, so the dead
+	// letter was removed instead of replayed.
+	ReasonAlreadyApplied = "already-applied"
 )
 
 // Defaults of [Policy] (and of the matching [Options] fields).
@@ -56,6 +60,14 @@ type Decision struct {
 	Action Action
 	Reason string    // Park only: the parking reason
 	Due    time.Time // when the message may be replayed (zero when parked for exhaustion)
+	Until  time.Time // Delay only: hide it until then (Due, or the start of its rescue window when earlier)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (p Policy) withDefaults() Policy {
@@ -92,7 +104,13 @@ func (p Policy) Decide(f Facts, now time.Time) Decision {
 		if p.Expiring(f, now) {
 			return Decision{Action: Park, Reason: ReasonExpiryRescue, Due: due}
 		}
-		return Decision{Action: Delay, Due: due}
+		// A hide never reaches past the start of the rescue window: the
+		// message must be seen again before it can expire.
+		until := due
+		if !f.ExpiresAt.IsZero() {
+			until = minTime(until, f.ExpiresAt.Add(-p.RescueWindow))
+		}
+		return Decision{Action: Delay, Due: due, Until: until}
 	}
 	return Decision{Action: Replay, Due: due}
 }
@@ -108,17 +126,20 @@ func (p Policy) Expiring(f Facts, now time.Time) bool {
 // full jitter, a duration in [0, min(BackoffMax, BackoffBase·2^count)). The
 // jitter is a hash of key and count, so it is the same in every run.
 func (p Policy) Backoff(count int, key string) time.Duration {
+	return time.Duration(jitter(key, count) * float64(p.ceiling(count)))
+}
+
+// ceiling is min(BackoffMax, BackoffBase·2^count).
+func (p Policy) ceiling(count int) time.Duration {
 	p = p.withDefaults()
 	ceiling := p.BackoffBase
 	for range max(count, 0) {
 		if ceiling >= p.BackoffMax/2 {
-			ceiling = p.BackoffMax
-			break
+			return p.BackoffMax
 		}
 		ceiling *= 2
 	}
-	ceiling = min(ceiling, p.BackoffMax)
-	return time.Duration(jitter(key, count) * float64(ceiling))
+	return min(ceiling, p.BackoffMax)
 }
 
 // jitter is a fraction in [0,1) fixed by key and count.

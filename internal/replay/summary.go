@@ -39,6 +39,27 @@ type RouteSummary struct {
 	// ReplayedOrders are the first orders (up to 100) this run replayed on
 	// the route: the next run's canary.
 	ReplayedOrders []string `json:"replayedOrders,omitempty"`
+	// Probe is true when this run's replays on the route probed an open
+	// breaker (see [Breaker]).
+	Probe bool `json:"probe,omitempty"`
+	// Breaker is set when the canary found that none of the orders the
+	// latest replaying run sent back has completed: the failure is the
+	// system's, so replays stop until a probe.
+	Breaker *Breaker `json:"breaker,omitempty"`
+}
+
+// Breaker is the state of a route's circuit breaker, as a run found it.
+type Breaker struct {
+	// FailedRun is the run whose replays all failed. The messages it sent
+	// back that return to the DLQ get that replay back (it does not count
+	// toward MaxReplays).
+	FailedRun string `json:"failedRun"`
+	// Trips counts the failed runs in a row: the failed run and the probes
+	// before it that failed too. The wait before the next probe doubles
+	// with each.
+	Trips int `json:"trips"`
+	// ProbeAt is when a run may send a probe.
+	ProbeAt time.Time `json:"probeAt"`
 }
 
 // Counts are per-message outcomes. Every examined message has one outcome:
@@ -51,6 +72,7 @@ type Counts struct {
 	Replayed     int            `json:"replayed"`     // sent to the source queue
 	Parked       map[string]int `json:"parked"`       // sent to the parking queue, by reason
 	Recovered    int            `json:"recovered"`    // sent by an earlier run, deleted now without sending
+	Applied      int            `json:"applied"`      // the consumer had completed the order with the same payload: removed without sending
 	Delayed      int            `json:"delayed"`      // hidden until due
 	Blocked      int            `json:"blocked"`      // FIFO: an earlier message of the group was not moved
 	Skipped      int            `json:"skipped"`      // rejected by the filter
@@ -78,6 +100,7 @@ func (c *Counts) add(o Counts) {
 		c.Parked[k] += v
 	}
 	c.Recovered += o.Recovered
+	c.Applied += o.Applied
 	c.Delayed += o.Delayed
 	c.Blocked += o.Blocked
 	c.Skipped += o.Skipped
@@ -113,7 +136,7 @@ type GateDecision string
 // The gate decisions.
 const (
 	GateOpen    GateDecision = "open"
-	GateClosed  GateDecision = "closed"  // nothing moves
+	GateClosed  GateDecision = "closed"  // no replays; the expiry rescue goes on
 	GateLimited GateDecision = "limited" // at most Limit replays
 	GateSkipped GateDecision = "skipped" // not configured
 )

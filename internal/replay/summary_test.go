@@ -114,7 +114,7 @@ func TestSummaryJSONFieldNames(t *testing.T) {
 	if err := json.Unmarshal(top["routes"], &routes); err != nil {
 		t.Fatal(err)
 	}
-	counts := []string{"blocked", "deadLettered", "deferred", "delayed", "errors", "examined", "parked", "recovered", "replayed", "skipped"}
+	counts := []string{"applied", "blocked", "deadLettered", "deferred", "delayed", "errors", "examined", "parked", "recovered", "replayed", "skipped"}
 	if got, want := keys(routes[0]), slices.Sorted(slices.Values(append(slices.Clone(counts), "depth", "fifo", "gates", "inFlight", "replayedOrders", "route", "stopReason"))); !slices.Equal(got, want) {
 		t.Fatalf("route keys = %v\nwant %v", got, want)
 	}

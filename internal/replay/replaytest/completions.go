@@ -23,15 +23,16 @@ type MemoryCompletions struct {
 var _ replay.Completions = (*MemoryCompletions)(nil)
 
 // Completed implements replay.Completions.
-func (m *MemoryCompletions) Completed(_ context.Context, orderIDs []string) (map[string]bool, error) {
+func (m *MemoryCompletions) Completed(_ context.Context, orderIDs []string) (map[string]string, error) {
 	now := time.Now
 	if m.Now != nil {
 		now = m.Now
 	}
-	out := make(map[string]bool, len(orderIDs))
+	out := make(map[string]string, len(orderIDs))
 	for _, id := range orderIDs {
-		r, ok := m.Store.Get(m.Scope + "#" + id)
-		out[id] = ok && r.Status == idempotency.Completed && now().Before(r.ExpiresAt)
+		if r, ok := m.Store.Get(m.Scope + "#" + id); ok && r.Status == idempotency.Completed && now().Before(r.ExpiresAt) {
+			out[id] = r.PayloadHash
+		}
 	}
 	return out, nil
 }
@@ -67,16 +68,17 @@ func RunCompletions(t *testing.T, newPair func(t *testing.T) (idempotency.Store,
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"ORD-done": true, "ORD-running": false, "ORD-absent": false, "ORD-other-scope": false}
+	// Completed orders with their payload hash; the others are absent.
+	want := map[string]string{"ORD-done": "hash-ORD-done"}
 	for _, id := range many {
-		want[id] = true
+		want[id] = "hash-" + id
 	}
 	if len(got) != len(want) {
-		t.Errorf("%d answers for %d distinct orders", len(got), len(want))
+		t.Errorf("%d completed of %d, want %d: %v", len(got), len(ask), len(want), got)
 	}
 	for id, w := range want {
 		if v, ok := got[id]; !ok || v != w {
-			t.Errorf("%s: completed=%v (answered %v), want %v", id, v, ok, w)
+			t.Errorf("%s: hash %q (completed %v), want %q", id, v, ok, w)
 		}
 	}
 	if got, err := c.Completed(ctx, nil); err != nil || len(got) != 0 {
