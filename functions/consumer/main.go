@@ -63,6 +63,7 @@ func run(ctx context.Context) error {
 		sender:   queue,
 		store:    dynamo.NewIdempotencyStore(db, cfg.IdempotencyTable),
 		invoicer: taxClient,
+		lookup:   taxClient,
 		logger:   lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
 	})
 	lambda.StartWithOptions(p.Process, lambda.WithContext(ctx))
@@ -74,6 +75,7 @@ type deps struct {
 	sender   invalid.Sender
 	store    idempotency.Store
 	invoicer invoicing.Invoicer
+	lookup   invoicing.InvoiceLookup // may be nil: in-doubt takeovers call again
 	logger   *slog.Logger
 	now      func() time.Time
 }
@@ -87,8 +89,15 @@ func newProcessor(cfg Config, d deps) *batch.Processor {
 		OnError: func(err error, key string) {
 			d.logger.Warn("idempotency", slog.String("orderId", key), slog.String("error", err.Error()))
 		},
+		// The invoice was issued but not recorded: the record is acknowledged
+		// (a redelivery would invoice again); this line is what counts it.
+		OnUnrecorded: func(key, result string, err error) {
+			d.logger.Error("invoice issued but its idempotency record not completed",
+				slog.String("event", idempotency.EventUnrecorded), slog.String("orderId", key),
+				slog.String("invoiceNumber", result), slog.String("error", err.Error()))
+		},
 	}
-	h := &invoicing.Handler{Receiver: receiver, Invoicer: d.invoicer, MaxBytes: cfg.MaxPayloadBytes}
+	h := &invoicing.Handler{Receiver: receiver, Invoicer: d.invoicer, Lookup: d.lookup, MaxBytes: cfg.MaxPayloadBytes}
 	return batch.New(h.Handle,
 		invalid.NewPublisher(d.sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.now),
 		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.logger, Now: d.now})

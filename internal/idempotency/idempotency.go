@@ -141,6 +141,11 @@ type Outcome struct {
 	Resolution Resolution
 }
 
+// EventUnrecorded is the stable value of the "event" key of the log line a
+// consumer writes from [Receiver].OnUnrecorded; metric filters and alarms
+// match it.
+const EventUnrecorded = "completion-unrecorded"
+
 // DefaultCompleteBudget bounds the retries of a completion after the effect
 // when ctx has no deadline (or a later one).
 const DefaultCompleteBudget = 3 * time.Second

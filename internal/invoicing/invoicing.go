@@ -20,13 +20,29 @@ type Invoicer interface {
 	IssueInvoice(ctx context.Context, req tax.InvoiceRequest) (tax.Invoice, error)
 }
 
-var _ Invoicer = (*tax.Client)(nil)
+// InvoiceLookup finds the invoice the service issued for an Idempotency-Key
+// (the orderId); *tax.Client is one. applied is false when the key was never
+// applied; an error means it cannot tell (never "not applied").
+type InvoiceLookup interface {
+	LookupInvoice(ctx context.Context, key string) (inv tax.Invoice, applied bool, err error)
+}
 
-// Handler handles order.created records. Set every field; it is safe for
-// concurrent use when its Receiver and Invoicer are.
+var (
+	_ Invoicer      = (*tax.Client)(nil)
+	_ InvoiceLookup = (*tax.Client)(nil)
+)
+
+// Handler handles order.created records. Set Receiver and Invoicer; it is
+// safe for concurrent use when its Receiver, Invoicer and Lookup are.
 type Handler struct {
 	Receiver *idempotency.Receiver
 	Invoicer Invoicer
+	// Lookup resolves an in-doubt takeover (an earlier delivery died after
+	// calling the service, before recording the invoice): it is asked before
+	// calling again. Optional: nil calls the service again, and only a
+	// service that honours the Idempotency-Key keeps that from issuing a
+	// second invoice.
+	Lookup   InvoiceLookup
 	MaxBytes int // payload limit; <= 0 means order.DefaultMaxBytes
 }
 
@@ -39,7 +55,7 @@ func (h *Handler) Handle(ctx context.Context, msg events.SQSMessage) error {
 		return err
 	}
 	batch.Annotate(ctx, slog.String("orderId", o.OrderID))
-	out, err := h.Receiver.Do(ctx, o.OrderID, o.Hash(), func(ctx context.Context) (string, error) {
+	out, err := h.Receiver.DoResolving(ctx, o.OrderID, o.Hash(), h.resolver(), func(ctx context.Context) (string, error) {
 		inv, err := h.Invoicer.IssueInvoice(ctx, Request(o))
 		if err != nil {
 			return "", err
@@ -56,8 +72,27 @@ func (h *Handler) Handle(ctx context.Context, msg events.SQSMessage) error {
 	case err != nil:
 		return fmt.Errorf("invoice %s: %w", o.OrderID, err)
 	}
-	batch.Annotate(ctx, slog.String("invoiceNumber", out.Result), slog.Bool("duplicate", out.Duplicate))
+	attrs := []slog.Attr{slog.String("invoiceNumber", out.Result), slog.Bool("duplicate", out.Duplicate)}
+	if out.InDoubt {
+		attrs = append(attrs, slog.Bool("inDoubt", true), slog.String("resolution", string(out.Resolution)))
+	}
+	if out.Unrecorded {
+		// Acknowledged anyway: a redelivery would issue a second invoice.
+		attrs = append(attrs, slog.Bool("unrecorded", true))
+	}
+	batch.Annotate(ctx, attrs...)
 	return nil
+}
+
+// resolver adapts Lookup to the receiver's port; nil without a Lookup.
+func (h *Handler) resolver() idempotency.Resolver {
+	if h.Lookup == nil {
+		return nil
+	}
+	return idempotency.ResolverFunc(func(ctx context.Context, key string) (string, bool, error) {
+		inv, applied, err := h.Lookup.LookupInvoice(ctx, key)
+		return inv.Number, applied, err
+	})
 }
 
 // Request is the tax service request for a validated order.

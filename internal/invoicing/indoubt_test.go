@@ -1,0 +1,100 @@
+package invoicing_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/homingdlq/homing/internal/idempotency"
+	"github.com/homingdlq/homing/internal/invoicing"
+	"github.com/homingdlq/homing/internal/order"
+	"github.com/homingdlq/homing/internal/tax"
+)
+
+type stubLookup struct {
+	inv     tax.Invoice
+	applied bool
+	err     error
+	keys    []string
+}
+
+func (s *stubLookup) LookupInvoice(_ context.Context, key string) (tax.Invoice, bool, error) {
+	s.keys = append(s.keys, key)
+	return s.inv, s.applied, s.err
+}
+
+// brokenComplete cannot record completions, like a table that keeps failing.
+type brokenComplete struct{ *idempotency.MemoryStore }
+
+func (brokenComplete) Complete(context.Context, idempotency.Lease, string) error {
+	return errors.New("ProvisionedThroughputExceeded")
+}
+
+// Item 9: the invoice is issued but its completion cannot be recorded: the
+// record is acknowledged (a redelivery would issue a second invoice) and
+// reported.
+func TestHandleAcknowledgesAnUnrecordedInvoice(t *testing.T) {
+	tx := &stubTax{}
+	var unrecorded []string
+	clock := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	h := &invoicing.Handler{Invoicer: tx, Receiver: &idempotency.Receiver{
+		Store: brokenComplete{idempotency.NewMemoryStore()}, Scope: "invoice",
+		Now:          func() time.Time { return clock },
+		Sleep:        func(_ context.Context, d time.Duration) error { clock = clock.Add(d); return nil },
+		OnUnrecorded: func(key, result string, _ error) { unrecorded = append(unrecorded, key+"="+result) },
+	}}
+	if err := h.Handle(context.Background(), msg(valid)); err != nil {
+		t.Fatalf("err = %v, want the record acknowledged", err)
+	}
+	if tx.calls != 1 || len(unrecorded) != 1 || unrecorded[0] != "ORD-1=INV-ORD-1" {
+		t.Fatalf("calls=%d unrecorded=%v", tx.calls, unrecorded)
+	}
+}
+
+// Item 9: a redelivery that takes over the expired claim of a holder that
+// died after the tax answer asks the service by Idempotency-Key first.
+func TestHandleResolvesAnInDoubtTakeover(t *testing.T) {
+	o, err := order.Parse([]byte(valid), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		lookup    *stubLookup
+		wantCalls int
+		wantErr   bool
+		wantStore string
+	}{
+		{"applied: no second call", &stubLookup{inv: tax.Invoice{Number: "INV-first"}, applied: true}, 0, false, "INV-first"},
+		{"never applied: call", &stubLookup{}, 1, false, "INV-ORD-1"},
+		{"lookup fails: transient", &stubLookup{err: errors.New("503 after 4 attempts")}, 0, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, tx := idempotency.NewMemoryStore(), &stubTax{}
+			now := time.Now()
+			dead := idempotency.Lease{Key: idempotency.Key("invoice", o.OrderID), PayloadHash: o.Hash(), Token: "dead",
+				Now: now.Add(-time.Minute), Until: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour)}
+			if _, claimed, err := store.Claim(context.Background(), dead); err != nil || !claimed {
+				t.Fatal(claimed, err)
+			}
+			h := &invoicing.Handler{Receiver: &idempotency.Receiver{Store: store, Scope: "invoice"}, Invoicer: tx, Lookup: tt.lookup}
+			err := h.Handle(context.Background(), msg(valid))
+			var inv *order.InvalidError
+			if (err != nil) != tt.wantErr || errors.As(err, &inv) {
+				t.Fatalf("err = %v, want transient error %v", err, tt.wantErr)
+			}
+			if tx.calls != tt.wantCalls || len(tt.lookup.keys) != 1 || tt.lookup.keys[0] != "ORD-1" {
+				t.Fatalf("tax calls %d (want %d), lookups %v", tx.calls, tt.wantCalls, tt.lookup.keys)
+			}
+			rec, ok := store.Get(idempotency.Key("invoice", "ORD-1"))
+			if tt.wantStore != "" && (rec.Status != idempotency.Completed || rec.Result != tt.wantStore) {
+				t.Fatalf("record = %+v, want COMPLETED %s", rec, tt.wantStore)
+			}
+			if tt.wantStore == "" && ok {
+				t.Fatalf("record = %+v, want the claim released", rec)
+			}
+		})
+	}
+}
