@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -370,7 +369,7 @@ type CompletionsAPI interface {
 const batchGetLimit = 100
 
 // Completions implements replay.Completions on the idempotency table: an
-// order is completed when the item "<scope>#<orderId>" (as
+// order is completed when its item (idempotency.Key(scope, orderId), as
 // idempotency.Receiver writes it) has status COMPLETED and has not expired.
 // It is safe for concurrent use.
 type Completions struct {
@@ -405,8 +404,11 @@ func (c *Completions) Completed(ctx context.Context, orderIDs []string) (map[str
 	now := c.now().Unix()
 	for start := 0; start < len(ids); start += batchGetLimit {
 		keys := make([]map[string]types.AttributeValue, 0, batchGetLimit)
+		byKey := map[string]string{}
 		for _, id := range ids[start:min(start+batchGetLimit, len(ids))] {
-			keys = append(keys, map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: c.scope + "#" + id}})
+			k := idempotency.Key(c.scope, id)
+			byKey[k] = id
+			keys = append(keys, map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: k}})
 		}
 		for attempt := 0; len(keys) > 0; attempt++ {
 			if attempt > 0 {
@@ -428,7 +430,7 @@ func (c *Completions) Completed(ctx context.Context, orderIDs []string) (map[str
 				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 					return nil, fmt.Errorf("decode completion from %s: %w", c.table, err)
 				}
-				id, ok := strings.CutPrefix(it.Key, c.scope+"#")
+				id, ok := byKey[it.Key]
 				if ok && it.Status == string(idempotency.Completed) && it.ExpiresAt > now {
 					out[id] = it.PayloadHash
 				}

@@ -139,7 +139,7 @@ func (f *fakeBatchGet) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItem
 			out.Responses["idem"] = append(out.Responses["idem"], map[string]types.AttributeValue{
 				"pk": &types.AttributeValueMemberS{Value: pk}, "status": &types.AttributeValueMemberS{Value: "COMPLETED"},
 				"payloadHash": &types.AttributeValueMemberS{Value: "h-" + pk},
-				"expiresAt": &types.AttributeValueMemberN{Value: fmt.Sprint(ledgerNow.Add(time.Hour).Unix())},
+				"expiresAt":   &types.AttributeValueMemberN{Value: fmt.Sprint(ledgerNow.Add(time.Hour).Unix())},
 			})
 		}
 	}

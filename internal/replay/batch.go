@@ -69,15 +69,15 @@ type item struct {
 	lease     time.Time      // the run holds the message (visibility, and INTENT when intent) until then
 	refund    bool           // the last replay failed in a failed run: it is given back
 	facts     Facts
-	fate    fate
-	reason  string // parking reason
-	vis     int32  // the visibility to set, or keep
-	dest    string // the queue a mover goes to
-	entry   types.SendMessageBatchRequestEntry
-	count   int   // the replay count in the metadata sent
-	sent    bool  // the send succeeded
-	err     error // why it failed (fateFail)
-	warn    error // a failure after the move: the ledger mark, or the delete
+	fate      fate
+	reason    string // parking reason
+	vis       int32  // the visibility to set, or keep
+	dest      string // the queue a mover goes to
+	entry     types.SendMessageBatchRequestEntry
+	count     int   // the replay count in the metadata sent
+	sent      bool  // the send succeeded
+	err       error // why it failed (fateFail)
+	warn      error // a failure after the move: the ledger mark, or the delete
 }
 
 func (it *item) fail(err error) { it.fate, it.err, it.vis = fateFail, err, keep }

@@ -188,7 +188,7 @@ func (h *harness) depth(url string) (visible, inFlight int) {
 // counts compares the interesting counts of a route or total.
 type counts struct {
 	Examined, DeadLettered, Replayed, Recovered, Applied, Delayed, Blocked, Skipped, Deferred, Errors int
-	Parked                                                                                   map[string]int
+	Parked                                                                                            map[string]int
 }
 
 func countsOf(c replay.Counts) counts {

@@ -53,10 +53,9 @@ func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer
 }
 
 // OrderKey is the ledger key of an order's history: "order#<orderId>", or
-// "message#<originalMessageId>" for a body without an orderId. An id longer
-// than [MaxKeyID] bytes is replaced by "sha256:<hex of its SHA-256>", so a
-// key never grows with the input (DynamoDB rejects partition keys over
-// 2,048 bytes).
+// "message#<originalMessageId>" for a body without an orderId. An id is
+// bounded by [BoundedID], so a key never grows with the input (DynamoDB
+// rejects partition keys over 2,048 bytes).
 func OrderKey(orderID, originalMessageID string) string {
 	if orderID != "" {
 		return "order#" + BoundedID(orderID)
@@ -68,13 +67,15 @@ func OrderKey(orderID, originalMessageID string) string {
 const MaxKeyID = 128
 
 // BoundedID returns id when it is at most [MaxKeyID] bytes long, and
-// "sha256:" plus the hex SHA-256 of id otherwise.
+// "sha256~" plus the hex SHA-256 of id otherwise (or when id itself starts
+// with "sha256~", so a plain id never spells a hashed one).
 func BoundedID(id string) string {
-	if len(id) <= MaxKeyID {
+	const marker = "sha256~"
+	if len(id) <= MaxKeyID && !strings.HasPrefix(id, marker) {
 		return id
 	}
 	sum := sha256.Sum256([]byte(id))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return marker + hex.EncodeToString(sum[:])
 }
 
 // DeduplicationID is the FIFO deduplication id of the message sent for

@@ -11,8 +11,8 @@ import (
 )
 
 // MemoryCompletions implements replay.Completions on an
-// idempotency.MemoryStore: an order is completed when the record
-// "<Scope>#<orderId>" is COMPLETED and has not expired. Now defaults to
+// idempotency.MemoryStore: an order is completed when its record
+// (idempotency.Key(Scope, orderId)) is COMPLETED and has not expired. Now defaults to
 // time.Now.
 type MemoryCompletions struct {
 	Store *idempotency.MemoryStore
@@ -30,7 +30,7 @@ func (m *MemoryCompletions) Completed(_ context.Context, orderIDs []string) (map
 	}
 	out := make(map[string]string, len(orderIDs))
 	for _, id := range orderIDs {
-		if r, ok := m.Store.Get(m.Scope + "#" + id); ok && r.Status == idempotency.Completed && now().Before(r.ExpiresAt) {
+		if r, ok := m.Store.Get(idempotency.Key(m.Scope, id)); ok && r.Status == idempotency.Completed && now().Before(r.ExpiresAt) {
 			out[id] = r.PayloadHash
 		}
 	}
