@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/internal/envconfig"
+	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/tax"
 )
@@ -140,6 +141,9 @@ func (c Config) Options() replay.Options {
 		CanaryLimit:        c.CanaryLimit,
 		RefillThreshold:    c.RefillThreshold,
 		DeadlineMargin:     c.DeadlineMargin,
+		// Dead letters whose order the invoice consumer has completed with
+		// the same payload are removed instead of replayed.
+		PayloadHash: invoicing.PayloadHash,
 	}
 }
 
