@@ -39,8 +39,23 @@ func NewMemoryLedger(now func() time.Time) *MemoryLedger {
 
 var _ Ledger = (*MemoryLedger)(nil)
 
+// maxPartitionKey is DynamoDB's limit on a partition key, in bytes; the
+// memory ledger enforces it too, so that a key that grows with its input
+// fails here as it would there.
+const maxPartitionKey = 2048
+
+func checkKey(key string) error {
+	if len(key) > maxPartitionKey {
+		return fmt.Errorf("ValidationException: partition key of %d bytes, over the %d-byte limit", len(key), maxPartitionKey)
+	}
+	return nil
+}
+
 // Mark implements [Ledger].
 func (m *MemoryLedger) Mark(_ context.Context, r MessageRecord) (MessageRecord, bool, error) {
+	if err := checkKey(r.OrderKey); err != nil {
+		return MessageRecord{}, false, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	msgs := m.orders[r.OrderKey]
@@ -70,6 +85,9 @@ func (m *MemoryLedger) Mark(_ context.Context, r MessageRecord) (MessageRecord, 
 
 // OrderHistory implements [Ledger]; the records come sorted by FirstSeenAt.
 func (m *MemoryLedger) OrderHistory(_ context.Context, orderKey string) ([]MessageRecord, error) {
+	if err := checkKey(orderKey); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()

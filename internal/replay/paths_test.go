@@ -268,7 +268,8 @@ func TestTheBudgetBelongsToTheMessage(t *testing.T) {
 		id := h.deadLetter(h.route, msg{body: order("ORD-D")})
 		now := h.clock.Now()
 		for i := range 5 {
-			r := replay.MessageRecord{OrderKey: replay.OrderKey("ORD-D", ""), MessageID: id, State: replay.Intent, Route: "orders", OrderID: "ORD-D",
+			// earlier DLQ copies of the message whose sends never happened
+			r := replay.MessageRecord{OrderKey: replay.OrderKey("ORD-D", ""), MessageID: "copy-" + strconv.Itoa(i), State: replay.Intent, Route: "orders", OrderID: "ORD-D",
 				OriginalMessageID: id, RunID: "crashed", FirstSeenAt: now, At: now.Add(time.Duration(i) * time.Hour), LeaseUntil: now.Add(time.Duration(i)*time.Hour + time.Minute), ExpiresAt: now.Add(48 * time.Hour)}
 			if _, ok, err := h.ledger.Mark(context.Background(), r); err != nil || !ok {
 				t.Fatalf("seed: %v %v", ok, err)
@@ -276,7 +277,7 @@ func TestTheBudgetBelongsToTheMessage(t *testing.T) {
 		}
 		h.clock.Advance(6 * time.Hour)
 		s := h.run(h.engine(), replay.Request{})
-		checkCounts(t, s.Total, counts{Examined: 1, Replayed: 1})
+		checkCounts(t, s.Total, counts{Examined: 1, DeadLettered: 1, Replayed: 1})
 	})
 }
 
