@@ -148,8 +148,8 @@ func TestReplayDryRunThenRun(t *testing.T) {
 	r = f.run("replay", "--order", "ORD-1", "--max", "5")
 	r.want(t, exitOK, "Replay at most 5 messages")
 	for _, line := range []string{"Replay run dlq-", "Gates: health=skipped refill=open canary=open",
-		"ROUTE   DEPTH  EXAMINED  REPLAYED  PARKED  DELAYED  SKIPPED  DEFERRED  BLOCKED  RECOVERED  ERRORS  STOP",
-		"orders  3      3         1         0       0        2        0         0        0          0       drained"} {
+		"ROUTE   DEPTH  EXAMINED  REPLAYED  PARKED  DELAYED  SKIPPED  DEFERRED  BLOCKED  RECOVERED  APPLIED  ERRORS  STOP",
+		"orders  3      3         1         0       0        2        0         0        0          0        0       drained"} {
 		if !strings.Contains(r.stdout, line) {
 			t.Errorf("table lacks %q:\n%s", line, r.stdout)
 		}
@@ -202,7 +202,7 @@ func TestReplayExitCodes(t *testing.T) {
 	// A closed health gate holds everything: exit 4, the summary printed.
 	r := f.run("--json", "replay", "--dry-run", "--health-url", "http://127.0.0.1:1")
 	r.want(t, exitIncomplete, "closed gates held every route (health=closed")
-	if s := decode[replay.Summary](t, r); s.Gates[0].Decision != replay.GateClosed || s.Total.Examined != 0 {
+	if s := decode[replay.Summary](t, r); s.Gates[0].Decision != replay.GateClosed || s.Total.Replayed != 0 {
 		t.Fatalf("summary = %+v", s)
 	}
 	// Sends fail: errors, exit 4.

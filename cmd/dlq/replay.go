@@ -393,14 +393,14 @@ func writeSummary(w io.Writer, s replay.Summary) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUTE\tDEPTH\tEXAMINED\tREPLAYED\tPARKED\tDELAYED\tSKIPPED\tDEFERRED\tBLOCKED\tRECOVERED\tERRORS\tSTOP")
+	fmt.Fprintln(tw, "ROUTE\tDEPTH\tEXAMINED\tREPLAYED\tPARKED\tDELAYED\tSKIPPED\tDEFERRED\tBLOCKED\tRECOVERED\tAPPLIED\tERRORS\tSTOP")
 	for _, r := range s.Routes {
 		stop := string(r.StopReason)
 		if r.Error != "" {
 			stop += ": " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Route, r.Depth, r.Examined, r.Replayed, parkedText(r.Parked),
-			r.Delayed, r.Skipped, r.Deferred, r.Blocked, r.Recovered, r.Errors, stop)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Route, r.Depth, r.Examined, r.Replayed, parkedText(r.Parked),
+			r.Delayed, r.Skipped, r.Deferred, r.Blocked, r.Recovered, r.Applied, r.Errors, stop)
 	}
 	return tw.Flush()
 }

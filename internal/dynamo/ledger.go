@@ -46,9 +46,9 @@ type LedgerAPI interface {
 //	one per DLQ message; the items of an order's partition are its history:
 //	pk                S  replay.OrderKey: "order#<orderId>", or "message#<originalMessageId>" for a body without one
 //	sk                S  "message#<DLQ message id>"
-//	state             S  SEEN | INTENT | SENT | PARKED
+//	state             S  SEEN | INTENT | SENT | PARKED | RESOLVED
 //	messageId, route, orderId, originalMessageId, runId  S
-//	reason            S  PARKED: the parking reason
+//	reason            S  PARKED: the parking reason; RESOLVED: why (already-applied)
 //	replayCount       N  SENT, PARKED: the count in the metadata sent
 //	firstSeenAt, at   N  epoch milliseconds
 //	leaseUntil        N  INTENT: epoch milliseconds
@@ -153,7 +153,7 @@ func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 			Set(expression.Name("leaseUntil"), expression.Value(it.LeaseUntil)).
 			Remove(expression.Name("reason"))
 		err = l.update(ctx, it, cond, update)
-	case replay.Sent, replay.Parked:
+	case replay.Sent, replay.Parked, replay.Resolved:
 		cond := stateIs(replay.Intent).And(expression.Name("runId").Equal(expression.Value(r.RunID))).
 			And(expression.Name(TTLAttribute).GreaterThan(expression.Value(now.Unix())))
 		update := l.fields(it).Remove(expression.Name("leaseUntil"))

@@ -136,6 +136,7 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 			it.fate, it.reason = fatePark, ReasonCorruptMetadata
 		}
 	}
+	r.watch(ctx, p, items, now)
 	each(items, undecided, func(it *item) { r.look(ctx, p, it, now) })
 	r.applied(ctx, items)
 	for _, it := range items {
@@ -205,7 +206,7 @@ func (r *run) look(ctx context.Context, p *pass, it *item, now time.Time) {
 		case rec.MessageID == it.msg.id:
 			it.own = &rec
 		case rec.State == Sent && rec.OriginalMessageID == it.msg.originalID() &&
-			!rec.At.Before(it.msg.meta.ResetAt) && !p.failedRuns[rec.RunID]:
+			!rec.At.Before(it.msg.meta.ResetAt) && !p.rs.Breaker.failed(rec.RunID):
 			it.history = max(it.history, rec.ReplayCount)
 		}
 	}
@@ -286,7 +287,7 @@ func (r *run) decide(p *pass, it *item, now, receivedAt time.Time) {
 		}
 	}
 	count := it.msg.meta.ReplayCount
-	if p.failedRuns[it.msg.meta.RunID] && count > 0 && it.msg.meta.Refunds < r.e.policy.MaxReplays {
+	if p.rs.Breaker.failed(it.msg.meta.RunID) && count > 0 && it.msg.meta.Refunds < r.e.policy.MaxReplays {
 		// Its last replay failed in a run whose replays all failed: the
 		// failure was the system's, so that replay is given back.
 		count--

@@ -431,9 +431,10 @@ type pass struct {
 	replayLeft int           // replays the canary allows; -1 unlimited
 	gated      bool          // a gate is closed: no replays, the rescue goes on
 	held       []visibility  // messages left for a later run, released when the pass ends
-	// failedRuns are the runs whose replays on the route all failed (the
-	// breaker): the replays they made are given back to the messages.
-	failedRuns map[string]bool
+	// suspect is the latest replaying run when none of its orders has
+	// completed yet: a message it replayed seen back in the DLQ trips the
+	// breaker.
+	suspect string
 }
 
 // gateHistory is how many recent runs the gates look back through.
@@ -482,7 +483,7 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	}
 	rs.Depth = attr(types.QueueAttributeNameApproximateNumberOfMessages)
 	rs.InFlight = attr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
-	p := &pass{route: rt, rs: &rs, fifo: rt.FIFO(), replayLeft: -1, failedRuns: map[string]bool{},
+	p := &pass{route: rt, rs: &rs, fifo: rt.FIFO(), replayLeft: -1,
 		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second}
 
 	// The refill gate compares with the latest run that read this route's
@@ -492,17 +493,14 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	// looked past.
 	read := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.Gates) > 0 })
 	replayed := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.ReplayedOrders) > 0 })
-	for _, h := range routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return rs.Breaker != nil }) {
-		p.failedRuns[h.rs.Breaker.FailedRun] = true
+	if b := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return rs.Breaker != nil }); len(b) > 0 {
+		rs.Breaker = b[0].rs.Breaker.clone()
 	}
 	var last *RouteSummary
 	if len(read) > 0 {
 		last = read[0].rs
 	}
-	refill, canary := r.refillGate(rs, last, prevErr), r.canaryGate(ctx, &rs, replayed, prevErr)
-	if rs.Breaker != nil {
-		p.failedRuns[rs.Breaker.FailedRun] = true
-	}
+	refill, canary := r.refillGate(rs, last, prevErr), r.canaryGate(ctx, p, replayed, prevErr)
 	rs.Gates = append(rs.Gates, refill, canary)
 	r.logGate(ctx, rt.DLQURL, refill)
 	r.logGate(ctx, rt.DLQURL, canary)
@@ -598,67 +596,6 @@ func (r *run) refillGate(rs RouteSummary, prev *RouteSummary, prevErr error) Gat
 			g.Decision = GateClosed
 		}
 	}
-	return g
-}
-
-// canaryGate limits the replays of a route while some orders the latest
-// replaying run (replayed[0]) sent back have not completed. When none of
-// them has, the failure is the system's, not the messages': the breaker
-// opens (rs.Breaker), the gate closes, and a probe of CanaryLimit replays
-// goes out once the wait has passed: BackoffBase, doubled for each probe
-// before that failed too, at most BackoffMax.
-func (r *run) canaryGate(ctx context.Context, rs *RouteSummary, replayed []routeRun, prevErr error) Gate {
-	g := Gate{Name: GateCanary, Decision: GateOpen}
-	var prev *RouteSummary
-	if len(replayed) > 0 {
-		prev = replayed[0].rs
-	}
-	limited := func(detail string) Gate {
-		g.Decision, g.Detail, g.Limit = GateLimited, detail, r.e.opts.CanaryLimit
-		return g
-	}
-	switch {
-	case r.e.opts.Completions == nil:
-		g.Decision, g.Detail = GateSkipped, "no completions reader configured"
-		return g
-	case prevErr != nil:
-		return limited("previous run unknown: " + prevErr.Error())
-	case prev == nil || len(prev.ReplayedOrders) == 0:
-		g.Detail = "the previous run replayed no orders on this route"
-		return g
-	}
-	done, err := r.e.opts.Completions.Completed(ctx, prev.ReplayedOrders)
-	if err != nil {
-		return limited("cannot read completions: " + err.Error())
-	}
-	pending := 0
-	for _, id := range prev.ReplayedOrders {
-		if _, ok := done[id]; !ok {
-			pending++
-		}
-	}
-	if pending == len(prev.ReplayedOrders) {
-		trips := 1
-		for _, h := range replayed {
-			if !h.rs.Probe {
-				break
-			}
-			trips++
-		}
-		b := &Breaker{FailedRun: replayed[0].runID, Trips: trips, ProbeAt: replayed[0].startedAt.Add(r.e.policy.ceiling(trips - 1))}
-		rs.Breaker = b
-		detail := fmt.Sprintf("breaker open: none of the %d orders run %s replayed has completed (%d failed in a row)", len(prev.ReplayedOrders), b.FailedRun, trips)
-		if r.now().Before(b.ProbeAt) {
-			g.Decision, g.Detail = GateClosed, detail+"; next probe at "+b.ProbeAt.UTC().Format(time.RFC3339)
-			return g
-		}
-		rs.Probe = true
-		return limited(detail + "; probing")
-	}
-	if pending > 0 {
-		return limited(fmt.Sprintf("%d of %d orders replayed by the previous run have not completed", pending, len(prev.ReplayedOrders)))
-	}
-	g.Detail = fmt.Sprintf("all %d orders replayed by the previous run completed", len(prev.ReplayedOrders))
 	return g
 }
 

@@ -40,26 +40,11 @@ type RouteSummary struct {
 	// the route: the next run's canary.
 	ReplayedOrders []string `json:"replayedOrders,omitempty"`
 	// Probe is true when this run's replays on the route probed an open
-	// breaker (see [Breaker]).
+	// breaker.
 	Probe bool `json:"probe,omitempty"`
-	// Breaker is set when the canary found that none of the orders the
-	// latest replaying run sent back has completed: the failure is the
-	// system's, so replays stop until a probe.
+	// Breaker is the route's circuit breaker as this run left it; nil
+	// while it has never opened (see [Breaker]).
 	Breaker *Breaker `json:"breaker,omitempty"`
-}
-
-// Breaker is the state of a route's circuit breaker, as a run found it.
-type Breaker struct {
-	// FailedRun is the run whose replays all failed. The messages it sent
-	// back that return to the DLQ get that replay back (it does not count
-	// toward MaxReplays).
-	FailedRun string `json:"failedRun"`
-	// Trips counts the failed runs in a row: the failed run and the probes
-	// before it that failed too. The wait before the next probe doubles
-	// with each.
-	Trips int `json:"trips"`
-	// ProbeAt is when a run may send a probe.
-	ProbeAt time.Time `json:"probeAt"`
 }
 
 // Counts are per-message outcomes. Every examined message has one outcome:

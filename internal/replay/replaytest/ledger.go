@@ -80,12 +80,12 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 		mark(t, l, sent, false) // run-a lost its claim
 	})
 
-	t.Run("sent and parked only over the own intent and final", func(t *testing.T) {
-		for _, final := range []replay.State{replay.Sent, replay.Parked} {
+	t.Run("sent, parked and resolved only over the own intent and final", func(t *testing.T) {
+		for _, final := range []replay.State{replay.Sent, replay.Parked, replay.Resolved} {
 			t.Run(string(final), func(t *testing.T) {
 				l, _ := fresh(t)
 				done := rec(final, "run-a", t0.Add(time.Minute))
-				done.ReplayCount, done.Reason = 2, map[replay.State]string{replay.Parked: replay.ReasonReplayExhausted}[final]
+				done.ReplayCount, done.Reason = 2, map[replay.State]string{replay.Parked: replay.ReasonReplayExhausted, replay.Resolved: replay.ReasonAlreadyApplied}[final]
 				if cur := mark(t, l, done, false); cur.State != "" {
 					t.Fatalf("absent record: current = %+v", cur)
 				}

@@ -1,0 +1,137 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Breaker is a route's circuit breaker. It opens when none of the orders a
+// run replayed has completed and one of its messages is back in the DLQ:
+// every replay failed, so the failure is the system's (a downstream outage
+// that the health probe does not see), not the messages'. While it is
+// open, the route replays nothing but a probe of CanaryLimit messages once
+// ProbeAt has passed; the wait doubles with each probe that fails (from
+// BackoffBase up to BackoffMax), and the breaker closes when an order a
+// probe replayed completes. The replays of the failed runs are given back
+// to their messages (they do not count toward MaxReplays), at most
+// MaxReplays times per message ([Metadata.Refunds]), so a message that
+// keeps failing alone is still parked.
+//
+// Each run writes the breaker as it left it in its [RouteSummary]; the
+// next run starts from the latest one of the route.
+type Breaker struct {
+	Open    bool      `json:"open"`
+	Trips   int       `json:"trips"`             // probes since it opened, the opening included
+	ProbeAt time.Time `json:"probeAt,omitzero"` // open: when a probe may go out
+	// FailedRuns are the latest runs (at most maxFailedRuns) whose replays
+	// all failed, oldest first.
+	FailedRuns []string `json:"failedRuns,omitempty"`
+}
+
+// maxFailedRuns bounds Breaker.FailedRuns.
+const maxFailedRuns = 20
+
+func (b *Breaker) clone() *Breaker {
+	c := *b
+	c.FailedRuns = slices.Clone(b.FailedRuns)
+	return &c
+}
+
+// failed reports whether run's replays all failed. A nil breaker has seen
+// no failed run.
+func (b *Breaker) failed(run string) bool {
+	return b != nil && run != "" && slices.Contains(b.FailedRuns, run)
+}
+
+func (b *Breaker) addFailed(run string) {
+	if !slices.Contains(b.FailedRuns, run) {
+		b.FailedRuns = append(b.FailedRuns, run)
+	}
+	if n := len(b.FailedRuns) - maxFailedRuns; n > 0 {
+		b.FailedRuns = slices.Delete(b.FailedRuns, 0, n)
+	}
+}
+
+// canaryGate limits the replays of a route while some orders the latest
+// replaying run (replayed[0]) sent back have not completed, and keeps the
+// route's [Breaker]: closed while it is open and no probe is due.
+func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, prevErr error) Gate {
+	g := Gate{Name: GateCanary, Decision: GateOpen}
+	limited := func(detail string) Gate {
+		g.Decision, g.Detail, g.Limit = GateLimited, detail, r.e.opts.CanaryLimit
+		return g
+	}
+	switch {
+	case r.e.opts.Completions == nil:
+		g.Decision, g.Detail = GateSkipped, "no completions reader configured"
+		return g
+	case prevErr != nil:
+		return limited("previous run unknown: " + prevErr.Error())
+	case len(replayed) == 0:
+		g.Detail = "the previous run replayed no orders on this route"
+		return g
+	}
+	prev := replayed[0]
+	orders := prev.rs.ReplayedOrders
+	done, err := r.e.opts.Completions.Completed(ctx, orders)
+	if err != nil {
+		return limited("cannot read completions: " + err.Error())
+	}
+	completed := 0
+	for _, id := range orders {
+		if _, ok := done[id]; ok {
+			completed++
+		}
+	}
+	if b := p.rs.Breaker; b != nil && b.Open {
+		if completed == 0 {
+			b.addFailed(prev.runID)
+			detail := fmt.Sprintf("breaker open: none of the %d orders run %s replayed has completed", len(orders), prev.runID)
+			if r.now().Before(b.ProbeAt) {
+				g.Decision, g.Detail = GateClosed, detail+"; next probe at "+b.ProbeAt.UTC().Format(time.RFC3339)
+				return g
+			}
+			b.Trips++
+			b.ProbeAt = r.now().Add(r.e.policy.ceiling(b.Trips - 1))
+			p.rs.Probe = true
+			return limited(detail + "; probing")
+		}
+		// A replay completed: the system works again.
+		b.Open, b.Trips, b.ProbeAt = false, 0, time.Time{}
+	}
+	switch {
+	case completed == len(orders):
+		g.Detail = fmt.Sprintf("all %d orders replayed by the previous run completed", len(orders))
+		return g
+	case completed == 0:
+		p.suspect = prev.runID
+	}
+	return limited(fmt.Sprintf("%d of %d orders replayed by the previous run have not completed", len(orders)-completed, len(orders)))
+}
+
+// watch trips the breaker when a batch holds a message that the suspect run
+// (none of whose orders has completed) replayed: it came back, so every
+// replay of that run failed. From then on the route replays nothing, and
+// that run's replays are given back to their messages.
+func (r *run) watch(ctx context.Context, p *pass, items []*item, now time.Time) {
+	if p.suspect == "" || !slices.ContainsFunc(items, func(it *item) bool { return it.msg.hasMeta && it.msg.meta.RunID == p.suspect }) {
+		return
+	}
+	b := p.rs.Breaker
+	if b == nil {
+		b = &Breaker{}
+		p.rs.Breaker = b
+	}
+	b.Open, b.Trips, b.ProbeAt = true, 1, now.Add(r.e.policy.ceiling(0))
+	b.addFailed(p.suspect)
+	g := Gate{Name: GateCanary, Decision: GateClosed, Detail: fmt.Sprintf(
+		"breaker open: a message run %s replayed is back in the DLQ and none of its orders has completed; next probe at %s",
+		p.suspect, b.ProbeAt.UTC().Format(time.RFC3339))}
+	if i := slices.IndexFunc(p.rs.Gates, func(g Gate) bool { return g.Name == GateCanary }); i >= 0 {
+		p.rs.Gates[i] = g
+	}
+	r.logGate(ctx, p.route.DLQURL, g)
+	p.suspect, p.replayLeft, p.gated = "", 0, true
+}
