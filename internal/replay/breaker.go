@@ -23,7 +23,7 @@ import (
 // next run starts from the latest one of the route.
 type Breaker struct {
 	Open    bool      `json:"open"`
-	Trips   int       `json:"trips"`             // probes since it opened, the opening included
+	Trips   int       `json:"trips"`            // probes since it opened, the opening included
 	ProbeAt time.Time `json:"probeAt,omitzero"` // open: when a probe may go out
 	// FailedRuns are the latest runs (at most maxFailedRuns) whose replays
 	// all failed, oldest first.
