@@ -18,20 +18,35 @@
 //
 // # Decisions
 //
-// The replay count of a message is the larger of the count in our metadata
-// attribute ([AttributeName], packed beside the producer's attributes by
-// internal/envelope) and the number of replays the ledger holds for the
-// order (its other DLQ messages in state SENT, or INTENT: a send that may
-// have happened). Then, in this order ([Policy.Decide]):
+// Filters apply first: a message a [Filter] rejects is left alone, whatever
+// its state. A message whose metadata cannot be decoded is parked
+// ([ReasonCorruptMetadata]). A message whose order the consumer has already
+// completed with the same payload ([Options.PayloadHash] against
+// [Completions]) is removed with a RESOLVED ledger record
+// ([ReasonAlreadyApplied]): it is work for nobody.
+//
+// The replay budget belongs to the message, not to its order: two events
+// of one order each get their replays. The replay count of a message is the
+// larger of the count in our metadata attribute ([AttributeName], packed
+// beside the producer's attributes by internal/envelope) and the highest
+// count of the SENT records the ledger holds for the same original message
+// (its earlier DLQ copies; an INTENT is a send that may never have
+// happened and does not count), less a replay given back by the [Breaker].
+// Then, in this order ([Policy.Decide]):
 //
 //   - count >= MaxReplays: park with reason [ReasonReplayExhausted];
 //   - not due yet (due = last replay, or the time it was dead-lettered, plus
 //     exponential backoff with full jitter): hide it until due (visibility,
-//     at most 12 h) and do not count it as replayed ("delayed"); but when the
-//     message is within the expiry-rescue window of its DLQ retention, park it
-//     with reason [ReasonExpiryRescue] instead, so nothing expires unseen;
+//     at most 12 h), but never past the start of its rescue window, and do
+//     not count it as replayed ("delayed"); when the message is within the
+//     expiry-rescue window of its DLQ retention, park it with reason
+//     [ReasonExpiryRescue] instead, so nothing expires unseen;
 //   - otherwise replay: send the body and the producer's attributes unchanged,
 //     plus our attribute with the incremented count, to the source queue.
+//
+// The rescue does not depend on the ledger: when the ledger cannot be read
+// or written for a message, it is decided on its metadata alone; it is not
+// replayed then, but it is parked when it is about to expire.
 //
 // The jitter is derived from the original message id and the count, so a
 // message's due time is the same in every run instead of being re-drawn.
@@ -51,9 +66,14 @@
 // # Exactly once in effect
 //
 // Every DLQ message has a record in the [Ledger], keyed by its DLQ message id
-// inside its order's partition. A move goes SEEN -> INTENT (a conditional
-// write leased until the message's visibility ends) -> send -> SENT or PARKED
-// (conditional on our INTENT) -> delete. A run that finds a SENT or PARKED
+// inside its order's partition (the key is bounded whatever the id:
+// [OrderKey]). A move goes SEEN -> INTENT (a conditional write leased until
+// the message's visibility ends) -> send -> SENT or PARKED (conditional on
+// our INTENT) -> delete. A run never sends a message whose lease it no
+// longer holds: before each send call it renews the lease of every message
+// whose lease ends within half the decision window (its visibility, then
+// its INTENT), and does not send a message it cannot renew, so a
+// concurrent run that took it over is the only one to send it. A run that finds a SENT or PARKED
 // record for a message still in the DLQ deletes it without sending again
 // ("recovered"): that covers a crash or a failed delete between send and
 // delete. A crash between the send and the SENT write leaves INTENT; the next
@@ -64,7 +84,9 @@
 // # FIFO
 //
 // The MessageGroupId is kept, the deduplication id is derived from the
-// original message id and the replay count, and order is kept within a group:
+// original message id and the replay count (after a [Request.ResetCount],
+// from the id of the message reset, so a retried reset sends the same ids),
+// and order is kept within a group:
 // the messages of a group in a batch are sent in rounds of one per group,
 // and once a message of a group is not moved (delayed, skipped, deferred,
 // failed) the later ones of that group in the batch are not sent either. SQS
@@ -84,12 +106,15 @@
 //
 // # Gates
 //
-// Evaluated before streaming and reported in the [Summary]:
+// Evaluated before streaming and reported in the [Summary]. Gates hold
+// replays only: a route behind a closed gate is still streamed, and what is
+// about to expire is parked; the rest is left for a later run.
 //
-//   - health: [Options.Health] fails -> closed, the run moves nothing;
+//   - health: [Options.Health] fails -> closed;
 //   - canary: some orders replayed by the previous run have not completed
 //     (read through [Completions]) -> limited, the route replays at most
-//     CanaryLimit messages;
+//     CanaryLimit messages; the [Breaker] -> closed while it is open, limited
+//     to a probe when one is due;
 //   - refill: the DLQ holds more than RefillThreshold messages more than the
 //     previous run left in it -> closed for that route.
 //
