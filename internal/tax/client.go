@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/homingdlq/homing/internal/clip"
 	"github.com/homingdlq/homing/internal/wait"
 )
 
@@ -420,21 +420,7 @@ func detail(data []byte) string {
 	if json.Unmarshal(data, &m) == nil && strings.TrimSpace(m.Message) != "" {
 		text = strings.TrimSpace(m.Message)
 	}
-	return truncate(text, MaxDetailBytes)
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking a cut with
-// "..." (so the result is at most n+3 bytes); invalid UTF-8 in the kept part
-// is dropped.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return strings.ToValidUTF8(s, "")
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strings.ToValidUTF8(s[:cut], "") + "..."
+	return clip.String(text, MaxDetailBytes)
 }
 
 // parseRetryAfter reads a delta-seconds Retry-After value; -1 when absent or
