@@ -1,10 +1,14 @@
 package envelope
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,11 +18,60 @@ import (
 // MaxAttributes is SQS's limit of message attributes per message.
 const MaxAttributes = 10
 
-// ErrNameTaken is returned by [Pack] when the producer already uses the name
-// of our metadata attribute.
-var ErrNameTaken = errors.New("envelope: attribute name already used by the producer")
+// Sizes, in the bytes SQS counts for a message (see [MessageBytes]).
+const (
+	// MaxMessageBytes is SQS's largest message; the invalid, parking and
+	// dead-letter queues take it.
+	MaxMessageBytes = 1 << 20
+	// MetadataReserveBytes is kept free on the source queue for what [Pack]
+	// adds: our attribute's name (at most 256 bytes) and type, the document
+	// around the metadata, the metadata itself (at most [MaxMetadataBytes]),
+	// and the growth of the one producer attribute folded when all ten slots
+	// are taken. Pack folds the attribute whose encoding grows least, and a
+	// folded value grows by at most a third (base64) or not at all, so with
+	// at least nine candidates sharing at most [MaxSourceMessageBytes], the
+	// growth stays under MaxSourceMessageBytes/27 + 600 bytes: about 37 KiB,
+	// plus 16 KiB of metadata, plus 1 KiB of names, under 64 KiB.
+	// infra/deadletter declares the same value (a test pins the two).
+	MetadataReserveBytes = 64 << 10
+	// MaxSourceMessageBytes is the source queue's MaximumMessageSize: any
+	// message it accepts still fits SQS's maximum after Pack.
+	MaxSourceMessageBytes = MaxMessageBytes - MetadataReserveBytes
+	// MaxMetadataBytes bounds the JSON encoding of the metadata Pack takes.
+	MaxMetadataBytes = 16 << 10
+)
 
-// Attribute is the JSON form of one folded producer attribute.
+// Errors of the package. Match them with errors.Is.
+var (
+	// ErrNameTaken is returned by [Pack] when the producer already uses the
+	// name of our metadata attribute.
+	ErrNameTaken = errors.New("envelope: attribute name already used by the producer")
+	// ErrTooLarge is returned by [Pack] for metadata over MaxMetadataBytes,
+	// a name SQS would refuse, or more producer attributes than SQS carries.
+	ErrTooLarge = errors.New("envelope: metadata, name or attributes out of bounds")
+	// ErrCorrupt is returned by [Unpack] when our attribute is not what Pack
+	// writes: not JSON, or an overflow section Pack could not have written.
+	ErrCorrupt = errors.New("envelope: corrupt metadata attribute")
+)
+
+// MessageBytes is the size SQS counts for a message with a body of bodyBytes
+// and attrs: the body plus, per attribute, its name, its data type and its
+// value.
+func MessageBytes(bodyBytes int, attrs map[string]types.MessageAttributeValue) int {
+	n := bodyBytes
+	for name, a := range attrs {
+		n += attributeBytes(name, a)
+	}
+	return n
+}
+
+func attributeBytes(name string, a types.MessageAttributeValue) int {
+	return len(name) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
+}
+
+// Attribute is the JSON form of one folded producer attribute. A String or
+// Number value is stored in "s", or in "b" (base64) when that is shorter
+// than its JSON escaping.
 type Attribute struct {
 	DataType    string  `json:"t"`
 	StringValue *string `json:"s,omitempty"`
@@ -28,6 +81,17 @@ type Attribute struct {
 type document struct {
 	Meta     json.RawMessage      `json:"meta"`
 	Overflow map[string]Attribute `json:"overflow,omitempty"`
+}
+
+// encode is json.Marshal without HTML escaping (which grows '<' sixfold).
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // FromEvent converts the attributes of a Lambda SQS record to the SDK's form.
@@ -46,35 +110,46 @@ func FromEvent(in map[string]events.SQSMessageAttribute) map[string]types.Messag
 
 // Pack returns the attributes to send: the producer's, plus one String
 // attribute called name that holds meta as JSON. At most [MaxAttributes] are
-// returned; producer attributes that do not fit are folded into ours. The
-// producer map is not modified.
+// returned; when the producer used all ten, the attribute whose encoding
+// grows least (the last by name among equals; never a [Reserved] one) is
+// folded into ours, so the message grows by at most [MetadataReserveBytes].
+// The producer map is not modified.
+//
+// Errors: [ErrNameTaken] when the producer uses name; [ErrTooLarge] when meta
+// encodes to more than [MaxMetadataBytes], name is not a valid SQS name, or
+// the producer has more than MaxAttributes attributes (SQS never delivers
+// more).
 func Pack(producer map[string]types.MessageAttributeValue, name string, meta any) (map[string]types.MessageAttributeValue, error) {
 	if _, ok := producer[name]; ok {
 		return nil, fmt.Errorf("pack %q: %w", name, ErrNameTaken)
 	}
-	raw, err := json.Marshal(meta)
+	if len(producer) > MaxAttributes || len(name) > maxNameBytes || name == "" {
+		return nil, fmt.Errorf("pack %q with %d producer attributes: %w", name, len(producer), ErrTooLarge)
+	}
+	raw, err := encode(meta)
 	if err != nil {
 		return nil, fmt.Errorf("pack %q: encode metadata: %w", name, err)
 	}
-	doc := document{Meta: raw}
-	out := make(map[string]types.MessageAttributeValue, min(len(producer)+1, MaxAttributes))
-	names := make([]string, 0, len(producer))
-	for n := range producer {
-		names = append(names, n)
+	if len(raw) > MaxMetadataBytes {
+		return nil, fmt.Errorf("pack %q: metadata is %d bytes, limit %d: %w", name, len(raw), MaxMetadataBytes, ErrTooLarge)
 	}
-	slices.Sort(names)
-	for i, n := range names {
-		a := producer[n]
-		if i < MaxAttributes-1 {
-			out[n] = a
-			continue
+	doc := document{Meta: raw}
+	out := maps.Clone(producer)
+	if out == nil {
+		out = make(map[string]types.MessageAttributeValue, 1)
+	}
+	for len(out) > MaxAttributes-1 {
+		n, folded, ok := cheapestFold(out)
+		if !ok {
+			return nil, fmt.Errorf("pack %q: every producer attribute is reserved: %w", name, ErrTooLarge)
 		}
 		if doc.Overflow == nil {
 			doc.Overflow = make(map[string]Attribute)
 		}
-		doc.Overflow[n] = Attribute{DataType: aws.ToString(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+		doc.Overflow[n] = folded
+		delete(out, n)
 	}
-	body, err := json.Marshal(doc)
+	body, err := encode(doc)
 	if err != nil {
 		return nil, fmt.Errorf("pack %q: encode envelope: %w", name, err)
 	}
@@ -82,10 +157,55 @@ func Pack(producer map[string]types.MessageAttributeValue, name string, meta any
 	return out, nil
 }
 
+// cheapestFold picks the attribute of attrs whose folded encoding grows the
+// message least (the last by name among equals), skipping reserved names.
+func cheapestFold(attrs map[string]types.MessageAttributeValue) (name string, folded Attribute, ok bool) {
+	best := 0
+	for _, n := range slices.Sorted(maps.Keys(attrs)) {
+		if Reserved(n) {
+			continue
+		}
+		a := fold(attrs[n])
+		entry, err := encode(map[string]Attribute{n: a})
+		if err != nil {
+			continue
+		}
+		if growth := len(entry) - attributeBytes(n, attrs[n]); !ok || growth <= best {
+			name, folded, best, ok = n, a, growth, true
+		}
+	}
+	return name, folded, ok
+}
+
+// fold is the JSON form of a, its string value in base64 when that is
+// shorter than JSON's escaping of it.
+func fold(a types.MessageAttributeValue) Attribute {
+	out := Attribute{DataType: aws.ToString(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+	if a.StringValue != nil {
+		quoted, err := encode(*a.StringValue)
+		if err == nil && len(quoted) > base64.StdEncoding.EncodedLen(len(*a.StringValue))+2 {
+			out.StringValue = nil
+			out.BinaryValue = []byte(*a.StringValue)
+		}
+	}
+	return out
+}
+
+// maxFolded is the most attributes Pack folds for a message SQS delivered:
+// at most MaxAttributes producer attributes, MaxAttributes-1 kept.
+const maxFolded = 1
+
 // Unpack is the inverse of [Pack]: it decodes our attribute called name into
 // meta (when meta is not nil) and returns the producer's attributes with any
 // folded ones restored. found is false, and producer is attrs without change,
 // when the message carries no attribute called name.
+//
+// It returns an error wrapping [ErrCorrupt] when our attribute is not what
+// Pack writes: not JSON, metadata that does not decode into meta, or an
+// overflow section Pack could not have written (a name that is not a valid
+// SQS name, is [Reserved] or is already present; more than one folded
+// attribute; folded attributes while fewer than MaxAttributes-1 stay
+// native). It never returns attributes smuggled in that way.
 func Unpack(attrs map[string]types.MessageAttributeValue, name string, meta any) (producer map[string]types.MessageAttributeValue, found bool, err error) {
 	ours, ok := attrs[name]
 	if !ok {
@@ -93,21 +213,40 @@ func Unpack(attrs map[string]types.MessageAttributeValue, name string, meta any)
 	}
 	var doc document
 	if err := json.Unmarshal([]byte(aws.ToString(ours.StringValue)), &doc); err != nil {
-		return nil, true, fmt.Errorf("unpack %q: %w", name, err)
+		return nil, true, fmt.Errorf("unpack %q: %w: %w", name, ErrCorrupt, err)
 	}
 	if meta != nil {
 		if err := json.Unmarshal(doc.Meta, meta); err != nil {
-			return nil, true, fmt.Errorf("unpack %q: metadata: %w", name, err)
+			return nil, true, fmt.Errorf("unpack %q: metadata: %w: %w", name, ErrCorrupt, err)
 		}
 	}
-	producer = make(map[string]types.MessageAttributeValue, len(attrs)-1+len(doc.Overflow))
+	natives := len(attrs) - 1
+	if len(doc.Overflow) > 0 && (len(doc.Overflow) > maxFolded || natives != MaxAttributes-1) {
+		return nil, true, fmt.Errorf("unpack %q: %d folded attributes beside %d native ones, Pack folds %d only when %d stay: %w",
+			name, len(doc.Overflow), natives, maxFolded, MaxAttributes-1, ErrCorrupt)
+	}
+	producer = make(map[string]types.MessageAttributeValue, natives+len(doc.Overflow))
 	for n, a := range attrs {
 		if n != name {
 			producer[n] = a
 		}
 	}
 	for n, a := range doc.Overflow {
-		producer[n] = types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+		_, present := attrs[n]
+		if !ValidName(n) || Reserved(n) || present {
+			return nil, true, fmt.Errorf("unpack %q: folded attribute %.64q is invalid, reserved or present: %w", name, n, ErrCorrupt)
+		}
+		producer[n] = restore(a)
 	}
 	return producer, true, nil
+}
+
+// restore is the inverse of fold.
+func restore(a Attribute) types.MessageAttributeValue {
+	v := types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+	if a.StringValue == nil && a.BinaryValue != nil && !strings.HasPrefix(a.DataType, "Binary") {
+		v.StringValue = aws.String(string(a.BinaryValue))
+		v.BinaryValue = nil
+	}
+	return v
 }

@@ -13,11 +13,24 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/batch"
+	"github.com/homingdlq/homing/internal/clip"
 	"github.com/homingdlq/homing/internal/envelope"
 )
 
-// AttributeName is the message attribute that carries [Metadata].
-const AttributeName = "homing-invalid"
+// AttributeName is the message attribute that carries [Metadata]. A
+// producer's attribute of this name is kept as data under
+// envelope.Neutral(AttributeName, ...) ("homing-invalid.prev"), never decoded.
+const AttributeName = envelope.InvalidAttributeName
+
+// Bounds of the [Metadata] fields, in bytes before JSON escaping; a longer
+// value is cut on a rune boundary and marked with "...". Even fully escaped
+// (sixfold), the metadata stays within envelope.MaxMetadataBytes, so any
+// message the source queue accepted fits the invalid queue.
+const (
+	MaxReasonBytes = 64
+	MaxDetailBytes = 1024 // the tax service's 422 detail is cut at 512
+	MaxNameBytes   = 512  // SourceQueue, MessageID, Consumer
+)
 
 // Metadata says why and where a message was declared invalid.
 type Metadata struct {
@@ -59,20 +72,14 @@ var _ batch.InvalidChannel = (*Publisher)(nil)
 // message.
 func (p *Publisher) Publish(ctx context.Context, msg events.SQSMessage, r batch.Rejection) error {
 	meta := Metadata{
-		Reason:      r.Reason,
-		Detail:      r.Detail,
-		SourceQueue: msg.EventSourceARN,
-		MessageID:   msg.MessageId,
-		Consumer:    p.consumer,
+		Reason:      clip.String(r.Reason, MaxReasonBytes),
+		Detail:      clip.String(r.Detail, MaxDetailBytes),
+		SourceQueue: clip.String(msg.EventSourceARN, MaxNameBytes),
+		MessageID:   clip.String(msg.MessageId, MaxNameBytes),
+		Consumer:    clip.String(p.consumer, MaxNameBytes),
 		At:          p.now().UTC(),
 	}
-	// A message declared invalid before (and sent back after a fix) carries
-	// our attribute already: the new metadata replaces the old.
-	producer, _, err := envelope.Unpack(envelope.FromEvent(msg.MessageAttributes), AttributeName, nil)
-	if err != nil {
-		return fmt.Errorf("publish %s to %s: %w", msg.MessageId, p.queueURL, err)
-	}
-	attrs, err := envelope.Pack(producer, AttributeName, meta)
+	attrs, err := envelope.Pack(neutralise(envelope.FromEvent(msg.MessageAttributes)), AttributeName, meta)
 	if err != nil {
 		return fmt.Errorf("publish %s to %s: %w", msg.MessageId, p.queueURL, err)
 	}
@@ -93,6 +100,19 @@ func (p *Publisher) Publish(ctx context.Context, msg events.SQSMessage, r batch.
 		return fmt.Errorf("publish %s to %s: %w", msg.MessageId, p.queueURL, err)
 	}
 	return nil
+}
+
+// neutralise keeps a producer's attribute of our name as data under the
+// neutral name: ours is ours, whatever a message arrives with (a verdict of
+// an earlier publication sent back, or a forgery), and is never decoded.
+func neutralise(attrs map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
+	theirs, ok := attrs[AttributeName]
+	if !ok {
+		return attrs
+	}
+	delete(attrs, AttributeName)
+	attrs[envelope.Neutral(AttributeName, attrs)] = theirs
+	return attrs
 }
 
 // DeduplicationID is the FIFO deduplication id for a message forwarded from

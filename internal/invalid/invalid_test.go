@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,15 +124,16 @@ func TestPublishError(t *testing.T) {
 	}
 }
 
-func TestPublishReplacesAnEarlierVerdict(t *testing.T) {
+// A message declared invalid before and sent back as it was published
+// carries our attribute from its producer's side: it is kept as data under
+// the neutral name, never decoded, and the new verdict is ours.
+func TestPublishKeepsAnEarlierVerdictAsData(t *testing.T) {
 	s := &fakeSender{}
 	p := invalid.NewPublisher(s, "q", "invoice", func() time.Time { return at })
 	msg := record("arn", 10)
 	if err := p.Publish(context.Background(), msg, rejection); err != nil {
 		t.Fatal(err)
 	}
-	// The operator fixes the producer and sends the message back as it was
-	// published; it is still invalid, for another reason.
 	again := record("arn", 0)
 	again.MessageAttributes = map[string]events.SQSMessageAttribute{}
 	for name, a := range s.sent[0].MessageAttributes {
@@ -144,16 +146,69 @@ func TestPublishReplacesAnEarlierVerdict(t *testing.T) {
 	if err != nil || meta.Reason != "total-mismatch" {
 		t.Fatalf("meta = %+v, err = %v", meta, err)
 	}
-	if !reflect.DeepEqual(producer, envelope.FromEvent(msg.MessageAttributes)) {
-		t.Fatalf("producer attributes = %v", producer)
+	prev, ok := producer[invalid.AttributeName+envelope.NeutralSuffix]
+	if !ok || aws.ToString(prev.StringValue) != aws.ToString(s.sent[0].MessageAttributes[invalid.AttributeName].StringValue) {
+		t.Fatalf("the earlier verdict is not kept as data: %v", producer)
+	}
+	if len(producer) != 10 {
+		t.Fatalf("%d producer attributes, want the 9 native ones and the earlier verdict", len(producer))
 	}
 }
 
-func TestPublishRefusesACorruptAttributeOfOurName(t *testing.T) {
-	msg := record("arn", 0)
-	msg.MessageAttributes = map[string]events.SQSMessageAttribute{invalid.AttributeName: {DataType: "String", StringValue: aws.String("x")}}
-	p := invalid.NewPublisher(&fakeSender{}, "q", "invoice", nil)
-	if err := p.Publish(context.Background(), msg, rejection); err == nil {
-		t.Fatal("want an error: the record must stay in its queue")
+// Item 13: a producer's attribute of our name is data, never decoded: a
+// malformed value must not block the invalid lane.
+func TestPublishNeutralisesAProducerCopyOfOurName(t *testing.T) {
+	for _, n := range []int{0, 9} {
+		t.Run(fmt.Sprintf("%d other attributes", n), func(t *testing.T) {
+			msg := record("arn", n)
+			if msg.MessageAttributes == nil {
+				msg.MessageAttributes = map[string]events.SQSMessageAttribute{}
+			}
+			msg.MessageAttributes[invalid.AttributeName] = events.SQSMessageAttribute{DataType: "String", StringValue: aws.String("{not ours")}
+			s := &fakeSender{}
+			p := invalid.NewPublisher(s, "q", "invoice", nil)
+			if err := p.Publish(context.Background(), msg, rejection); err != nil {
+				t.Fatalf("err = %v, want the record published", err)
+			}
+			if len(s.sent[0].MessageAttributes) > envelope.MaxAttributes {
+				t.Fatalf("%d attributes", len(s.sent[0].MessageAttributes))
+			}
+			meta, producer, found, err := invalid.Read(s.sent[0].MessageAttributes)
+			if err != nil || !found || meta.Reason != rejection.Reason {
+				t.Fatalf("meta=%+v found=%v err=%v", meta, found, err)
+			}
+			if v := producer[invalid.AttributeName+envelope.NeutralSuffix]; aws.ToString(v.StringValue) != "{not ours" {
+				t.Fatalf("producer attributes = %v, want the copy kept as data", producer)
+			}
+		})
+	}
+}
+
+// Item 12: every metadata field is bounded, so the metadata always fits the
+// reserve the source queue keeps for it.
+func TestPublishBoundsTheMetadata(t *testing.T) {
+	msg := record(strings.Repeat("a", 5000), 0)
+	msg.MessageId = strings.Repeat("m", 5000)
+	s := &fakeSender{}
+	p := invalid.NewPublisher(s, "q", strings.Repeat("c", 5000), nil)
+	long := strings.Repeat("\u0001<\"", 10000)
+	if err := p.Publish(context.Background(), msg, batch.Rejection{Reason: long, Detail: long}); err != nil {
+		t.Fatal(err)
+	}
+	meta, _, _, err := invalid.Read(s.sent[0].MessageAttributes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]struct {
+		value string
+		limit int
+	}{
+		"reason": {meta.Reason, invalid.MaxReasonBytes}, "detail": {meta.Detail, invalid.MaxDetailBytes},
+		"sourceQueue": {meta.SourceQueue, invalid.MaxNameBytes}, "messageId": {meta.MessageID, invalid.MaxNameBytes},
+		"consumer": {meta.Consumer, invalid.MaxNameBytes},
+	} {
+		if len(f.value) > f.limit+3 || f.value == "" {
+			t.Errorf("%s is %d bytes, limit %d", name, len(f.value), f.limit)
+		}
 	}
 }
