@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -24,6 +25,7 @@ import (
 	"github.com/homingdlq/homing/internal/batch"
 	"github.com/homingdlq/homing/internal/dynamo"
 	"github.com/homingdlq/homing/internal/envconfig"
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/internal/idempotency"
 	"github.com/homingdlq/homing/internal/invalid"
 	"github.com/homingdlq/homing/internal/invoicing"
@@ -108,12 +110,13 @@ func newProcessor(cfg Config, d deps) *batch.Processor {
 //	INVALID_QUEUE_URL      required  queue for invalid orders
 //	IDEMPOTENCY_TABLE      required  DynamoDB table of the idempotent receiver
 //	TAX_SERVICE_URL        required  base URL of the tax and invoice service
-//	CONSUMER_NAME          invoice   scopes idempotency keys, signs invalid-message metadata
+//	CONSUMER_NAME          invoice   scopes idempotency keys, signs invalid-message metadata (1..64 bytes, no '#')
 //	CONCURRENCY            10        records (or FIFO groups) processed at once
 //	DEADLINE_MARGIN        2s        no record starts with less time left
 //	TAX_BUDGET             10s       total time for the tax calls of one record, retries included
 //	RECORD_LIFETIME        720h      how long an idempotency record lasts (>= 432h: source + DLQ retention)
-//	MAX_PAYLOAD_BYTES      262144    larger bodies are invalid (payload-too-large)
+//	MAX_PAYLOAD_BYTES      262144    larger bodies are invalid (payload-too-large); at most 983040, the source queue's size
+//	                                 (SQS's 1 MiB minus envelope.MetadataReserveBytes for our metadata)
 type Config struct {
 	InvalidQueueURL  string
 	IdempotencyTable string
@@ -147,6 +150,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
+// maxConsumerName keeps idempotency keys of every orderId in the grammar
+// unhashed (see idempotency.Key).
+const maxConsumerName = 64
+
 // Validate reports every invalid field.
 func (c Config) Validate() error {
 	var errs []error
@@ -169,8 +176,12 @@ func (c Config) Validate() error {
 	if c.RecordLifetime < idempotency.MinLifetime {
 		errs = append(errs, fmt.Errorf("RECORD_LIFETIME=%s: want >= %s, so that a replay from the DLQ is still recognised", c.RecordLifetime, idempotency.MinLifetime))
 	}
-	if c.MaxPayloadBytes < 1 || c.MaxPayloadBytes > 1<<20 {
-		errs = append(errs, fmt.Errorf("MAX_PAYLOAD_BYTES=%d: want 1..1048576 (the SQS limit)", c.MaxPayloadBytes))
+	if c.MaxPayloadBytes < 1 || c.MaxPayloadBytes > envelope.MaxSourceMessageBytes {
+		errs = append(errs, fmt.Errorf("MAX_PAYLOAD_BYTES=%d: want 1..%d (the source queue's size: SQS's limit minus the reserve for our metadata)",
+			c.MaxPayloadBytes, envelope.MaxSourceMessageBytes))
+	}
+	if c.ConsumerName == "" || len(c.ConsumerName) > maxConsumerName || strings.Contains(c.ConsumerName, "#") {
+		errs = append(errs, fmt.Errorf("CONSUMER_NAME=%q: want 1..%d bytes without '#' (it scopes idempotency keys)", c.ConsumerName, maxConsumerName))
 	}
 	return errors.Join(errs...)
 }

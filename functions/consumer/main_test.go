@@ -298,6 +298,8 @@ func TestLoadConfig(t *testing.T) {
 		{name: "defaults", env: base},
 		{name: "nothing set", env: map[string]string{}, wantErr: []string{"INVALID_QUEUE_URL is required", "IDEMPOTENCY_TABLE is required", "TAX_SERVICE_URL is required"}},
 		{name: "bad numbers", env: map[string]string{"CONCURRENCY": "many", "MAX_PAYLOAD_BYTES": "2000000"}, wantErr: []string{`CONCURRENCY="many"`, "MAX_PAYLOAD_BYTES=2000000"}},
+		{name: "payload limit above what the source queue accepts", env: map[string]string{"MAX_PAYLOAD_BYTES": "1048576"}, wantErr: []string{"MAX_PAYLOAD_BYTES=1048576"}},
+		{name: "consumer name that breaks keys", env: map[string]string{"CONSUMER_NAME": "in#voice"}, wantErr: []string{`CONSUMER_NAME="in#voice"`}},
 		{name: "bad durations", env: map[string]string{"TAX_BUDGET": "soon", "RECORD_LIFETIME": "24h", "DEADLINE_MARGIN": "-1s"}, wantErr: []string{`TAX_BUDGET="soon"`, "RECORD_LIFETIME=24h0m0s", "DEADLINE_MARGIN=-1s"}},
 	}
 	for _, tt := range tests {

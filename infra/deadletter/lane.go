@@ -34,6 +34,23 @@ const (
 	TTLAttribute = "expiresAt"
 )
 
+// Message sizes of the lane's queues, in the bytes SQS counts (body plus
+// attribute names, types and values).
+const (
+	// MaxMessageBytes is SQS's largest message, the size of the DLQ, the
+	// invalid and the parking queues.
+	MaxMessageBytes = 1048576
+	// MetadataReserveBytes is what the consumer and the replay function may
+	// add to a message when they forward it with their metadata attribute
+	// (internal/envelope.MetadataReserveBytes, pinned to this value by a
+	// test of the root module, which this module cannot import).
+	MetadataReserveBytes = 65536
+	// SourceMaxMessageBytes is the source queue's MaximumMessageSize: any
+	// message it accepts still fits the invalid and parking queues with our
+	// metadata.
+	SourceMaxMessageBytes = MaxMessageBytes - MetadataReserveBytes
+)
+
 // Lane is one dead-letter lane for one source queue: the queues, the tables,
 // the consumer function with its event source mapping, the replay function
 // with its schedule, the alarms and the dashboard. Every resource is
@@ -203,16 +220,18 @@ func (l *lane) addQueues() {
 	})
 
 	l.deadLetter = l.queue("DeadLetterQueue", &awssqs.QueueProps{
-		RetentionPeriod: seconds2duration(r.deadLetterRetention),
+		RetentionPeriod:     seconds2duration(r.deadLetterRetention),
+		MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
 		RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
 			RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
 			SourceQueues:      &[]awssqs.IQueue{sourceRef},
 		},
 	})
 	l.source = l.queue("SourceQueue", &awssqs.QueueProps{
-		QueueName:         jsii.String(sourceName),
-		RetentionPeriod:   seconds2duration(r.sourceRetention),
-		VisibilityTimeout: seconds2duration(r.visibility),
+		QueueName:           jsii.String(sourceName),
+		RetentionPeriod:     seconds2duration(r.sourceRetention),
+		VisibilityTimeout:   seconds2duration(r.visibility),
+		MaxMessageSizeBytes: jsii.Number(SourceMaxMessageBytes),
 		DeadLetterQueue: &awssqs.DeadLetterQueue{
 			Queue:           l.deadLetter,
 			MaxReceiveCount: jsii.Number(r.maxReceiveCount),
@@ -220,12 +239,14 @@ func (l *lane) addQueues() {
 	})
 	// Neither lane of last resort may become another queue's DLQ.
 	l.invalid = l.queue("InvalidQueue", &awssqs.QueueProps{
-		RetentionPeriod:    seconds2duration(r.deadLetterRetention),
-		RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
+		RetentionPeriod:     seconds2duration(r.deadLetterRetention),
+		MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
+		RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
 	})
 	l.parking = l.queue("ParkingQueue", &awssqs.QueueProps{
-		RetentionPeriod:    seconds2duration(r.deadLetterRetention),
-		RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
+		RetentionPeriod:     seconds2duration(r.deadLetterRetention),
+		MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
+		RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
 	})
 	for _, q := range []awssqs.Queue{l.invalid, l.parking} {
 		suppress(q, "AwsSolutions-SQS3",

@@ -118,6 +118,20 @@ func TestQueues(t *testing.T) {
 		}
 	})
 
+	t.Run("any message the source accepts fits the other queues with our metadata", func(t *testing.T) {
+		if got := props(s.resources[id.source])["MaximumMessageSize"]; got != float64(deadletter.SourceMaxMessageBytes) {
+			t.Errorf("source MaximumMessageSize %v, want %d", got, deadletter.SourceMaxMessageBytes)
+		}
+		for _, q := range []string{id.dlq, id.invalid, id.parking} {
+			if got := props(s.resources[q])["MaximumMessageSize"]; got != float64(deadletter.MaxMessageBytes) {
+				t.Errorf("%s MaximumMessageSize %v, want %d", q, got, deadletter.MaxMessageBytes)
+			}
+		}
+		if deadletter.SourceMaxMessageBytes+deadletter.MetadataReserveBytes != deadletter.MaxMessageBytes || deadletter.MaxMessageBytes != 1<<20 {
+			t.Error("the source's size plus the reserve is not SQS's maximum")
+		}
+	})
+
 	t.Run("invalid and parking queues are never a DLQ target", func(t *testing.T) {
 		for _, q := range []string{id.invalid, id.parking} {
 			got := mustJSON(props(s.resources[q])["RedriveAllowPolicy"])
