@@ -31,7 +31,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help demo build unit infra-test e2e test lint bench fuzz synth deploy-local destroy-local \
+.PHONY: help demo build unit sim infra-test e2e test lint bench fuzz synth deploy-local destroy-local \
 	emulator-up emulator-down clean FORCE
 
 help: ## list the targets
@@ -52,6 +52,10 @@ bin/dlq: FORCE
 
 unit: ## unit tests: no network, no node, no emulator
 	$(GO) test -race -count=1 ./...
+
+# SEEDS=N runs seeds 1..N (default 200); SEED=N replays one seed with its trace.
+sim: ## the deterministic simulation of the whole system: SEEDS=N random seeds (default 200), or SEED=N alone
+	SIM_SEEDS=$(or $(SEEDS),200) $(if $(SEED),SIM_SEED=$(SEED)) $(GO) test -count=1 -timeout 30m -run '^TestSim$$' ./internal/sim
 
 infra-test: ## CDK template assertions and cdk-nag (starts node through jsii)
 	cd infra && $(GO) test -count=1 ./...

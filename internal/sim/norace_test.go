@@ -1,0 +1,7 @@
+//go:build !race
+
+package sim
+
+// ordersPerSeed is the number of publications per random seed in TestSim:
+// with DefaultSeeds seeds, at least 10,000 orders per `go test ./...`.
+const ordersPerSeed = 500

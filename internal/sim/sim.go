@@ -1,0 +1,445 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/batch"
+	"github.com/homingdlq/homing/internal/idempotency"
+	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/internal/replay/replaytest"
+)
+
+// Config is one simulation. [RandomConfig] derives one from a seed;
+// scenarios start from it and change what they need.
+type Config struct {
+	Seed          uint64
+	Orders        int           // publications to generate (when Publications is nil)
+	Window        time.Duration // the producer publishes within this time after the start
+	Mix           Mix
+	Queues        Queues
+	Consumer      Consumer
+	Replay        Replay
+	Service       ServiceMode
+	Phases        []Phase
+	ServiceFaults ServiceFaults
+	Faults        Faults
+	// DrainLimit bounds the simulated time after the window for the system
+	// to quiesce; a system still busy then fails the invariants.
+	DrainLimit time.Duration
+	// OperatorRounds is how many times, once quiet, an operator brings the
+	// parking queue back to the source (a reset-count run) and waits for
+	// quiet again. Zero: none.
+	OperatorRounds int
+	// Publications, when set, is the workload (a scenario's); else it is
+	// generated.
+	Publications []*Publication
+	// Actions run at their time (a scenario's operator runs, crashes,
+	// clock jumps).
+	Actions []Action
+}
+
+// Action is something a scenario does at a time after the start.
+type Action struct {
+	At time.Duration
+	Do func(s *Sim)
+}
+
+// Start is the simulated time every simulation starts at.
+var Start = time.Date(2030, 11, 30, 8, 0, 0, 0, time.UTC)
+
+// RandomConfig returns the configuration of seed with orders publications:
+// the settings, the tax service's trouble and the fault rates are drawn
+// from the seed, within what the configuration validation accepts.
+func RandomConfig(seed uint64, orders int) Config {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	pick := func(ds ...time.Duration) time.Duration { return ds[rng.IntN(len(ds))] }
+	c := Config{
+		Seed: seed, Orders: orders, Window: 2 * time.Hour,
+		Mix: Mix{Duplicate: 0.05, Conflict: 0.02, Invalid: 0.08, Rejected: 0.01},
+		Queues: Queues{
+			FIFO:            seed%5 == 4,
+			SourceRetention: 4 * 24 * time.Hour,
+			DLQRetention:    pick(14*24*time.Hour, 4*24*time.Hour, 24*time.Hour, 6*time.Hour),
+			Visibility:      180 * time.Second,
+			MaxReceiveCount: 3 + 2*rng.IntN(2),
+		},
+		Consumer: Consumer{Timeout: 30 * time.Second, BatchSize: 10},
+		Replay: Replay{
+			Options: replay.Options{
+				MaxReplays: 3, BackoffBase: pick(time.Minute, 5*time.Minute), BackoffMax: pick(30*time.Minute, time.Hour, 4*time.Hour, 12*time.Hour),
+				Rate: 50, MaxPerRun: 1000, CanaryLimit: 5, RefillThreshold: 100, DeadlineMargin: 5 * time.Second, DecisionWindow: 30 * time.Second,
+			},
+			Schedule: 5 * time.Minute, Timeout: 2 * time.Minute, Health: true, Canary: true,
+		},
+		Service:       Deduplicating,
+		ServiceFaults: ServiceFaults{Ambiguous: 0.01, Latency: 40 * time.Millisecond, Budget: 10 * time.Second},
+		Faults: Faults{
+			StoreErrors: 0.02, CompleteErrors: 0.01, CrashAfterEffect: 0.005, InvalidSendError: 0.02,
+			ESMDeleteErrors: 0.01, DoubleInvoke: 0.01, ConcurrentCopy: 0.01, LedgerErrors: 0.02, ReplayQueueError: 0.01,
+			RunCrash: 0.1, RunOverlap: 0.05, OperatorRuns: 3, ClockJumps: 2,
+		},
+		DrainLimit:     3 * 24 * time.Hour,
+		OperatorRounds: 3,
+	}
+	if seed%2 == 1 {
+		c.Service = Counting
+	}
+	c.Replay.Options.ExpiryRescueWindow = min(pick(time.Hour, 2*time.Hour, 24*time.Hour), c.Queues.DLQRetention/3)
+	outage := time.Duration(10+rng.IntN(50)) * time.Minute
+	c.Phases = append(c.Phases, Phase{From: outage, To: outage + time.Duration(10+rng.IntN(80))*time.Minute, Mode: "down", LyingHealth: rng.IntN(10) < 3})
+	flaky := c.Phases[0].To + time.Duration(rng.IntN(20))*time.Minute
+	c.Phases = append(c.Phases, Phase{From: flaky, To: flaky + time.Duration(5+rng.IntN(30))*time.Minute, Mode: "flaky", ErrorRate: 0.2 + 0.6*rng.Float64()})
+	if rng.IntN(10) < 3 {
+		slow := c.Phases[1].To + 10*time.Minute
+		c.Phases = append(c.Phases, Phase{From: slow, To: slow + 5*time.Minute, Mode: "slow", Latency: 12 * time.Second})
+	}
+	return c
+}
+
+// Stats are what a simulation counted.
+type Stats struct {
+	Publications        int
+	ValidOrders         int
+	Invoiced            int            // valid orders with an invoice
+	InvalidQueued       int            // messages in the invalid queue at the end
+	Parked              map[string]int // parks during the run, by reason (before the operator's rounds)
+	ParkedAtEnd         int
+	InDoubtDoubles      int // counting service: invoices issued after an answer was lost
+	ServiceCalls        int
+	Takeovers           int
+	Unrecorded          int // invoices acknowledged whose idempotency record could not be completed
+	CrashesAfterEffect  int
+	DoubleInvokes       int
+	ConcurrentCopies    int
+	Abandoned           int // consumer invocations that died or ran out of time
+	Invocations         int
+	Replays             int
+	ReplaysDeduplicated int // FIFO sends SQS dropped as duplicates
+	DuplicateReplays    int // replays of a message with a count already sent
+	Runs                int
+	RunCrashes          int
+	Simulated           time.Duration
+}
+
+// Violation is a broken invariant.
+type Violation struct {
+	Kind    string
+	Subject string // message and order ids
+	Detail  string
+}
+
+func (v Violation) String() string { return v.Kind + ": " + v.Subject + ": " + v.Detail }
+
+// Report is the outcome of a simulation.
+type Report struct {
+	Config     Config
+	Stats      Stats
+	Violations []Violation
+	Trace      *Trace
+}
+
+// Sim is one simulation in progress. Build it with [New]; it is not safe
+// for concurrent use (the code under test calls it from its goroutines only
+// through its locked parts).
+type Sim struct {
+	cfg    Config
+	start  time.Time
+	clock  *replaytest.Clock
+	dice   *dice
+	rng    *rand.Rand
+	trace  *Trace
+	sqs    *sqsModel
+	store  *store
+	ledger *replay.MemoryLedger
+	leases *leases
+	tax    *Service
+	proc   *batch.Processor
+	pubs   []*Publication
+
+	next         int // the next publication to send
+	actions      []Action
+	nextSchedule time.Time
+	runs         int
+	invocations  int
+	copying      bool
+
+	stats        Stats
+	violations   []Violation
+	seen         map[string]bool
+	acked        map[string]string // orderId -> the payload hash the consumer first acknowledged
+	ackedPubs    map[int]bool
+	removed      map[int]bool // a replay run deleted a DLQ message of the publication
+	replayCounts map[int]map[string]int
+	dupReplays   map[int]int
+	failures     map[int]failures
+	crashed      map[string]bool // CrashFirstCompletion done
+	resetSends   map[int]int     // replays of a publication by reset-count runs that SQS accepted
+}
+
+type failures struct{ replayed, outage int }
+
+// New builds a simulation of cfg.
+func New(cfg Config) (*Sim, error) {
+	s := &Sim{
+		cfg: cfg, start: Start, clock: replaytest.NewClock(Start), dice: newDice(cfg.Seed),
+		rng: rand.New(rand.NewPCG(cfg.Seed, 0xfa17)), trace: newTrace(Start),
+		leases: &leases{holder: map[string]lease{}}, seen: map[string]bool{}, acked: map[string]string{},
+		ackedPubs: map[int]bool{}, removed: map[int]bool{}, replayCounts: map[int]map[string]int{},
+		dupReplays: map[int]int{}, failures: map[int]failures{}, crashed: map[string]bool{}, resetSends: map[int]int{},
+	}
+	s.stats.Parked = map[string]int{}
+	var err error
+	if s.sqs, err = newSQS(s.clock, cfg.Queues); err != nil {
+		return nil, err
+	}
+	s.store = &store{MemoryStore: idempotency.NewMemoryStore(), s: s}
+	s.ledger = replay.NewMemoryLedger(s.clock.Now)
+	s.tax = newService(cfg.Service, cfg.Phases, cfg.ServiceFaults, Start, s.clock, s.dice, s.trace)
+	s.tax.duringCall = s.copyDuringCall
+	s.tax.violation = s.violate
+	s.proc = s.newProcessor()
+	s.pubs = cfg.Publications
+	if s.pubs == nil {
+		s.pubs = generate(rand.New(rand.NewPCG(cfg.Seed, 0x0d3e)), cfg.Seed, cfg.Orders, cfg.Window, cfg.Mix)
+	}
+	for i, p := range s.pubs {
+		p.N = i
+		if p.Hash == "" {
+			describe(p)
+		}
+	}
+	s.actions = append(s.actions, cfg.Actions...)
+	for range cfg.Faults.OperatorRuns {
+		at := time.Duration(s.rng.Int64N(int64(cfg.Window + 6*time.Hour)))
+		s.actions = append(s.actions, Action{At: at, Do: (*Sim).operatorRun})
+	}
+	for range cfg.Faults.ClockJumps {
+		at := time.Duration(s.rng.Int64N(int64(cfg.Window + 6*time.Hour)))
+		d := time.Duration(1+s.rng.IntN(15)) * time.Minute
+		s.actions = append(s.actions, Action{At: at, Do: func(s *Sim) { s.jump(d) }})
+	}
+	slices.SortStableFunc(s.actions, func(a, b Action) int { return int(a.At - b.At) })
+	s.nextSchedule = Start.Add(cfg.Replay.Schedule)
+	return s, nil
+}
+
+// Run runs cfg to the end and checks the invariants.
+func Run(cfg Config) (*Report, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s.Run(), nil
+}
+
+// Run runs the simulation to quiescence (or its time limit), lets the
+// operator bring back what was parked, and checks the invariants.
+func (s *Sim) Run() *Report {
+	limit := s.start.Add(s.cfg.Window + s.cfg.DrainLimit)
+	quiet := s.loop(limit)
+	for round := 0; quiet && round < s.cfg.OperatorRounds && s.sqs.total(s.sqs.parking) > 0; round++ {
+		if round == 0 {
+			s.trace.add(s.clock.Now(), "operator", "parked before the operator", "", fmt.Sprint(s.stats.Parked))
+		}
+		s.replayRun("operator-reset", replay.Request{Routes: []replay.Route{s.sqs.parkingRoute()}, ResetCount: true, Max: 100000}, crashPlan{}, nil)
+		quiet = s.loop(s.clock.Now().Add(s.cfg.DrainLimit))
+	}
+	s.stats.Simulated = s.clock.Now().Sub(s.start)
+	s.check(quiet)
+	return &Report{Config: s.cfg, Stats: s.stats, Violations: s.violations, Trace: s.trace}
+}
+
+// maxPollsPerStep bounds the consumer invocations in one step of the loop.
+const maxPollsPerStep = 8
+
+// loop advances the simulation until it is quiet (every publication sent,
+// nothing in the source queue or the DLQ, no action pending) or until.
+func (s *Sim) loop(until time.Time) bool {
+	for {
+		now := s.clock.Now()
+		for s.next < len(s.pubs) && !s.start.Add(s.pubs[s.next].At).After(now) {
+			s.publish(s.pubs[s.next])
+			s.next++
+		}
+		for len(s.actions) > 0 && !s.start.Add(s.actions[0].At).After(now) {
+			a := s.actions[0]
+			s.actions = s.actions[1:]
+			a.Do(s)
+		}
+		if !now.Before(s.nextSchedule) {
+			s.scheduledRun()
+			s.nextSchedule = s.nextSchedule.Add(s.cfg.Replay.Schedule)
+			if s.nextSchedule.Before(s.clock.Now()) {
+				s.nextSchedule = s.clock.Now().Add(s.cfg.Replay.Schedule) // missed ticks after a jump fire once
+			}
+		}
+		busy := 0
+		for range maxPollsPerStep {
+			n := s.poll()
+			busy += n
+			if n == 0 {
+				break
+			}
+		}
+		if s.next >= len(s.pubs) && len(s.actions) == 0 && s.quiet() {
+			return true
+		}
+		now = s.clock.Now()
+		if !now.Before(until) {
+			return false
+		}
+		if busy > 0 {
+			s.clock.Advance(time.Second)
+			continue
+		}
+		next := s.nextSchedule
+		if s.next < len(s.pubs) {
+			next = earliest(next, s.start.Add(s.pubs[s.next].At))
+		}
+		if len(s.actions) > 0 {
+			next = earliest(next, s.start.Add(s.actions[0].At))
+		}
+		if v, f := s.sqs.counts(s.sqs.source); v+f > 0 {
+			next = earliest(next, now.Add(5*time.Second))
+		}
+		s.clock.Advance(max(next.Sub(now), time.Second))
+	}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// quiet reports whether nothing is left in the source queue or the DLQ.
+func (s *Sim) quiet() bool {
+	for _, url := range []string{s.sqs.source, s.sqs.dlq} {
+		if v, f := s.sqs.counts(url); v+f > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// publish sends p as the producer.
+func (s *Sim) publish(p *Publication) {
+	id, err := s.sqs.publish(p)
+	if err != nil {
+		s.violate("publish-failed", s.subject("", p.N), err.Error())
+		return
+	}
+	s.stats.Publications++
+	s.trace.add(s.clock.Now(), "producer", "publish "+string(p.Kind), s.subject(id, p.N), p.WantReason)
+}
+
+// scheduledRun is EventBridge's replay invocation; some crash, some are
+// overlapped by an operator run.
+func (s *Sim) scheduledRun() {
+	key := fmt.Sprint(s.runs + 1)
+	var crash crashPlan
+	if s.dice.chance("run-crash", key, s.cfg.Faults.RunCrash) {
+		ops := []string{"after-send", "before-delete", "after-receive"}
+		crash = crashPlan{Op: ops[int(s.dice.at("run-crash-op", key, 0)*3)], At: 1 + int(s.dice.at("run-crash-at", key, 0)*2)}
+	}
+	var overlap func(context.Context) error
+	if s.dice.chance("run-overlap", key, s.cfg.Faults.RunOverlap) {
+		overlap = s.slowSend
+	}
+	s.replayRun("sched", replay.Request{Routes: []replay.Route{s.sqs.route()}}, crash, overlap)
+}
+
+// operatorRun is an operator's on-demand run: sometimes filtered to a few
+// orders, sometimes capped.
+func (s *Sim) operatorRun() {
+	req := replay.Request{Routes: []replay.Route{s.sqs.route()}, Max: 20 + s.rng.IntN(200)}
+	if s.rng.IntN(2) == 0 && s.next > 0 {
+		for range 3 {
+			if id := s.pubs[s.rng.IntN(s.next)].OrderID; id != "" {
+				req.Filter.OrderIDs = append(req.Filter.OrderIDs, id)
+			}
+		}
+	}
+	s.replayRun("operator", req, crashPlan{}, nil)
+}
+
+// jump moves the clock forward by d at once (a paused VM, an NTP step).
+func (s *Sim) jump(d time.Duration) {
+	s.clock.Advance(d)
+	s.trace.add(s.clock.Now(), "clock", "jump", "", d.String())
+}
+
+// violate records a broken invariant once per kind and subject.
+func (s *Sim) violate(kind, subject, detail string) {
+	k := kind + "\x00" + subject
+	if s.seen[k] {
+		return
+	}
+	s.seen[k] = true
+	s.violations = append(s.violations, Violation{Kind: kind, Subject: subject, Detail: detail})
+	s.trace.add(s.clock.Now(), "invariant", kind, subject, detail)
+}
+
+// subject names a message and its publication (and order) for traces.
+func (s *Sim) subject(id string, n int) string {
+	var parts []string
+	if id != "" {
+		parts = append(parts, id)
+	}
+	if n >= 0 && n < len(s.pubs) {
+		parts = append(parts, fmt.Sprintf("pub#%d", n))
+		if id := s.pubs[n].OrderID; id != "" {
+			parts = append(parts, clip(id, 60))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// ids names the messages of a batch.
+func (s *Sim) ids(msgs []types.Message) string {
+	parts := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		parts = append(parts, s.subject(aws.ToString(m.MessageId), s.sqs.pubOf(aws.ToString(m.MessageId))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("...(%d bytes)", len(s))
+}
+
+// slowSend is a SendMessageBatch call that takes longer than the decision
+// window (SDK retries of a throttled call): an operator's run starts
+// meanwhile and finds the messages visible again. The call honours its
+// context: it ends at the context's deadline, without sending, if that
+// comes first.
+func (s *Sim) slowSend(ctx context.Context) error {
+	d := s.cfg.Replay.Options.DecisionWindow + 15*time.Second
+	if dl, ok := ctx.Deadline(); ok && dl.Before(s.clock.Now().Add(d)) {
+		d = max(dl.Sub(s.clock.Now()), 0)
+		s.clock.Advance(d / 2)
+		s.trace.add(s.clock.Now(), "operator", "overlapping run", "", "")
+		s.replayRun("operator", replay.Request{Routes: []replay.Route{s.sqs.route()}, Max: 50}, crashPlan{}, nil)
+		if rest := dl.Sub(s.clock.Now()); rest > 0 {
+			s.clock.Advance(rest)
+		}
+		return context.DeadlineExceeded
+	}
+	s.clock.Advance(d / 2)
+	s.trace.add(s.clock.Now(), "operator", "overlapping run", "", "")
+	s.replayRun("operator", replay.Request{Routes: []replay.Route{s.sqs.route()}, Max: 50}, crashPlan{}, nil)
+	s.clock.Advance(d - d/2)
+	return ctx.Err()
+}
