@@ -119,7 +119,7 @@ func (a *app) auditOrder(ctx context.Context, orderID, consumer string) (orderAu
 		return cmp.Or(x.FirstSeenAt.Compare(y.FirstSeenAt), x.At.Compare(y.At), cmp.Compare(x.MessageID, y.MessageID))
 	})
 	rep.History = append([]replay.MessageRecord{}, history...)
-	rep.Invoice, err = readInvoice(ctx, s.items, idem, consumer+"#"+orderID, a.now())
+	rep.Invoice, err = readInvoice(ctx, s.items, idem, idempotency.Key(consumer, orderID), a.now())
 	return rep, err
 }
 
