@@ -124,6 +124,9 @@ func (s *Service) IssueInvoice(ctx context.Context, req tax.InvoiceRequest) (tax
 		return tax.Invoice{}, errKilled
 	}
 	key := req.OrderID
+	if err := checkHeader(key); err != nil {
+		return tax.Invoice{}, err
+	}
 	s.mu.Lock()
 	s.calls[key]++
 	attempt := s.calls[key]
@@ -209,6 +212,9 @@ func (s *Service) LookupInvoice(ctx context.Context, orderID string) (tax.Invoic
 	if inv := invocationOf(ctx); inv != nil && inv.dead {
 		return tax.Invoice{}, false, errKilled
 	}
+	if err := checkHeader(orderID); err != nil {
+		return tax.Invoice{}, false, err
+	}
 	if p := s.phase(); p != nil && p.Mode == "down" {
 		return tax.Invoice{}, false, errUnavailable
 	}
@@ -248,4 +254,15 @@ func (s *Service) callsOf(orderID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[orderID]
+}
+
+// checkHeader refuses an Idempotency-Key that net/http would not send (a
+// control character), as the real client's request fails before it leaves.
+func checkHeader(key string) error {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return fmt.Errorf("Post \"/invoices\": net/http: invalid header field value for \"Idempotency-Key\"")
+		}
+	}
+	return nil
 }

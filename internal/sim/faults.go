@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"sync"
+	"time"
 )
 
 // Faults are the rates of the injected faults; zero injects none. Each
@@ -19,6 +20,8 @@ type Faults struct {
 	DoubleInvoke     float64 // the event source mapping invokes the function twice with one batch
 	ConcurrentCopy   float64 // SQS hands a copy of the record to a second consumer during the tax call
 	LedgerErrors     float64 // replay ledger: a call throttled
+	// LedgerOutage: every ledger call fails until this long after the start.
+	LedgerOutage     time.Duration
 	ReplayQueueError float64 // the replay engine's SQS calls: a call fails
 	CompletionsError float64 // the canary's completions read fails
 	RunCrash         float64 // a replay run crashes at a chosen point
@@ -27,7 +30,7 @@ type Faults struct {
 	// CrashFirstCompletion lists orderIds whose first completion dies
 	// (a scenario's deterministic CrashAfterEffect).
 	CrashFirstCompletion []string
-	ClockJumps       int     // forward jumps of the clock during the workload
+	ClockJumps           int // forward jumps of the clock during the workload
 }
 
 // Injected errors. They are transient from the code's point of view.

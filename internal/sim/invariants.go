@@ -46,6 +46,12 @@ func (s *Sim) check(quiet bool) {
 		}
 		if n := s.sqs.pubOf(id); n >= 0 {
 			invalidAt[n] = append(invalidAt[n], reason)
+			for name := range m.MessageAttributes {
+				if _, sent := s.pubs[n].Attrs[name]; !sent && !strings.HasPrefix(name, "homing") {
+					s.stats.InjectedAttributes++
+					s.violate("attribute-injected", s.subject(id, n), "forwarded with attribute "+name+", which the producer did not send")
+				}
+			}
 		}
 		s.stats.InvalidQueued++
 	}
@@ -61,6 +67,12 @@ func (s *Sim) check(quiet bool) {
 			parkedAt[n] = append(parkedAt[n], meta.Reason)
 		}
 		s.stats.ParkedAtEnd++
+	}
+
+	for _, c := range s.resetSends {
+		if c > 1 {
+			s.stats.ResetDuplicates++
+		}
 	}
 
 	// Every publication in exactly one terminal place.

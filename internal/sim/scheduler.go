@@ -92,7 +92,7 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	ctx, cancel := context.WithCancel(withSimDeadline(context.Background(), inv.deadline))
 	defer cancel()
 	inv.cancel = cancel
-	rs := &runState{id: id, inv: inv, crash: crash, overlap: overlap, reset: req.ResetCount, orig: map[string]string{}, intents: map[string][]string{}}
+	rs := &runState{id: id, inv: inv, crash: crash, overlap: overlap, reset: req.ResetCount, filter: req.Filter, orig: map[string]string{}, intents: map[string][]string{}}
 	opts := s.cfg.Replay.Options
 	opts.Now = s.clock.Now
 	opts.Sleep = s.clock.Sleep
@@ -209,9 +209,16 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 		meta, _, _, _ := replay.Read(e.MessageAttributes)
 		dlqID, held := q.run.holding(q.s.leases, meta.OriginalMessageID, now)
 		byEntry[aws.ToString(e.Id)] = sent{meta: meta, body: aws.ToString(e.MessageBody), dlq: dlqID}
-		if !held {
+		_, stood := q.s.leases.get(dlqID)
+		rescue := dest == q.s.sqs.parking && dlqID == "" && !stood // parked without the ledger: the run holds its visibility only
+		if !held && !rescue {
 			q.s.violate("lease-lost", q.s.subject(dlqID, q.s.sqs.pubOf(dlqID)),
 				fmt.Sprintf("run %s sends it (count %d) without holding its INTENT lease: %s", q.run.id, meta.ReplayCount, q.s.describeLease(dlqID)))
+		}
+	}
+	for _, e := range in.Entries {
+		if err := q.s.sqs.fits(e.MessageBody, e.MessageAttributes); err != nil {
+			return nil, fmt.Errorf("SendMessageBatch: %w", err)
 		}
 	}
 	out, err := q.Queue.SendMessageBatch(ctx, in, opts...)
@@ -320,6 +327,10 @@ func (s *Sim) parked(run *runState, n int, dlqID, id string, meta replay.Metadat
 		return
 	}
 	p := s.pubs[n]
+	if ids := run.filter.OrderIDs; len(ids) > 0 && !slices.Contains(ids, p.OrderID) {
+		s.stats.FilteredParks++
+		s.violate("filter-ignored", s.subject(dlqID, n), fmt.Sprintf("run %s, filtered to orders %v, parked it (%s)", run.id, ids, meta.Reason))
+	}
 	if p.Hash != "" && s.acked[p.OrderID] == p.Hash {
 		s.violate("parked-completed", s.subject(dlqID, n),
 			fmt.Sprintf("parked (%s) although its order was already completed with the same payload", meta.Reason))

@@ -124,6 +124,9 @@ type Stats struct {
 	Replays             int
 	ReplaysDeduplicated int // FIFO sends SQS dropped as duplicates
 	DuplicateReplays    int // replays of a message with a count already sent
+	ResetDuplicates     int // publications a reset-count operator replayed into the source more than once
+	FilteredParks       int // parks by a filtered run of messages its filter did not select
+	InjectedAttributes  int // forwarded messages with an attribute the producer did not send
 	Runs                int
 	RunCrashes          int
 	Simulated           time.Duration
@@ -167,6 +170,7 @@ type Sim struct {
 	next         int // the next publication to send
 	actions      []Action
 	nextSchedule time.Time
+	notBefore    time.Time // the loop is not quiet before then
 	runs         int
 	invocations  int
 	copying      bool
@@ -248,8 +252,25 @@ func (s *Sim) Run() *Report {
 	for round := 0; quiet && round < s.cfg.OperatorRounds && s.sqs.total(s.sqs.parking) > 0; round++ {
 		if round == 0 {
 			s.trace.add(s.clock.Now(), "operator", "parked before the operator", "", fmt.Sprint(s.stats.Parked))
+			// The operator brings parked messages back once the tax
+			// service's trouble is over.
+			var over time.Time
+			for _, p := range s.cfg.Phases {
+				if end := s.start.Add(p.To); end.After(over) {
+					over = end
+				}
+			}
+			if gap := over.Sub(s.clock.Now()); gap > 0 {
+				s.clock.Advance(gap)
+				if quiet = s.loop(s.clock.Now().Add(s.cfg.DrainLimit)); !quiet {
+					break
+				}
+			}
 		}
 		s.replayRun("operator-reset", replay.Request{Routes: []replay.Route{s.sqs.parkingRoute()}, ResetCount: true, Max: 100000}, crashPlan{}, nil)
+		// A reset message waits out its first backoff in the parking
+		// queue (hidden); the operator looks again after the longest.
+		s.notBefore = s.clock.Now().Add(s.cfg.Replay.Options.BackoffMax + s.cfg.Replay.Schedule)
 		quiet = s.loop(s.clock.Now().Add(s.cfg.DrainLimit))
 	}
 	s.stats.Simulated = s.clock.Now().Sub(s.start)
@@ -289,7 +310,7 @@ func (s *Sim) loop(until time.Time) bool {
 				break
 			}
 		}
-		if s.next >= len(s.pubs) && len(s.actions) == 0 && s.quiet() {
+		if s.next >= len(s.pubs) && len(s.actions) == 0 && !now.Before(s.notBefore) && s.quiet() {
 			return true
 		}
 		now = s.clock.Now()
@@ -306,6 +327,9 @@ func (s *Sim) loop(until time.Time) bool {
 		}
 		if len(s.actions) > 0 {
 			next = earliest(next, s.start.Add(s.actions[0].At))
+		}
+		if now.Before(s.notBefore) {
+			next = earliest(next, s.notBefore)
 		}
 		if v, f := s.sqs.counts(s.sqs.source); v+f > 0 {
 			next = earliest(next, now.Add(5*time.Second))

@@ -52,7 +52,9 @@ func TestSim(t *testing.T) {
 			check(t, rep, fmt.Sprintf("go test ./internal/sim -run 'TestSim/seed=%d$' (or make sim SEED=%d)", seed, seed))
 		})
 	}
-	t.Cleanup(func() { t.Logf("%d seeds x %d orders in %s", len(seeds), *flagOrders, time.Since(start).Round(time.Millisecond)) })
+	t.Cleanup(func() {
+		t.Logf("%d seeds x %d orders in %s", len(seeds), *flagOrders, time.Since(start).Round(time.Millisecond))
+	})
 }
 
 // check fails t with a readable account of rep's violations.

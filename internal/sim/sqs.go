@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,6 +27,9 @@ type Queues struct {
 	DLQRetention    time.Duration
 	Visibility      time.Duration // the source queue's visibility timeout (6x the function timeout)
 	MaxReceiveCount int
+	// MaxMessageBytes is SQS's size limit of a message, body and
+	// attributes together, on every queue; 0 means 1 MiB.
+	MaxMessageBytes int
 }
 
 // sqsModel is SQS for the simulation: a replaytest.MemoryQueue with
@@ -34,6 +38,7 @@ type Queues struct {
 type sqsModel struct {
 	q                               *replaytest.MemoryQueue
 	fifo                            bool
+	maxBytes                        int
 	source, dlq, invalid, parking   string // URLs
 	sourceARN                       string
 	mu                              sync.Mutex
@@ -53,6 +58,7 @@ func newSQS(c clock, qs Queues) (*sqsModel, error) {
 		lineage: map[string]int{}, byBody: map[string][]int{}, live: map[string]bool{},
 		receipts: map[string]string{}, sentBy: map[string]string{}, replays: map[int]map[int]int{},
 	}
+	m.maxBytes = cmp.Or(qs.MaxMessageBytes, 1<<20)
 	m.q.NewID = func() string { m.ids++; return fmt.Sprintf("m-%07d", m.ids) } // under the queue's lock
 	suffix := ""
 	if qs.FIFO {
@@ -100,6 +106,9 @@ func (m *sqsModel) publish(p *Publication) (string, error) {
 		in.MessageGroupId = aws.String(p.Group)
 		in.MessageDeduplicationId = aws.String("pub-" + strconv.Itoa(p.N))
 	}
+	if err := m.fits(in.MessageBody, in.MessageAttributes); err != nil {
+		return "", fmt.Errorf("publish %d: %w", p.N, err)
+	}
 	out, err := m.q.SendMessage(context.Background(), in)
 	if err != nil {
 		return "", fmt.Errorf("publish %d: %w", p.N, err)
@@ -129,6 +138,9 @@ func (m *sqsModel) pubOf(id string) int {
 func (m *sqsModel) descend(id, parent, body, who string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if n, dup := m.lineage[id]; dup {
+		return n // FIFO: SQS dropped the send as a duplicate and answered with the earlier id
+	}
 	n, ok := m.lineage[parent]
 	if !ok {
 		if pubs := m.byBody[body]; len(pubs) > 0 {
@@ -231,6 +243,10 @@ func (is invalidSender) SendMessage(ctx context.Context, in *sqs.SendMessageInpu
 		s.trace.add(s.clock.Now(), "sqs", "invalid send failed", meta.MessageID, "injected")
 		return nil, errSQS
 	}
+	if err := s.sqs.fits(in.MessageBody, in.MessageAttributes); err != nil {
+		s.trace.add(s.clock.Now(), "sqs", "invalid send refused", meta.MessageID, err.Error())
+		return nil, err
+	}
 	out, err := s.sqs.q.SendMessage(ctx, in, opts...)
 	if err != nil {
 		return nil, err
@@ -255,4 +271,17 @@ func (m *sqsModel) sender(id string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.sentBy[id]
+}
+
+// fits returns an error when a message is over the size limit: SQS counts
+// the body and every attribute's name, type and value.
+func (m *sqsModel) fits(body *string, attrs map[string]types.MessageAttributeValue) error {
+	n := len(aws.ToString(body))
+	for name, a := range attrs {
+		n += len(name) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
+	}
+	if n > m.maxBytes {
+		return fmt.Errorf("InvalidParameterValue: message of %d bytes is over the limit of %d", n, m.maxBytes)
+	}
+	return nil
 }

@@ -94,7 +94,8 @@ type runState struct {
 	inv     *invocation
 	crash   crashPlan
 	overlap func(ctx context.Context) error // called once, at the first send: a slow call, another run starts
-	reset   bool   // the request resets counts
+	reset   bool                            // the request resets counts
+	filter  replay.Filter                   // the request's filter
 	sends   int
 	deletes int
 	recvs   atomic.Int64
@@ -125,8 +126,8 @@ func (l *ledger) fault(op, key string, counted bool) error {
 	if l.run.inv.dead {
 		return errCrashed
 	}
-	hit := false
-	if s.cfg.Faults.LedgerErrors > 0 {
+	hit := s.clock.Now().Before(s.start.Add(s.cfg.Faults.LedgerOutage))
+	if !hit && s.cfg.Faults.LedgerErrors > 0 {
 		if counted {
 			hit = s.dice.roll("ledger-"+op, key) < s.cfg.Faults.LedgerErrors
 		} else {
