@@ -130,10 +130,6 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 			// Filters apply first: a run for some messages leaves the
 			// others alone, whatever their state.
 			it.fate, it.vis = fateSkip, hold
-		case it.msg.metaErr != nil:
-			// Its replay count is unknown: replaying could loop, leaving it
-			// would let it expire unseen. Park it for an operator.
-			it.fate, it.reason = fatePark, ReasonCorruptMetadata
 		}
 	}
 	r.watch(ctx, p, items, now)
@@ -287,7 +283,7 @@ func (r *run) decide(p *pass, it *item, now, receivedAt time.Time) {
 		}
 	}
 	count := it.msg.meta.ReplayCount
-	if p.rs.Breaker.failed(it.msg.meta.RunID) && count > 0 && it.msg.meta.Refunds < r.e.policy.MaxReplays {
+	if p.rs.Breaker.failed(it.msg.meta.RunID) && count > 0 {
 		// Its last replay failed in a run whose replays all failed: the
 		// failure was the system's, so that replay is given back.
 		count--
@@ -385,7 +381,7 @@ func (r *run) build(p *pass, it *item, now time.Time) error {
 		meta.LastReplayAt = now
 		it.dest = p.route.SourceURL
 	} else {
-		meta.Reason, meta.ParkedAt, meta.Corrupt = it.reason, now, m.corrupt
+		meta.Reason, meta.ParkedAt = it.reason, now
 	}
 	it.count = meta.ReplayCount
 	attrs, err := envelope.Pack(m.producer, AttributeName, meta)
@@ -510,7 +506,16 @@ func (r *run) send(ctx context.Context, p *pass, items []*item) {
 						entries[i] = batch[start+i].entry
 						entries[i].Id = aws.String(id)
 					}
-					out, err := r.e.queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dest), Entries: entries})
+					// The call may not outlast the lease of any message it
+					// sends: a slow call (SDK retries) is cut off rather
+					// than sending after another run may have taken over.
+					lease := batch[start].lease
+					for _, it := range batch[start : start+len(ids)] {
+						lease = minTime(lease, it.lease)
+					}
+					sctx, cancel := context.WithDeadline(ctx, lease)
+					defer cancel()
+					out, err := r.e.queue.SendMessageBatch(sctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dest), Entries: entries})
 					if err != nil {
 						return nil, nil, err
 					}

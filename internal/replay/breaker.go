@@ -8,16 +8,19 @@ import (
 )
 
 // Breaker is a route's circuit breaker. It opens when none of the orders a
-// run replayed has completed and one of its messages is back in the DLQ:
-// every replay failed, so the failure is the system's (a downstream outage
-// that the health probe does not see), not the messages'. While it is
-// open, the route replays nothing but a probe of CanaryLimit messages once
-// ProbeAt has passed; the wait doubles with each probe that fails (from
+// run replayed has completed, the run replayed at least two orders
+// ([minEvidence]), and one of its messages is back in the DLQ: every replay
+// failed, so the failure is the system's (a downstream outage that the
+// health probe does not see), not the messages'. While it is open, the
+// route replays nothing but a probe of CanaryLimit messages once ProbeAt
+// has passed; the wait doubles with each probe that fails (from
 // BackoffBase up to BackoffMax), and the breaker closes when an order a
 // probe replayed completes. The replays of the failed runs are given back
-// to their messages (they do not count toward MaxReplays), at most
-// MaxReplays times per message ([Metadata.Refunds]), so a message that
-// keeps failing alone is still parked.
+// to their messages: they do not count toward MaxReplays
+// ([Metadata.Refunds] counts them). A run that replayed a single order
+// that failed is no evidence either way (a bad message, or an outage): it
+// neither opens the breaker nor gives its replay back, so a message that
+// keeps failing alone is parked after MaxReplays replays.
 //
 // Each run writes the breaker as it left it in its [RouteSummary]; the
 // next run starts from the latest one of the route.
@@ -32,6 +35,10 @@ type Breaker struct {
 
 // maxFailedRuns bounds Breaker.FailedRuns.
 const maxFailedRuns = 20
+
+// minEvidence is the number of distinct orders a run must have replayed, all
+// failing, for the failure to be taken for the system's.
+const minEvidence = 2
 
 func (b *Breaker) clone() *Breaker {
 	c := *b
@@ -87,7 +94,9 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, prev
 	}
 	if b := p.rs.Breaker; b != nil && b.Open {
 		if completed == 0 {
-			b.addFailed(prev.runID)
+			if len(orders) >= minEvidence {
+				b.addFailed(prev.runID)
+			}
 			detail := fmt.Sprintf("breaker open: none of the %d orders run %s replayed has completed", len(orders), prev.runID)
 			if r.now().Before(b.ProbeAt) {
 				g.Decision, g.Detail = GateClosed, detail+"; next probe at "+b.ProbeAt.UTC().Format(time.RFC3339)
@@ -105,7 +114,7 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, prev
 	case completed == len(orders):
 		g.Detail = fmt.Sprintf("all %d orders replayed by the previous run completed", len(orders))
 		return g
-	case completed == 0:
+	case completed == 0 && len(orders) >= minEvidence:
 		p.suspect = prev.runID
 	}
 	return limited(fmt.Sprintf("%d of %d orders replayed by the previous run have not completed", len(orders)-completed, len(orders)))

@@ -142,6 +142,7 @@ func TestDecisions(t *testing.T) {
 		count   int    // replay count in the metadata sent
 		reason  string // parking reason
 		visible bool   // dlq: visible right after the run
+		neutral string // the producer's attribute of our name, kept as data
 	}{
 		{
 			name:  "first dead-lettering, due: replayed",
@@ -195,11 +196,20 @@ func TestDecisions(t *testing.T) {
 			wait: 36 * time.Hour, want: counts{Examined: 1, DeadLettered: 1, Replayed: 1}, where: "source", count: 2,
 		},
 		{
-			name: "corrupt metadata: parked, the attribute kept",
+			// Not ours (we only write metadata that reads back): the
+			// producer's attribute travels as data under a neutral name.
+			name: "undecodable metadata is the producer's: replayed, the attribute kept as data",
 			setup: func(*harness) msg {
 				return msg{body: order("ORD-1"), attrs: map[string]types.MessageAttributeValue{replay.AttributeName: strAttr("{not json"), "producer": strAttr("kept")}}
 			},
-			wait: due, want: counts{Examined: 1, Parked: map[string]int{replay.ReasonCorruptMetadata: 1}}, where: "parking", reason: replay.ReasonCorruptMetadata,
+			wait: due, want: counts{Examined: 1, DeadLettered: 1, Replayed: 1}, where: "source", count: 1, neutral: "{not json",
+		},
+		{
+			name: "metadata without an original message id is not ours",
+			setup: func(*harness) msg {
+				return msg{body: order("ORD-1"), meta: &replay.Metadata{ReplayCount: 99}}
+			},
+			wait: due, want: counts{Examined: 1, DeadLettered: 1, Replayed: 1}, where: "source", count: 1,
 		},
 	}
 	for _, tt := range tests {
@@ -234,8 +244,8 @@ func TestDecisions(t *testing.T) {
 			if tt.reason != "" && !got.meta.ParkedAt.Equal(h.clock.Now()) {
 				t.Fatalf("parkedAt = %v", got.meta.ParkedAt)
 			}
-			if tt.reason == replay.ReasonCorruptMetadata && (got.meta.Corrupt != "{not json" || aws.ToString(got.producer["producer"].StringValue) != "kept") {
-				t.Fatalf("corrupt = %q, producer attributes %v", got.meta.Corrupt, got.producer)
+			if tt.neutral != "" && (aws.ToString(got.producer[replay.AttributeName+envelope.NeutralSuffix].StringValue) != tt.neutral || aws.ToString(got.producer["producer"].StringValue) != "kept") {
+				t.Fatalf("producer attributes %v", got.producer)
 			}
 		})
 	}

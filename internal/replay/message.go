@@ -2,6 +2,7 @@ package replay
 
 import (
 	"crypto/sha256"
+	"maps"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 )
 
 // AttributeName is the message attribute that carries [Metadata].
-const AttributeName = "homing-replay"
+const AttributeName = envelope.ReplayAttributeName
 
 // Metadata travels with a replayed or parked message in the one attribute
 // [AttributeName]. A replay replaces the previous metadata.
@@ -30,22 +31,28 @@ type Metadata struct {
 	RunID               string    `json:"runId,omitempty"`       // the run that sent it
 	Reason              string    `json:"reason,omitempty"`      // parked messages: why
 	ParkedAt            time.Time `json:"parkedAt,omitzero"`     // parked messages: when
-	Corrupt             string    `json:"corrupt,omitempty"`     // parked as corrupt-metadata: the undecodable attribute, as it was
+	Corrupt             string    `json:"corrupt,omitempty"`     // parked as corrupt-metadata by earlier versions: the undecodable attribute, as it was
 	// ResetAt is when an operator restarted the replay count
 	// ([Request.ResetCount]): the ledger's replays of the message before it
 	// are not counted.
 	ResetAt time.Time `json:"resetAt,omitzero"`
 	// Refunds counts the replays given back because they failed in a run
-	// whose replays all failed (the breaker: the failure was the system's,
-	// not the message's). At most MaxReplays are given back.
+	// whose replays all failed (the [Breaker]: the failure was the
+	// system's, not the message's).
 	Refunds int `json:"refunds,omitempty"`
 }
 
 // Read returns the metadata of a message and the producer's attributes as
 // they were before we added ours. found is false when the message carries no
-// metadata.
+// metadata. An attribute of our name that does not decode, or whose
+// metadata is not what the engine writes (no original message id, a
+// negative count), is an error wrapping envelope.ErrCorrupt: it is not
+// ours (the engine keeps such an attribute as the producer's data).
 func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer map[string]types.MessageAttributeValue, found bool, err error) {
 	producer, found, err = envelope.Unpack(attrs, AttributeName, &meta)
+	if err == nil && found && (meta.OriginalMessageID == "" || meta.ReplayCount < 0 || meta.Refunds < 0) {
+		err = fmt.Errorf("%w: no original message id, or a negative count", envelope.ErrCorrupt)
+	}
 	if err != nil {
 		return Metadata{}, nil, found, fmt.Errorf("read replay metadata: %w", err)
 	}
@@ -93,8 +100,7 @@ type message struct {
 	meta              Metadata
 	hasMeta           bool
 	producer          map[string]types.MessageAttributeValue
-	metaErr           error  // our attribute could not be decoded
-	corrupt           string // then: its raw value
+	foreign           bool // an attribute of our name that is not our metadata: kept as data
 	orderID           string
 	reason            string    // the filter reason: ours, the invalid lane's, or ReasonDeadLettered
 	sentAt            time.Time // SentTimestamp; zero when absent
@@ -115,17 +121,17 @@ func readMessage(m types.Message, now time.Time) message {
 		group:   m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)],
 		sentAt:  millis(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]),
 	}
-	msg.meta, msg.producer, msg.hasMeta, msg.metaErr = Read(m.MessageAttributes)
-	if msg.metaErr != nil {
-		// Keep every other attribute; the undecodable one travels, as it
-		// was, in the metadata of the parked message (Metadata.Corrupt).
-		msg.corrupt = aws.ToString(m.MessageAttributes[AttributeName].StringValue)
-		msg.producer = make(map[string]types.MessageAttributeValue, len(m.MessageAttributes))
-		for name, a := range m.MessageAttributes {
-			if name != AttributeName {
-				msg.producer[name] = a
-			}
-		}
+	var err error
+	msg.meta, msg.producer, msg.hasMeta, err = Read(m.MessageAttributes)
+	if err != nil {
+		// Not ours: the engine only ever writes metadata that reads back.
+		// A producer's attribute of our name is kept as data under a
+		// neutral name, never decoded as our metadata; the message is
+		// treated as one that carries none.
+		msg.meta, msg.hasMeta, msg.foreign = Metadata{}, false, true
+		msg.producer = maps.Clone(m.MessageAttributes)
+		delete(msg.producer, AttributeName)
+		msg.producer[envelope.Neutral(AttributeName, m.MessageAttributes)] = m.MessageAttributes[AttributeName]
 	}
 	msg.orderID = OrderID(msg.body)
 	msg.reason = reason(msg.meta, m.MessageAttributes)

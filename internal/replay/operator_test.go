@@ -101,7 +101,7 @@ func TestResetCountRestartsTheReplayCount(t *testing.T) {
 }
 
 func TestReasonAndOrderID(t *testing.T) {
-	ours, _ := envelope.Pack(nil, replay.AttributeName, replay.Metadata{Reason: replay.ReasonExpiryRescue})
+	ours, _ := envelope.Pack(nil, replay.AttributeName, replay.Metadata{Reason: replay.ReasonExpiryRescue, OriginalMessageID: "o"})
 	theirs, _ := envelope.Pack(nil, invalid.AttributeName, invalid.Metadata{Reason: "missing-tax-id"})
 	bad := map[string]types.MessageAttributeValue{replay.AttributeName: {DataType: aws.String("String"), StringValue: aws.String("{")}}
 	for _, tt := range []struct {

@@ -436,10 +436,9 @@ func TestBreakerStopsReplaysDuringAnOutageTheProbeDoesNotSee(t *testing.T) {
 }
 
 // When some replays of a run complete and others fail, the failing ones are
-// the messages' own problem and count. A message that then fails alone
-// looks like a failed system to the breaker, which gives its replays back,
-// but at most MaxReplays times: it is parked after at most 2×MaxReplays
-// replays, not left to loop until it expires.
+// the messages' own problem and count. A message that then fails alone is
+// no evidence of an outage: the breaker stays shut, its replays count, and
+// it is parked after MaxReplays replays, not left to loop until it expires.
 func TestAMessageThatKeepsFailingIsParked(t *testing.T) {
 	h := newHarness(t, false, nil)
 	h.orders("MIX", 4)
@@ -460,10 +459,40 @@ func TestAMessageThatKeepsFailingIsParked(t *testing.T) {
 	if len(parked) != 1 || replay.OrderID(parked[0].body) != "ORD-MIX-000" || parked[0].meta.Reason != replay.ReasonReplayExhausted {
 		t.Fatalf("parked %d: %+v", len(parked), parked)
 	}
-	if replays > 3+2*replay.DefaultMaxReplays {
-		t.Fatalf("%d replays", replays)
+	if replays != 3+replay.DefaultMaxReplays {
+		t.Fatalf("%d replays, want %d", replays, 3+replay.DefaultMaxReplays)
 	}
-	if got := parked[0].meta.Refunds; got != replay.DefaultMaxReplays {
+	if got := parked[0].meta.Refunds; got != 0 {
 		t.Fatalf("refunds %d", got)
+	}
+}
+
+// deadlineQueue records the deadline of each SendMessageBatch call.
+type deadlineQueue struct {
+	replay.Queue
+	deadlines []time.Time
+}
+
+func (d *deadlineQueue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	dl, _ := ctx.Deadline()
+	d.deadlines = append(d.deadlines, dl)
+	return d.Queue.SendMessageBatch(ctx, in, opts...)
+}
+
+// A send call cannot outlast the lease of the messages it sends: a slow
+// call is cut off instead of sending after another run took them over.
+func TestSendsAreBoundedByTheLease(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.orders("DL", 3)
+	h.clock.Advance(due)
+	q := &deadlineQueue{Queue: h.q}
+	start := h.clock.Now()
+	s, err := replay.New(q, h.ledger, h.options()).Run(context.Background(), replay.Request{Routes: []replay.Route{h.route}})
+	if err != nil || s.Total.Replayed != 3 {
+		t.Fatalf("replayed %d, %v", s.Total.Replayed, err)
+	}
+	lease := start.Add(replay.DefaultDecisionWindow + time.Duration(float64(replay.MaxBatch)/replay.DefaultRate*float64(time.Second)))
+	if len(q.deadlines) != 1 || q.deadlines[0].IsZero() || q.deadlines[0].After(lease) {
+		t.Fatalf("send deadlines %v, want one at most the lease %v", q.deadlines, lease)
 	}
 }

@@ -12,7 +12,11 @@ const (
 	ReasonReplayExhausted = "replay-exhausted" // replayed MaxReplays times
 	ReasonExpiryRescue    = "expiry-rescue"    // about to expire in the DLQ and not replayable now
 	ReasonDeadLettered    = "dead-lettered"    // moved to the DLQ by the broker; no reason of ours
-	ReasonCorruptMetadata = "corrupt-metadata" // our attribute cannot be decoded: the replay count is unknown
+	// ReasonCorruptMetadata was given by earlier versions to a message whose
+	// metadata did not decode; such an attribute is now the producer's
+	// (kept as data under a neutral name) and the message is replayed as one
+	// without metadata. Kept so old parked messages still read.
+	ReasonCorruptMetadata = "corrupt-metadata"
 	// ReasonAlreadyApplied is the reason of a [Resolved] ledger record: the
 	// consumer had completed the order with the same payload, so the dead
 	// letter was removed instead of replayed.
