@@ -422,7 +422,9 @@ func (l *lane) addReplay(code string) {
 	// the invalid queue, no write on the idempotency table.
 	l.deadLetter.Grant(replay, jsii.String("sqs:ReceiveMessage"), jsii.String("sqs:ChangeMessageVisibility"),
 		jsii.String("sqs:DeleteMessage"), jsii.String("sqs:GetQueueAttributes"))
-	l.source.Grant(replay, jsii.String("sqs:SendMessage"))
+	// GetQueueAttributes: the source's MaximumMessageSize, so a message
+	// too large to go back is parked rather than failing every run.
+	l.source.Grant(replay, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"))
 	l.parking.Grant(replay, jsii.String("sqs:SendMessage"))
 	l.ledger.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:Query"))

@@ -373,7 +373,7 @@ func TestLeastPrivilege(t *testing.T) {
 		{"replay", id.replayRole, map[string][]string{
 			id.replayLogs:  {"logs:CreateLogStream", "logs:PutLogEvents"},
 			id.dlq:         {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},
-			id.source:      {"sqs:SendMessage"},
+			id.source:      {"sqs:GetQueueAttributes", "sqs:SendMessage"},
 			id.parking:     {"sqs:SendMessage"},
 			id.ledger:      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},
 			id.idempotency: {"dynamodb:BatchGetItem", "dynamodb:GetItem"},

@@ -388,6 +388,12 @@ func (r *run) build(p *pass, it *item, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("pack metadata of %s: %w", m.id, err)
 	}
+	if it.fate == fateReplay && envelope.MessageBytes(len(m.body), attrs) > p.sourceMax {
+		// With our metadata it no longer fits its source queue: it would
+		// fail every run until it expired. Park it for an operator.
+		it.fate, it.reason = fatePark, ReasonTooLarge
+		return r.build(p, it, now)
+	}
 	it.entry = types.SendMessageBatchRequestEntry{MessageBody: aws.String(m.body), MessageAttributes: attrs}
 	if p.fifo {
 		group := m.group
@@ -500,27 +506,7 @@ func (r *run) send(ctx context.Context, p *pass, items []*item) {
 					errs[i] = err
 				}
 			} else if batch = r.renew(ctx, p, batch); len(batch) > 0 {
-				errs = inBatches(len(batch), func(start int, ids []string) ([]string, []types.BatchResultErrorEntry, error) {
-					entries := make([]types.SendMessageBatchRequestEntry, len(ids))
-					for i, id := range ids {
-						entries[i] = batch[start+i].entry
-						entries[i].Id = aws.String(id)
-					}
-					// The call may not outlast the lease of any message it
-					// sends: a slow call (SDK retries) is cut off rather
-					// than sending after another run may have taken over.
-					lease := batch[start].lease
-					for _, it := range batch[start : start+len(ids)] {
-						lease = minTime(lease, it.lease)
-					}
-					sctx, cancel := context.WithDeadline(ctx, lease)
-					defer cancel()
-					out, err := r.e.queue.SendMessageBatch(sctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dest), Entries: entries})
-					if err != nil {
-						return nil, nil, err
-					}
-					return successful(out.Successful, func(e types.SendMessageBatchResultEntry) *string { return e.Id }), out.Failed, nil
-				})
+				errs = r.sendBatch(ctx, dest, batch)
 			}
 			for i, it := range batch {
 				if err := errs[i]; err != nil {
@@ -537,6 +523,50 @@ func (r *run) send(ctx context.Context, p *pass, items []*item) {
 			}
 		}
 	}
+}
+
+// sendBatch sends batch to dest in SendMessageBatch calls of at most 10
+// messages and at most envelope.MaxMessageBytes in all (SQS's limit on a
+// batch request), and returns the error of each item (by index) not sent.
+func (r *run) sendBatch(ctx context.Context, dest string, batch []*item) map[int]error {
+	errs := map[int]error{}
+	for start := 0; start < len(batch); {
+		end, size := start, 0
+		for end < len(batch) && end-start < MaxBatch {
+			n := envelope.MessageBytes(len(aws.ToString(batch[end].entry.MessageBody)), batch[end].entry.MessageAttributes)
+			if end > start && size+n > envelope.MaxMessageBytes {
+				break
+			}
+			size += n
+			end++
+		}
+		chunk := batch[start:end]
+		for i, err := range inBatches(len(chunk), func(_ int, ids []string) ([]string, []types.BatchResultErrorEntry, error) {
+			entries := make([]types.SendMessageBatchRequestEntry, len(ids))
+			for i, id := range ids {
+				entries[i] = chunk[i].entry
+				entries[i].Id = aws.String(id)
+			}
+			// The call may not outlast the lease of any message it sends:
+			// a slow call (SDK retries) is cut off rather than sending
+			// after another run may have taken over.
+			lease := chunk[0].lease
+			for _, it := range chunk {
+				lease = minTime(lease, it.lease)
+			}
+			sctx, cancel := context.WithDeadline(ctx, lease)
+			defer cancel()
+			out, err := r.e.queue.SendMessageBatch(sctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dest), Entries: entries})
+			if err != nil {
+				return nil, nil, err
+			}
+			return successful(out.Successful, func(e types.SendMessageBatchResultEntry) *string { return e.Id }), out.Failed, nil
+		}) {
+			errs[start+i] = err
+		}
+		start = end
+	}
+	return errs
 }
 
 // renew makes sure the run holds every item of batch for as long as a send

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/internal/wait"
 )
 
@@ -430,6 +431,7 @@ type pass struct {
 	retention  time.Duration // 0 when unknown
 	replayLeft int           // replays the canary allows; -1 unlimited
 	gated      bool          // a gate is closed: no replays, the rescue goes on
+	sourceMax  int           // the source queue's MaximumMessageSize
 	held       []visibility  // messages left for a later run, released when the pass ends
 	// suspect is the latest replaying run when none of its orders has
 	// completed yet: a message it replayed seen back in the DLQ trips the
@@ -483,7 +485,7 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	}
 	rs.Depth = attr(types.QueueAttributeNameApproximateNumberOfMessages)
 	rs.InFlight = attr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
-	p := &pass{route: rt, rs: &rs, fifo: rt.FIFO(), replayLeft: -1,
+	p := &pass{route: rt, rs: &rs, fifo: rt.FIFO(), replayLeft: -1, sourceMax: r.sourceMax(ctx, rt),
 		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second}
 
 	// The refill gate compares with the latest run that read this route's
@@ -563,6 +565,21 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 			return rs, err
 		}
 	}
+}
+
+// sourceMax returns the source queue's MaximumMessageSize, or SQS's maximum
+// when it cannot be read (a replay too large for the queue then fails and
+// is rescued before it expires).
+func (r *run) sourceMax(ctx context.Context, rt Route) int {
+	out, err := r.e.queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(rt.SourceURL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMaximumMessageSize},
+	})
+	if err == nil {
+		if n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]); err == nil && n > 0 {
+			return n
+		}
+	}
+	return envelope.MaxMessageBytes
 }
 
 func (r *run) healthGate(ctx context.Context) Gate {

@@ -6,6 +6,7 @@ package replay_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -494,5 +495,33 @@ func TestSendsAreBoundedByTheLease(t *testing.T) {
 	lease := start.Add(replay.DefaultDecisionWindow + time.Duration(float64(replay.MaxBatch)/replay.DefaultRate*float64(time.Second)))
 	if len(q.deadlines) != 1 || q.deadlines[0].IsZero() || q.deadlines[0].After(lease) {
 		t.Fatalf("send deadlines %v, want one at most the lease %v", q.deadlines, lease)
+	}
+}
+
+// bigOrder is an order body of about n bytes.
+func bigOrder(id string, n int) string {
+	return fmt.Sprintf(`{"eventType":"order.created","version":1,"orderId":%q,"note":%q}`, id, strings.Repeat("x", n))
+}
+
+// Large messages go in as many send calls as SQS's 1 MiB limit on a batch
+// request needs; a message that would no longer fit its source queue with
+// our metadata is parked at once instead of failing every run.
+func TestLargeMessages(t *testing.T) {
+	h := newHarness(t, false, nil)
+	source := 200 << 10
+	url, err := h.q.CreateQueue("small-source", map[string]string{"MaximumMessageSize": strconv.Itoa(source)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.route.SourceURL = url
+	for i := range 8 {
+		h.deadLetter(h.route, msg{body: bigOrder(fmt.Sprintf("ORD-BIG-%d", i), 180<<10)})
+	}
+	h.deadLetter(h.route, msg{body: bigOrder("ORD-HUGE", source-200)}) // fits the source, but not with our metadata
+	h.clock.Advance(due)
+	s := h.run(h.engine(), replay.Request{})
+	checkCounts(t, s.Total, counts{Examined: 9, DeadLettered: 9, Replayed: 8, Parked: map[string]int{replay.ReasonTooLarge: 1}})
+	if n := len(h.stored(h.route.SourceURL)); n != 8 {
+		t.Fatalf("%d in the source queue", n)
 	}
 }

@@ -12,6 +12,7 @@ const (
 	ReasonReplayExhausted = "replay-exhausted" // replayed MaxReplays times
 	ReasonExpiryRescue    = "expiry-rescue"    // about to expire in the DLQ and not replayable now
 	ReasonDeadLettered    = "dead-lettered"    // moved to the DLQ by the broker; no reason of ours
+	ReasonTooLarge        = "too-large"        // with our metadata it exceeds the source queue's MaximumMessageSize
 	// ReasonCorruptMetadata was given by earlier versions to a message whose
 	// metadata did not decode; such an attribute is now the producer's
 	// (kept as data under a neutral name) and the message is replayed as one

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/internal/replay"
 )
 
@@ -83,6 +84,7 @@ type memQueue struct {
 	fifo       bool
 	retention  time.Duration
 	visibility time.Duration
+	maxBytes   int // MaximumMessageSize
 	dlqARN     string
 	maxRecv    int
 	msgs       []*memMessage // enqueue order; deleted ones are compacted away
@@ -124,12 +126,12 @@ func NewMemoryQueue(now func() time.Time) *MemoryQueue {
 var _ replay.Queue = (*MemoryQueue)(nil)
 
 // CreateQueue creates a queue (FIFO when name ends in ".fifo") and returns
-// its URL. attrs may set MessageRetentionPeriod, VisibilityTimeout (seconds)
-// and RedrivePolicy ({"deadLetterTargetArn":..., "maxReceiveCount":n}).
+// its URL. attrs may set MessageRetentionPeriod, VisibilityTimeout (seconds),
+// MaximumMessageSize (bytes) and RedrivePolicy ({"deadLetterTargetArn":..., "maxReceiveCount":n}).
 func (q *MemoryQueue) CreateQueue(name string, attrs map[string]string) (string, error) {
 	mq := &memQueue{
 		url: accountURL + name, arn: accountARN + name, fifo: strings.HasSuffix(name, ".fifo"),
-		retention: defaultRetention, visibility: defaultVisibility,
+		retention: defaultRetention, visibility: defaultVisibility, maxBytes: maxMessageBytes,
 		receipts: map[string]*memMessage{}, dedup: map[string]dedupEntry{},
 	}
 	if v, ok := attrs["MessageRetentionPeriod"]; ok {
@@ -138,6 +140,13 @@ func (q *MemoryQueue) CreateQueue(name string, attrs map[string]string) (string,
 			return "", &types.InvalidAttributeValue{Message: aws.String("MessageRetentionPeriod " + v)}
 		}
 		mq.retention = time.Duration(n) * time.Second
+	}
+	if v, ok := attrs["MaximumMessageSize"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1024 || n > maxMessageBytes {
+			return "", &types.InvalidAttributeValue{Message: aws.String("MaximumMessageSize " + v)}
+		}
+		mq.maxBytes = n
 	}
 	if v, ok := attrs["VisibilityTimeout"]; ok {
 		n, err := strconv.Atoi(v)
@@ -302,6 +311,13 @@ func (q *MemoryQueue) SendMessageBatch(_ context.Context, in *sqs.SendMessageBat
 		return nil, err
 	}
 	defer q.mu.Unlock()
+	total := 0
+	for _, e := range in.Entries {
+		total += envelope.MessageBytes(len(aws.ToString(e.MessageBody)), e.MessageAttributes)
+	}
+	if total > maxMessageBytes {
+		return nil, &types.BatchRequestTooLong{Message: aws.String(fmt.Sprintf("Batch requests cannot be longer than %d bytes: %d", maxMessageBytes, total))}
+	}
 	now := q.now()
 	for k, e := range mq.dedup {
 		if !now.Before(e.until) {
@@ -315,8 +331,8 @@ func (q *MemoryQueue) SendMessageBatch(_ context.Context, in *sqs.SendMessageBat
 		case body == "":
 			out.Failed = append(out.Failed, failure(e.Id, "MissingParameter", "The request must contain the parameter MessageBody.", true))
 			continue
-		case len(body) > maxMessageBytes:
-			out.Failed = append(out.Failed, failure(e.Id, "InvalidParameterValue", "Message must be shorter than 1048576 bytes.", true))
+		case envelope.MessageBytes(len(body), e.MessageAttributes) > mq.maxBytes:
+			out.Failed = append(out.Failed, failure(e.Id, "InvalidParameterValue", fmt.Sprintf("Message must be shorter than %d bytes.", mq.maxBytes), true))
 			continue
 		case len(e.MessageAttributes) > maxAttributes:
 			out.Failed = append(out.Failed, failure(e.Id, "InvalidParameterValue", fmt.Sprintf("Number of message attributes [%d] exceeds the allowed maximum [%d].", len(e.MessageAttributes), maxAttributes), true))
@@ -625,6 +641,7 @@ func (q *MemoryQueue) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttr
 		"ApproximateNumberOfMessagesNotVisible": strconv.Itoa(inFlight),
 		"MessageRetentionPeriod":                strconv.Itoa(int(mq.retention / time.Second)),
 		"VisibilityTimeout":                     strconv.Itoa(int(mq.visibility / time.Second)),
+		"MaximumMessageSize":                    strconv.Itoa(mq.maxBytes),
 		"QueueArn":                              mq.arn,
 	}
 	if mq.fifo {
