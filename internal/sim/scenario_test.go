@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/internal/invalid"
 	"github.com/homingdlq/homing/internal/order"
 	"github.com/homingdlq/homing/internal/replay"
@@ -204,7 +205,7 @@ func scenarios() []scenario {
 			name: "lease-runs-out", issue: "4: a run never sends a message whose lease it no longer holds",
 			cfg: func() Config {
 				c := quiet(105)
-				c.Faults.RunOverlap = 1 // every scheduled run's first send is slow, and an operator run starts meanwhile
+				c.Faults.RunOverlap = 0.5 // half the scheduled runs have a first send slower than the lease, and an operator run starts meanwhile
 				b := newBuilder(105)
 				b.valid(40, time.Minute)
 				c.Publications = b.pubs
@@ -327,7 +328,8 @@ func scenarios() []scenario {
 				o := b.w.validOrder("ORD-S-BIG", 0)
 				o.Customer.TaxID = "123.456.789-00" // invalid check digits
 				body := encode(o)
-				o.Customer.Name = strings.Repeat("x", (256<<10)-len(body)-8)
+				// as large as the source queue accepts
+				o.Customer.Name = strings.Repeat("x", (256<<10)-envelope.MetadataReserveBytes-len(body)-8)
 				b.add(&Publication{Kind: KindInvalid, Body: encode(o), At: 2 * time.Minute, WantReason: string(order.ReasonInvalidTaxID)})
 				c.Publications = b.pubs
 				return c

@@ -216,11 +216,6 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 				fmt.Sprintf("run %s sends it (count %d) without holding its INTENT lease: %s", q.run.id, meta.ReplayCount, q.s.describeLease(dlqID)))
 		}
 	}
-	for _, e := range in.Entries {
-		if err := q.s.sqs.fits(e.MessageBody, e.MessageAttributes); err != nil {
-			return nil, fmt.Errorf("SendMessageBatch: %w", err)
-		}
-	}
 	out, err := q.Queue.SendMessageBatch(ctx, in, opts...)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/internal/invalid"
 	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/replay/replaytest"
@@ -28,7 +29,10 @@ type Queues struct {
 	Visibility      time.Duration // the source queue's visibility timeout (6x the function timeout)
 	MaxReceiveCount int
 	// MaxMessageBytes is SQS's size limit of a message, body and
-	// attributes together, on every queue; 0 means 1 MiB.
+	// attributes together; 0 means 1 MiB. As the lane construct deploys
+	// them, the DLQ, invalid and parking queues take that much and the
+	// source queue envelope.MetadataReserveBytes less, so whatever the
+	// source accepted fits with our metadata.
 	MaxMessageBytes int
 }
 
@@ -38,7 +42,6 @@ type Queues struct {
 type sqsModel struct {
 	q                               *replaytest.MemoryQueue
 	fifo                            bool
-	maxBytes                        int
 	source, dlq, invalid, parking   string // URLs
 	sourceARN                       string
 	mu                              sync.Mutex
@@ -58,7 +61,7 @@ func newSQS(c clock, qs Queues) (*sqsModel, error) {
 		lineage: map[string]int{}, byBody: map[string][]int{}, live: map[string]bool{},
 		receipts: map[string]string{}, sentBy: map[string]string{}, replays: map[int]map[int]int{},
 	}
-	m.maxBytes = cmp.Or(qs.MaxMessageBytes, 1<<20)
+	maxBytes := cmp.Or(qs.MaxMessageBytes, envelope.MaxMessageBytes)
 	m.q.NewID = func() string { m.ids++; return fmt.Sprintf("m-%07d", m.ids) } // under the queue's lock
 	suffix := ""
 	if qs.FIFO {
@@ -74,10 +77,12 @@ func newSQS(c clock, qs Queues) (*sqsModel, error) {
 		url, err = m.q.CreateQueue(name+suffix, attrs)
 		return url
 	}
-	m.dlq = create("orders-dlq", map[string]string{"MessageRetentionPeriod": secs(qs.DLQRetention)})
-	m.invalid = create("orders-invalid", map[string]string{"MessageRetentionPeriod": secs(14 * 24 * time.Hour)})
-	m.parking = create("orders-parking", map[string]string{"MessageRetentionPeriod": secs(14 * 24 * time.Hour)})
+	size := strconv.Itoa(maxBytes)
+	m.dlq = create("orders-dlq", map[string]string{"MessageRetentionPeriod": secs(qs.DLQRetention), "MaximumMessageSize": size})
+	m.invalid = create("orders-invalid", map[string]string{"MessageRetentionPeriod": secs(14 * 24 * time.Hour), "MaximumMessageSize": size})
+	m.parking = create("orders-parking", map[string]string{"MessageRetentionPeriod": secs(14 * 24 * time.Hour), "MaximumMessageSize": size})
 	m.source = create("orders", map[string]string{
+		"MaximumMessageSize":     strconv.Itoa(maxBytes - envelope.MetadataReserveBytes),
 		"MessageRetentionPeriod": secs(qs.SourceRetention),
 		"VisibilityTimeout":      secs(qs.Visibility),
 		"RedrivePolicy":          fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, m.q.ARN(m.dlq), qs.MaxReceiveCount),
@@ -105,9 +110,6 @@ func (m *sqsModel) publish(p *Publication) (string, error) {
 	if m.fifo {
 		in.MessageGroupId = aws.String(p.Group)
 		in.MessageDeduplicationId = aws.String("pub-" + strconv.Itoa(p.N))
-	}
-	if err := m.fits(in.MessageBody, in.MessageAttributes); err != nil {
-		return "", fmt.Errorf("publish %d: %w", p.N, err)
 	}
 	out, err := m.q.SendMessage(context.Background(), in)
 	if err != nil {
@@ -243,12 +245,9 @@ func (is invalidSender) SendMessage(ctx context.Context, in *sqs.SendMessageInpu
 		s.trace.add(s.clock.Now(), "sqs", "invalid send failed", meta.MessageID, "injected")
 		return nil, errSQS
 	}
-	if err := s.sqs.fits(in.MessageBody, in.MessageAttributes); err != nil {
-		s.trace.add(s.clock.Now(), "sqs", "invalid send refused", meta.MessageID, err.Error())
-		return nil, err
-	}
 	out, err := s.sqs.q.SendMessage(ctx, in, opts...)
 	if err != nil {
+		s.trace.add(s.clock.Now(), "sqs", "invalid send refused", meta.MessageID, err.Error())
 		return nil, err
 	}
 	id := aws.ToString(out.MessageId)
@@ -271,17 +270,4 @@ func (m *sqsModel) sender(id string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.sentBy[id]
-}
-
-// fits returns an error when a message is over the size limit: SQS counts
-// the body and every attribute's name, type and value.
-func (m *sqsModel) fits(body *string, attrs map[string]types.MessageAttributeValue) error {
-	n := len(aws.ToString(body))
-	for name, a := range attrs {
-		n += len(name) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
-	}
-	if n > m.maxBytes {
-		return fmt.Errorf("InvalidParameterValue: message of %d bytes is over the limit of %d", n, m.maxBytes)
-	}
-	return nil
 }
