@@ -114,14 +114,7 @@ func (s *IdempotencyStore) Claim(ctx context.Context, l idempotency.Lease) (idem
 	if err != nil {
 		return idempotency.Record{}, false, fmt.Errorf("encode %s: %w", l.Key, err)
 	}
-	// Claimable: absent, expired, or an IN_PROGRESS lock past its expiry of
-	// the same payload (a takeover compares the payload like any claim).
-	cond := expression.AttributeNotExists(expression.Name(KeyAttribute)).
-		Or(expression.Name(TTLAttribute).LessThanEqual(expression.Value(l.Now.Unix())),
-			expression.Name("status").Equal(expression.Value(string(idempotency.InProgress))).
-				And(expression.Name("lockExpiresAt").LessThanEqual(expression.Value(l.Now.UnixMilli())),
-					expression.Name("payloadHash").Equal(expression.Value(l.PayloadHash))))
-	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	expr, err := expression.NewBuilder().WithCondition(claimable(l)).Build()
 	if err != nil {
 		return idempotency.Record{}, false, fmt.Errorf("build claim condition: %w", err)
 	}
@@ -155,6 +148,22 @@ func (s *IdempotencyStore) Claim(ctx context.Context, l idempotency.Lease) (idem
 		}
 	}
 	return idempotency.Record{}, false, fmt.Errorf("claim %s in %s: %w", l.Key, s.table, idempotency.ErrInProgress)
+}
+
+// claimable is the condition of Claim: absent, expired, or an IN_PROGRESS
+// lock past its expiry of the same payload (a takeover compares the payload
+// like any claim) or, when l supersedes a void claim, with that claim's
+// token.
+func claimable(l idempotency.Lease) expression.ConditionBuilder {
+	takeover := expression.Name("payloadHash").Equal(expression.Value(l.PayloadHash))
+	if l.Supersedes != "" {
+		takeover = takeover.Or(expression.Name("lockToken").Equal(expression.Value(l.Supersedes)))
+	}
+	return expression.AttributeNotExists(expression.Name(KeyAttribute)).
+		Or(expression.Name(TTLAttribute).LessThanEqual(expression.Value(l.Now.Unix())),
+			expression.Name("status").Equal(expression.Value(string(idempotency.InProgress))).
+				And(expression.Name("lockExpiresAt").LessThanEqual(expression.Value(l.Now.UnixMilli())),
+					takeover))
 }
 
 // replaced is the result of a successful claim: the IN_PROGRESS record it

@@ -142,3 +142,45 @@ func TestClaimReportsTheLockItTookOver(t *testing.T) {
 		})
 	}
 }
+
+// A claim that supersedes a void claim of another payload may replace that
+// expired lock by its token, and only then: an ordinary claim's condition
+// does not look at tokens.
+func TestClaimTakesOverAVoidClaimByItsToken(t *testing.T) {
+	tests := []struct {
+		name       string
+		supersedes string
+		wantToken  bool
+	}{
+		{"ordinary claim", "", false},
+		{"superseding claim", "dead", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			api := &fakeAPI{}
+			l := lease
+			l.PayloadHash = "h2"
+			l.Supersedes = tt.supersedes
+			if _, claimed, err := dynamo.NewIdempotencyStore(api, "idem").Claim(context.Background(), l); err != nil || !claimed {
+				t.Fatalf("claimed=%v err=%v", claimed, err)
+			}
+			in := api.puts[0]
+			cond := aws.ToString(in.ConditionExpression)
+			byToken := false
+			for name, v := range in.ExpressionAttributeNames {
+				if v == "lockToken" && strings.Contains(cond, name) {
+					byToken = true
+				}
+			}
+			valued := false
+			for _, v := range in.ExpressionAttributeValues {
+				if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == "dead" {
+					valued = true
+				}
+			}
+			if byToken != tt.wantToken || valued != tt.wantToken {
+				t.Fatalf("condition %q compares the lock token: %v (value %v), want %v", cond, byToken, valued, tt.wantToken)
+			}
+		})
+	}
+}

@@ -10,8 +10,9 @@
 //
 // [Receiver.Do] claims the key with a conditional write in a [Store]: it
 // succeeds when no record exists, when the record has expired, or when an
-// IN_PROGRESS lock of the same payload has passed its expiry (the invocation
-// deadline of the holder, which then can no longer be running). It runs the
+// IN_PROGRESS lock of the same payload (or one found void, see below) has
+// passed its expiry (the invocation deadline of the holder, which then can
+// no longer be running). It runs the
 // effect, then completes the record with the result (for the invoice
 // consumer, the invoice number) and a hash of the payload. A failure before
 // the effect releases the claim so the next delivery can proceed.
@@ -26,7 +27,11 @@
 // have applied the effect before it could complete. [Receiver.DoResolving]
 // then asks a [Resolver] (the downstream, by Idempotency-Key) whether it was
 // applied, and records its result instead of calling again when it was
-// ([Outcome].InDoubt, [Outcome].Resolution). Exactly once in effect therefore
+// ([Outcome].InDoubt, [Outcome].Resolution). An expired lock of another
+// payload is in doubt too, and resolved first: never applied, the claim was
+// void and the new payload takes the key over; applied, the holder's result
+// is recorded and the new payload is a conflict; unknown, a transient
+// [ErrInProgress]. Exactly once in effect therefore
 // rests on this receiver and on a downstream that honours the key; without
 // a resolver or such a downstream, a second effect is possible only inside
 // that in-doubt window.
@@ -36,11 +41,14 @@
 //   - first delivery: the effect runs once and its result is stored;
 //   - a completed key with the same payload hash: the stored result is
 //     returned and the effect does not run ([Outcome].Duplicate);
-//   - a completed key, or an expired lock, with another payload hash:
-//     [ErrConflict] (the caller routes the message to the invalid lane as a
-//     conflicting duplicate);
-//   - a key held by another live invocation: [ErrInProgress], a transient
-//     failure; SQS delivers the message again later.
+//   - a completed key with another payload hash, or an expired lock of
+//     another payload found applied: [ErrConflict] (the caller routes the
+//     message to the invalid lane as a conflicting duplicate);
+//   - an expired lock of another payload found never applied: the effect
+//     runs for the new payload, which now owns the key;
+//   - a key held by another live invocation, or by an expired lock of
+//     another payload that could not be resolved: [ErrInProgress], a
+//     transient failure; SQS delivers the message again later.
 //
 // Records outlive source plus DLQ retention (default [DefaultLifetime]). The
 // expiry is checked in the write condition; the store also sets a TTL

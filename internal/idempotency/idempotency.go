@@ -34,9 +34,12 @@ const (
 
 // Errors returned by the package. Match them with errors.Is.
 var (
-	// ErrInProgress: another live invocation holds the key. Transient.
+	// ErrInProgress: another live invocation holds the key, or an expired
+	// one of another payload does whose effect could not be resolved (see
+	// [Receiver.DoResolving]). Transient.
 	ErrInProgress = errors.New("idempotency: key is being processed by another invocation")
-	// ErrConflict: the key completed before with a different payload.
+	// ErrConflict: the key completed (or was found applied) before with a
+	// different payload.
 	ErrConflict = errors.New("idempotency: key completed before with a different payload")
 	// ErrLeaseLost: the caller's claim was taken over or released; returned
 	// by [Store.Complete] and [Store.Release].
@@ -62,27 +65,42 @@ type Lease struct {
 	Now         time.Time // the clock of the claimer, used in the conditions
 	Until       time.Time // the lock expires then (the invocation deadline)
 	ExpiresAt   time.Time // the record's lifetime end
+	// Supersedes is empty for an ordinary claim. When set, it is the Token
+	// of an expired IN_PROGRESS claim of another payload that the caller
+	// found void (the downstream never applied the key, see [Resolver]):
+	// [Store.Claim] may then take that claim over as well.
+	Supersedes string
 }
 
 // Store is the persistence port of the idempotent receiver. Implementations
 // must make each method atomic with respect to the others and be safe for
 // concurrent use.
 type Store interface {
-	// Claim writes an IN_PROGRESS record for l.Key when the key is
-	// claimable: no record, an expired record (l.Now is at or past its
-	// ExpiresAt), or an IN_PROGRESS lock past its expiry (l.Now at or past
-	// LockExpiresAt) whose PayloadHash equals l.PayloadHash. Any other record
-	// stands: a live COMPLETED record, a live lock, or an expired lock of
-	// another payload (a takeover compares the payload like any claim).
+	// Claim writes an IN_PROGRESS record for l.Key (l.PayloadHash, l.Token,
+	// l.Until, l.ExpiresAt) when the key is claimable:
+	//   - no record, or an expired record (l.Now at or past its ExpiresAt);
+	//   - an IN_PROGRESS lock past its expiry (l.Now at or past
+	//     LockExpiresAt) whose PayloadHash equals l.PayloadHash;
+	//   - an IN_PROGRESS lock past its expiry whose Token equals
+	//     l.Supersedes, whatever its payload: a claim the caller found void
+	//     (never applied); the new payload's hash replaces the old one.
+	// Any other record stands: a live COMPLETED record (whatever its Token),
+	// a live lock, or an expired lock of another payload that l does not
+	// supersede (a takeover compares the payload like any claim, until the
+	// caller has resolved the doubt). The check and the write are one atomic
+	// step: a record that changed since the caller saw it (another token)
+	// is not superseded.
 	//
 	// It returns claimed=false with the standing record, or claimed=true
 	// with, as current, the IN_PROGRESS record it replaced when it took over
 	// an expired lock of a live record (the takeover is in doubt: the
 	// holder's effect may have happened), and the zero Record otherwise.
 	Claim(ctx context.Context, l Lease) (current Record, claimed bool, err error)
-	// Complete turns the caller's IN_PROGRESS record into COMPLETED with
-	// result, expiring at l.ExpiresAt. ErrLeaseLost if l.Token no longer
-	// holds the key.
+	// Complete turns the IN_PROGRESS record of l.Token into COMPLETED with
+	// result, expiring at l.ExpiresAt; it keeps the record's PayloadHash.
+	// ErrLeaseLost if l.Token no longer holds the key. l.Token is the
+	// caller's own claim, or an expired claim of another payload whose
+	// effect the caller's resolver found applied.
 	Complete(ctx context.Context, l Lease, result string) error
 	// Release deletes the caller's IN_PROGRESS record. ErrLeaseLost if l.Token
 	// no longer holds the key.
@@ -94,7 +112,8 @@ type Store interface {
 // for the invoice consumer the orderId sent as Idempotency-Key). It returns
 // the effect's result and applied=true when it was applied, applied=false
 // when it never was, and an error when it cannot tell (the receiver then
-// releases its claim and returns the error: a transient failure). It must be
+// releases its claim, if it took one, and returns the error: a transient
+// failure). It answers for the key, whichever payload applied it. It must be
 // safe for concurrent use.
 type Resolver interface {
 	Lookup(ctx context.Context, key string) (result string, applied bool, err error)
@@ -133,8 +152,9 @@ type Outcome struct {
 	// acknowledges the message anyway (a redelivery would redo the effect),
 	// and the receiver has reported it through OnUnrecorded.
 	Unrecorded bool
-	// InDoubt is true when this call took over an expired IN_PROGRESS claim
-	// of the same payload: the earlier holder's effect may have happened.
+	// InDoubt is true when this call took over an expired IN_PROGRESS claim,
+	// of the same payload (the earlier holder's effect may have happened) or
+	// of another payload found void by the resolver.
 	InDoubt bool
 	// Resolution says how an in-doubt takeover was resolved; "" when not
 	// InDoubt.
@@ -149,6 +169,11 @@ const EventUnrecorded = "completion-unrecorded"
 // DefaultCompleteBudget bounds the retries of a completion after the effect
 // when ctx has no deadline (or a later one).
 const DefaultCompleteBudget = 3 * time.Second
+
+// storeTimeout bounds a store call made after ctx may be done (a release, a
+// completion of another claim). It bounds I/O, so it is real time, unlike
+// the deadlines the receiver reads on its own clock.
+const storeTimeout = 2 * time.Second
 
 // completeMargin is left before ctx's deadline when retrying a completion,
 // so the caller can still report its batch.
@@ -184,44 +209,48 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 //
 // It returns ErrInProgress, ErrConflict (both wrapped), the effect's error
 // (wrapped, after releasing the claim so that a retry can run it), the
-// resolver's error (likewise), or a store error from the claim.
+// resolver's error (likewise; wrapped with ErrInProgress too when it was
+// asked about another payload's lock), or a store error from a claim.
 //
-// When the claim takes over an expired lock of the same payload (in doubt),
-// it first asks resolver, when not nil, whether the effect was applied: if
-// so it records that result without running the effect. See [Outcome].
+// An expired IN_PROGRESS lock is in doubt: its holder may have applied the
+// effect before it died. When the lock is of the same payload, DoResolving
+// takes it over, then asks resolver, when not nil, whether the key was
+// applied: if so it records that result without running the effect.
+//
+// When the lock is of another payload, who owns the key is in doubt too:
+// the holder may be a conflicting duplicate that never reached the
+// downstream. DoResolving asks resolver before it claims:
+//   - not applied: the holder's claim was void. DoResolving takes the key
+//     over for this payload (a claim that supersedes that lock, by its
+//     token, so only if the record is still the lock it saw) and runs
+//     effect;
+//   - applied: the holder's payload owns the key. DoResolving completes the
+//     holder's record with the result found, under the holder's payload
+//     hash, and returns ErrConflict: this payload is a conflicting
+//     duplicate;
+//   - the lookup fails, or resolver is nil: it leaves the lock as it is and
+//     returns ErrInProgress, a transient failure, not ErrConflict. A
+//     conflict would send this payload to the invalid lane for good while
+//     it may be the one to apply; a transient failure only delays it: a
+//     later delivery finds the key resolved, by a lookup that answers or by
+//     the holder's own payload taking its lock over and completing it.
 //
 // Once the effect has happened it is never redone by this call: the
 // completion is retried with backoff until it is recorded, the lease is lost
 // (another invocation took over), or the time left runs out (ctx's deadline
-// minus a margin, at most DefaultCompleteBudget); then the call still
-// succeeds, with Outcome.Unrecorded set and OnUnrecorded called.
+// minus a margin, at most DefaultCompleteBudget, both on the receiver's
+// clock); then the call still succeeds, with Outcome.Unrecorded set and
+// OnUnrecorded called.
 func (r *Receiver) DoResolving(ctx context.Context, key, payloadHash string, resolver Resolver, effect func(context.Context) (string, error)) (Outcome, error) {
-	now := r.now()
-	until, ok := ctx.Deadline()
-	if !ok {
-		until = now.Add(DefaultLockTimeout)
-	}
-	lifetime := r.Lifetime
-	if lifetime <= 0 {
-		lifetime = DefaultLifetime
-	}
-	l := Lease{
-		Key:         Key(r.Scope, key),
-		PayloadHash: payloadHash,
-		Token:       r.token(),
-		Now:         now,
-		Until:       until,
-		ExpiresAt:   now.Add(lifetime),
-	}
+	l := r.lease(ctx, key, payloadHash)
 	current, claimed, err := r.Store.Claim(ctx, l)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("claim %s: %w", l.Key, err)
 	}
-	if !claimed {
-		return standing(l, current)
-	}
 	var out Outcome
-	if current.Status == InProgress {
+	switch {
+	case claimed && current.Status == InProgress:
+		// Took over an expired lock of the same payload: in doubt.
 		out.InDoubt = true
 		out.Resolution = Unresolved
 		if resolver != nil {
@@ -236,6 +265,22 @@ func (r *Receiver) DoResolving(ctx context.Context, key, payloadHash string, res
 				return r.complete(ctx, l, key, result, out), nil
 			}
 		}
+	case claimed:
+	case expiredLockOfAnother(l, current) && resolver != nil:
+		if err := r.resolveAnother(ctx, l, key, current, resolver); err != nil {
+			return Outcome{}, err
+		}
+		l.Supersedes = current.Token
+		if current, claimed, err = r.Store.Claim(ctx, l); err != nil {
+			return Outcome{}, fmt.Errorf("claim %s over a void claim: %w", l.Key, err)
+		}
+		if !claimed {
+			return standing(l, current) // the lock changed meanwhile
+		}
+		out.InDoubt = true
+		out.Resolution = ResolvedNotApplied
+	default:
+		return standing(l, current)
 	}
 	result, err := effect(ctx)
 	if err != nil {
@@ -245,6 +290,61 @@ func (r *Receiver) DoResolving(ctx context.Context, key, payloadHash string, res
 	return r.complete(ctx, l, key, result, out), nil
 }
 
+// lease is the claim of key by this call.
+func (r *Receiver) lease(ctx context.Context, key, payloadHash string) Lease {
+	now := r.now()
+	until, ok := ctx.Deadline()
+	if !ok {
+		until = now.Add(DefaultLockTimeout)
+	}
+	lifetime := r.Lifetime
+	if lifetime <= 0 {
+		lifetime = DefaultLifetime
+	}
+	return Lease{
+		Key:         Key(r.Scope, key),
+		PayloadHash: payloadHash,
+		Token:       r.token(),
+		Now:         now,
+		Until:       until,
+		ExpiresAt:   now.Add(lifetime),
+	}
+}
+
+// expiredLockOfAnother reports whether current, a record that stood against
+// l, is an IN_PROGRESS lock of another payload past its expiry: in doubt.
+func expiredLockOfAnother(l Lease, current Record) bool {
+	return current.Status == InProgress && current.PayloadHash != l.PayloadHash && !l.Now.Before(current.LockExpiresAt)
+}
+
+// resolveAnother asks resolver about the expired lock stale of another
+// payload. It returns nil when the key was never applied (stale is void),
+// ErrConflict after recording stale's result when it was, and ErrInProgress
+// with the lookup's error when it cannot tell.
+func (r *Receiver) resolveAnother(ctx context.Context, l Lease, key string, stale Record, resolver Resolver) error {
+	result, applied, err := resolver.Lookup(ctx, key)
+	switch {
+	case err != nil:
+		return fmt.Errorf("resolve the expired lock of another payload on %s: %w (%w)", l.Key, err, ErrInProgress)
+	case !applied:
+		return nil
+	}
+	// The holder applied the key and died before recording it: record it
+	// for the holder's payload, by the holder's token, so that its next
+	// delivery finds the result. A failure here is only reported: that
+	// delivery would take the lock over and ask the resolver itself.
+	held := l
+	held.PayloadHash = stale.PayloadHash
+	held.Token = stale.Token
+	held.Until = stale.LockExpiresAt
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := r.Store.Complete(cctx, held, result); err != nil && r.OnError != nil {
+		r.OnError(fmt.Errorf("complete the expired claim of %s found applied: %w", l.Key, err), key)
+	}
+	return fmt.Errorf("claim %s (the expired lock of another payload had applied it): %w", l.Key, ErrConflict)
+}
+
 // standing turns a claim that found a standing record into the outcome.
 func standing(l Lease, current Record) (Outcome, error) {
 	switch {
@@ -252,10 +352,9 @@ func standing(l Lease, current Record) (Outcome, error) {
 		return Outcome{Result: current.Result, Duplicate: true}, nil
 	case current.Status == Completed:
 		return Outcome{}, fmt.Errorf("claim %s: %w", l.Key, ErrConflict)
-	case current.PayloadHash != l.PayloadHash && !l.Now.Before(current.LockExpiresAt):
-		// An expired lock of another payload: a takeover compares the
-		// payload like any claim.
-		return Outcome{}, fmt.Errorf("claim %s (expired lock of another payload): %w", l.Key, ErrConflict)
+	case expiredLockOfAnother(l, current):
+		// Unresolved: see DoResolving for why this is not a conflict.
+		return Outcome{}, fmt.Errorf("claim %s (expired lock of another payload, in doubt): %w", l.Key, ErrInProgress)
 	default:
 		return Outcome{}, fmt.Errorf("claim %s (lock until %s): %w", l.Key, current.LockExpiresAt.Format(time.RFC3339), ErrInProgress)
 	}
@@ -264,7 +363,7 @@ func standing(l Lease, current Record) (Outcome, error) {
 // release gives the claim back after a failure before the effect, even when
 // ctx is done, so the retry does not wait for the lock to expire.
 func (r *Receiver) release(ctx context.Context, l Lease, key string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if err := r.Store.Release(rctx, l); err != nil && r.OnError != nil {
 		r.OnError(fmt.Errorf("release %s: %w", l.Key, err), key)
@@ -277,10 +376,12 @@ func (r *Receiver) release(ctx context.Context, l Lease, key string) {
 // be recorded is flagged and reported.
 func (r *Receiver) complete(ctx context.Context, l Lease, key, result string, out Outcome) Outcome {
 	out.Result = result
-	start := r.now()
-	end := start.Add(DefaultCompleteBudget)
+	// The deadline is read on the receiver's clock, like the lock's expiry
+	// (Lease.Until): never on the real one, which a simulation or a test
+	// does not share.
+	end := r.now().Add(DefaultCompleteBudget)
 	if dl, ok := ctx.Deadline(); ok {
-		if byCtx := start.Add(time.Until(dl) - completeMargin); byCtx.Before(end) {
+		if byCtx := dl.Add(-completeMargin); byCtx.Before(end) {
 			end = byCtx
 		}
 	}

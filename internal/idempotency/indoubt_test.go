@@ -41,7 +41,7 @@ func TestReceiverRetriesTheCompletionWithinTheDeadline(t *testing.T) {
 	c := &clock{time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	store := &failingComplete{MemoryStore: idempotency.NewMemoryStore(), failures: 4}
 	r := &idempotency.Receiver{Store: store, Scope: "invoice", Now: c.now, Sleep: sleeper(c)}
-	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Minute))
+	ctx, cancel := context.WithDeadline(context.Background(), c.t.Add(time.Minute))
 	defer cancel()
 	var calls atomic.Int32
 	out, err := r.Do(ctx, "ORD-1", "h1", issue(&calls, "INV-1", nil))
@@ -71,7 +71,7 @@ func TestReceiverAcknowledgesAnUnrecordedCompletion(t *testing.T) {
 			reported = append(reported, key+"="+result)
 		}}
 	start := c.t
-	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Minute))
+	ctx, cancel := context.WithDeadline(context.Background(), c.t.Add(time.Minute))
 	defer cancel()
 	var calls atomic.Int32
 	out, err := r.Do(ctx, "ORD-1", "h1", issue(&calls, "INV-1", nil))
@@ -180,19 +180,137 @@ func TestReceiverFirstDeliveryIsNotInDoubt(t *testing.T) {
 	}
 }
 
-// Item 10: a takeover compares the payload hash like any other claim.
-func TestReceiverTakeoverWithAnotherPayloadIsAConflict(t *testing.T) {
-	store := idempotency.NewMemoryStore()
-	expiry := abandoned(t, store)
+// A takeover of an expired claim of another payload is in doubt too: the
+// resolver decides whether the claim was void (the new payload takes the key
+// over), applied (its result is recorded under its own payload, and the new
+// payload is a conflicting duplicate), or cannot tell (a transient failure,
+// never a conflict: the new payload may well be the one to invoice).
+func TestReceiverTakeoverOfAnotherPayload(t *testing.T) {
+	lookupFailed := errors.New("tax service: 503")
+	tests := []struct {
+		name           string
+		resolver       *fakeResolver // nil: none configured
+		wantErr        error
+		notErr         error
+		wantCalls      int32
+		wantResolution idempotency.Resolution
+		want           idempotency.Record // the record after the call: status, payload hash, result
+	}{
+		{"void claim: taken over", &fakeResolver{}, nil, nil, 1, idempotency.ResolvedNotApplied,
+			idempotency.Record{Status: idempotency.Completed, PayloadHash: "h2", Result: "INV-other"}},
+		{"applied: conflict", &fakeResolver{result: "INV-first", applied: true}, idempotency.ErrConflict, nil, 0, "",
+			idempotency.Record{Status: idempotency.Completed, PayloadHash: "h1", Result: "INV-first"}},
+		{"lookup fails: in progress", &fakeResolver{err: lookupFailed}, lookupFailed, idempotency.ErrConflict, 0, "",
+			idempotency.Record{Status: idempotency.InProgress, PayloadHash: "h1"}},
+		{"no resolver: in progress", nil, idempotency.ErrInProgress, idempotency.ErrConflict, 0, "",
+			idempotency.Record{Status: idempotency.InProgress, PayloadHash: "h1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := idempotency.NewMemoryStore()
+			expiry := abandoned(t, store)
+			var resolver idempotency.Resolver
+			if tt.resolver != nil {
+				resolver = tt.resolver
+			}
+			var calls atomic.Int32
+			out, err := receiver(store, &clock{expiry.Add(time.Second)}).DoResolving(context.Background(), "ORD-1", "h2", resolver, issue(&calls, "INV-other", nil))
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr != nil && tt.notErr != nil && errors.Is(err, tt.notErr)) {
+				t.Fatalf("err = %v, want %v and not %v", err, tt.wantErr, tt.notErr)
+			}
+			if tt.wantErr != nil && !errors.Is(err, idempotency.ErrConflict) && !errors.Is(err, idempotency.ErrInProgress) {
+				t.Fatalf("err = %v, want it transient (ErrInProgress)", err)
+			}
+			if err == nil && (!out.InDoubt || out.Resolution != tt.wantResolution || out.Result != "INV-other") {
+				t.Fatalf("out = %+v, want INV-other, in doubt, resolution %q", out, tt.wantResolution)
+			}
+			if calls.Load() != tt.wantCalls {
+				t.Fatalf("the other payload ran its effect %d times, want %d", calls.Load(), tt.wantCalls)
+			}
+			if tt.resolver != nil && (len(tt.resolver.keys) != 1 || tt.resolver.keys[0] != "ORD-1") {
+				t.Fatalf("looked up %v, want [ORD-1]", tt.resolver.keys)
+			}
+			rec, _ := store.Get("invoice#ORD-1")
+			if rec.Status != tt.want.Status || rec.PayloadHash != tt.want.PayloadHash || rec.Result != tt.want.Result {
+				t.Fatalf("record = %+v, want %s %s %q", rec, tt.want.Status, tt.want.PayloadHash, tt.want.Result)
+			}
+		})
+	}
+}
+
+// The path the simulation found (seeds 10 and 18): a conflicting duplicate
+// (h2) claims the key first, its call never reaches the service and its
+// release is throttled; the original payload (h1) arrives after the lock
+// expired. It is invoiced, once, and the duplicate is then the conflict.
+func TestReceiverOriginalPayloadTakesOverAVoidClaimOfADuplicate(t *testing.T) {
+	c := &clock{time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	store := &failingRelease{MemoryStore: idempotency.NewMemoryStore()}
+	r := receiver(store, c)
+	res := &fakeResolver{} // the service never applied ORD-1
 	var calls atomic.Int32
-	_, err := receiver(store, &clock{expiry.Add(time.Second)}).Do(context.Background(), "ORD-1", "h2", issue(&calls, "INV-other", nil))
-	if !errors.Is(err, idempotency.ErrConflict) {
-		t.Errorf("takeover with another payload: err = %v, want ErrConflict", err)
+	ctx, cancel := context.WithDeadline(context.Background(), c.t.Add(30*time.Second))
+	defer cancel()
+	unreachable := errors.New("tax service unreachable")
+	if _, err := r.DoResolving(ctx, "ORD-1", "h2", res, issue(&calls, "", unreachable)); !errors.Is(err, unreachable) {
+		t.Fatalf("duplicate: err = %v", err)
 	}
-	if calls.Load() != 0 {
-		t.Fatal("the other payload ran its effect")
+	c.t = c.t.Add(time.Minute)
+	out, err := r.DoResolving(context.Background(), "ORD-1", "h1", res, issue(&calls, "INV-1", nil))
+	if err != nil || out.Result != "INV-1" || !out.InDoubt || out.Resolution != idempotency.ResolvedNotApplied {
+		t.Fatalf("original: out=%+v err=%v, want it invoiced after resolving the void claim", out, err)
 	}
-	if rec, _ := store.Get("invoice#ORD-1"); rec.PayloadHash != "h1" || rec.Token != "dead" {
-		t.Fatalf("record = %+v, want the first payload's claim", rec)
+	res.applied, res.result = true, "INV-1"
+	if _, err := r.DoResolving(context.Background(), "ORD-1", "h2", res, issue(&calls, "INV-2", nil)); !errors.Is(err, idempotency.ErrConflict) {
+		t.Fatalf("duplicate again: err = %v, want ErrConflict", err)
+	}
+	if calls.Load() != 2 { // the duplicate's failed call, the original's
+		t.Fatalf("effect ran %d times, want 2", calls.Load())
+	}
+}
+
+// failingRelease cannot delete, like a throttled table.
+type failingRelease struct{ *idempotency.MemoryStore }
+
+func (failingRelease) Release(context.Context, idempotency.Lease) error {
+	return errors.New("ProvisionedThroughputExceeded")
+}
+
+// The time left for the completion retries is read on the receiver's clock,
+// as the deadline is: a receiver whose clock is far from the real one (a
+// simulation, a test) neither gives up at once nor retries past its deadline.
+func TestReceiverRetriesTheCompletionOnItsOwnClock(t *testing.T) {
+	tests := []struct {
+		name      string
+		start     time.Time
+		left      time.Duration // until ctx's deadline, on the receiver's clock
+		failures  int           // failed completions before one succeeds; -1: all
+		wantCalls int           // completion attempts; 0: not checked
+		wantSpent time.Duration // at most this long on the receiver's clock
+	}{
+		{"clock in the past: retries within the deadline", time.Date(2001, 1, 1, 10, 0, 0, 0, time.UTC), time.Minute, 4, 5, idempotency.DefaultCompleteBudget},
+		{"clock in the future: stops at the deadline", time.Date(2030, 11, 30, 8, 0, 0, 0, time.UTC), time.Second, -1, 0, time.Second - 250*time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &clock{tt.start}
+			store := &failingComplete{MemoryStore: idempotency.NewMemoryStore(), failures: tt.failures}
+			r := &idempotency.Receiver{Store: store, Scope: "invoice", Now: c.now, Sleep: sleeper(c)}
+			ctx, cancel := context.WithDeadline(context.Background(), tt.start.Add(tt.left))
+			defer cancel()
+			var calls atomic.Int32
+			out, err := r.Do(ctx, "ORD-1", "h1", issue(&calls, "INV-1", nil))
+			if err != nil || out.Result != "INV-1" {
+				t.Fatalf("out=%+v err=%v", out, err)
+			}
+			if tt.wantCalls > 0 && (store.calls != tt.wantCalls || out.Unrecorded) {
+				t.Fatalf("%d completion attempts (unrecorded %v), want %d and the record completed", store.calls, out.Unrecorded, tt.wantCalls)
+			}
+			if tt.failures < 0 && store.calls < 3 {
+				t.Fatalf("%d completion attempts, want retries until the deadline", store.calls)
+			}
+			if spent := c.t.Sub(tt.start); spent > tt.wantSpent {
+				t.Fatalf("retried for %s on the receiver's clock, want at most %s", spent, tt.wantSpent)
+			}
+		})
 	}
 }

@@ -38,12 +38,16 @@ func (m *MemoryStore) Claim(_ context.Context, l Lease) (Record, bool, error) {
 }
 
 // stands mirrors the DynamoDB condition: a record stands unless it expired,
-// or it is an IN_PROGRESS lock past its expiry of the same payload.
+// or it is an IN_PROGRESS lock past its expiry of the same payload, or the
+// one the lease supersedes.
 func stands(r Record, l Lease) bool {
 	if !l.Now.Before(r.ExpiresAt) {
 		return false
 	}
-	return r.Status == Completed || l.Now.Before(r.LockExpiresAt) || r.PayloadHash != l.PayloadHash
+	if r.Status == Completed || l.Now.Before(r.LockExpiresAt) {
+		return true
+	}
+	return r.PayloadHash != l.PayloadHash && (l.Supersedes == "" || r.Token != l.Supersedes)
 }
 
 // Complete implements [Store].

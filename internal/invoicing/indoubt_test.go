@@ -98,3 +98,49 @@ func TestHandleResolvesAnInDoubtTakeover(t *testing.T) {
 		})
 	}
 }
+
+// An expired claim of another payload (a conflicting duplicate that claimed
+// the order first and died, or whose release failed) is resolved by the
+// lookup before the order is declared a conflicting duplicate.
+func TestHandleResolvesAnExpiredClaimOfAnotherPayload(t *testing.T) {
+	tests := []struct {
+		name       string
+		lookup     *stubLookup // nil: none configured
+		wantCalls  int
+		wantReason order.Reason // "" and wantErr: a transient error
+		wantErr    bool
+	}{
+		{"void: invoiced", &stubLookup{}, 1, "", false},
+		{"applied by the other payload: conflicting duplicate", &stubLookup{inv: tax.Invoice{Number: "INV-other"}, applied: true}, 0, order.ReasonConflictingDuplicate, true},
+		{"lookup fails: transient", &stubLookup{err: errors.New("503 after 4 attempts")}, 0, "", true},
+		{"no lookup: transient", nil, 0, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, tx := idempotency.NewMemoryStore(), &stubTax{}
+			now := time.Now()
+			stale := idempotency.Lease{Key: idempotency.Key("invoice", "ORD-1"), PayloadHash: "hash-of-another-payload", Token: "dead",
+				Now: now.Add(-time.Minute), Until: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour)}
+			if _, claimed, err := store.Claim(context.Background(), stale); err != nil || !claimed {
+				t.Fatal(claimed, err)
+			}
+			h := &invoicing.Handler{Receiver: &idempotency.Receiver{Store: store, Scope: "invoice"}, Invoicer: tx}
+			if tt.lookup != nil {
+				h.Lookup = tt.lookup
+			}
+			err := h.Handle(context.Background(), msg(valid))
+			var inv *order.InvalidError
+			switch {
+			case tt.wantReason != "":
+				if got := reasonOf(t, err); got != tt.wantReason {
+					t.Fatalf("reason = %s, want %s", got, tt.wantReason)
+				}
+			case (err != nil) != tt.wantErr || errors.As(err, &inv):
+				t.Fatalf("err = %v, want a transient error %v", err, tt.wantErr)
+			}
+			if tx.calls != tt.wantCalls {
+				t.Fatalf("tax calls %d, want %d", tx.calls, tt.wantCalls)
+			}
+		})
+	}
+}

@@ -39,9 +39,12 @@ type Handler struct {
 	Invoicer Invoicer
 	// Lookup resolves an in-doubt takeover (an earlier delivery died after
 	// calling the service, before recording the invoice): it is asked before
-	// calling again. Optional: nil calls the service again, and only a
-	// service that honours the Idempotency-Key keeps that from issuing a
-	// second invoice.
+	// calling again. It also decides an expired claim of another payload:
+	// never invoiced, this payload is invoiced; invoiced, this one is a
+	// conflicting duplicate. Optional: nil calls the service again for the
+	// same payload, and only a service that honours the Idempotency-Key
+	// keeps that from issuing a second invoice; another payload's expired
+	// claim then stays a transient failure until that payload completes it.
 	Lookup   InvoiceLookup
 	MaxBytes int // payload limit; <= 0 means order.DefaultMaxBytes
 }

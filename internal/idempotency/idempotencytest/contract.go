@@ -101,6 +101,8 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	})
 
 	t.Run("takeover of another payload is refused", func(t *testing.T) {
+		// Without Supersedes: an expired lock of another payload is in
+		// doubt until the receiver has asked the downstream.
 		next()
 		s := newStore(t)
 		a := lease(t, "a", t0)
@@ -117,6 +119,79 @@ func Run(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		if err := s.Complete(ctx, a, "INV-1"); err != nil {
 			t.Fatalf("the first holder lost its claim to another payload: %v", err)
 		}
+	})
+
+	t.Run("takeover of another payload after a void claim", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		b := lease(t, "b", a.Until.Add(time.Second))
+		b.PayloadHash = "hash-b"
+		b.Supersedes = "a" // the resolver said a never applied the key
+		prev, claimed, err := s.Claim(ctx, b)
+		if err != nil || !claimed {
+			t.Fatalf("claimed=%v err=%v, want the void claim taken over", claimed, err)
+		}
+		if prev.Status != idempotency.InProgress || prev.Token != "a" || prev.PayloadHash != "hash-a" {
+			t.Fatalf("previous = %+v, want a's expired lock", prev)
+		}
+		if err := s.Complete(ctx, a, "INV-late"); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("void holder completed: err = %v, want ErrLeaseLost", err)
+		}
+		if err := s.Complete(ctx, b, "INV-b"); err != nil {
+			t.Fatal(err)
+		}
+		// The key now belongs to b's payload.
+		again := lease(t, "b2", b.Now.Add(time.Hour))
+		again.PayloadHash = "hash-b"
+		mustFindCompleted(t, s, again, "hash-b", "INV-b")
+	})
+
+	t.Run("void claim must be the expired lock seen", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		for _, tt := range []struct {
+			name       string
+			now        time.Time
+			supersedes string
+		}{
+			{"another token", a.Until.Add(time.Second), "x"},
+			{"a live lock", a.Until.Add(-time.Second), "a"},
+		} {
+			b := lease(t, "b-"+tt.name, tt.now)
+			b.PayloadHash = "hash-b"
+			b.Supersedes = tt.supersedes
+			if cur, claimed, err := s.Claim(ctx, b); err != nil || claimed || cur.Token != "a" {
+				t.Fatalf("%s: current=%+v claimed=%v err=%v, want a's lock to stand", tt.name, cur, claimed, err)
+			}
+		}
+		if err := s.Complete(ctx, a, "INV-a"); err != nil {
+			t.Fatal(err)
+		}
+		// A completed record keeps the token of its claim: it is no lock.
+		b := lease(t, "b", a.Until.Add(time.Second))
+		b.PayloadHash = "hash-b"
+		b.Supersedes = "a"
+		mustFindCompleted(t, s, b, "hash-a", "INV-a")
+	})
+
+	t.Run("expired claim found applied is completed by its token", func(t *testing.T) {
+		next()
+		s := newStore(t)
+		a := lease(t, "a", t0)
+		mustClaim(t, s, a)
+		// Another payload's receiver completes a's expired claim with the
+		// result the resolver found, under a's payload hash.
+		settle := a
+		settle.Now = a.Until.Add(time.Second)
+		settle.ExpiresAt = settle.Now.Add(idempotency.DefaultLifetime)
+		if err := s.Complete(ctx, settle, "INV-a"); err != nil {
+			t.Fatal(err)
+		}
+		mustFindCompleted(t, s, lease(t, "a2", settle.Now.Add(time.Hour)), "hash-a", "INV-a")
 	})
 
 	t.Run("completed record returns its result", func(t *testing.T) {
@@ -235,5 +310,15 @@ func mustClaim(t *testing.T, s idempotency.Store, l idempotency.Lease) {
 	t.Helper()
 	if _, claimed, err := s.Claim(context.Background(), l); err != nil || !claimed {
 		t.Fatalf("claim %s by %s: claimed=%v err=%v", l.Key, l.Token, claimed, err)
+	}
+}
+
+// mustFindCompleted claims with l and wants the standing COMPLETED record of
+// payloadHash with result.
+func mustFindCompleted(t *testing.T, s idempotency.Store, l idempotency.Lease, payloadHash, result string) {
+	t.Helper()
+	cur, claimed, err := s.Claim(context.Background(), l)
+	if err != nil || claimed || cur.Status != idempotency.Completed || cur.PayloadHash != payloadHash || cur.Result != result {
+		t.Fatalf("claim %s by %s: current=%+v claimed=%v err=%v, want the completed record of %s with %s", l.Key, l.Token, cur, claimed, err, payloadHash, result)
 	}
 }
