@@ -2,10 +2,10 @@ package replay
 
 import (
 	"crypto/sha256"
-	"maps"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
