@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/homingdlq/homing/internal/idempotency"
 	"github.com/homingdlq/homing/internal/invalid"
 	"github.com/homingdlq/homing/internal/order"
 	"github.com/homingdlq/homing/internal/replay"
@@ -88,7 +89,7 @@ func (s *Sim) check(quiet bool) {
 		if len(parkedAt[p.N]) > 0 {
 			at = append(at, placeParked+"("+strings.Join(parkedAt[p.N], ",")+")")
 		}
-		if s.removed[p.N] && !s.ackedPubs[p.N] && p.Hash != "" && s.acked[p.OrderID] == p.Hash && len(at) == 0 {
+		if s.removed[p.N] && !s.ackedPubs[p.N] && p.Hash != "" && s.completedWith(p.OrderID) == p.Hash && len(at) == 0 {
 			at = append(at, placeResolved)
 		}
 		places[p.N] = at
@@ -171,4 +172,16 @@ func (s *Sim) pubSubject(pubs []*Publication) string {
 		parts = append(parts, fmt.Sprintf("pub#%d", p.N))
 	}
 	return strings.Join(parts, " ")
+}
+
+// completedWith returns the payload hash the consumer's idempotency record
+// of order holds once COMPLETED, or "": what the replay's removal of an
+// already-applied dead letter reads (the consumer may have completed it in
+// an invocation whose acknowledgement was lost).
+func (s *Sim) completedWith(orderID string) string {
+	r, ok := s.store.MemoryStore.Get(idempotency.Key(consumerName, orderID))
+	if !ok || r.Status != idempotency.Completed {
+		return ""
+	}
+	return r.PayloadHash
 }

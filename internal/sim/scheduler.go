@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/internal/order"
 	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/replay/replaytest"
@@ -102,9 +103,12 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	if s.cfg.Replay.Health {
 		opts.Health = s.tax.Health
 	}
-	opts.Completions = nil
+	opts.Completions, opts.PayloadHash = nil, nil
 	if s.cfg.Replay.Canary {
+		// As the replay function is configured (replayconfig): the canary,
+		// the breaker, and the removal of dead letters already applied.
 		opts.Completions = &replaytest.MemoryCompletions{Store: s.store.MemoryStore, Scope: consumerName, Now: s.clock.Now}
+		opts.PayloadHash = invoicing.PayloadHash
 	}
 	engine := replay.New(&queue{Queue: s.sqs.q, s: s, run: rs}, &ledger{Ledger: s.ledger, s: s, run: rs}, opts)
 	req.RunID = id
