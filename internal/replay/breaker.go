@@ -40,6 +40,12 @@ const maxFailedRuns = 20
 // failing, for the failure to be taken for the system's.
 const minEvidence = 2
 
+// maxSuspects bounds the replaying runs the canary looks back through for
+// a run none of whose orders completed. A replay comes back to the DLQ only
+// after maxReceiveCount × the source's visibility timeout, which can span
+// several runs of the schedule.
+const maxSuspects = 5
+
 func (b *Breaker) clone() *Breaker {
 	c := *b
 	c.FailedRuns = slices.Clone(b.FailedRuns)
@@ -110,37 +116,62 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, prev
 		// A replay completed: the system works again.
 		b.Open, b.Trips, b.ProbeAt = false, 0, time.Time{}
 	}
-	switch {
-	case completed == len(orders):
+	if completed == len(orders) {
 		g.Detail = fmt.Sprintf("all %d orders replayed by the previous run completed", len(orders))
 		return g
-	case completed == 0 && len(orders) >= minEvidence:
-		p.suspect = prev.runID
+	}
+	if completed == 0 {
+		p.suspects = r.suspects(ctx, replayed)
 	}
 	return limited(fmt.Sprintf("%d of %d orders replayed by the previous run have not completed", len(orders)-completed, len(orders)))
 }
 
-// watch trips the breaker when a batch holds a message that the suspect run
-// (none of whose orders has completed) replayed: it came back, so every
-// replay of that run failed. From then on the route replays nothing, and
-// that run's replays are given back to their messages.
+// suspects returns the latest replaying runs (up to maxSuspects) none of
+// whose orders has completed, stopping at the first run with a completion
+// (or whose completions cannot be read); replayed[0] is known to have none.
+// Only runs that replayed at least minEvidence orders are suspects.
+func (r *run) suspects(ctx context.Context, replayed []routeRun) []string {
+	var out []string
+	for i, h := range replayed[:min(len(replayed), maxSuspects)] {
+		orders := h.rs.ReplayedOrders
+		if i > 0 {
+			done, err := r.e.opts.Completions.Completed(ctx, orders)
+			if err != nil || len(done) > 0 {
+				break
+			}
+		}
+		if len(orders) >= minEvidence {
+			out = append(out, h.runID)
+		}
+	}
+	return out
+}
+
+// watch trips the breaker when a batch holds a message that a suspect run
+// (none of whose orders has completed) replayed: it came back, so the
+// replays fail whatever the message. From then on the route replays
+// nothing, and the suspect runs' replays are given back to their messages.
 func (r *run) watch(ctx context.Context, p *pass, items []*item, now time.Time) {
-	if p.suspect == "" || !slices.ContainsFunc(items, func(it *item) bool { return it.msg.hasMeta && it.msg.meta.RunID == p.suspect }) {
+	i := slices.IndexFunc(items, func(it *item) bool { return it.msg.hasMeta && slices.Contains(p.suspects, it.msg.meta.RunID) })
+	if i < 0 {
 		return
 	}
+	back := items[i].msg.meta.RunID
 	b := p.rs.Breaker
 	if b == nil {
 		b = &Breaker{}
 		p.rs.Breaker = b
 	}
 	b.Open, b.Trips, b.ProbeAt = true, 1, now.Add(r.e.policy.ceiling(0))
-	b.addFailed(p.suspect)
+	for _, run := range slices.Backward(p.suspects) {
+		b.addFailed(run)
+	}
 	g := Gate{Name: GateCanary, Decision: GateClosed, Detail: fmt.Sprintf(
-		"breaker open: a message run %s replayed is back in the DLQ and none of its orders has completed; next probe at %s",
-		p.suspect, b.ProbeAt.UTC().Format(time.RFC3339))}
+		"breaker open: a message run %s replayed is back in the DLQ and none of the orders of the latest %d replaying runs has completed; next probe at %s",
+		back, len(p.suspects), b.ProbeAt.UTC().Format(time.RFC3339))}
 	if i := slices.IndexFunc(p.rs.Gates, func(g Gate) bool { return g.Name == GateCanary }); i >= 0 {
 		p.rs.Gates[i] = g
 	}
 	r.logGate(ctx, p.route.DLQURL, g)
-	p.suspect, p.replayLeft, p.gated = "", 0, true
+	p.suspects, p.replayLeft, p.gated = nil, 0, true
 }

@@ -433,10 +433,10 @@ type pass struct {
 	gated      bool          // a gate is closed: no replays, the rescue goes on
 	sourceMax  int           // the source queue's MaximumMessageSize
 	held       []visibility  // messages left for a later run, released when the pass ends
-	// suspect is the latest replaying run when none of its orders has
-	// completed yet: a message it replayed seen back in the DLQ trips the
-	// breaker.
-	suspect string
+	// suspects are the latest replaying runs none of whose orders has
+	// completed yet: a message one of them replayed seen back in the DLQ
+	// trips the breaker.
+	suspects []string
 }
 
 // gateHistory is how many recent runs the gates look back through.

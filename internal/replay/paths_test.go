@@ -525,3 +525,38 @@ func TestLargeMessages(t *testing.T) {
 		t.Fatalf("%d in the source queue", n)
 	}
 }
+
+// A failed replay comes back to the DLQ only after maxReceiveCount × the
+// source's visibility, which can span several runs: the breaker looks back
+// through the latest replaying runs none of whose orders completed.
+func TestBreakerTripsOnAReplayThatComesBackRunsLater(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.orders("LATE", 20)
+	opts := func(o *replay.Options) {
+		o.Completions = setCompletions{}
+		o.CanaryLimit = 3
+	}
+	var inFlight [][]stored // what each run replayed, still failing in the source
+	var tripped bool
+	for i := range 6 {
+		h.clock.Advance(5 * time.Minute)
+		s := h.run(h.engine(opts), replay.Request{})
+		inFlight = append(inFlight, h.stored(h.route.SourceURL))
+		h.drainQueue(h.route.SourceURL)
+		if len(inFlight) > 2 { // the replays of two runs ago are back
+			for _, m := range inFlight[len(inFlight)-3] {
+				h.deadLetter(h.route, msg{body: m.body, attrs: m.raw.MessageAttributes})
+			}
+		}
+		if b := s.Routes[0].Breaker; b != nil && b.Open {
+			tripped = true
+			if i > 4 {
+				t.Fatalf("tripped only in run %d", i+1)
+			}
+			break
+		}
+	}
+	if !tripped {
+		t.Fatal("the breaker never opened")
+	}
+}
