@@ -531,10 +531,11 @@ func TestLargeMessages(t *testing.T) {
 // through the latest replaying runs none of whose orders completed.
 func TestBreakerTripsOnAReplayThatComesBackRunsLater(t *testing.T) {
 	h := newHarness(t, false, nil)
-	h.orders("LATE", 20)
+	h.orders("LATE", 40)
 	opts := func(o *replay.Options) {
 		o.Completions = setCompletions{}
 		o.CanaryLimit = 3
+		o.MaxPerRun = 10
 	}
 	var inFlight [][]stored // what each run replayed, still failing in the source
 	var tripped bool
