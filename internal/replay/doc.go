@@ -19,8 +19,10 @@
 // # Decisions
 //
 // Filters apply first: a message a [Filter] rejects is left alone, whatever
-// its state. A message whose metadata cannot be decoded is parked
-// ([ReasonCorruptMetadata]). A message whose order the consumer has already
+// its state. An attribute of our name that does not read back as our
+// metadata is the producer's ([Read]): it travels on as data under
+// "homing-replay.prev" and the message counts as one without metadata. A
+// message whose order the consumer has already
 // completed with the same payload ([Options.PayloadHash] against
 // [Completions]) is removed with a RESOLVED ledger record
 // ([ReasonAlreadyApplied]): it is work for nobody.
@@ -42,7 +44,9 @@
 //     expiry-rescue window of its DLQ retention, park it with reason
 //     [ReasonExpiryRescue] instead, so nothing expires unseen;
 //   - otherwise replay: send the body and the producer's attributes unchanged,
-//     plus our attribute with the incremented count, to the source queue.
+//     plus our attribute with the incremented count, to the source queue;
+//     a message that no longer fits the source queue's MaximumMessageSize
+//     with our attribute is parked instead ([ReasonTooLarge]).
 //
 // The rescue does not depend on the ledger: when the ledger cannot be read
 // or written for a message, it is decided on its metadata alone; it is not
