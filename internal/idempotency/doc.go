@@ -17,6 +17,18 @@
 // consumer, the invoice number) and a hash of the payload. A failure before
 // the effect releases the claim so the next delivery can proceed.
 //
+// An effect's error is either known not applied (it has a NotApplied() bool
+// method that says true: the downstream answered with a failure) or
+// ambiguous (a timeout, a connection reset after the request was sent: the
+// effect may have happened). The first releases the claim. The second, with
+// a [Resolver], looks the key up first: applied, the claim is completed
+// with the result found and the call succeeds; never applied, released;
+// unknown, the claim is kept until its lock expires, so that the next
+// delivery is an in-doubt takeover (below) rather than a fresh claim, which
+// a conflicting payload of the same key could win and be handed this
+// payload's result. Without a resolver an ambiguous error releases, as a
+// known failure does.
+//
 // After the effect, the effect is never redone by that call: the completion
 // is retried with backoff within the invocation's time; if it still cannot
 // be recorded, the call succeeds with [Outcome].Unrecorded set and
@@ -27,14 +39,15 @@
 // have applied the effect before it could complete. [Receiver.DoResolving]
 // then asks a [Resolver] (the downstream, by Idempotency-Key) whether it was
 // applied, and records its result instead of calling again when it was
-// ([Outcome].InDoubt, [Outcome].Resolution). An expired lock of another
-// payload is in doubt too, and resolved first: never applied, the claim was
-// void and the new payload takes the key over; applied, the holder's result
-// is recorded and the new payload is a conflict; unknown, a transient
-// [ErrInProgress]. Exactly once in effect therefore
-// rests on this receiver and on a downstream that honours the key; without
-// a resolver or such a downstream, a second effect is possible only inside
-// that in-doubt window.
+// ([Outcome].InDoubt, [Outcome].Resolution); when the lookup fails, it keeps
+// its claim (a transient [ErrInProgress]), so that the doubt survives until
+// a lookup answers. An expired lock of another payload is in doubt too, and
+// resolved first: never applied, the claim was void and the new payload
+// takes the key over; applied, the holder's result is recorded and the new
+// payload is a conflict; unknown, a transient [ErrInProgress]. Exactly once
+// in effect therefore rests on this receiver and on a downstream that
+// honours the key; without a resolver or such a downstream, a second effect
+// is possible only inside that in-doubt window.
 //
 // Outcomes:
 //
@@ -46,9 +59,13 @@
 //     message to the invalid lane as a conflicting duplicate);
 //   - an expired lock of another payload found never applied: the effect
 //     runs for the new payload, which now owns the key;
+//   - an effect that failed ambiguously and was found applied: its result
+//     is stored and returned ([Outcome].InDoubt);
 //   - a key held by another live invocation, or by an expired lock of
-//     another payload that could not be resolved: [ErrInProgress], a
-//     transient failure; SQS delivers the message again later.
+//     another payload that could not be resolved, or a doubt of this call
+//     (a takeover, an ambiguous failure) that the resolver could not
+//     resolve, the claim kept: [ErrInProgress], a transient failure; SQS
+//     delivers the message again later.
 //
 // Records outlive source plus DLQ retention (default [DefaultLifetime]). The
 // expiry is checked in the write condition; the store also sets a TTL

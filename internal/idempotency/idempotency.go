@@ -35,8 +35,9 @@ const (
 // Errors returned by the package. Match them with errors.Is.
 var (
 	// ErrInProgress: another live invocation holds the key, or an expired
-	// one of another payload does whose effect could not be resolved (see
-	// [Receiver.DoResolving]). Transient.
+	// one of another payload does whose effect could not be resolved, or
+	// this call keeps its claim because its own effect is in doubt and the
+	// resolver could not tell (see [Receiver.DoResolving]). Transient.
 	ErrInProgress = errors.New("idempotency: key is being processed by another invocation")
 	// ErrConflict: the key completed (or was found applied) before with a
 	// different payload.
@@ -112,9 +113,10 @@ type Store interface {
 // for the invoice consumer the orderId sent as Idempotency-Key). It returns
 // the effect's result and applied=true when it was applied, applied=false
 // when it never was, and an error when it cannot tell (the receiver then
-// releases its claim, if it took one, and returns the error: a transient
-// failure). It answers for the key, whichever payload applied it. It must be
-// safe for concurrent use.
+// keeps the claim it holds, if any, so that the doubt survives until a
+// lookup can answer, and returns the error: a transient failure). It
+// answers for the key, whichever payload applied it. It must be safe for
+// concurrent use.
 type Resolver interface {
 	Lookup(ctx context.Context, key string) (result string, applied bool, err error)
 }
@@ -154,7 +156,8 @@ type Outcome struct {
 	Unrecorded bool
 	// InDoubt is true when this call took over an expired IN_PROGRESS claim,
 	// of the same payload (the earlier holder's effect may have happened) or
-	// of another payload found void by the resolver.
+	// of another payload found void by the resolver, or when its own effect
+	// failed ambiguously and the resolver found it applied.
 	InDoubt bool
 	// Resolution says how an in-doubt takeover was resolved; "" when not
 	// InDoubt.
@@ -181,6 +184,19 @@ const completeMargin = 250 * time.Millisecond
 
 // Receiver runs an effect at most once per key. Its zero value is not
 // usable; set Store and Scope. It is safe for concurrent use.
+//
+// An effect's error says whether the effect was applied through a
+// behaviour, found with errors.As:
+//
+//	interface{ NotApplied() bool }
+//
+// NotApplied() true means the effect certainly did not happen (the
+// downstream answered with a failure, or the request never left): the claim
+// is released for a retry. An error without the method, or whose method
+// says false, is ambiguous (a timeout, a connection reset after the request
+// was sent, the context's deadline): the effect may have happened, and with
+// a [Resolver] the key is looked up before anything is released (see
+// [Receiver.DoResolving]). The errors of tax.Client.IssueInvoice have it.
 type Receiver struct {
 	Store    Store
 	Scope    string              // the consumer's name, without '#'; keys are Key(Scope, key)
@@ -208,14 +224,35 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 // expires at ctx's deadline (or after DefaultLockTimeout).
 //
 // It returns ErrInProgress, ErrConflict (both wrapped), the effect's error
-// (wrapped, after releasing the claim so that a retry can run it), the
-// resolver's error (likewise; wrapped with ErrInProgress too when it was
-// asked about another payload's lock), or a store error from a claim.
+// (after releasing the claim so that a retry can run it), the resolver's
+// error wrapped with ErrInProgress (the claim, if it holds one, kept), or a
+// store error from a claim.
 //
 // An expired IN_PROGRESS lock is in doubt: its holder may have applied the
 // effect before it died. When the lock is of the same payload, DoResolving
 // takes it over, then asks resolver, when not nil, whether the key was
-// applied: if so it records that result without running the effect.
+// applied: if so it records that result without running the effect; if the
+// lookup fails it keeps the claim it took (a release would delete the
+// record of the doubt, and the next delivery would claim afresh and run the
+// effect) and returns the lookup's error with ErrInProgress. The lock
+// expires at this call's deadline, and the next delivery takes it over in
+// doubt and asks again.
+//
+// When the effect fails, its error says whether it was applied (see
+// [Receiver]):
+//   - not applied: the claim is released and the error returned as is;
+//   - ambiguous, without a resolver: likewise, as if not applied; a retry
+//     calls again, and only a downstream that honours the key keeps a
+//     second effect from happening (a conflicting payload of the same key
+//     could then claim it and be handed the first payload's result);
+//   - ambiguous, with a resolver: the key is looked up before releasing.
+//     Applied: the claim is completed with the result found and the call
+//     succeeds (Outcome.InDoubt, ResolvedApplied). Never applied: released,
+//     and the effect's error returned. The lookup fails: the claim is kept
+//     (it expires at this call's deadline; the next delivery is an in-doubt
+//     takeover that asks again) and the lookup's error is returned with
+//     ErrInProgress, not the effect's error: the effect's failure is not
+//     known to be final (a rejection after a lost answer is not one).
 //
 // When the lock is of another payload, who owns the key is in doubt too:
 // the holder may be a conflicting duplicate that never reached the
@@ -256,8 +293,9 @@ func (r *Receiver) DoResolving(ctx context.Context, key, payloadHash string, res
 		if resolver != nil {
 			result, applied, err := resolver.Lookup(ctx, key)
 			if err != nil {
-				r.release(ctx, l, key)
-				return Outcome{}, fmt.Errorf("resolve the in-doubt takeover of %s: %w", l.Key, err)
+				// Keep the claim: the doubt must survive until a lookup
+				// answers (the lock expires at this call's deadline).
+				return Outcome{}, fmt.Errorf("resolve the in-doubt takeover of %s, claim kept: %w (%w)", l.Key, err, ErrInProgress)
 			}
 			out.Resolution = ResolvedNotApplied
 			if applied {
@@ -284,10 +322,36 @@ func (r *Receiver) DoResolving(ctx context.Context, key, payloadHash string, res
 	}
 	result, err := effect(ctx)
 	if err != nil {
-		r.release(ctx, l, key)
-		return Outcome{}, err
+		return r.failed(ctx, l, key, resolver, out, err)
 	}
 	return r.complete(ctx, l, key, result, out), nil
+}
+
+// failed handles the error effectErr of the effect run under l: see
+// DoResolving.
+func (r *Receiver) failed(ctx context.Context, l Lease, key string, resolver Resolver, out Outcome, effectErr error) (Outcome, error) {
+	if resolver == nil || notApplied(effectErr) {
+		r.release(ctx, l, key)
+		return Outcome{}, effectErr
+	}
+	result, applied, err := resolver.Lookup(ctx, key)
+	switch {
+	case err != nil:
+		return Outcome{}, fmt.Errorf("resolve the failed effect of %s (%v), claim kept: %w (%w)", l.Key, effectErr, err, ErrInProgress)
+	case !applied:
+		r.release(ctx, l, key)
+		return Outcome{}, effectErr
+	}
+	out.InDoubt = true
+	out.Resolution = ResolvedApplied
+	return r.complete(ctx, l, key, result, out), nil
+}
+
+// notApplied reports whether err says that the effect certainly did not
+// happen (see [Receiver]).
+func notApplied(err error) bool {
+	var na interface{ NotApplied() bool }
+	return errors.As(err, &na) && na.NotApplied()
 }
 
 // lease is the claim of key by this call.

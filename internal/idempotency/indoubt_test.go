@@ -145,8 +145,10 @@ func TestReceiverResolvesAnInDoubtTakeover(t *testing.T) {
 			}
 			rec, held := store.Get("invoice#ORD-1")
 			if tt.wantErr != nil {
-				if held {
-					t.Fatalf("record = %+v, want the claim released after a failed lookup", rec)
+				// The doubt must survive: a released claim would let the next
+				// delivery claim afresh and call again.
+				if !held || rec.Status != idempotency.InProgress || !errors.Is(err, idempotency.ErrInProgress) {
+					t.Fatalf("record = %+v (held %v), err = %v: want the claim kept after a failed lookup, and a transient error", rec, held, err)
 				}
 			} else if rec.Status != idempotency.Completed || rec.Result != tt.wantResult {
 				t.Fatalf("record = %+v, want COMPLETED with %q", rec, tt.wantResult)

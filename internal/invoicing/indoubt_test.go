@@ -3,6 +3,7 @@ package invoicing_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -65,10 +66,11 @@ func TestHandleResolvesAnInDoubtTakeover(t *testing.T) {
 		wantCalls int
 		wantErr   bool
 		wantStore string
+		wantHeld  bool // the claim kept in progress (the doubt survives)
 	}{
-		{"applied: no second call", &stubLookup{inv: tax.Invoice{Number: "INV-first"}, applied: true}, 0, false, "INV-first"},
-		{"never applied: call", &stubLookup{}, 1, false, "INV-ORD-1"},
-		{"lookup fails: transient", &stubLookup{err: errors.New("503 after 4 attempts")}, 0, true, ""},
+		{"applied: no second call", &stubLookup{inv: tax.Invoice{Number: "INV-first"}, applied: true}, 0, false, "INV-first", false},
+		{"never applied: call", &stubLookup{}, 1, false, "INV-ORD-1", false},
+		{"lookup fails: transient, the claim kept", &stubLookup{err: errors.New("503 after 4 attempts")}, 0, true, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,8 +94,8 @@ func TestHandleResolvesAnInDoubtTakeover(t *testing.T) {
 			if tt.wantStore != "" && (rec.Status != idempotency.Completed || rec.Result != tt.wantStore) {
 				t.Fatalf("record = %+v, want COMPLETED %s", rec, tt.wantStore)
 			}
-			if tt.wantStore == "" && ok {
-				t.Fatalf("record = %+v, want the claim released", rec)
+			if tt.wantHeld && (!ok || rec.Status != idempotency.InProgress) {
+				t.Fatalf("record = %+v, want the claim kept in progress", rec)
 			}
 		})
 	}
@@ -129,17 +131,87 @@ func TestHandleResolvesAnExpiredClaimOfAnotherPayload(t *testing.T) {
 				h.Lookup = tt.lookup
 			}
 			err := h.Handle(context.Background(), msg(valid))
-			var inv *order.InvalidError
-			switch {
-			case tt.wantReason != "":
-				if got := reasonOf(t, err); got != tt.wantReason {
-					t.Fatalf("reason = %s, want %s", got, tt.wantReason)
-				}
-			case (err != nil) != tt.wantErr || errors.As(err, &inv):
-				t.Fatalf("err = %v, want a transient error %v", err, tt.wantErr)
-			}
+			checkErr(t, err, tt.wantReason, tt.wantErr)
 			if tx.calls != tt.wantCalls {
 				t.Fatalf("tax calls %d, want %d", tx.calls, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// checkErr fails t unless err is an invalid order with wantReason, or (no
+// wantReason) a transient error when wantErr, nil otherwise.
+func checkErr(t *testing.T, err error, wantReason order.Reason, wantErr bool) {
+	t.Helper()
+	var inv *order.InvalidError
+	switch {
+	case wantReason != "":
+		if got := reasonOf(t, err); got != wantReason {
+			t.Fatalf("reason = %s, want %s", got, wantReason)
+		}
+	case (err != nil) != wantErr || errors.As(err, &inv):
+		t.Fatalf("err = %v, want a transient error %v", err, wantErr)
+	}
+}
+
+// failure is an invoice error that says whether the service applied the
+// call, as the tax client's errors do (NotApplied).
+type failure struct {
+	err        error
+	notApplied bool
+}
+
+func (f failure) Error() string    { return f.err.Error() }
+func (f failure) Unwrap() error    { return f.err }
+func (f failure) NotApplied() bool { return f.notApplied }
+
+// The service applied the call but its answer was lost (a timeout, a
+// connection reset): the invoice is looked up before the claim is given
+// back. Found, the order is invoiced and acknowledged; not found, the claim
+// is released for a retry; unknown, the claim is kept (the next delivery is
+// an in-doubt takeover that asks again) and the failure is transient, even
+// when the last answer was a rejection. A failure the service answered is
+// released without a lookup.
+func TestHandleResolvesALostAnswer(t *testing.T) {
+	lost := errors.New("read tax answer: connection reset by peer")
+	rejectedAfterATimeout := failure{fmt.Errorf("issue invoice for ORD-1: %w", &tax.RejectedError{Status: 422, Detail: "blocked"}), false}
+	tests := []struct {
+		name        string
+		invoiceErr  error
+		lookup      *stubLookup
+		wantLookups int
+		wantErr     bool
+		wantReason  order.Reason       // a rejection routed to the invalid lane
+		wantStatus  idempotency.Status // "": released
+		wantResult  string
+	}{
+		{"answered 503: released, no lookup", failure{errors.New("503 after 4 attempts"), true},
+			&stubLookup{inv: tax.Invoice{Number: "INV-x"}, applied: true}, 0, true, "", "", ""},
+		{"answer lost, invoiced: acknowledged", lost,
+			&stubLookup{inv: tax.Invoice{Number: "INV-lost"}, applied: true}, 1, false, "", idempotency.Completed, "INV-lost"},
+		{"answer lost, never invoiced: released", lost, &stubLookup{}, 1, true, "", "", ""},
+		{"answer lost, lookup fails: kept", lost, &stubLookup{err: errors.New("lookup: 503")}, 1, true, "", idempotency.InProgress, ""},
+		{"rejected after a timeout, lookup fails: kept, transient", rejectedAfterATimeout,
+			&stubLookup{err: errors.New("lookup: 503")}, 1, true, "", idempotency.InProgress, ""},
+		{"rejected after a timeout, never invoiced: rejected", rejectedAfterATimeout,
+			&stubLookup{}, 1, true, order.ReasonRejectedByTaxService, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, tx := idempotency.NewMemoryStore(), &stubTax{err: tt.invoiceErr}
+			h := handler(store, tx)
+			h.Lookup = tt.lookup
+			err := h.Handle(context.Background(), msg(valid))
+			checkErr(t, err, tt.wantReason, tt.wantErr)
+			if tx.calls != 1 || len(tt.lookup.keys) != tt.wantLookups {
+				t.Fatalf("tax calls %d, lookups %v (want %d)", tx.calls, tt.lookup.keys, tt.wantLookups)
+			}
+			rec, ok := store.Get(idempotency.Key("invoice", "ORD-1"))
+			switch {
+			case tt.wantStatus == "" && ok:
+				t.Fatalf("record = %+v, want the claim released", rec)
+			case tt.wantStatus != "" && (rec.Status != tt.wantStatus || rec.Result != tt.wantResult):
+				t.Fatalf("record = %+v, want %s %q", rec, tt.wantStatus, tt.wantResult)
 			}
 		})
 	}

@@ -15,7 +15,12 @@ import (
 )
 
 // Invoicer issues the invoice of an order; *tax.Client is one. A
-// *tax.RejectedError means the order will never be invoiced as it is.
+// *tax.RejectedError means the order will never be invoiced as it is. An
+// error says whether the service certainly did not apply the call with a
+// NotApplied() bool method (the idempotent receiver's behaviour, see
+// idempotency.Receiver); without it, or when it says false, the call may
+// have been applied and its answer lost, and Lookup is asked before the
+// order's claim is given back.
 type Invoicer interface {
 	IssueInvoice(ctx context.Context, req tax.InvoiceRequest) (tax.Invoice, error)
 }
@@ -39,12 +44,15 @@ type Handler struct {
 	Invoicer Invoicer
 	// Lookup resolves an in-doubt takeover (an earlier delivery died after
 	// calling the service, before recording the invoice): it is asked before
-	// calling again. It also decides an expired claim of another payload:
-	// never invoiced, this payload is invoiced; invoiced, this one is a
-	// conflicting duplicate. Optional: nil calls the service again for the
-	// same payload, and only a service that honours the Idempotency-Key
-	// keeps that from issuing a second invoice; another payload's expired
-	// claim then stays a transient failure until that payload completes it.
+	// calling again. It resolves a call whose answer was lost (an ambiguous
+	// error): found, the order is invoiced; unknown, the claim is kept and
+	// the failure is transient. It also decides an expired claim of another
+	// payload: never invoiced, this payload is invoiced; invoiced, this one
+	// is a conflicting duplicate. Optional: nil calls the service again for
+	// the same payload (a lost answer releases the claim), and only a
+	// service that honours the Idempotency-Key keeps that from issuing a
+	// second invoice; another payload's expired claim then stays a transient
+	// failure until that payload completes it.
 	Lookup   InvoiceLookup
 	MaxBytes int // payload limit; <= 0 means order.DefaultMaxBytes
 }

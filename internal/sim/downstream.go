@@ -98,8 +98,15 @@ func (s *Service) phase() *Phase {
 }
 
 // errUnavailable is the service's 503, as the real client reports it after
-// its retries.
-var errUnavailable = errors.New("tax service unavailable (HTTP 503)")
+// its retries: every attempt answered, so it says NotApplied as the
+// client's errors do (the receiver releases the claim without a lookup). A
+// lost answer (a timeout, a reset) has no such method: it is ambiguous.
+var errUnavailable error = unavailableError{}
+
+type unavailableError struct{}
+
+func (unavailableError) Error() string    { return "tax service unavailable (HTTP 503)" }
+func (unavailableError) NotApplied() bool { return true }
 
 // wait spends d of the caller's time. It reports false when the caller's
 // invocation died on the way (its deadline passed): the clock then stops at

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -83,6 +84,12 @@ func (e *RejectedError) Error() string {
 	}
 	return fmt.Sprintf("tax service rejected the order (HTTP %d): %s", e.Status, e.Detail)
 }
+
+// NotApplied reports true: the service answered that it refused the order,
+// so it did not apply it. On its own, that is; an error of
+// [Client.IssueInvoice] that wraps a RejectedError says for the whole call
+// (an earlier attempt's answer may have been lost), see there.
+func (e *RejectedError) NotApplied() bool { return true }
 
 // Options tunes retries and injects time. The zero value gives the defaults;
 // negative values are invalid.
@@ -229,31 +236,72 @@ func defaultHTTPClient() *http.Client {
 //     budget, or the service answers a status retrying cannot fix now (400,
 //     404...); also when req.OrderID is empty or not a valid header value.
 //
-// Every error but *RejectedError is transient for the caller. IssueInvoice is
-// safe for concurrent use.
+// Every error but *RejectedError is transient for the caller.
+//
+// Every error also says whether the service may have applied the call: it
+// has a NotApplied() bool method, found with errors.As (the idempotent
+// receiver's behaviour interface). NotApplied is true only when no attempt
+// can have applied the request: each one was answered with a status that
+// refuses it (see [RejectedError.NotApplied] and the package doc), or never
+// left (the connection could not be made, the call was not attempted). It
+// is false, the call ambiguous, when any attempt's answer was lost (a
+// timeout, a connection reset after the request may have been written, the
+// context done during an attempt), or said nothing definite (502 and 504
+// come from a gateway, 409 says the key is in flight, another 2xx than 200
+// or 201, an unreadable 200 or 201): the service may have applied it, and
+// only a lookup by the key can tell. IssueInvoice is safe for concurrent
+// use.
 func (c *Client) IssueInvoice(ctx context.Context, req InvoiceRequest) (Invoice, error) {
 	if err := checkOrderID(req.OrderID); err != nil {
-		return Invoice{}, fmt.Errorf("issue invoice for %q: %w", req.OrderID, err)
+		return Invoice{}, &callError{err: fmt.Errorf("issue invoice for %q: %w", req.OrderID, err), notApplied: true}
 	}
 	if req.Items == nil {
 		req.Items = []Item{}
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return Invoice{}, fmt.Errorf("issue invoice for %s: encode request: %w", req.OrderID, err)
+		return Invoice{}, &callError{err: fmt.Errorf("issue invoice for %s: encode request: %w", req.OrderID, err), notApplied: true}
 	}
 	id := req.OrderID
 	var inv Invoice
-	err = c.retry(ctx, "issue invoice for "+id, func(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	mayHaveApplied, err := c.retry(ctx, "issue invoice for "+id, func(ctx context.Context, timeout time.Duration) (time.Duration, error) {
 		var retryAfter time.Duration
 		var err error
 		inv, retryAfter, err = c.attempt(ctx, timeout, id, body)
 		return retryAfter, err
 	})
 	if err != nil {
-		return Invoice{}, err
+		return Invoice{}, &callError{err: err, notApplied: !mayHaveApplied}
 	}
 	return inv, nil
+}
+
+// callError is an error of [Client.IssueInvoice]: its cause, and whether
+// the service certainly did not apply the call (every attempt considered).
+type callError struct {
+	err        error
+	notApplied bool
+}
+
+func (e *callError) Error() string { return e.err.Error() }
+func (e *callError) Unwrap() error { return e.err }
+
+// NotApplied reports whether the service certainly did not apply the call;
+// false means it may have (see [Client.IssueInvoice]).
+func (e *callError) NotApplied() bool { return e.notApplied }
+
+// refused reports whether the error of one attempt proves that attempt was
+// not applied: the service answered with a status that refuses it
+// (NotApplied), or the request never left (the connection could not be
+// dialled). Any other failure may have happened after the request was
+// written.
+func refused(err error) bool {
+	var na interface{ NotApplied() bool }
+	if errors.As(err, &na) {
+		return na.NotApplied()
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // retry runs attempt under the package's retry discipline (see the package
@@ -261,10 +309,12 @@ func (c *Client) IssueInvoice(ctx context.Context, req InvoiceRequest) (Invoice,
 // SafetyMargin, full-jitter backoff or the service's Retry-After between
 // them, no retry of a *RejectedError or of a status retrying cannot fix.
 // attempt returns the Retry-After the service asked for (-1: none). Errors
-// start with what ("issue invoice for ORD-1").
-func (c *Client) retry(ctx context.Context, what string, attempt func(ctx context.Context, timeout time.Duration) (retryAfter time.Duration, err error)) error {
+// start with what ("issue invoice for ORD-1"). mayHaveApplied is true when
+// an attempt failed in a way that does not prove it was not applied (see
+// refused): its request may have taken effect.
+func (c *Client) retry(ctx context.Context, what string, attempt func(ctx context.Context, timeout time.Duration) (retryAfter time.Duration, err error)) (mayHaveApplied bool, _ error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: not attempted: %w", what, err)
+		return false, fmt.Errorf("%s: not attempted: %w", what, err)
 	}
 
 	end := c.opts.Now().Add(c.opts.Budget)
@@ -281,32 +331,35 @@ func (c *Client) retry(ctx context.Context, what string, attempt func(ctx contex
 		remaining := end.Sub(c.opts.Now())
 		if remaining <= 0 {
 			if lastErr == nil {
-				return fmt.Errorf("%s: not attempted: no %s left", what, budgetNote)
+				return false, fmt.Errorf("%s: not attempted: no %s left", what, budgetNote)
 			}
-			return fmt.Errorf("%s: gave up after %s, %s exhausted: %w",
+			return mayHaveApplied, fmt.Errorf("%s: gave up after %s, %s exhausted: %w",
 				what, attempts(n-1), budgetNote, lastErr)
 		}
 
 		retryAfter, err := attempt(ctx, min(c.opts.AttemptTimeout, remaining))
 		if err == nil {
-			return nil
+			return mayHaveApplied, nil
 		}
 		lastErr = err
+		if !refused(err) {
+			mayHaveApplied = true
+		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return fmt.Errorf("%s: stopped after %s: %w (last error: %v)",
+			return mayHaveApplied, fmt.Errorf("%s: stopped after %s: %w (last error: %v)",
 				what, attempts(n), ctxErr, lastErr)
 		}
 		var rejected *RejectedError
 		if errors.As(err, &rejected) {
-			return fmt.Errorf("%s: %w", what, err)
+			return mayHaveApplied, fmt.Errorf("%s: %w", what, err)
 		}
 		var se *statusError
 		if errors.As(err, &se) && !se.retryable() {
-			return fmt.Errorf("%s: not retried after %s, retrying will not help now: %w",
+			return mayHaveApplied, fmt.Errorf("%s: not retried after %s, retrying will not help now: %w",
 				what, attempts(n), err)
 		}
 		if n >= c.opts.MaxAttempts {
-			return fmt.Errorf("%s: gave up after %s: %w", what, attempts(n), err)
+			return mayHaveApplied, fmt.Errorf("%s: gave up after %s: %w", what, attempts(n), err)
 		}
 
 		delay := c.backoff(n)
@@ -315,14 +368,14 @@ func (c *Client) retry(ctx context.Context, what string, attempt func(ctx contex
 		}
 		if left := end.Sub(c.opts.Now()); delay >= left {
 			if retryAfter >= 0 {
-				return fmt.Errorf("%s: gave up after %s, Retry-After %s exceeds the %s left: %w",
+				return mayHaveApplied, fmt.Errorf("%s: gave up after %s, Retry-After %s exceeds the %s left: %w",
 					what, attempts(n), retryAfter, left.Round(time.Millisecond), err)
 			}
-			return fmt.Errorf("%s: gave up after %s, %s exhausted: %w",
+			return mayHaveApplied, fmt.Errorf("%s: gave up after %s, %s exhausted: %w",
 				what, attempts(n), budgetNote, err)
 		}
 		if err := c.opts.Sleep(ctx, delay); err != nil {
-			return fmt.Errorf("%s: stopped after %s while waiting to retry: %w (last error: %v)",
+			return mayHaveApplied, fmt.Errorf("%s: stopped after %s while waiting to retry: %w (last error: %v)",
 				what, attempts(n), err, lastErr)
 		}
 	}
@@ -448,6 +501,20 @@ func (e *statusError) Error() string {
 	return "tax service answered " + e.text + ": " + e.detail
 }
 
+// NotApplied reports whether the answer proves the request was not applied:
+// any status from 300 up, but 409 (under the Idempotency-Key convention, a
+// request with the same key is still being processed: it may yet apply) and
+// 502 and 504 (a gateway's answer: the service behind it may have applied
+// the request and its answer been lost). Another 2xx than 200 or 201 (202
+// Accepted...) may have been applied.
+func (e *statusError) NotApplied() bool {
+	switch e.status {
+	case http.StatusConflict, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return false
+	}
+	return e.status >= 300
+}
+
 // retryable reports whether retrying in-process may help.
 func (e *statusError) retryable() bool {
 	return e.status >= 500 || e.status == http.StatusTooManyRequests || e.status == http.StatusRequestTimeout
@@ -468,7 +535,7 @@ func (c *Client) LookupInvoice(ctx context.Context, key string) (inv Invoice, ap
 		return Invoice{}, false, fmt.Errorf("look up invoice %q: %w", key, err)
 	}
 	u := c.invoicesURL + "/" + url.PathEscape(key)
-	err = c.retry(ctx, what, func(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	_, err = c.retry(ctx, what, func(ctx context.Context, timeout time.Duration) (time.Duration, error) {
 		var retryAfter time.Duration
 		var err error
 		inv, applied, retryAfter, err = c.lookupAttempt(ctx, timeout, u)

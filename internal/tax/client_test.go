@@ -374,18 +374,21 @@ func TestIssueInvoiceClassifiesAnswers(t *testing.T) {
 	}
 }
 
-func TestIssueInvoiceTransportFailures(t *testing.T) {
-	closedURL := func(t *testing.T) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		if err := ln.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return "http://" + addr
+// closedURL is the URL of a port nothing listens on: connections are refused.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
+}
+
+func TestIssueInvoiceTransportFailures(t *testing.T) {
 	// slowThen hangs the first n requests until the client gives up, then answers 201.
 	slowThen := func(t *testing.T, n int32) (string, *atomic.Int32) {
 		var hits atomic.Int32

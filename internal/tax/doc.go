@@ -10,6 +10,15 @@
 //     and SQS redrive takes over (and, after maxReceiveCount receives, the
 //     dead-letter queue). No error of this package ever means "drop it".
 //
+// Across both lanes, an error of [Client.IssueInvoice] also says whether the
+// service may have applied the call, with a NotApplied() bool method found
+// with errors.As (the idempotent receiver's behaviour interface): true only
+// when every attempt was answered with a status that refuses it (3xx, 4xx
+// but 409, 5xx but 502 and 504) or never left; false when an answer was
+// lost (a timeout, a reset after the request was written), or said nothing
+// definite. The receiver then asks [Client.LookupInvoice] before it gives
+// the order's claim back.
+//
 // # Wire contract
 //
 // The service lives under a base URL (absolute http or https, optionally with
