@@ -14,10 +14,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -30,10 +27,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/internal/drill"
 	"github.com/homingdlq/homing/internal/dynamo"
 	"github.com/homingdlq/homing/internal/invalid"
 	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/internal/taxstub"
 )
 
 func main() {
@@ -44,44 +42,38 @@ func main() {
 }
 
 type demo struct {
-	out     map[string]string
+	out     drill.Outputs
 	sqs     *sqs.Client
 	ledger  *dynamo.Ledger
-	tax     string
+	tax     *drill.TaxAdmin
 	started time.Time
 }
 
 func run(ctx context.Context) error {
-	path := ".local/outputs.json"
-	if p := os.Getenv("HOMING_OUTPUTS"); p != "" {
-		path = p
-	}
-	b, err := os.ReadFile(path)
+	out, err := drill.LoadOutputs(os.Getenv, drill.SourceQueueURL, drill.DeadLetterQueueURL, drill.InvalidQueueURL,
+		drill.LedgerTableName, drill.TaxServiceAdminURL)
 	if err != nil {
-		return fmt.Errorf("read stack outputs (run `make deploy-local` first): %w", err)
+		return err
 	}
-	d := &demo{out: map[string]string{}, started: time.Now()}
-	if err := json.Unmarshal(b, &d.out); err != nil {
-		return fmt.Errorf("decode %s: %w", path, err)
-	}
+	d := &demo{out: out, started: time.Now()}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return fmt.Errorf("load AWS config: %w", err)
 	}
 	d.sqs = sqs.NewFromConfig(cfg)
-	d.ledger = dynamo.NewLedger(dynamodb.NewFromConfig(cfg), d.out["LedgerTableName"], time.Now)
-	d.tax = d.out["TaxServiceAdminUrl"]
+	d.ledger = dynamo.NewLedger(dynamodb.NewFromConfig(cfg), d.out[drill.LedgerTableName], time.Now)
+	d.tax = drill.NewTaxAdmin(d.out[drill.TaxServiceAdminURL])
 
 	run := strconv.FormatInt(time.Now().Unix()%100000, 10)
 	s := newStory(run, 30)
 
 	d.step("1/4", "the tax service goes down")
-	if err := d.taxMode("down"); err != nil {
+	if err := d.tax.SetMode(ctx, taxstub.Mode{Mode: "down"}); err != nil {
 		return err
 	}
 	d.step("2/4", fmt.Sprintf("publishing %d order messages (%d valid orders, %d duplicate deliveries, %d invalid)",
 		len(s.messages), len(s.valid), s.duplicates, len(s.messages)-s.deadLettered+2))
-	if err := d.publish(ctx, s.messages); err != nil {
+	if err := drill.Publish(ctx, d.sqs, d.out[drill.SourceQueueURL], s.messages); err != nil {
 		return err
 	}
 	invalidReasons := map[string]int{}
@@ -101,30 +93,30 @@ func run(ctx context.Context) error {
 		return err
 	}
 	if err := d.wait(ctx, "valid orders fail and SQS moves them to the DLQ", 5*time.Minute, func() (bool, string, error) {
-		n, err := d.count(ctx, d.out["DeadLetterQueueUrl"], run)
+		n, err := d.count(ctx, d.out[drill.DeadLetterQueueURL], run)
 		return n >= s.deadLettered, fmt.Sprintf("%d/%d in the DLQ", n, s.deadLettered), err
 	}); err != nil {
 		return err
 	}
-	invoices, err := d.invoices(run)
+	invoices, err := d.tax.Invoices(ctx, "-"+run+"-")
 	if err != nil {
 		return err
 	}
 	fmt.Printf("      dead-lettered: %d messages, invoiced so far: %d\n", s.deadLettered, len(invoices))
 
 	d.step("3/4", "the tax service is back; waiting for the scheduled replay (every minute)")
-	if err := d.taxMode("up"); err != nil {
+	if err := d.tax.SetMode(ctx, taxstub.Mode{Mode: "up"}); err != nil {
 		return err
 	}
 	if err := d.wait(ctx, "dead letters come home and are invoiced", 6*time.Minute, func() (bool, string, error) {
 		if err := d.takeInvalid(ctx, run, invalidReasons); err != nil {
 			return false, "", err
 		}
-		inv, err := d.invoices(run)
+		inv, err := d.tax.Invoices(ctx, "-"+run+"-")
 		if err != nil {
 			return false, "", err
 		}
-		left, err := d.count(ctx, d.out["DeadLetterQueueUrl"], run)
+		left, err := d.count(ctx, d.out[drill.DeadLetterQueueURL], run)
 		if err != nil {
 			return false, "", err
 		}
@@ -135,8 +127,8 @@ func run(ctx context.Context) error {
 	}
 	// Let in-flight duplicates settle, then account for everything.
 	if err := d.wait(ctx, "the source queue drains", 2*time.Minute, func() (bool, string, error) {
-		v, f, err := d.depth(ctx, d.out["SourceQueueUrl"])
-		return v+f == 0, fmt.Sprintf("%d left", v+f), err
+		depth, err := drill.QueueDepth(ctx, d.sqs, d.out[drill.SourceQueueURL])
+		return depth.Visible+depth.InFlight == 0, fmt.Sprintf("%d left", depth.Visible+depth.InFlight), err
 	}); err != nil {
 		return err
 	}
@@ -174,41 +166,10 @@ func (d *demo) wait(ctx context.Context, what string, timeout time.Duration, con
 	}
 }
 
-func (d *demo) publish(ctx context.Context, bodies []string) error {
-	for i := 0; i < len(bodies); i += 10 {
-		var entries []types.SendMessageBatchRequestEntry
-		for j, b := range bodies[i:min(i+10, len(bodies))] {
-			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), MessageBody: aws.String(b)})
-		}
-		// A batch is limited to 256 KiB in all: send the oversized one alone.
-		size := 0
-		for _, e := range entries {
-			size += len(aws.ToString(e.MessageBody))
-		}
-		if size > 200<<10 {
-			for _, e := range entries {
-				if _, err := d.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(d.out["SourceQueueUrl"]), MessageBody: e.MessageBody}); err != nil {
-					return fmt.Errorf("publish: %w", err)
-				}
-			}
-			continue
-		}
-		out, err := d.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(d.out["SourceQueueUrl"]), Entries: entries})
-		if err != nil {
-			return fmt.Errorf("publish: %w", err)
-		}
-		if len(out.Failed) > 0 {
-			return fmt.Errorf("publish: %d messages refused: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
-		}
-	}
-	return nil
-}
-
 // takeInvalid moves this run's messages from the invalid queue into counts
 // by reason (the demo owns them; an operator would fix and resend them).
 func (d *demo) takeInvalid(ctx context.Context, run string, into map[string]int) error {
-	url := d.out["InvalidQueueUrl"]
-	mine, err := browse.All(ctx, d.sqs, url, browse.Options{}, func(m types.Message) bool { return strings.Contains(aws.ToString(m.Body), run) })
+	mine, err := drill.Take(ctx, d.sqs, d.out[drill.InvalidQueueURL], func(m types.Message) bool { return strings.Contains(aws.ToString(m.Body), run) })
 	if err != nil {
 		return err
 	}
@@ -218,9 +179,6 @@ func (d *demo) takeInvalid(ctx context.Context, run string, into map[string]int)
 			return err
 		}
 		into[meta.Reason]++
-		if _, err := d.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
-			return fmt.Errorf("delete from the invalid queue: %w", err)
-		}
 	}
 	return nil
 }
@@ -228,59 +186,7 @@ func (d *demo) takeInvalid(ctx context.Context, run string, into map[string]int)
 // count browses url and counts this run's messages, leaving them in place
 // (hidden for 2 s only, so the replay is barely delayed).
 func (d *demo) count(ctx context.Context, url, run string) (int, error) {
-	n := 0
-	_, err := browse.All(ctx, d.sqs, url, browse.Options{Hide: 2}, func(m types.Message) bool {
-		if strings.Contains(aws.ToString(m.Body), run) {
-			n++
-		}
-		return false
-	})
-	return n, err
-}
-
-func (d *demo) depth(ctx context.Context, url string) (visible, inFlight int, err error) {
-	out, err := d.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{
-		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-	}})
-	if err != nil {
-		return 0, 0, fmt.Errorf("depth of %s: %w", url, err)
-	}
-	visible, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
-	inFlight, _ = strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
-	return visible, inFlight, nil
-}
-
-func (d *demo) taxMode(mode string) error {
-	resp, err := http.Post(d.tax+"/admin/mode", "application/json", strings.NewReader(`{"mode":"`+mode+`"}`))
-	if err != nil {
-		return fmt.Errorf("tax stand-in: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("tax stand-in: %s %s", resp.Status, b)
-	}
-	return nil
-}
-
-// invoices returns the stand-in's invoices of this run's orders.
-func (d *demo) invoices(run string) (map[string]int, error) {
-	resp, err := http.Get(d.tax + "/admin/invoices")
-	if err != nil {
-		return nil, fmt.Errorf("tax stand-in: %w", err)
-	}
-	defer resp.Body.Close()
-	all := map[string]int{}
-	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
-		return nil, fmt.Errorf("tax stand-in invoices: %w", err)
-	}
-	mine := map[string]int{}
-	for id, n := range all {
-		if strings.Contains(id, "-"+run+"-") {
-			mine[id] = n
-		}
-	}
-	return mine, nil
+	return drill.Count(ctx, d.sqs, url, 2, 0, func(m types.Message) bool { return strings.Contains(aws.ToString(m.Body), run) })
 }
 
 func total(m map[string]int) int {
@@ -292,7 +198,7 @@ func total(m map[string]int) int {
 }
 
 func (d *demo) report(ctx context.Context, s story, run string, invalidReasons map[string]int) error {
-	invoices, err := d.invoices(run)
+	invoices, err := d.tax.Invoices(ctx, "-"+run+"-")
 	if err != nil {
 		return err
 	}
