@@ -9,6 +9,7 @@ EMULATOR      ?= ministack
 EMULATOR_PORT ?= 4566
 TAX_PORT      ?= 4580
 STACK         ?= Homing
+N             ?= 5000
 
 FUNCTIONS  := $(notdir $(wildcard functions/*))
 BOOTSTRAPS := $(FUNCTIONS:%=bin/%/bootstrap)
@@ -31,7 +32,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help demo build unit sim infra-test e2e test lint bench fuzz synth deploy-local destroy-local \
+.PHONY: help demo soak build unit sim infra-test e2e test lint bench fuzz synth deploy-local destroy-local \
 	emulator-up emulator-down clean FORCE
 
 help: ## list the targets
@@ -41,6 +42,11 @@ demo: ## the main job on the local emulator: outage, dead letters, scheduled rep
 	@rc=0; $(MAKE) --no-print-directory deploy-local && \
 	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json KEEP=$(KEEP) $(EMULATOR_ENV) $(GO) run ./cmd/demo || rc=$$?; \
 	  [ -n "$(KEEP)" ] || $(MAKE) --no-print-directory emulator-down; exit $$rc
+
+soak: ## N orders (default 5000) through the deployed stack: outage, flaky phase, duplicates, invalid orders, crashed replays; an accounting table; tears down
+	@rc=0; $(MAKE) --no-print-directory deploy-local && \
+	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) run ./cmd/soak -n $(N) -dlq $(CURDIR)/bin/dlq || rc=$$?; \
+	  $(MAKE) --no-print-directory emulator-down; exit $$rc
 
 build: $(BOOTSTRAPS) bin/dlq ## a Lambda bootstrap per function in bin/<function>/ (ARCH=arm64 for AWS), and bin/dlq
 
