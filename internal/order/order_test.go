@@ -230,7 +230,7 @@ func invalidCases() []invalidCase {
 		{name: "orderId empty", body: derive(set("orderId", "")), want: ReasonMissingOrderID},
 		{name: "orderId blank", body: derive(set("orderId", " \t ")), want: ReasonMissingOrderID},
 		{name: "orderId before taxId", body: derive(both(set("orderId", ""), setCustomer("taxId", "1"))), want: ReasonMissingOrderID},
-		{name: "orderId with a control character", body: derive(set("orderId", "ORD1")), want: ReasonInvalidOrderID,
+		{name: "orderId with a control character", body: derive(set("orderId", "ORD\a1")), want: ReasonInvalidOrderID,
 			wantDetail: "orderId has U+0007 at byte 3: allowed are ASCII letters, digits and -_.:/#"},
 		{name: "orderId with a lone surrogate", body: strings.Replace(sample, `"ORD-2026-000123"`, `"ORD-\ud800"`, 1), want: ReasonInvalidOrderID},
 		{name: "orderId grammar before taxId", body: derive(both(set("orderId", "ORD 1"), setCustomer("taxId", "1"))), want: ReasonInvalidOrderID},

@@ -268,7 +268,7 @@ func (s *Service) callsOf(orderID string) int {
 func checkHeader(key string) error {
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x20 && c != '\t' || c == 0x7f {
-			return fmt.Errorf("Post \"/invoices\": net/http: invalid header field value for \"Idempotency-Key\"")
+			return errors.New(`post "/invoices": net/http: invalid header field value for "Idempotency-Key"`)
 		}
 	}
 	return nil

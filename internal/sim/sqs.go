@@ -3,8 +3,6 @@ package sim
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync"
@@ -40,19 +38,18 @@ type Queues struct {
 // repeatable ids, and the bookkeeping that accounts for every message.
 // It is safe for concurrent use.
 type sqsModel struct {
-	q                               *replaytest.MemoryQueue
-	fifo                            bool
-	source, dlq, invalid, parking   string // URLs
-	sourceARN                       string
-	mu                              sync.Mutex
-	ids                             int
-	lineage                         map[string]int   // message id -> publication
-	byBody                          map[string][]int // body -> publications
-	live                            map[string]bool  // sent and not deleted
-	receipts                        map[string]string
-	sentBy                          map[string]string // message id -> who sent it
-	replays                         map[int]map[int]int
-	replaySends, replayDedupDropped int
+	q                             *replaytest.MemoryQueue
+	fifo                          bool
+	source, dlq, invalid, parking string // URLs
+	sourceARN                     string
+	mu                            sync.Mutex
+	ids                           int
+	lineage                       map[string]int   // message id -> publication
+	byBody                        map[string][]int // body -> publications
+	live                          map[string]bool  // sent and not deleted
+	receipts                      map[string]string
+	sentBy                        map[string]string // message id -> who sent it
+	replays                       map[int]map[int]int
 }
 
 func newSQS(c clock, qs Queues) (*sqsModel, error) {
@@ -257,12 +254,6 @@ func (is invalidSender) SendMessage(ctx context.Context, in *sqs.SendMessageInpu
 	}
 	s.trace.add(s.clock.Now(), "sqs", "to the invalid queue", s.subject(id, n), meta.Reason)
 	return out, nil
-}
-
-// bodyKey is a short key of a body, for traces.
-func bodyKey(body string) string {
-	sum := sha256.Sum256([]byte(body))
-	return hex.EncodeToString(sum[:4])
 }
 
 // sender says who sent message id: producer, replay or invalid.
