@@ -133,6 +133,16 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 		}
 	}
 	r.watch(ctx, p, items, now)
+	if p.gated {
+		// Nothing is replayed: only what is about to expire needs a
+		// decision (and the ledger); the rest is left for a later run
+		// without a single call for it.
+		for _, it := range items {
+			if it.fate == fateUndecided && !r.expiring(p, it, now) {
+				it.fate, it.vis = fateDefer, hold
+			}
+		}
+	}
 	each(items, undecided, func(it *item) { r.look(ctx, p, it, now) })
 	r.applied(ctx, items)
 	for _, it := range items {
@@ -295,9 +305,7 @@ func (r *run) decide(p *pass, it *item, now, receivedAt time.Time) {
 		LastReplayAt:   it.msg.meta.LastReplayAt,
 		JitterKey:      it.msg.originalID(),
 	}
-	if !it.msg.sentAt.IsZero() && p.retention > 0 {
-		it.facts.ExpiresAt = it.msg.sentAt.Add(p.retention)
-	}
+	it.facts.ExpiresAt = expiresAt(p, it)
 	d := r.e.policy.Decide(it.facts, now)
 	switch {
 	case d.Action == Replay && it.ledgerErr != nil && r.e.policy.Expiring(it.facts, now):
@@ -312,6 +320,19 @@ func (r *run) decide(p *pass, it *item, now, receivedAt time.Time) {
 	case d.Action == Delay:
 		it.fate, it.vis = fateDelay, hide(d.Until, now, receivedAt)
 	}
+}
+
+// expiresAt is when the DLQ drops the item's message; zero when unknown.
+func expiresAt(p *pass, it *item) time.Time {
+	if it.msg.sentAt.IsZero() || p.retention <= 0 {
+		return time.Time{}
+	}
+	return it.msg.sentAt.Add(p.retention)
+}
+
+// expiring reports whether the item's message is within its rescue window.
+func (r *run) expiring(p *pass, it *item, now time.Time) bool {
+	return r.e.policy.Expiring(Facts{ExpiresAt: expiresAt(p, it)}, now)
 }
 
 // hide is the visibility timeout, in seconds, that hides a message received

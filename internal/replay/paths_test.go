@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,8 +49,13 @@ func TestGatesNeverHoldTheExpiryRescue(t *testing.T) {
 			h.clock.Advance(due)
 			var o replay.Options
 			tt.setup(h, &o)
-			e := h.engine(func(opts *replay.Options) { opts.Health = o.Health })
-			s := h.run(e, replay.Request{})
+			opts := h.options()
+			opts.Health = o.Health
+			counted := &countingLedger{Ledger: h.ledger}
+			s := h.run(replay.New(h.q, counted, opts), replay.Request{})
+			if n := counted.histories.Load(); n != 3 {
+				t.Errorf("%d history reads, want 3: a held message not about to expire needs none", n)
+			}
 			if s.Total.Replayed != 0 {
 				t.Fatalf("replayed %d through a closed gate", s.Total.Replayed)
 			}
@@ -64,6 +70,17 @@ func TestGatesNeverHoldTheExpiryRescue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingLedger counts the history reads (the engine reads concurrently).
+type countingLedger struct {
+	replay.Ledger
+	histories atomic.Int64
+}
+
+func (c *countingLedger) OrderHistory(ctx context.Context, key string) ([]replay.MessageRecord, error) {
+	c.histories.Add(1)
+	return c.Ledger.OrderHistory(ctx, key)
 }
 
 // A message hidden until its backoff is due never stays hidden past the
