@@ -10,7 +10,9 @@
 //     {"dryRun":true,"max":10,"rate":5,"routes":["orders"],
 //     "filter":{"reasons":["dead-lettered"],"olderThan":"1h","orderIds":["ORD-1"]}}.
 //     Unknown fields are an error, so that a misspelt "dryRun" never turns
-//     into a real run.
+//     into a real run. A "max" above MAX_PER_RUN or a "rate" above RATE is
+//     refused, not clamped (nothing runs): whoever may invoke the function
+//     cannot lift its caps, and a larger run is an operator's `dlq replay`.
 //
 // Configuration is read from the environment; see [replayconfig.Config].
 package main
@@ -95,12 +97,13 @@ type deps struct {
 type handler struct {
 	engine *replay.Engine
 	routes []replay.Route
+	cfg    replayconfig.Config // its caps bound on-demand requests
 }
 
 func newHandler(cfg replayconfig.Config, d deps) *handler {
 	opts := cfg.Options()
 	opts.Health, opts.Completions, opts.Logger, opts.Metrics, opts.Now, opts.Sleep = d.health, d.completions, d.logger, d.metrics, d.now, d.sleep
-	return &handler{engine: replay.New(d.queue, d.ledger, opts), routes: cfg.Routes}
+	return &handler{engine: replay.New(d.queue, d.ledger, opts), routes: cfg.Routes, cfg: cfg}
 }
 
 // Invoke implements lambda.Handler, so that the handler sees the payload as
@@ -115,7 +118,8 @@ func (h *handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 }
 
 // Handle runs one invocation and returns the run summary. A malformed
-// payload, or an unknown route, is an error and nothing runs. A run whose
+// payload, an unknown route, or an on-demand max or rate above the
+// configured caps is an error and nothing runs. A run whose
 // route stopped on an error (a queue or the ledger failed) returns the
 // engine's error, which the function's Errors metric counts; failures of
 // single messages are counted in the summary and in the EMF metric Errors
@@ -187,7 +191,7 @@ func (h *handler) request(payload json.RawMessage) (replay.Request, error) {
 			return replay.Request{}, fmt.Errorf("on-demand request: unknown routes %q (configured: %q)", unknown, names)
 		}
 	}
-	if err := req.Validate(); err != nil {
+	if err := errors.Join(req.Validate(), h.cfg.WithinCaps(req)); err != nil {
 		return replay.Request{}, fmt.Errorf("on-demand request: %w", err)
 	}
 	return req, nil

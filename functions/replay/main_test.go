@@ -207,6 +207,43 @@ func TestMalformedInvocationsAreClearErrors(t *testing.T) {
 	}
 }
 
+// An on-demand request cannot lift the configured caps: a max above
+// MAX_PER_RUN or a rate above RATE is refused before anything runs.
+func TestOnDemandCaps(t *testing.T) {
+	tests := []struct {
+		name, payload string
+		env           map[string]string
+		want          string // "" means accepted
+	}{
+		{"the issue's payload, default caps", `{"max":100000000,"rate":3000}`, nil, "max 100000000: above the configured cap MAX_PER_RUN=1000"},
+		{"rate above the default", `{"rate":51}`, nil, "rate 51: above the configured cap RATE=50"},
+		{"max above a configured cap", `{"dryRun":true,"max":21}`, map[string]string{"MAX_PER_RUN": "20"}, "MAX_PER_RUN=20"},
+		{"rate above a configured cap", `{"rate":10.5}`, map[string]string{"RATE": "10"}, "RATE=10"},
+		{"at the configured caps", `{"dryRun":true,"max":20,"rate":10}`, map[string]string{"MAX_PER_RUN": "20", "RATE": "10"}, ""},
+		{"below the caps", `{"dryRun":true,"max":5,"rate":1}`, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.env)
+			calls := 0
+			f.q.CallFault = func(string, string) error { calls++; return nil }
+			s, err := f.invoke(t, []byte(tt.payload))
+			if tt.want == "" {
+				if err != nil || calls == 0 {
+					t.Fatalf("summary %+v, err = %v, %d SQS calls; want a run", s, err, calls)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, replayconfig.ErrAboveCap) {
+				t.Fatalf("err = %v, want ErrAboveCap mentioning %q", err, tt.want)
+			}
+			if calls != 0 {
+				t.Fatalf("%d SQS calls for a refused request", calls)
+			}
+		})
+	}
+}
+
 // An empty on-demand request runs every route with the defaults, as the
 // schedule does.
 func TestEmptyObjectRunsEveryRoute(t *testing.T) {

@@ -127,6 +127,27 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ErrAboveCap is wrapped by the error of [Config.WithinCaps].
+var ErrAboveCap = errors.New("above the configured cap")
+
+// WithinCaps refuses a request that asks for more than the configuration
+// allows: a Max above MaxPerRun or a Rate above Rate (0 means the configured
+// value and is always within). The replay function applies it to on-demand
+// invocations, so that whoever may invoke the function cannot lift its caps;
+// a larger run is an operator's `dlq replay --max N --rate R`, which asks for
+// its own confirmation. The error wraps [ErrAboveCap] and names every field
+// above its cap.
+func (c Config) WithinCaps(r replay.Request) error {
+	var errs []error
+	if r.Max > c.MaxPerRun {
+		errs = append(errs, fmt.Errorf("max %d: %w MAX_PER_RUN=%d (a larger run is an operator's dlq replay --max)", r.Max, ErrAboveCap, c.MaxPerRun))
+	}
+	if r.Rate > c.Rate {
+		errs = append(errs, fmt.Errorf("rate %g: %w RATE=%g (a faster run is an operator's dlq replay --rate)", r.Rate, ErrAboveCap, c.Rate))
+	}
+	return errors.Join(errs...)
+}
+
 // Options returns the engine options the configuration sets: the policy,
 // the rate and the limits. The caller adds the ports and hooks (Health,
 // Completions, Logger, Metrics, Now, Sleep, OnProgress).

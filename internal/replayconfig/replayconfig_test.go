@@ -2,6 +2,7 @@ package replayconfig_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -89,5 +90,40 @@ func TestOptionsAndHealth(t *testing.T) {
 	}
 	if err := h(context.Background()); err == nil {
 		t.Fatal("a refused connection is healthy")
+	}
+}
+
+func TestWithinCaps(t *testing.T) {
+	cfg := replayconfig.Config{MaxPerRun: 100, Rate: 20}
+	tests := []struct {
+		name    string
+		req     replay.Request
+		wantErr []string
+	}{
+		{name: "defaults", req: replay.Request{}},
+		{name: "at the caps", req: replay.Request{Max: 100, Rate: 20}},
+		{name: "below the caps", req: replay.Request{Max: 1, Rate: 0.5}},
+		{name: "max above", req: replay.Request{Max: 101}, wantErr: []string{"max 101: above the configured cap MAX_PER_RUN=100"}},
+		{name: "rate above", req: replay.Request{Rate: 20.5}, wantErr: []string{"rate 20.5: above the configured cap RATE=20"}},
+		{name: "both above", req: replay.Request{Max: 100000000, Rate: 3000}, wantErr: []string{"MAX_PER_RUN=100", "RATE=20"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := cfg.WithinCaps(tt.req)
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, replayconfig.ErrAboveCap) {
+				t.Fatalf("err = %v, want ErrAboveCap", err)
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v, want it to mention %q", err, want)
+				}
+			}
+		})
 	}
 }
