@@ -61,6 +61,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// OnOutcome, when set, is called once per record when its outcome is
+	// decided, with the ctx of Process and, for an Invalid record, its
+	// reason ("" otherwise); for metrics (internal/metrics.Record). It is
+	// called concurrently from the records' goroutines and must return
+	// quickly.
+	OnOutcome func(ctx context.Context, o Outcome, reason string)
 }
 
 // Processor runs a [Handler] over SQS batches. It is safe for concurrent use.
@@ -144,6 +150,7 @@ func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, un
 	blocked := false
 	for _, i := range unit {
 		msg := records[i]
+		reason := ""
 		switch {
 		case blocked:
 			outcomes[i] = Blocked
@@ -152,7 +159,10 @@ func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, un
 			outcomes[i] = NotStarted
 			p.log(ctx, msg, NotStarted, nil, nil, slog.String("reason", "invocation deadline too close"))
 		default:
-			outcomes[i] = p.runRecord(ctx, msg)
+			outcomes[i], reason = p.runRecord(ctx, msg)
+		}
+		if p.opts.OnOutcome != nil {
+			p.opts.OnOutcome(ctx, outcomes[i], reason)
 		}
 		if outcomes[i] != Succeeded && outcomes[i] != Invalid {
 			blocked = true
@@ -168,7 +178,9 @@ func (p *Processor) tooLate(ctx context.Context) bool {
 	return ok && deadline.Sub(p.opts.Now()) < p.opts.DeadlineMargin
 }
 
-func (p *Processor) runRecord(ctx context.Context, msg events.SQSMessage) Outcome {
+// runRecord runs the handler on msg; reason is the rejection's when the
+// outcome is Invalid.
+func (p *Processor) runRecord(ctx context.Context, msg events.SQSMessage) (o Outcome, reason string) {
 	notes := &annotations{}
 	rctx := context.WithValue(ctx, annotationsKey{}, notes)
 	start := p.opts.Now()
@@ -177,24 +189,24 @@ func (p *Processor) runRecord(ctx context.Context, msg events.SQSMessage) Outcom
 	switch {
 	case err == nil:
 		p.log(ctx, msg, Succeeded, notes, nil, elapsed)
-		return Succeeded
+		return Succeeded, ""
 	case stack != nil:
 		p.log(ctx, msg, Panicked, notes, err, elapsed, slog.String("stack", string(stack)))
-		return Panicked
+		return Panicked, ""
 	}
 	var inv invalider
 	if !errors.As(err, &inv) {
 		p.log(ctx, msg, Failed, notes, err, elapsed)
-		return Failed
+		return Failed, ""
 	}
 	reason, detail := inv.Invalid()
 	rej := Rejection{Reason: reason, Detail: detail}
 	if perr := p.invalid.Publish(ctx, msg, rej); perr != nil {
 		p.log(ctx, msg, Failed, notes, fmt.Errorf("publish to the invalid channel: %w", perr), elapsed, slog.String("reason", reason))
-		return Failed
+		return Failed, ""
 	}
 	p.log(ctx, msg, Invalid, notes, nil, elapsed, slog.String("reason", reason), slog.String("detail", detail))
-	return Invalid
+	return Invalid, reason
 }
 
 // call runs the handler and turns a panic into an error with its stack.

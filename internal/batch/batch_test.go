@@ -271,3 +271,30 @@ func TestIsFIFO(t *testing.T) {
 		}
 	}
 }
+
+// OnOutcome sees every record once, with the Process ctx and the reason of
+// an invalid record: what the consumer's metrics count.
+func TestProcessReportsEveryOutcome(t *testing.T) {
+	type key struct{}
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	ctx := context.WithValue(context.Background(), key{}, "invocation")
+	p := batch.New(handlerFor(&sync.Map{}), &fakeChannel{}, batch.Options{
+		Concurrency: 4, Logger: slog.New(slog.DiscardHandler),
+		OnOutcome: func(ctx context.Context, o batch.Outcome, reason string) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, fmt.Sprintf("%s:%s:%v", o, reason, ctx.Value(key{})))
+		},
+	})
+	if _, err := p.Process(ctx, records(fifoARN, "ok@a", "invalid@b", "down@a", "ok@a", "panic@c")); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	want := []string{"blocked::invocation", "failed::invocation", "invalid:missing-tax-id:invocation", "panicked::invocation", "succeeded::invocation"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("outcomes = %v, want %v", got, want)
+	}
+}
