@@ -55,6 +55,10 @@ type Handler struct {
 	// failure until that payload completes it.
 	Lookup   InvoiceLookup
 	MaxBytes int // payload limit; <= 0 means order.DefaultMaxBytes
+	// OnOutcome, when set, is called with the receiver's outcome of every
+	// order invoiced (now or before), with the ctx of Handle; for metrics
+	// (internal/metrics.Idempotency). It is called concurrently.
+	OnOutcome func(ctx context.Context, out idempotency.Outcome)
 }
 
 // Handle is a batch.Handler. It returns nil when the order is invoiced (now or
@@ -92,6 +96,9 @@ func (h *Handler) Handle(ctx context.Context, msg events.SQSMessage) error {
 		attrs = append(attrs, slog.Bool("unrecorded", true))
 	}
 	batch.Annotate(ctx, attrs...)
+	if h.OnOutcome != nil {
+		h.OnOutcome(ctx, out)
+	}
 	return nil
 }
 

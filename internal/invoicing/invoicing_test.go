@@ -51,6 +51,8 @@ func reasonOf(t *testing.T, err error) order.Reason {
 func TestHandleIssuesOneInvoice(t *testing.T) {
 	store, tx := idempotency.NewMemoryStore(), &stubTax{}
 	h := handler(store, tx)
+	var outcomes []idempotency.Outcome
+	h.OnOutcome = func(_ context.Context, out idempotency.Outcome) { outcomes = append(outcomes, out) }
 	for range 3 { // first delivery, a duplicate, a replay
 		if err := h.Handle(context.Background(), msg(valid)); err != nil {
 			t.Fatal(err)
@@ -58,6 +60,9 @@ func TestHandleIssuesOneInvoice(t *testing.T) {
 	}
 	if tx.calls != 1 {
 		t.Fatalf("tax service called %d times, want 1", tx.calls)
+	}
+	if len(outcomes) != 3 || outcomes[0].Duplicate || !outcomes[1].Duplicate || !outcomes[2].Duplicate {
+		t.Fatalf("outcomes = %+v, want one first delivery and two duplicates", outcomes)
 	}
 	want := tax.InvoiceRequest{OrderID: "ORD-1", TaxID: "123.456.789-09", Currency: "BRL", Total: "99.80",
 		Items: []tax.Item{{SKU: "SKU-1", Quantity: 2, UnitPrice: "49.90"}}}
