@@ -59,7 +59,7 @@ func BenchmarkProcessBatch(b *testing.B) {
 		}
 		p := newProcessor(cfg, deps{sender: &fakeSQS{}, store: idempotency.NewMemoryStore(), invoicer: &fakeTax{},
 			logger: slog.New(slog.DiscardHandler), now: time.Now})
-		return lambda.NewHandler(p.Process)
+		return lambda.NewHandler(p)
 	}
 	invoke := func(b *testing.B, h lambda.Handler, payload []byte) {
 		if _, err := h.Invoke(context.Background(), payload); err != nil {

@@ -63,7 +63,7 @@ func newLane(t *testing.T, fifo bool) *lane {
 		t.Fatal(err)
 	}
 	p := newProcessor(c, deps{sender: q, store: dynamo.NewIdempotencyStore(db, table), invoicer: taxClient, logger: slog.New(slog.DiscardHandler)})
-	l.process = p.Process
+	l.process = p
 	return l
 }
 

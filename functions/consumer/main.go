@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"github.com/homingdlq/homing/internal/idempotency"
 	"github.com/homingdlq/homing/internal/invalid"
 	"github.com/homingdlq/homing/internal/invoicing"
+	"github.com/homingdlq/homing/internal/metrics"
 	"github.com/homingdlq/homing/internal/order"
 	"github.com/homingdlq/homing/internal/tax"
 )
@@ -67,8 +69,9 @@ func run(ctx context.Context) error {
 		invoicer: taxClient,
 		lookup:   taxClient,
 		logger:   lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
+		metrics:  os.Stdout,
 	})
-	lambda.StartWithOptions(p.Process, lambda.WithContext(ctx))
+	lambda.StartWithOptions(p, lambda.WithContext(ctx))
 	return nil
 }
 
@@ -79,10 +82,14 @@ type deps struct {
 	invoicer invoicing.Invoicer
 	lookup   invoicing.InvoiceLookup // may be nil: in-doubt takeovers call again
 	logger   *slog.Logger
+	metrics  io.Writer // EMF lines
 	now      func() time.Time
 }
 
-func newProcessor(cfg Config, d deps) *batch.Processor {
+// newProcessor returns the handler of one SQS batch: the batch processor
+// over the invoicing handler, counted into one set of EMF lines per
+// invocation.
+func newProcessor(cfg Config, d deps) metrics.ProcessFunc {
 	receiver := &idempotency.Receiver{
 		Store:    d.store,
 		Scope:    cfg.ConsumerName,
@@ -99,10 +106,18 @@ func newProcessor(cfg Config, d deps) *batch.Processor {
 				slog.String("invoiceNumber", result), slog.String("error", err.Error()))
 		},
 	}
-	h := &invoicing.Handler{Receiver: receiver, Invoicer: d.invoicer, Lookup: d.lookup, MaxBytes: cfg.MaxPayloadBytes}
-	return batch.New(h.Handle,
+	h := &invoicing.Handler{Receiver: receiver, Invoicer: d.invoicer, Lookup: d.lookup, MaxBytes: cfg.MaxPayloadBytes,
+		OnOutcome: metrics.Idempotency}
+	p := batch.New(h.Handle,
 		invalid.NewPublisher(d.sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.now),
-		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.logger, Now: d.now})
+		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.logger, Now: d.now,
+			OnOutcome: metrics.Record})
+	w := d.metrics
+	if w == nil {
+		w = io.Discard
+	}
+	m := &metrics.Consumer{Config: cfg.Metrics, W: w, Now: d.now}
+	return m.Wrap(p.Process, func(err error) { d.logger.Warn("metrics", slog.String("error", err.Error())) })
 }
 
 // Config is the consumer's configuration, from these environment variables:
@@ -117,6 +132,8 @@ func newProcessor(cfg Config, d deps) *batch.Processor {
 //	RECORD_LIFETIME        720h      how long an idempotency record lasts (>= 432h: source + DLQ retention)
 //	MAX_PAYLOAD_BYTES      262144    larger bodies are invalid (payload-too-large); at most 983040, the source queue's size
 //	                                 (SQS's 1 MiB minus envelope.MetadataReserveBytes for our metadata)
+//	POWERTOOLS_SERVICE_NAME       CONSUMER_NAME  the Lane dimension of the metrics: the lane's name
+//	POWERTOOLS_METRICS_NAMESPACE  Homing         the CloudWatch namespace of the metrics
 type Config struct {
 	InvalidQueueURL  string
 	IdempotencyTable string
@@ -127,6 +144,7 @@ type Config struct {
 	TaxBudget        time.Duration
 	RecordLifetime   time.Duration
 	MaxPayloadBytes  int
+	Metrics          metrics.Config
 }
 
 // LoadConfig reads the configuration through getenv and validates it. The
@@ -144,6 +162,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		RecordLifetime:   env.Duration("RECORD_LIFETIME", idempotency.DefaultLifetime),
 		MaxPayloadBytes:  env.Int("MAX_PAYLOAD_BYTES", order.DefaultMaxBytes),
 	}
+	c.Metrics = metrics.Load(env, c.ConsumerName)
 	if err := errors.Join(env.Err(), c.Validate()); err != nil {
 		return Config{}, fmt.Errorf("consumer configuration: %w", err)
 	}
@@ -183,5 +202,6 @@ func (c Config) Validate() error {
 	if c.ConsumerName == "" || len(c.ConsumerName) > maxConsumerName || strings.Contains(c.ConsumerName, "#") {
 		errs = append(errs, fmt.Errorf("CONSUMER_NAME=%q: want 1..%d bytes without '#' (it scopes idempotency keys)", c.ConsumerName, maxConsumerName))
 	}
+	errs = append(errs, c.Metrics.Validate())
 	return errors.Join(errs...)
 }

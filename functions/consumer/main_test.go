@@ -22,6 +22,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/idempotency"
 	"github.com/homingdlq/homing/internal/invalid"
+	"github.com/homingdlq/homing/internal/metrics"
 	"github.com/homingdlq/homing/internal/tax"
 )
 
@@ -70,6 +71,7 @@ type fixture struct {
 	store   *idempotency.MemoryStore
 	handler lambda.Handler
 	logs    *bytes.Buffer
+	metrics *bytes.Buffer
 }
 
 func newFixture(t *testing.T, concurrency int, invalidQueue string) *fixture {
@@ -85,12 +87,12 @@ func newFixture(t *testing.T, concurrency int, invalidQueue string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{tax: &fakeTax{}, sqs: &fakeSQS{}, store: idempotency.NewMemoryStore(), logs: &bytes.Buffer{}}
+	f := &fixture{tax: &fakeTax{}, sqs: &fakeSQS{}, store: idempotency.NewMemoryStore(), logs: &bytes.Buffer{}, metrics: &bytes.Buffer{}}
 	p := newProcessor(cfg, deps{
 		sender: f.sqs, store: f.store, invoicer: f.tax, now: func() time.Time { return fixedNow },
-		logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
+		logger: slog.New(slog.NewJSONHandler(f.logs, nil)), metrics: f.metrics,
 	})
-	f.handler = lambda.NewHandler(p.Process)
+	f.handler = lambda.NewHandler(p)
 	return f
 }
 
@@ -284,6 +286,59 @@ func TestLogsOneLinePerRecordWithTheFixedKeys(t *testing.T) {
 	}
 }
 
+// The sample mixed batch, invoked twice: the metrics of each invocation
+// on the function's stdout, in EMF, the second counting duplicates.
+func TestMetricsPerInvocation(t *testing.T) {
+	payload, err := os.ReadFile("../../events/batch-mixed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, 4, "https://sqs.local/000/orders-invalid")
+	for range 2 {
+		if _, err := f.handler.Invoke(context.Background(), payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type line struct {
+		AWS struct {
+			Timestamp         int64
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+			}
+		} `json:"_aws"`
+		Lane, Reason                                                        string
+		RecordsProcessed, RecordsFailed, RecordsInvalid, DuplicatesAbsorbed int
+	}
+	var lanes []line
+	reasons := map[string]int{}
+	for _, raw := range strings.Split(strings.TrimSpace(f.metrics.String()), "\n") {
+		var l line
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("%v: %s", err, raw)
+		}
+		if l.AWS.Timestamp != fixedNow.UnixMilli() || len(l.AWS.CloudWatchMetrics) != 1 || l.AWS.CloudWatchMetrics[0].Namespace != "Homing" || l.Lane != "invoice" {
+			t.Fatalf("line %s", raw)
+		}
+		if l.Reason == "" {
+			lanes = append(lanes, l)
+		} else {
+			reasons[l.Reason] += l.RecordsInvalid
+		}
+	}
+	if len(lanes) != 2 || lanes[0].RecordsProcessed != 10 || lanes[0].RecordsInvalid != 7 || lanes[0].DuplicatesAbsorbed != 0 ||
+		lanes[1].DuplicatesAbsorbed != 3 || lanes[1].RecordsFailed != 0 {
+		t.Fatalf("lane lines = %+v", lanes)
+	}
+	n := 0
+	for _, v := range reasons {
+		n += v
+	}
+	if n != 14 {
+		t.Fatalf("invalid by reason = %v, want 14 over both invocations", reasons)
+	}
+}
+
 func TestLoadConfig(t *testing.T) {
 	base := map[string]string{
 		"INVALID_QUEUE_URL": "https://sqs.local/000/invalid",
@@ -300,6 +355,8 @@ func TestLoadConfig(t *testing.T) {
 		{name: "bad numbers", env: map[string]string{"CONCURRENCY": "many", "MAX_PAYLOAD_BYTES": "2000000"}, wantErr: []string{`CONCURRENCY="many"`, "MAX_PAYLOAD_BYTES=2000000"}},
 		{name: "payload limit above what the source queue accepts", env: map[string]string{"MAX_PAYLOAD_BYTES": "1048576"}, wantErr: []string{"MAX_PAYLOAD_BYTES=1048576"}},
 		{name: "consumer name that breaks keys", env: map[string]string{"CONSUMER_NAME": "in#voice"}, wantErr: []string{`CONSUMER_NAME="in#voice"`}},
+		{name: "bad metric names", env: map[string]string{"POWERTOOLS_METRICS_NAMESPACE": "AWS/Lambda", "POWERTOOLS_SERVICE_NAME": " "},
+			wantErr: []string{"POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_SERVICE_NAME"}},
 		{name: "bad durations", env: map[string]string{"TAX_BUDGET": "soon", "RECORD_LIFETIME": "24h", "DEADLINE_MARGIN": "-1s"}, wantErr: []string{`TAX_BUDGET="soon"`, "RECORD_LIFETIME=24h0m0s", "DEADLINE_MARGIN=-1s"}},
 	}
 	for _, tt := range tests {
@@ -320,7 +377,8 @@ func TestLoadConfig(t *testing.T) {
 				}
 				want := Config{InvalidQueueURL: base["INVALID_QUEUE_URL"], IdempotencyTable: "idem", TaxServiceURL: base["TAX_SERVICE_URL"],
 					ConsumerName: "invoice", Concurrency: 10, DeadlineMargin: 2 * time.Second, TaxBudget: 10 * time.Second,
-					RecordLifetime: idempotency.DefaultLifetime, MaxPayloadBytes: 256 << 10}
+					RecordLifetime: idempotency.DefaultLifetime, MaxPayloadBytes: 256 << 10,
+					Metrics: metrics.Config{Namespace: "Homing", Lane: "invoice"}}
 				if cfg != want {
 					t.Fatalf("cfg = %+v, want %+v", cfg, want)
 				}
