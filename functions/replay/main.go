@@ -95,15 +95,22 @@ type deps struct {
 
 // handler turns an invocation into a replay run.
 type handler struct {
-	engine *replay.Engine
-	routes []replay.Route
-	cfg    replayconfig.Config // its caps bound on-demand requests
+	engine  *replay.Engine
+	routes  []replay.Route
+	cfg     replayconfig.Config // its caps bound on-demand requests
+	metrics io.Writer           // the runs' EMF lines; nil: none
 }
 
 func newHandler(cfg replayconfig.Config, d deps) *handler {
 	opts := cfg.Options()
-	opts.Health, opts.Completions, opts.Logger, opts.Metrics, opts.Now, opts.Sleep = d.health, d.completions, d.logger, d.metrics, d.now, d.sleep
-	return &handler{engine: replay.New(d.queue, d.ledger, opts), routes: cfg.Routes, cfg: cfg}
+	opts.Health = d.health
+	opts.Completions = d.completions
+	opts.Logger = d.logger
+	opts.Now = d.now
+	opts.Sleep = d.sleep
+	// The handler writes the run's metrics itself, with the lane's
+	// dimension (the engine's Options.Metrics has the route's only).
+	return &handler{engine: replay.New(d.queue, d.ledger, opts), routes: cfg.Routes, cfg: cfg, metrics: d.metrics}
 }
 
 // Invoke implements lambda.Handler, so that the handler sees the payload as
@@ -123,7 +130,8 @@ func (h *handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // route stopped on an error (a queue or the ledger failed) returns the
 // engine's error, which the function's Errors metric counts; failures of
 // single messages are counted in the summary and in the EMF metric Errors
-// (namespace Homing/Replay), not as a failed invocation.
+// (namespace POWERTOOLS_METRICS_NAMESPACE, dimensions Lane and Route), not
+// as a failed invocation.
 func (h *handler) Handle(ctx context.Context, payload json.RawMessage) (replay.Summary, error) {
 	req, err := h.request(payload)
 	if err != nil {
@@ -132,7 +140,13 @@ func (h *handler) Handle(ctx context.Context, payload json.RawMessage) (replay.S
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		req.RunID = lc.AwsRequestID
 	}
-	return h.engine.Run(ctx, req)
+	s, err := h.engine.Run(ctx, req)
+	if h.metrics != nil && !s.DryRun {
+		if werr := replay.WriteLaneEMF(h.metrics, h.cfg.Metrics.Namespace, h.cfg.Metrics.Lane, s); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	return s, err
 }
 
 // onDemand is the payload of an operator's invocation.

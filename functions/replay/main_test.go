@@ -136,6 +136,46 @@ func TestScheduledEventRunsEveryRoute(t *testing.T) {
 	}
 }
 
+// The run's metrics carry the lane (POWERTOOLS_SERVICE_NAME) beside the
+// route, in the namespace POWERTOOLS_METRICS_NAMESPACE: two lanes whose
+// routes are both called "orders" never merge. A dry run writes none.
+func TestMetricsCarryTheLane(t *testing.T) {
+	f := newFixture(t, map[string]string{"POWERTOOLS_SERVICE_NAME": "Homing/Orders", "POWERTOOLS_METRICS_NAMESPACE": "Acme"})
+	f.deadLetter(t, f.routes[0], 1)
+	f.clock.Advance(2 * time.Hour)
+	if _, err := f.invoke(t, []byte(`{"dryRun":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if f.metrics.Len() != 0 {
+		t.Fatalf("a dry run wrote metrics:\n%s", f.metrics.String())
+	}
+	if _, err := f.invoke(t, sample(t, "replay-scheduled.json")); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(f.metrics.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("metrics:\n%s", f.metrics.String())
+	}
+	var line struct {
+		AWS struct {
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+			}
+		} `json:"_aws"`
+		Lane, Route string
+		Replayed    *int
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
+		t.Fatal(err)
+	}
+	d := line.AWS.CloudWatchMetrics
+	if len(d) != 1 || d[0].Namespace != "Acme" || fmt.Sprint(d[0].Dimensions) != "[[Lane Route]]" ||
+		line.Lane != "Homing/Orders" || line.Route != "orders" || line.Replayed == nil || *line.Replayed != 1 {
+		t.Fatalf("line = %s", lines[0])
+	}
+}
+
 func TestOnDemandRequest(t *testing.T) {
 	f := newFixture(t, nil)
 	f.deadLetter(t, f.routes[0], 12)

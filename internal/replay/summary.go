@@ -166,6 +166,7 @@ type emfMeta struct {
 // emfLine is one CloudWatch Embedded Metric Format record for one route.
 type emfLine struct {
 	AWS          emfMeta `json:"_aws"`
+	Lane         string  `json:"Lane,omitempty"`
 	Route        string  `json:"Route"`
 	Replayed     int     `json:"Replayed"`
 	Parked       int     `json:"Parked"`
@@ -182,8 +183,20 @@ var emfMetrics = []emfMetric{
 }
 
 // WriteEMF writes one Embedded Metric Format line per route of s to w, in
-// namespace ns with the dimension Route. Each line is one Write call.
-func WriteEMF(w io.Writer, ns string, s Summary) error {
+// namespace ns with the dimension Route. Each line is one Write call. It is
+// WriteLaneEMF without a lane.
+func WriteEMF(w io.Writer, ns string, s Summary) error { return WriteLaneEMF(w, ns, "", s) }
+
+// WriteLaneEMF writes one Embedded Metric Format line per route of s to w,
+// in namespace ns with the dimensions Lane and Route, or Route alone when
+// lane is empty. The lane (the function's POWERTOOLS_SERVICE_NAME) keeps
+// the metrics of two lanes whose routes share a name apart. Each line is
+// one Write call.
+func WriteLaneEMF(w io.Writer, ns, lane string, s Summary) error {
+	dimensions := []string{"Route"}
+	if lane != "" {
+		dimensions = []string{"Lane", "Route"}
+	}
 	for _, r := range s.Routes {
 		gateClosed := 0
 		if r.closed(s.Gates) {
@@ -192,9 +205,9 @@ func WriteEMF(w io.Writer, ns string, s Summary) error {
 		line := emfLine{
 			AWS: emfMeta{
 				Timestamp:         s.FinishedAt.UnixMilli(),
-				CloudWatchMetrics: []emfDirective{{Namespace: ns, Dimensions: [][]string{{"Route"}}, Metrics: emfMetrics}},
+				CloudWatchMetrics: []emfDirective{{Namespace: ns, Dimensions: [][]string{dimensions}, Metrics: emfMetrics}},
 			},
-			Route: r.Route, Replayed: r.Replayed, Parked: r.ParkedTotal(), Delayed: r.Delayed,
+			Lane: lane, Route: r.Route, Replayed: r.Replayed, Parked: r.ParkedTotal(), Delayed: r.Delayed,
 			GateClosed: gateClosed, DeadLettered: r.DeadLettered, Errors: r.Errors, RunID: s.RunID,
 		}
 		b, err := json.Marshal(line)

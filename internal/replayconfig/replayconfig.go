@@ -10,6 +10,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/envconfig"
 	"github.com/homingdlq/homing/internal/invoicing"
+	"github.com/homingdlq/homing/internal/metrics"
 	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/tax"
 )
@@ -31,6 +32,8 @@ import (
 //	CANARY_LIMIT           5         replays per route while the previous run's orders are not completed
 //	REFILL_THRESHOLD       100       DLQ growth since the previous run that holds the route
 //	DEADLINE_MARGIN        5s        no batch starts with less time left
+//	POWERTOOLS_SERVICE_NAME       CONSUMER_NAME  the Lane dimension of the run's metrics: the lane's name
+//	POWERTOOLS_METRICS_NAMESPACE  Homing         the CloudWatch namespace of the run's metrics
 type Config struct {
 	Routes             []replay.Route
 	LedgerTable        string
@@ -46,6 +49,7 @@ type Config struct {
 	CanaryLimit        int
 	RefillThreshold    int
 	DeadlineMargin     time.Duration
+	Metrics            metrics.Config
 }
 
 // Load reads the configuration through getenv and validates it. The error
@@ -68,6 +72,7 @@ func Load(getenv func(string) string) (Config, error) {
 		RefillThreshold:    env.Int("REFILL_THRESHOLD", replay.DefaultRefillThreshold),
 		DeadlineMargin:     env.Duration("DEADLINE_MARGIN", replay.DefaultDeadlineMargin),
 	}
+	c.Metrics = metrics.Load(env, c.ConsumerName)
 	if v := getenv("REPLAY_ROUTES"); v != "" {
 		dec := json.NewDecoder(strings.NewReader(v))
 		dec.DisallowUnknownFields()
@@ -124,6 +129,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("HEALTH_URL: %w", err))
 		}
 	}
+	errs = append(errs, c.Metrics.Validate())
 	return errors.Join(errs...)
 }
 

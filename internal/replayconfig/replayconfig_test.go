@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homingdlq/homing/internal/metrics"
 	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/replayconfig"
 )
@@ -31,6 +32,8 @@ func TestLoad(t *testing.T) {
 		{name: "bad durations", env: map[string]string{"BACKOFF_BASE": "10h", "BACKOFF_MAX": "1h", "EXPIRY_RESCUE_WINDOW": "soon", "DEADLINE_MARGIN": "0s"},
 			wantErr: []string{"BACKOFF_BASE=10h0m0s", `EXPIRY_RESCUE_WINDOW="soon"`, "DEADLINE_MARGIN=0s"}},
 		{name: "rate not a number", env: map[string]string{"RATE": "NaN"}, wantErr: []string{"RATE=NaN"}},
+		{name: "bad metric names", env: map[string]string{"POWERTOOLS_METRICS_NAMESPACE": "AWS/Lambda", "POWERTOOLS_SERVICE_NAME": " "},
+			wantErr: []string{"POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_SERVICE_NAME"}},
 		{name: "bad health URL", env: map[string]string{"HEALTH_URL": "tax.local"}, wantErr: []string{"HEALTH_URL"}},
 	}
 	for _, tt := range tests {
@@ -54,6 +57,7 @@ func TestLoad(t *testing.T) {
 					LedgerTable: "ledger", IdempotencyTable: "idem", ConsumerName: "invoice", MaxReplays: 3,
 					BackoffBase: 5 * time.Minute, BackoffMax: 4 * time.Hour, ExpiryRescueWindow: 24 * time.Hour,
 					Rate: 50, MaxPerRun: 1000, CanaryLimit: 5, RefillThreshold: 100, DeadlineMargin: 5 * time.Second,
+					Metrics: metrics.Config{Namespace: "Homing", Lane: "invoice"},
 				}
 				if fmt.Sprint(cfg) != fmt.Sprint(want) {
 					t.Fatalf("cfg = %+v\nwant %+v", cfg, want)
