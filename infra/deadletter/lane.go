@@ -360,10 +360,12 @@ func (l *lane) addConsumer(code string) {
 	})
 	consumer := l.consumer.fn
 
-	// Least privilege: send on the invalid queue, four item actions on the
-	// idempotency table, consume on the source queue (the event source
-	// mapping's grant). Nothing on the DLQ, the parking queue or the ledger.
-	l.invalid.GrantSendMessages(consumer)
+	// Least privilege, the calls of the consumer's ports: SendMessage on the
+	// invalid queue (invalid.Sender), four item actions on the idempotency
+	// table (dynamo.IdempotencyAPI), consume on the source queue (the event
+	// source mapping's grant, which Lambda's poller uses). Nothing on the
+	// DLQ, the parking queue or the ledger.
+	l.invalid.Grant(consumer, jsii.String("sqs:SendMessage"))
 	l.idempotency.Grant(consumer, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
 
@@ -418,8 +420,9 @@ func (l *lane) addReplay(code string) {
 	// Least privilege, the actions of the function's ports and no more:
 	// receive, hide and delete on the DLQ (and its depth for the refill
 	// gate); send on the source and parking queues; the ledger's item
-	// actions; reads of the idempotency table for the canary gate. Nothing on
-	// the invalid queue, no write on the idempotency table.
+	// actions (dynamo.LedgerAPI); BatchGetItem on the idempotency table for
+	// the canary gate (dynamo.CompletionsAPI). Nothing on the invalid queue,
+	// no write on the idempotency table.
 	l.deadLetter.Grant(replay, jsii.String("sqs:ReceiveMessage"), jsii.String("sqs:ChangeMessageVisibility"),
 		jsii.String("sqs:DeleteMessage"), jsii.String("sqs:GetQueueAttributes"))
 	// GetQueueAttributes: the source's MaximumMessageSize, so a message
@@ -428,7 +431,7 @@ func (l *lane) addReplay(code string) {
 	l.parking.Grant(replay, jsii.String("sqs:SendMessage"))
 	l.ledger.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:Query"))
-	l.idempotency.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:BatchGetItem"))
+	l.idempotency.Grant(replay, jsii.String("dynamodb:BatchGetItem"))
 
 	// The target adds the Lambda permission for events.amazonaws.com, scoped
 	// to this rule. The function receives the scheduled event as is.
