@@ -10,6 +10,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/homingdlq/homing/infra/deadletter"
 )
 
 func main() {
@@ -116,11 +119,22 @@ func selectProfile(context any, env string) string {
 
 // newApp adds the Homing stack of the profile to app, in the environment the
 // CDK CLI resolved (if any), with the AwsSolutions checks as an aspect.
-func newApp(app awscdk.App, profile string, getenv func(string) string) (awscdk.Stack, error) {
+// Invalid lane props (deadletter.ErrInvalidProps, such as an http:// tax
+// service on the aws profile) are an error, not a panic.
+func newApp(app awscdk.App, profile string, getenv func(string) string) (stack awscdk.Stack, err error) {
 	props, err := ProfileProps(profile, getenv)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			invalid, ok := r.(error)
+			if !ok || !errors.Is(invalid, deadletter.ErrInvalidProps) {
+				panic(r)
+			}
+			stack, err = nil, fmt.Errorf("%s profile: %w", profile, invalid)
+		}
+	}()
 	if account, region := getenv("CDK_DEFAULT_ACCOUNT"), getenv("CDK_DEFAULT_REGION"); account != "" || region != "" {
 		props.Env = &awscdk.Environment{}
 		if account != "" {
@@ -130,7 +144,7 @@ func newApp(app awscdk.App, profile string, getenv func(string) string) (awscdk.
 			props.Env.Region = jsii.String(region)
 		}
 	}
-	stack := NewHomingStack(app, StackName, props)
+	stack = NewHomingStack(app, StackName, props)
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	return stack, nil
 }

@@ -33,8 +33,9 @@ const DefaultLocalTaxServiceURL = "http://127.0.0.1:4580"
 // profile is an error. getenv supplies two optional variables:
 //
 //	TAX_SERVICE_URL  the consumer's tax service; locally it defaults to
-//	                 DefaultLocalTaxServiceURL, on AWS its absence makes the
-//	                 stack take the URL as the TaxServiceUrl deploy parameter
+//	                 DefaultLocalTaxServiceURL, on AWS it must be https://
+//	                 and its absence makes the stack take the URL as the
+//	                 TaxServiceUrl deploy parameter (https:// too)
 //	HOMING_CODE_DIR  the directory of the bin/<function>/bootstrap builds
 //	                 (default deadletter.DefaultCodeDir, ../bin from infra/)
 func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps, error) {
@@ -60,6 +61,8 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		p.StackProps.Description = jsii.String("homing: dead-letter lane for order processing (profile local, emulator)")
 		p.Lane.CodeDir = codeDir
 		p.Lane.TaxServiceURL = jsii.String(taxURL)
+		// The tax stand-in listens on 127.0.0.1 without TLS.
+		p.Lane.AllowPlainHTTP = jsii.Bool(true)
 		p.Lane.MaxReceiveCount = jsii.Number(3)
 		p.Lane.ConsumerTimeout = awscdk.Duration_Seconds(jsii.Number(3))
 		p.Lane.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(18))

@@ -35,6 +35,8 @@ const (
 	OutputReplayScheduleName   = "ReplayScheduleName"
 	OutputAlarmTopicARN        = "AlarmTopicArn"
 	OutputDashboardName        = "DashboardName"
+	OutputConsumerLogGroupName = "ConsumerLogGroupName"
+	OutputReplayLogGroupName   = "ReplayLogGroupName"
 )
 
 // NewHomingStack composes one order lane and outputs every queue, table,
@@ -48,8 +50,8 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 		laneProps.TaxServiceURL = awscdk.NewCfnParameter(stack, jsii.String("TaxServiceUrl"), &awscdk.CfnParameterProps{
 			Type:                  jsii.String("String"),
 			Description:           jsii.String("Base URL of the tax and invoice service the consumer calls (and whose /health gates replay)."),
-			AllowedPattern:        jsii.String(`^https?://\S+$`),
-			ConstraintDescription: jsii.String("an http:// or https:// URL"),
+			AllowedPattern:        jsii.String(taxURLPattern(laneProps.AllowPlainHTTP)),
+			ConstraintDescription: jsii.String("an https:// URL (an http:// one only where the lane allows plain HTTP)"),
 		}).ValueAsString()
 	}
 	lane := deadletter.NewLane(stack, "Orders", &laneProps)
@@ -68,6 +70,8 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 		{OutputReplayScheduleName, *lane.ReplaySchedule().RuleName(), "The replay schedule; `aws events disable-rule --name <this>` stops scheduled replay."},
 		{OutputAlarmTopicARN, *lane.AlarmTopic().TopicArn(), "Subscribe here to the lane's alarms."},
 		{OutputDashboardName, *lane.Dashboard().DashboardName(), "CloudWatch dashboard of the lane."},
+		{OutputConsumerLogGroupName, *lane.ConsumerLogGroup().LogGroupName(), "The consumer's log group: aws logs tail <this>."},
+		{OutputReplayLogGroupName, *lane.ReplayLogGroup().LogGroupName(), "The replay function's log group (run summaries): aws logs tail <this>."},
 	} {
 		awscdk.NewCfnOutput(stack, jsii.String(o.id), &awscdk.CfnOutputProps{
 			Value:       jsii.String(o.value),
@@ -75,4 +79,14 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 		})
 	}
 	return stack
+}
+
+// taxURLPattern is the TaxServiceUrl parameter's pattern: https:// only,
+// unless the lane allows plain HTTP, as deadletter.LaneProps.Validate checks
+// a URL given at synthesis.
+func taxURLPattern(allowPlainHTTP *bool) string {
+	if allowPlainHTTP != nil && *allowPlainHTTP {
+		return `^https?://\S+$`
+	}
+	return `^https://\S+$`
 }

@@ -84,6 +84,10 @@ func (l *lane) addAlarms() {
 		Principals: &[]awsiam.IPrincipal{cloudwatch},
 		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
 		Resources:  jsii.Strings("*"),
+		// Only on behalf of this account's alarms (confused deputy).
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()},
+		},
 	}), nil)
 	l.topic = awssns.NewTopic(l.scope(), jsii.String("AlarmTopic"), &awssns.TopicProps{
 		DisplayName: jsii.String("Dead-letter lane alarms"),

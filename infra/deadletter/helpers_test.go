@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
@@ -113,6 +114,9 @@ func (f *fixture) get(t *testing.T) *synthesized {
 
 const taxURL = "https://tax.example.test"
 
+// operatorArn is the tuned fixture's operator role pattern.
+const operatorArn = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/*/AWSReservedSSO_Ops_*"
+
 func baseProps() *deadletter.LaneProps {
 	return &deadletter.LaneProps{TaxServiceURL: jsii.String(taxURL), CodeDir: jsii.String(codeDir())}
 }
@@ -143,22 +147,26 @@ var (
 		p.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
 		p.LogRetention = awslogs.RetentionDays_ONE_DAY
 		p.AlarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
+		p.AllowNativeRedrive = jsii.Bool(true)
+		p.OperatorArns = []string{operatorArn}
+		p.SystemLogLevel = awslambda.SystemLogLevel_DEBUG
 		p.Replay = &deadletter.ReplayProps{
-			RouteName:          jsii.String("billing-orders"),
-			Schedule:           jsii.String("cron(0/5 * * * ? *)"),
-			Enabled:            jsii.Bool(false),
-			Timeout:            awscdk.Duration_Minutes(jsii.Number(2)),
-			MemorySize:         jsii.Number(512),
-			MaxReplays:         jsii.Number(5),
-			BackoffBase:        awscdk.Duration_Seconds(jsii.Number(90)),
-			BackoffMax:         awscdk.Duration_Hours(jsii.Number(2)),
-			ExpiryRescueWindow: awscdk.Duration_Minutes(jsii.Number(750)),
-			Rate:               jsii.Number(12.5),
-			MaxPerRun:          jsii.Number(200),
-			CanaryLimit:        jsii.Number(2),
-			RefillThreshold:    jsii.Number(40),
-			DeadlineMargin:     awscdk.Duration_Millis(jsii.Number(2500)),
-			Environment:        map[string]string{"LOG_LEVEL": "debug"},
+			RouteName:           jsii.String("billing-orders"),
+			Schedule:            jsii.String("cron(0/5 * * * ? *)"),
+			Enabled:             jsii.Bool(false),
+			Timeout:             awscdk.Duration_Minutes(jsii.Number(2)),
+			MemorySize:          jsii.Number(512),
+			ReservedConcurrency: jsii.Number(1),
+			MaxReplays:          jsii.Number(5),
+			BackoffBase:         awscdk.Duration_Seconds(jsii.Number(90)),
+			BackoffMax:          awscdk.Duration_Hours(jsii.Number(2)),
+			ExpiryRescueWindow:  awscdk.Duration_Minutes(jsii.Number(750)),
+			Rate:                jsii.Number(12.5),
+			MaxPerRun:           jsii.Number(200),
+			CanaryLimit:         jsii.Number(2),
+			RefillThreshold:     jsii.Number(40),
+			DeadlineMargin:      awscdk.Duration_Millis(jsii.Number(2500)),
+			Environment:         map[string]string{"LOG_LEVEL": "debug"},
 		}
 		return p
 	}}

@@ -85,8 +85,9 @@ type Lane interface {
 	ConsumerEventSource() awslambdaeventsources.SqsEventSource
 	// Replay is the replay function: it moves dead letters from the DLQ back
 	// to the source queue, or to the parking queue when their replays are
-	// exhausted. It has no event source mapping and a reserved concurrency
-	// of [ReplayReservedConcurrency].
+	// exhausted. It has no event source mapping, no asynchronous retries and
+	// the reserved concurrency of ReplayProps.ReservedConcurrency (none by
+	// default).
 	Replay() awslambda.Function
 	// ReplayRole is the replay function's execution role: no managed
 	// policies, only the grants the lane makes.
@@ -151,6 +152,8 @@ func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 	l.addConsumer(code["consumer"])
 	// Before the alarms, so that they watch the replay function too.
 	l.addReplay(code["replay"])
+	// After both functions, whose roles the queue policies name.
+	l.restrictSenders()
 	l.addAlarms()
 	l.addDashboard()
 	return l
@@ -227,8 +230,11 @@ func (l *lane) addQueues() {
 			SourceQueues:      &[]awssqs.IQueue{sourceRef},
 		},
 	})
+	// No other queue may name the source queue as its DLQ and push its
+	// failures into the lane.
 	l.source = l.queue("SourceQueue", &awssqs.QueueProps{
 		QueueName:           jsii.String(sourceName),
+		RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
 		RetentionPeriod:     seconds2duration(r.sourceRetention),
 		VisibilityTimeout:   seconds2duration(r.visibility),
 		MaxMessageSizeBytes: jsii.Number(SourceMaxMessageBytes),
@@ -265,6 +271,7 @@ func (l *lane) table(id string, sortKey bool) awsdynamodb.Table {
 		},
 		TimeToLiveAttribute: jsii.String(TTLAttribute),
 		RemovalPolicy:       l.props.removalPolicy,
+		DeletionProtection:  jsii.Bool(l.props.deletionProtection),
 	}
 	if sortKey {
 		props.SortKey = &awsdynamodb.Attribute{Name: jsii.String(SortKey), Type: awsdynamodb.AttributeType_STRING}
@@ -334,7 +341,7 @@ func (l *lane) function(spec functionSpec) laneFunction {
 		LogGroup:                     f.logs,
 		LoggingFormat:                awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2:        awslambda.ApplicationLogLevel_INFO,
-		SystemLogLevelV2:             awslambda.SystemLogLevel_WARN,
+		SystemLogLevelV2:             r.systemLogLevel,
 		Environment:                  &env,
 	})
 	return f
@@ -405,7 +412,7 @@ func (l *lane) addReplay(code string) {
 		code:                code,
 		timeout:             rp.timeout,
 		memory:              rp.memory,
-		reservedConcurrency: jsii.Number(ReplayReservedConcurrency),
+		reservedConcurrency: rp.reserved,
 		wired: map[string]*string{
 			"REPLAY_ROUTES":     routes,
 			"LEDGER_TABLE":      l.ledger.TableName(),
@@ -432,6 +439,11 @@ func (l *lane) addReplay(code string) {
 	l.ledger.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:Query"))
 	l.idempotency.Grant(replay, jsii.String("dynamodb:BatchGetItem"))
+
+	// A failed scheduled run is not run again by Lambda's asynchronous
+	// retries (2 by default): the next schedule is the retry, with fresh
+	// gates, and an error alarm has fired meanwhile.
+	replay.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{RetryAttempts: jsii.Number(0)})
 
 	// The target adds the Lambda permission for events.amazonaws.com, scoped
 	// to this rule. The function receives the scheduled event as is.

@@ -132,8 +132,8 @@ func TestQueues(t *testing.T) {
 		}
 	})
 
-	t.Run("invalid and parking queues are never a DLQ target", func(t *testing.T) {
-		for _, q := range []string{id.invalid, id.parking} {
+	t.Run("source, invalid and parking queues are never a DLQ target", func(t *testing.T) {
+		for _, q := range []string{id.source, id.invalid, id.parking} {
 			got := mustJSON(props(s.resources[q])["RedriveAllowPolicy"])
 			if got != `{"redrivePermission":"denyAll"}` {
 				t.Errorf("%s allow-policy %s, want denyAll", q, got)
@@ -228,6 +228,9 @@ func TestTables(t *testing.T) {
 		if r["DeletionPolicy"] != "Retain" || r["UpdateReplacePolicy"] != "Retain" {
 			t.Errorf("%s: DeletionPolicy %v, UpdateReplacePolicy %v; want Retain by default", lid, r["DeletionPolicy"], r["UpdateReplacePolicy"])
 		}
+		if got := props(r)["DeletionProtectionEnabled"]; got != true {
+			t.Errorf("%s: DeletionProtectionEnabled %v, want true by default", lid, got)
+		}
 	}
 	if got := props(s.resources[id.idempotency])["KeySchema"]; mustJSON(got) != `[{"AttributeName":"pk","KeyType":"HASH"}]` {
 		t.Errorf("idempotency key schema %s", mustJSON(got))
@@ -250,11 +253,12 @@ func TestConsumerFunction(t *testing.T) {
 			"Timeout":       30,
 			"MemorySize":    256,
 			"Role":          getAtt(id.role, "Arn"),
-			"LoggingConfig": obj{
+			"LoggingConfig": assertions.Match_ObjectEquals(&obj{
 				"LogFormat":           "JSON",
 				"ApplicationLogLevel": "INFO",
+				"SystemLogLevel":      "INFO", // keeps the REPORT lines
 				"LogGroup":            refTo(id.logs),
-			},
+			}),
 			"Environment": obj{"Variables": assertions.Match_ObjectEquals(&obj{
 				"INVALID_QUEUE_URL": refTo(id.invalid),
 				"IDEMPOTENCY_TABLE": refTo(id.idempotency),
@@ -482,13 +486,16 @@ func TestAlarmTopic(t *testing.T) {
 	check(t, "topic encrypted with the lane's key", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::SNS::Topic"), like(obj{"KmsMasterKeyId": getAtt(id.key, "Arn")}))
 	})
-	check(t, "key rotates and lets CloudWatch use it", func() {
+	check(t, "key rotates and lets CloudWatch of this account use it", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::KMS::Key"), like(obj{
 			"EnableKeyRotation": true,
-			"KeyPolicy": like(obj{"Statement": arrayWith(like(obj{
+			"KeyPolicy": like(obj{"Statement": arrayWith(assertions.Match_ObjectEquals(&obj{
+				"Sid":       "CloudWatchAlarmsUseTheKey",
 				"Effect":    "Allow",
 				"Principal": obj{"Service": "cloudwatch.amazonaws.com"},
 				"Action":    arr{"kms:Decrypt", "kms:GenerateDataKey*"},
+				"Resource":  "*",
+				"Condition": obj{"StringEquals": obj{"aws:SourceAccount": refTo("AWS::AccountId")}},
 			}))}),
 		}))
 	})
@@ -620,6 +627,11 @@ func TestTunedProps(t *testing.T) {
 			if got := s.resources[lid]["DeletionPolicy"]; got != "Delete" {
 				t.Errorf("%s %s: DeletionPolicy %v, want Delete with RemovalPolicy DESTROY", typ, lid, got)
 			}
+		}
+	}
+	for _, lid := range s.ofType("AWS::DynamoDB::Table") {
+		if got := props(s.resources[lid])["DeletionProtectionEnabled"]; got != false {
+			t.Errorf("%s: DeletionProtectionEnabled %v, want false with RemovalPolicy DESTROY", lid, got)
 		}
 	}
 }

@@ -53,13 +53,6 @@ const (
 	DefaultReplayTimeoutSeconds = 5 * 60
 	// DefaultReplayMemoryMB is the replay function's memory size.
 	DefaultReplayMemoryMB = 256
-	// ReplayReservedConcurrency is the replay function's reserved
-	// concurrency, not a prop: one run at a time per lane, so that two runs
-	// never stream the same DLQ or read each other's gates half-written. A
-	// scheduled invocation that finds a run in progress is throttled and
-	// retried by Lambda's asynchronous invocation later. Reserving it needs
-	// an account whose concurrency limit leaves 10 unreserved.
-	ReplayReservedConcurrency = 1
 	// DeadLetterAgeAlarmRatio is the fraction of the DLQ retention at which the
 	// age of the oldest DLQ message raises an alarm, so that nothing expires
 	// unseen.
@@ -192,6 +185,36 @@ type LaneProps struct {
 	// Default 1 minute.
 	AlarmPeriod awscdk.Duration
 
+	// Who may steer the lane from outside (issue 11): the queue policies,
+	// the tax service's scheme, the tables' protection, the functions'
+	// platform logs.
+
+	// AllowNativeRedrive lets principals with the permission start SQS's
+	// own message move task ("Start DLQ redrive", sqs:StartMessageMoveTask)
+	// on the DLQ. Default false: the DLQ's queue policy denies it to
+	// everyone, because a move task has no filter, no cap per order, no
+	// ledger and no parking (docs/OPERATIONS.md, caution 4).
+	AllowNativeRedrive *bool
+	// OperatorArns are IAM principal ARNs (ArnLike patterns, e.g. an SSO
+	// role's arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/*/AWSReservedSSO_Ops_*)
+	// that may send to the parking queue besides the replay function: the
+	// operators who run `dlq replay`, which parks what it cannot replay.
+	// Default none. The DLQ accepts messages only from SQS's redrive, the
+	// invalid queue only from the consumer.
+	OperatorArns []string
+	// AllowPlainHTTP lets TaxServiceURL be an http:// URL. Default false:
+	// https:// only, since order bodies carry tax ids; a URL that is a token
+	// (a deploy parameter) is checked by its own pattern. The local profile
+	// sets it for its stand-in on 127.0.0.1.
+	AllowPlainHTTP *bool
+	// DeletionProtection of both tables. Default true, false when
+	// RemovalPolicy is DESTROY (a throw-away stack must be deletable).
+	DeletionProtection *bool
+	// SystemLogLevel of both functions' platform logs (JSON). Default INFO,
+	// which keeps the START and REPORT lines (duration, billed duration, max
+	// memory, init duration); WARN drops them.
+	SystemLogLevel awslambda.SystemLogLevel
+
 	// Replay configures the replay function and its schedule. Default nil:
 	// every ReplayProps default.
 	Replay *ReplayProps
@@ -221,6 +244,15 @@ type ReplayProps struct {
 	Timeout awscdk.Duration
 	// MemorySize in MB. Default 256.
 	MemorySize *float64
+	// ReservedConcurrency reserves (and caps) the replay function's
+	// concurrency. Default none: Lambda keeps 100 of the account's
+	// concurrency unreserved, so any reservation fails the deploy in an
+	// account whose quota is small (new accounts start at 10). Runs that
+	// overlap are safe (the ledger leases every message to one run), so set
+	// it to 1 only to keep a scheduled run and an on-demand one from
+	// overlapping, in an account whose quota leaves at least 100 unreserved
+	// after every reservation (the default quota, 1000, does).
+	ReservedConcurrency *float64
 
 	// MaxReplays is how often a message is replayed before it is parked
 	// (MAX_REPLAYS). Function default 3; 1..100.
@@ -301,6 +333,7 @@ type replayResolved struct {
 	enabled     bool
 	timeout     float64
 	memory      float64
+	reserved    *float64
 	tuning      []tuning // in the order of ReplayProps
 	environment map[string]string
 }
@@ -323,6 +356,7 @@ func (p *ReplayProps) resolve() replayResolved {
 		enabled:     p.Enabled == nil || *p.Enabled,
 		timeout:     seconds(p.Timeout, DefaultReplayTimeoutSeconds),
 		memory:      number(p.MemorySize, DefaultReplayMemoryMB),
+		reserved:    p.ReservedConcurrency,
 		environment: p.Environment,
 		tuning: []tuning{
 			{field: "MaxReplays", key: "MAX_REPLAYS", value: p.MaxReplays},
@@ -389,6 +423,11 @@ type resolved struct {
 	logRetention        awslogs.RetentionDays
 	removalPolicy       awscdk.RemovalPolicy
 	alarmPeriod         float64
+	allowNativeRedrive  bool
+	operatorArns        []string
+	allowPlainHTTP      bool
+	deletionProtection  bool
+	systemLogLevel      awslambda.SystemLogLevel
 	replay              replayResolved
 }
 
@@ -428,6 +467,10 @@ func (p *LaneProps) resolve() resolved {
 		logRetention:        p.LogRetention,
 		removalPolicy:       p.RemovalPolicy,
 		alarmPeriod:         seconds(p.AlarmPeriod, 60),
+		allowNativeRedrive:  p.AllowNativeRedrive != nil && *p.AllowNativeRedrive,
+		operatorArns:        p.OperatorArns,
+		allowPlainHTTP:      p.AllowPlainHTTP != nil && *p.AllowPlainHTTP,
+		systemLogLevel:      p.SystemLogLevel,
 		replay:              p.Replay.resolve(),
 	}
 	r.visibility = seconds(p.VisibilityTimeout, VisibilityFactor*r.timeout+r.batchingWindow)
@@ -445,6 +488,13 @@ func (p *LaneProps) resolve() resolved {
 	}
 	if r.removalPolicy == "" {
 		r.removalPolicy = awscdk.RemovalPolicy_RETAIN
+	}
+	r.deletionProtection = r.removalPolicy != awscdk.RemovalPolicy_DESTROY
+	if p.DeletionProtection != nil {
+		r.deletionProtection = *p.DeletionProtection
+	}
+	if r.systemLogLevel == "" {
+		r.systemLogLevel = awslambda.SystemLogLevel_INFO
 	}
 	return r
 }
@@ -521,6 +571,20 @@ func (r resolved) validate() error {
 
 	if r.taxServiceURL == nil || *r.taxServiceURL == "" {
 		bad("TaxServiceURL is required")
+	} else if url := *r.taxServiceURL; !*awscdk.Token_IsUnresolved(jsii.String(url)) {
+		switch {
+		case strings.HasPrefix(url, "https://") && len(url) > len("https://"):
+		case strings.HasPrefix(url, "http://") && len(url) > len("http://") && r.allowPlainHTTP:
+		case r.allowPlainHTTP:
+			bad("TaxServiceURL is %q, want an http:// or https:// URL", url)
+		default:
+			bad("TaxServiceURL is %q, want an https:// URL (order bodies carry tax ids; AllowPlainHTTP permits http://)", url)
+		}
+	}
+	for _, arn := range r.operatorArns {
+		if !strings.HasPrefix(arn, "arn:") {
+			bad("OperatorArns has %q, want an IAM principal ARN (arn:...)", arn)
+		}
 	}
 	if strings.TrimSpace(r.consumerName) == "" {
 		bad("ConsumerName is empty")
@@ -565,6 +629,9 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 	}
 	if r.memory < 128 || r.memory > 10240 || r.memory != math.Trunc(r.memory) {
 		bad("MemorySize is %v, want a whole number of MB in 128..10240", r.memory)
+	}
+	if r.reserved != nil {
+		whole("ReservedConcurrency", *r.reserved, 1, math.MaxInt32)
 	}
 
 	// An unset field is the function's default, which is valid: the checks

@@ -32,21 +32,21 @@ func TestReplayFunction(t *testing.T) {
 	id := s.ids()
 	tpl := s.template
 
-	check(t, "provided.al2023 bootstrap on arm64, 5 min, 256 MB, JSON logs, reserved concurrency 1, wired environment only", func() {
+	check(t, "provided.al2023 bootstrap on arm64, 5 min, 256 MB, JSON logs, no reserved concurrency, wired environment only", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), like(obj{
 			"Runtime":                      "provided.al2023",
 			"Handler":                      "bootstrap",
 			"Architectures":                arr{"arm64"},
 			"Timeout":                      300,
 			"MemorySize":                   256,
-			"ReservedConcurrentExecutions": 1,
+			"ReservedConcurrentExecutions": assertions.Match_Absent(),
 			"Role":                         getAtt(id.replayRole, "Arn"),
-			"LoggingConfig": obj{
+			"LoggingConfig": assertions.Match_ObjectEquals(&obj{
 				"LogFormat":           "JSON",
 				"ApplicationLogLevel": "INFO",
-				"SystemLogLevel":      "WARN",
+				"SystemLogLevel":      "INFO", // keeps the REPORT lines
 				"LogGroup":            refTo(id.replayLogs),
-			},
+			}),
 			// No tuning variable: the function's own defaults apply.
 			"Environment": obj{"Variables": assertions.Match_ObjectEquals(&obj{
 				"REPLAY_ROUTES":     assertions.Match_AnyValue(),
@@ -75,6 +75,15 @@ func TestReplayFunction(t *testing.T) {
 		if id.replayLogs == id.logs || logs["RetentionInDays"] != 30.0 {
 			t.Errorf("replay log group %s: %s", id.replayLogs, mustJSON(logs))
 		}
+	})
+
+	check(t, "no asynchronous retries: the next schedule is the retry", func() {
+		tpl.ResourceCountIs(jsii.String("AWS::Lambda::EventInvokeConfig"), jsii.Number(1))
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventInvokeConfig"), assertions.Match_ObjectEquals(&obj{
+			"FunctionName":         refTo(id.replay),
+			"Qualifier":            "$LATEST",
+			"MaximumRetryAttempts": 0,
+		}))
 	})
 
 	t.Run("no event source mapping", func(t *testing.T) {
@@ -132,6 +141,7 @@ func TestReplayTuning(t *testing.T) {
 			"MemorySize":                   512,
 			"ReservedConcurrentExecutions": 1,
 			"Role":                         getAtt(id.replayRole, "Arn"),
+			"LoggingConfig":                like(obj{"SystemLogLevel": "DEBUG"}),
 			"Environment": obj{"Variables": assertions.Match_ObjectEquals(&obj{
 				"REPLAY_ROUTES":        assertions.Match_AnyValue(),
 				"LEDGER_TABLE":         refTo(id.ledger),

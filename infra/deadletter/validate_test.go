@@ -70,6 +70,28 @@ func TestValidate(t *testing.T) {
 			[]string{"ConsumerTimeout is 901s, want 1s..900s"}},
 		{"missing tax service URL", func(p *deadletter.LaneProps) { p.TaxServiceURL = nil },
 			[]string{"TaxServiceURL is required"}},
+		{"plain HTTP tax service", func(p *deadletter.LaneProps) { p.TaxServiceURL = jsii.String("http://tax.example.test") },
+			[]string{`TaxServiceURL is "http://tax.example.test", want an https:// URL (order bodies carry tax ids; AllowPlainHTTP permits http://)`}},
+		{"plain HTTP tax service, allowed", func(p *deadletter.LaneProps) {
+			p.TaxServiceURL = jsii.String("http://127.0.0.1:4580")
+			p.AllowPlainHTTP = jsii.Bool(true)
+		}, nil},
+		{"tax service without a scheme", func(p *deadletter.LaneProps) { p.TaxServiceURL = jsii.String("tax.example.test") },
+			[]string{`TaxServiceURL is "tax.example.test", want an https:// URL`}},
+		{"tax service of another scheme, plain HTTP allowed", func(p *deadletter.LaneProps) {
+			p.TaxServiceURL = jsii.String("ftp://tax.example.test")
+			p.AllowPlainHTTP = jsii.Bool(true)
+		}, []string{`TaxServiceURL is "ftp://tax.example.test", want an http:// or https:// URL`}},
+		{"tax service scheme only", func(p *deadletter.LaneProps) { p.TaxServiceURL = jsii.String("https://") },
+			[]string{`TaxServiceURL is "https://"`}},
+		{"operator that is not an ARN", func(p *deadletter.LaneProps) { p.OperatorArns = []string{"ops-role"} },
+			[]string{`OperatorArns has "ops-role", want an IAM principal ARN`}},
+		{"replay: reserved concurrency 0", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.ReservedConcurrency = jsii.Number(0) })
+		}, []string{"Replay.ReservedConcurrency is 0, want a whole number in 1.."}},
+		{"replay: reserved concurrency 1", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.ReservedConcurrency = jsii.Number(1) })
+		}, nil},
 		{"environment overrides a wired variable", func(p *deadletter.LaneProps) {
 			p.ConsumerEnvironment = map[string]string{"INVALID_QUEUE_URL": "x", "TAX_BUDGET": "2s"}
 		}, []string{"ConsumerEnvironment sets INVALID_QUEUE_URL, which the lane wires itself"}},
@@ -170,6 +192,15 @@ func TestValidate(t *testing.T) {
 	if err := (*deadletter.LaneProps)(nil).Validate(); !errors.Is(err, deadletter.ErrInvalidProps) {
 		t.Errorf("nil props: %v", err)
 	}
+
+	t.Run("a tax service token is left to its deploy parameter", func(t *testing.T) {
+		p := baseProps()
+		param := awscdk.NewCfnParameter(newStack(), jsii.String("TaxServiceUrl"), &awscdk.CfnParameterProps{Type: jsii.String("String")})
+		p.TaxServiceURL = param.ValueAsString()
+		if err := p.Validate(); err != nil {
+			t.Errorf("Validate: %v", err)
+		}
+	})
 
 	t.Run("replay: a schedule token is left to EventBridge", func(t *testing.T) {
 		p := baseProps()

@@ -1,0 +1,83 @@
+package deadletter
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Statement ids of the lane's queue policies, beside the CDK's TLS-only one.
+const (
+	// SidOnlyLaneSends denies SendMessage on the DLQ, the invalid and the
+	// parking queue to every IAM principal but the lane's own senders.
+	SidOnlyLaneSends = "OnlyTheLaneSends"
+	// SidNoNativeRedrive denies starting SQS's message move task on the DLQ.
+	SidNoNativeRedrive = "NoNativeRedrive"
+)
+
+// restrictSenders makes the lane's queues of last resort accept messages
+// only from the lane: anything in them is replayed or reported under the
+// lane's name, so a sender outside it could inject orders (with made-up
+// replay metadata) that the replay function forwards under its own role.
+//
+//   - the DLQ: no IAM principal sends; only SQS's redrive from the source
+//     queue moves messages in;
+//   - the invalid queue: the consumer's role;
+//   - the parking queue: the replay function's role and OperatorArns.
+//
+// How SQS authorises the move to a DLQ (AWS documentation, SQS Developer
+// Guide "Using dead-letter queues" and the RedrivePolicy/RedriveAllowPolicy
+// attributes of SetQueueAttributes): the move after maxReceiveCount is done
+// by SQS itself, inside the service, and is permitted by configuration, not
+// by a SendMessage call: the source queue's RedrivePolicy names the DLQ
+// (setting it takes sqs:SetQueueAttributes on the source), the DLQ's
+// RedriveAllowPolicy names the source queues that may use it (byQueue, here
+// only ours), and both must be in the same account and region. Unlike the
+// DLQs of SNS subscriptions (a queue policy allowing sns.amazonaws.com) or
+// of Lambda's asynchronous invocation (the function's role sends), AWS
+// documents no principal and no queue-policy statement for it. The deny below
+// therefore applies to signed requests of IAM principals only
+// (aws:PrincipalIsAWSService false, present in every signed request), so
+// that even if SQS's internal move were ever evaluated against the policy,
+// as a service principal, it would not be denied; service principals have
+// no Allow here either, so no other service can deliver to these queues.
+func (l *lane) restrictSenders() {
+	onlyFrom := func(q awssqs.Queue, senders ...string) {
+		conditions := map[string]any{
+			"Bool": map[string]any{"aws:PrincipalIsAWSService": "false"},
+		}
+		if len(senders) > 0 {
+			arns := make([]any, len(senders))
+			for i, s := range senders {
+				arns[i] = s
+			}
+			conditions["ArnNotLike"] = map[string]any{"aws:PrincipalArn": arns}
+		}
+		q.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String(SidOnlyLaneSends),
+			Effect:     awsiam.Effect_DENY,
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:    jsii.Strings("sqs:SendMessage"),
+			Resources:  &[]*string{q.QueueArn()},
+			Conditions: &conditions,
+		}))
+	}
+	onlyFrom(l.deadLetter)
+	onlyFrom(l.invalid, *l.consumer.role.RoleArn())
+	onlyFrom(l.parking, append([]string{*l.replay.role.RoleArn()}, l.props.operatorArns...)...)
+
+	// Native redrive (StartMessageMoveTask) is authorised on its source
+	// queue, the DLQ. The invalid and parking queues cannot be its source:
+	// SQS moves only from queues that are the DLQ of another queue, and
+	// theirs deny every source queue. ListMessageMoveTasks and
+	// CancelMessageMoveTask stay allowed: they only show or stop a task.
+	if !l.props.allowNativeRedrive {
+		l.deadLetter.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String(SidNoNativeRedrive),
+			Effect:     awsiam.Effect_DENY,
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:    jsii.Strings("sqs:StartMessageMoveTask"),
+			Resources:  &[]*string{l.deadLetter.QueueArn()},
+		}))
+	}
+}
