@@ -137,14 +137,24 @@ func (s *IdempotencyStore) Claim(ctx context.Context, l idempotency.Lease) (idem
 		if !errors.As(err, &failed) {
 			return idempotency.Record{}, false, fmt.Errorf("put %s in %s: %w", l.Key, s.table, err)
 		}
-		if len(failed.Item) > 0 {
-			rec, err := decodeIdempotency(failed.Item, s.table)
-			return rec, false, err
+		var rec idempotency.Record
+		found := len(failed.Item) > 0
+		if found {
+			rec, err = decodeIdempotency(failed.Item, s.table)
+		} else {
+			// Not every implementation returns the item: read it.
+			rec, found, err = GetIdempotencyRecord(ctx, s.api, s.table, l.Key)
 		}
-		// Not every implementation returns the item: read it.
-		rec, found, err := GetIdempotencyRecord(ctx, s.api, s.table, l.Key)
-		if err != nil || found {
+		switch {
+		case err != nil:
 			return rec, false, err
+		case found && rec.Status == idempotency.InProgress && rec.Token == l.Token:
+			// Our own claim: an earlier attempt of this call was applied
+			// and its answer lost (the SDK retried it). What it replaced
+			// is lost with the answer: in doubt, the safe side.
+			return idempotency.Record{Key: l.Key, Status: idempotency.InProgress, PayloadHash: l.PayloadHash}, true, nil
+		case found:
+			return rec, false, nil
 		}
 	}
 	return idempotency.Record{}, false, fmt.Errorf("claim %s in %s: %w", l.Key, s.table, idempotency.ErrInProgress)
@@ -202,13 +212,22 @@ func (s *IdempotencyStore) Complete(ctx context.Context, l idempotency.Lease, re
 		return fmt.Errorf("build complete expression: %w", err)
 	}
 	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(l.Key),
-		ConditionExpression:       expr.Condition(),
-		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
+		TableName:                           aws.String(s.table),
+		Key:                                 key(l.Key),
+		ConditionExpression:                 expr.Condition(),
+		UpdateExpression:                    expr.Update(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) && len(failed.Item) > 0 {
+		// Completed by an earlier attempt of this call whose answer was
+		// lost (the SDK retried it): done.
+		if rec, derr := decodeIdempotency(failed.Item, s.table); derr == nil && rec.Status == idempotency.Completed && rec.Token == l.Token {
+			return nil
+		}
+	}
 	return s.conditional(err, "complete", l.Key)
 }
 

@@ -20,6 +20,8 @@ import (
 // standing record itself.
 type fakeAPI struct {
 	item    map[string]types.AttributeValue
+	// updateOld is the item a failed UpdateItem's condition check returns.
+	updateOld map[string]types.AttributeValue
 	putErr  error
 	putOld  map[string]types.AttributeValue // the item a successful put replaced
 	puts    []*dynamodb.PutItemInput
@@ -43,7 +45,7 @@ func (f *fakeAPI) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...fun
 }
 
 func (f *fakeAPI) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return nil, &types.ConditionalCheckFailedException{}
+	return nil, &types.ConditionalCheckFailedException{Item: f.updateOld}
 }
 
 func (f *fakeAPI) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
@@ -182,5 +184,37 @@ func TestClaimTakesOverAVoidClaimByItsToken(t *testing.T) {
 				t.Fatalf("condition %q compares the lock token: %v (value %v), want %v", cond, byToken, valued, tt.wantToken)
 			}
 		})
+	}
+}
+
+// An SDK retry of a write that was applied, its answer lost (net/http
+// closing the connection under load, aws-sdk-go-v2#1825), meets its own
+// record: a claim that finds its own token is ours (in doubt: what it
+// replaced is lost), a completion that finds its own COMPLETED record is
+// done.
+func TestRetriedWritesRecogniseTheirOwnRecord(t *testing.T) {
+	own := func(status string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{
+			"pk":          &types.AttributeValueMemberS{Value: lease.Key},
+			"status":      &types.AttributeValueMemberS{Value: status},
+			"payloadHash": &types.AttributeValueMemberS{Value: "h"},
+			"lockToken":   &types.AttributeValueMemberS{Value: lease.Token},
+			"expiresAt":   &types.AttributeValueMemberN{Value: "1802000000"},
+		}
+	}
+	l := lease
+	l.PayloadHash = "h"
+	api := &fakeAPI{putErr: &types.ConditionalCheckFailedException{Item: own("IN_PROGRESS")}}
+	cur, claimed, err := dynamo.NewIdempotencyStore(api, "idem").Claim(context.Background(), l)
+	if err != nil || !claimed || cur.Status != idempotency.InProgress || cur.PayloadHash != "h" {
+		t.Fatalf("claim = %+v, %v, %v; want ours, in doubt", cur, claimed, err)
+	}
+	api = &fakeAPI{updateOld: own("COMPLETED")}
+	if err := dynamo.NewIdempotencyStore(api, "idem").Complete(context.Background(), l, "INV-1"); err != nil {
+		t.Fatalf("complete = %v, want done", err)
+	}
+	api = &fakeAPI{updateOld: nil}
+	if err := dynamo.NewIdempotencyStore(api, "idem").Complete(context.Background(), l, "INV-1"); !errors.Is(err, idempotency.ErrLeaseLost) {
+		t.Fatalf("complete of a lost lease = %v", err)
 	}
 }
