@@ -69,6 +69,9 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		p.Lane.Architecture = hostArchitecture()
 		p.Lane.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
 		p.Lane.LogRetention = awslogs.RetentionDays_ONE_DAY
+		// ministack rejects metric-math alarms: the consumer's failure alarm
+		// counts failed records instead of their rate.
+		p.Lane.MetricMath = jsii.Bool(false)
 		// The consumer's defaults (10 s tax budget, 2 s margin) do not fit in
 		// a 3 s invocation.
 		p.Lane.ConsumerEnvironment = map[string]string{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"}

@@ -200,6 +200,9 @@ func TestProfiles(t *testing.T) {
 				"IDEMPOTENCY_TABLE": obj{"Ref": s.id(t, "AWS::DynamoDB::Table", "IdempotencyTable")},
 				"CONSUMER_NAME":     "invoice",
 				"HEALTH_URL":        tc.taxURL,
+				// Both functions name their metrics alike: one lane.
+				"POWERTOOLS_SERVICE_NAME":      "Homing/Orders",
+				"POWERTOOLS_METRICS_NAMESPACE": "Homing",
 			}
 			maps.Copy(replayVars, tc.replayTuning)
 			for _, fn := range []struct {

@@ -325,6 +325,7 @@ func (l *lane) function(spec functionSpec) laneFunction {
 	f.logs.GrantWrite(f.role)
 
 	env := maps.Clone(spec.wired)
+	maps.Copy(env, l.metricsEnvironment())
 	for k, v := range spec.environment {
 		env[k] = jsii.String(v)
 	}

@@ -264,6 +264,9 @@ func TestConsumerFunction(t *testing.T) {
 				"IDEMPOTENCY_TABLE": refTo(id.idempotency),
 				"TAX_SERVICE_URL":   taxURL,
 				"CONSUMER_NAME":     "invoice",
+				// The lane's construct path and the default namespace.
+				"POWERTOOLS_SERVICE_NAME":      "Test/Orders",
+				"POWERTOOLS_METRICS_NAMESPACE": "Homing",
 			})},
 			"ReservedConcurrentExecutions": assertions.Match_Absent(),
 		}))
@@ -459,7 +462,7 @@ func TestAlarms(t *testing.T) {
 		})
 	}
 	alarm := jsii.String("AWS::CloudWatch::Alarm")
-	check(t, "seven alarms", func() { tpl.ResourceCountIs(alarm, jsii.Number(7)) })
+	check(t, "nine alarms", func() { tpl.ResourceCountIs(alarm, jsii.Number(9)) })
 	for name, m := range map[string]assertions.Matcher{
 		"DLQ depth > 0":                   queueAlarm(id.dlq, "ApproximateNumberOfMessagesVisible", 0),
 		"DLQ oldest age > 75% of 14 days": queueAlarm(id.dlq, "ApproximateAgeOfOldestMessage", 0.75*1209600),
@@ -474,7 +477,7 @@ func TestAlarms(t *testing.T) {
 	check(t, "every alarm notifies the topic", func() {
 		tpl.AllResourcesProperties(alarm, like(obj{"AlarmActions": actions, "TreatMissingData": "notBreaching"}))
 	})
-	if got := len(s.lane.Alarms().All()); got != 7 {
+	if got := len(s.lane.Alarms().All()); got != 9 {
 		t.Errorf("Alarms().All() has %d alarms", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
@@ -100,12 +101,12 @@ var ErrInvalidProps = errors.New("invalid deadletter.LaneProps")
 
 // wiredEnvironment are the consumer variables the construct sets from its own
 // resources; ConsumerEnvironment must not set them.
-var wiredEnvironment = []string{"INVALID_QUEUE_URL", "IDEMPOTENCY_TABLE", "TAX_SERVICE_URL", "CONSUMER_NAME"}
+var wiredEnvironment = []string{"INVALID_QUEUE_URL", "IDEMPOTENCY_TABLE", "TAX_SERVICE_URL", "CONSUMER_NAME", EnvServiceName, EnvMetricsNamespace}
 
 // replayWiredEnvironment are the replay variables the construct sets from its
 // own resources and props; ReplayProps.Environment must not set them, nor any
 // variable of [replayTuning].
-var replayWiredEnvironment = []string{"REPLAY_ROUTES", "LEDGER_TABLE", "IDEMPOTENCY_TABLE", "CONSUMER_NAME", "HEALTH_URL"}
+var replayWiredEnvironment = []string{"REPLAY_ROUTES", "LEDGER_TABLE", "IDEMPOTENCY_TABLE", "CONSUMER_NAME", "HEALTH_URL", EnvServiceName, EnvMetricsNamespace}
 
 // LaneProps configures one [Lane]. Every field is optional except
 // TaxServiceURL; a nil (or zero) field takes the default named in its comment.
@@ -184,6 +185,41 @@ type LaneProps struct {
 	// AlarmPeriod is the period over which every alarm evaluates its metric.
 	// Default 1 minute.
 	AlarmPeriod awscdk.Duration
+
+	// Metrics and the alarms that page early (issue 11; see [Alarms]).
+
+	// ServiceName is both functions' POWERTOOLS_SERVICE_NAME, the Lane
+	// dimension of their EMF metrics. Default the lane's construct path
+	// (for the stack's lane, "Homing/Orders"): unique in the app, so the
+	// metrics of two lanes never merge. 1..1024 printable ASCII characters.
+	ServiceName *string
+	// MetricsNamespace is both functions' POWERTOOLS_METRICS_NAMESPACE.
+	// Default DefaultMetricsNamespace ("Homing"); CloudWatch's namespace
+	// rules, not AWS/.
+	MetricsNamespace *string
+	// ConsumerFailureRateThreshold: the ConsumerFailures alarm fires when
+	// more than this percentage of the consumer's records failed in
+	// EarlyAlarmDatapoints of EarlyAlarmEvaluationPeriods periods. Default
+	// 10; above 0, below 100.
+	ConsumerFailureRateThreshold *float64
+	// ConsumerFailedRecordsThreshold replaces the rate when MetricMath is
+	// false: the alarm fires when more than this many records failed in a
+	// period. Default 0; a whole number.
+	ConsumerFailedRecordsThreshold *float64
+	// SourceAgeThreshold: the SourceAge alarm fires when the source queue's
+	// oldest message is older than this in EarlyAlarmDatapoints of
+	// EarlyAlarmEvaluationPeriods periods. Default 2 minutes; at least 1 s.
+	SourceAgeThreshold awscdk.Duration
+	// MetricMath lets the ConsumerFailures alarm compute a failure rate
+	// with metric math, and the dashboard show it and the invalid records
+	// by reason. Default true; false for emulators that reject metric-math
+	// alarms (the local profile, ministack): the alarm then counts failed
+	// records against ConsumerFailedRecordsThreshold.
+	MetricMath *bool
+	// AlarmActions are further actions of every alarm's ALARM and OK
+	// transitions, besides AlarmTopic (for example an SNS action on a
+	// paging service's topic). Default none.
+	AlarmActions []awscloudwatch.IAlarmAction
 
 	// Who may steer the lane from outside (issue 11): the queue policies,
 	// the tax service's scheme, the tables' protection, the functions'
@@ -428,6 +464,7 @@ type resolved struct {
 	allowPlainHTTP      bool
 	deletionProtection  bool
 	systemLogLevel      awslambda.SystemLogLevel
+	alarms              alarmsResolved
 	replay              replayResolved
 }
 
@@ -471,6 +508,7 @@ func (p *LaneProps) resolve() resolved {
 		operatorArns:        p.OperatorArns,
 		allowPlainHTTP:      p.AllowPlainHTTP != nil && *p.AllowPlainHTTP,
 		systemLogLevel:      p.SystemLogLevel,
+		alarms:              p.resolveAlarms(),
 		replay:              p.Replay.resolve(),
 	}
 	r.visibility = seconds(p.VisibilityTimeout, VisibilityFactor*r.timeout+r.batchingWindow)
@@ -597,6 +635,7 @@ func (r resolved) validate() error {
 			bad("ConsumerEnvironment sets %s, which the lane wires itself", key)
 		}
 	}
+	errs = append(errs, r.alarms.validate()...)
 	errs = append(errs, r.replay.validate(r.deadLetterRetention)...)
 
 	if len(errs) == 0 {
