@@ -99,6 +99,8 @@ type Store interface {
 	Claim(ctx context.Context, l Lease) (current Record, claimed bool, err error)
 	// Complete turns the IN_PROGRESS record of l.Token into COMPLETED with
 	// result, expiring at l.ExpiresAt; it keeps the record's PayloadHash.
+	// A record COMPLETED by l.Token already is done (nil, unchanged): a
+	// completion retried after its answer was lost is not an error.
 	// ErrLeaseLost if l.Token no longer holds the key. l.Token is the
 	// caller's own claim, or an expired claim of another payload whose
 	// effect the caller's resolver found applied.

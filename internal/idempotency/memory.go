@@ -55,7 +55,10 @@ func (m *MemoryStore) Complete(_ context.Context, l Lease, result string) error 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.records[l.Key]
-	if !ok || r.Status != InProgress || r.Token != l.Token {
+	switch {
+	case ok && r.Status == Completed && r.Token == l.Token:
+		return nil // completed by this claim already
+	case !ok || r.Status != InProgress || r.Token != l.Token:
 		return ErrLeaseLost
 	}
 	r.Status, r.Result, r.ExpiresAt, r.LockExpiresAt = Completed, result, l.ExpiresAt, time.Time{}
