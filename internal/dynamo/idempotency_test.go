@@ -19,13 +19,13 @@ import (
 // item, as some DynamoDB implementations do, so the store must read the
 // standing record itself.
 type fakeAPI struct {
-	item    map[string]types.AttributeValue
+	item map[string]types.AttributeValue
 	// updateOld is the item a failed UpdateItem's condition check returns.
 	updateOld map[string]types.AttributeValue
-	putErr  error
-	putOld  map[string]types.AttributeValue // the item a successful put replaced
-	puts    []*dynamodb.PutItemInput
-	getCall int
+	putErr    error
+	putOld    map[string]types.AttributeValue // the item a successful put replaced
+	puts      []*dynamodb.PutItemInput
+	getCall   int
 }
 
 func (f *fakeAPI) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
