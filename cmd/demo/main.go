@@ -47,6 +47,7 @@ type demo struct {
 	ledger  *dynamo.Ledger
 	tax     *drill.TaxAdmin
 	started time.Time
+	show    progress
 }
 
 func run(ctx context.Context) error {
@@ -55,7 +56,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d := &demo{out: out, started: time.Now()}
+	d := &demo{out: out, started: time.Now(), show: newProgress(os.Stdout)}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return fmt.Errorf("load AWS config: %w", err)
@@ -140,8 +141,8 @@ func (d *demo) step(n, what string) {
 	fmt.Printf("\n[%s] %s\n", n, what)
 }
 
-// wait polls cond every 2 s, printing progress on one line, until it holds
-// or timeout passes.
+// wait polls cond every 2 s until it holds or timeout passes, redrawing its
+// progress on a terminal, one line at its end elsewhere.
 func (d *demo) wait(ctx context.Context, what string, timeout time.Duration, cond func() (bool, string, error)) error {
 	start := time.Now()
 	for {
@@ -149,15 +150,15 @@ func (d *demo) wait(ctx context.Context, what string, timeout time.Duration, con
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		fmt.Printf("\r      %-52s %-40s %4.0fs", what, state, time.Since(start).Seconds())
 		if ok {
-			fmt.Println("  done")
+			d.show.end(what, state, time.Since(start), true)
 			return nil
 		}
 		if time.Since(start) > timeout {
-			fmt.Println()
+			d.show.end(what, state, time.Since(start), false)
 			return fmt.Errorf("%s: not done after %s (%s)", what, timeout, state)
 		}
+		d.show.poll(what, state, time.Since(start))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
