@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/schollz/progressbar/v3"
@@ -8,14 +9,16 @@ import (
 	"github.com/homingdlq/homing/internal/replay"
 )
 
-// progress draws a replay run's progress on a terminal: one bar per route,
-// messages examined of the DLQ's depth at the start. On anything else it
-// draws nothing, so that piped stderr stays clean.
+// progress shows a replay run's progress. On a terminal it draws one bar
+// per route, messages examined of the DLQ's depth at the start, redrawn in
+// place. Anywhere else (a file, a pipe, a CI log) it writes one line per
+// route when the route's pass ends, with no carriage returns.
 type progress struct {
 	w     io.Writer
-	on    bool
+	on    bool // a terminal
 	bar   *progressbar.ProgressBar
 	route string
+	last  *replay.Progress // off a terminal: the current route's latest progress
 }
 
 func newProgress(w io.Writer, terminal bool) *progress { return &progress{w: w, on: terminal} }
@@ -23,6 +26,10 @@ func newProgress(w io.Writer, terminal bool) *progress { return &progress{w: w, 
 // update is the engine's OnProgress hook.
 func (p *progress) update(pr replay.Progress) {
 	if !p.on {
+		if p.last != nil && p.last.Route != pr.Route {
+			p.finish()
+		}
+		p.last = &pr
 		return
 	}
 	if p.bar == nil || p.route != pr.Route {
@@ -44,10 +51,16 @@ func (p *progress) update(pr replay.Progress) {
 	_ = p.bar.Set(pr.Counts.Examined)
 }
 
-// finish completes the current bar, if any.
+// finish completes the current route: its bar, or its one line.
 func (p *progress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 		p.bar = nil
+	}
+	if p.last != nil {
+		c := p.last.Counts
+		_, _ = fmt.Fprintf(p.w, "route %s: examined %d of %d (the DLQ's depth at the start); replayed %d, parked %d, delayed %d, errors %d\n",
+			p.last.Route, c.Examined, p.last.Depth, c.Replayed, c.ParkedTotal(), c.Delayed, c.Errors)
+		p.last = nil
 	}
 }

@@ -72,8 +72,9 @@ instead of the source queue.
 
 A run that is not a dry run writes its summary to the ledger, where the next
 scheduled run reads it for its gates. On a terminal it asks for confirmation
-unless --yes; without a terminal it needs --yes. A progress bar goes to stderr
-when stderr is a terminal. --json prints the engine's run summary.`,
+unless --yes; without a terminal it needs --yes. Progress goes to stderr: a bar
+when stderr is a terminal, else one line per route when its pass ends. --json
+prints the engine's run summary.`,
 		Example: `  dlq replay --dry-run
   dlq replay --older-than 2h --max 100 --rate 10
   dlq replay --order ORD-2026-000123 --order ORD-2026-000124 --yes
