@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/homingdlq/homing/internal/metrics"
@@ -30,6 +31,23 @@ func TestInfraNamesTheMetricsAlike(t *testing.T) {
 	} {
 		if !regexp.MustCompile(`\b` + infra + `\s*=\s*"` + regexp.QuoteMeta(value) + `"`).Match(src) {
 			t.Errorf("infra/deadletter/alarms.go does not declare %s = %q", infra, value)
+		}
+	}
+}
+
+// The README's tables of the consumer's and the replay's variables name
+// both variables, with the namespace's default.
+func TestReadmeDocumentsTheVariables(t *testing.T) {
+	src, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{
+		"| `" + metrics.EnvService + "` | `CONSUMER_NAME`'s value |",
+		"| `" + metrics.EnvNamespace + "` | `" + metrics.DefaultNamespace + "` |",
+	} {
+		if n := strings.Count(string(src), row); n != 2 {
+			t.Errorf("README.md has %d rows %q, want one in each function's table", n, row)
 		}
 	}
 }
