@@ -2,6 +2,10 @@
 # `make help` lists the targets; README.md explains them.
 
 GO            ?= go
+# go.mod's `toolchain` line names the Go release that builds, tests and
+# scans; an older go fetches it through the Go module proxy (GOTOOLCHAIN=auto),
+# also on machines whose go.env says GOTOOLCHAIN=local.
+export GOTOOLCHAIN ?= auto
 HOST_ARCH     := $(shell $(GO) env GOARCH)
 ARCH          ?= $(HOST_ARCH)
 AWS_REGION    ?= us-east-1
@@ -15,6 +19,8 @@ FUNCTIONS  := $(notdir $(wildcard functions/*))
 BOOTSTRAPS := $(FUNCTIONS:%=bin/%/bootstrap)
 CDK        := $(CURDIR)/node_modules/.bin/cdk
 NPM_STAMP  := node_modules/.package-lock.json
+# golang.org/x/vulndb snapshot that `make lint` scans against (`make vuln`: the newest).
+VULNDB     ?= v0.0.0-20261105234957-e22db6528018
 
 # What every test and tool talking to the emulator sees; the SDKs read
 # AWS_ENDPOINT_URL themselves, so no Go code knows about the emulator.
@@ -32,7 +38,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help demo soak build unit sim infra-test e2e test lint bench fuzz synth deploy-local destroy-local \
+.PHONY: help demo soak build unit sim infra-test e2e test lint vuln bench fuzz synth deploy-local destroy-local \
 	emulator-up emulator-down clean FORCE
 
 help: ## list the targets
@@ -75,12 +81,16 @@ e2e: ## emulator up, deploy the local stack, run the e2e-tagged tests, emulator 
 
 test: unit infra-test e2e ## everything CI runs
 
-lint: ## gofmt, go vet, staticcheck and actionlint (pinned as go.mod tools), both modules, e2e tag too
+lint: ## gofmt, go vet, staticcheck, actionlint and govulncheck (pinned as go.mod tools), both modules, e2e tag too
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./... && $(GO) vet -tags e2e ./...
 	$(GO) tool staticcheck ./... && $(GO) tool staticcheck -tags e2e ./...
 	cd infra && $(GO) vet ./...
 	$(GO) tool actionlint
+	GO=$(GO) scripts/vulncheck.sh $(VULNDB)
+
+vuln: ## govulncheck, both modules, against the newest Go vulnerability database on the Go module proxy
+	GO=$(GO) scripts/vulncheck.sh latest
 
 bench: ## benchmarks with allocations, 6 runs each (compare runs with benchstat)
 	@mkdir -p .local

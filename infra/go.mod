@@ -2,6 +2,8 @@ module github.com/homingdlq/homing/infra
 
 go 1.26.0
 
+toolchain go1.26.11
+
 require (
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.276.0
 	github.com/aws/constructs-go/constructs/v10 v10.8.1
