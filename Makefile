@@ -22,6 +22,10 @@ NPM_STAMP  := node_modules/.package-lock.json
 # golang.org/x/vulndb snapshot that `make lint` scans against (`make vuln`: the newest).
 VULNDB     ?= v0.0.0-20261105234957-e22db6528018
 
+# cdk, and the node that jsii starts for the infra tests and the CDK app, are
+# the Node.js 24 LTS that package-lock.json pins (npm package `node`), not the machine's.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+
 # What every test and tool talking to the emulator sees; the SDKs read
 # AWS_ENDPOINT_URL themselves, so no Go code knows about the emulator.
 EMULATOR_ENV := AWS_ENDPOINT_URL=http://127.0.0.1:$(EMULATOR_PORT) AWS_REGION=$(AWS_REGION) \
@@ -34,8 +38,6 @@ CDK_LOCAL_ENV := $(EMULATOR_ENV) CDK_DEFAULT_ACCOUNT=000000000000 CDK_DEFAULT_RE
 	HOMING_PROFILE=local TAX_SERVICE_URL=$(LOCAL_TAX_URL)
 CDK_FLAGS     := --no-notices --ci
 
-export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
 .PHONY: help demo soak build unit sim infra-test e2e test lint vuln bench fuzz synth deploy-local destroy-local \
@@ -69,7 +71,7 @@ unit: ## unit tests: no network, no node, no emulator
 sim: ## the deterministic simulation of the whole system: SEEDS=N random seeds (default 200), or SEED=N alone
 	SIM_SEEDS=$(or $(SEEDS),200) $(if $(SEED),SIM_SEED=$(SEED)) $(GO) test -count=1 -timeout 30m -run '^TestSim$$' ./internal/sim
 
-infra-test: ## CDK template assertions and cdk-nag (starts node through jsii)
+infra-test: $(NPM_STAMP) ## CDK template assertions and cdk-nag (jsii starts the project's node)
 	cd infra && $(GO) test -count=1 ./...
 
 # -p 1: the deployed-stack tests of different packages share one stack and
