@@ -113,7 +113,12 @@ func (r *run) batch(ctx context.Context, p *pass, msgs []types.Message, received
 	items := make([]*item, 0, len(msgs))
 	for _, m := range msgs {
 		if r.seen.add(aws.ToString(m.MessageId)) {
-			continue // examined before in this run: left as it is
+			// Examined before in this run (it reappeared after its
+			// decision window): not examined again, held until the pass
+			// ends like the others left for a later run, so the next run
+			// finds it visible.
+			p.held = append(p.held, visibility{id: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle)})
+			continue
 		}
 		it := &item{msg: readMessage(m, now), vis: keep}
 		if r.req.ResetCount {

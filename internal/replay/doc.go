@@ -106,7 +106,8 @@
 // empty or when it has received as many messages as the DLQ held at the
 // start (plus one batch). A message received again in the same pass (it
 // reappeared after its decision window) is recognised with a fixed-size
-// probabilistic filter and left as it is.
+// probabilistic filter, not examined again, and held with the messages left
+// for a later run.
 //
 // # Gates
 //

@@ -578,3 +578,38 @@ func TestBreakerTripsOnAReplayThatComesBackRunsLater(t *testing.T) {
 		t.Fatal("the breaker never opened")
 	}
 }
+
+// slowReceives advances the clock before the second receive, past the
+// decision window: the messages of the first batch reappear in the pass.
+type slowReceives struct {
+	replay.Queue
+	clock    *replaytest.Clock
+	by       time.Duration
+	receives int
+}
+
+func (s *slowReceives) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	if s.receives++; s.receives == 2 {
+		s.clock.Advance(s.by)
+	}
+	return s.Queue.ReceiveMessage(ctx, in, opts...)
+}
+
+// A message that reappears in the same pass (a slow pass outlived its
+// decision window) is held and released with the others when the pass
+// ends: the next run, started right after, finds every message visible.
+func TestMessagesSeenAgainInAPassAreReleased(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.orders("AGAIN", 25)
+	h.clock.Advance(due)
+	opts := h.options()
+	opts.DecisionWindow = time.Second
+	s, err := replay.New(&slowReceives{Queue: h.q, clock: h.clock, by: 5 * time.Second}, h.ledger, opts).
+		Run(context.Background(), replay.Request{Routes: []replay.Route{h.route}, DryRun: true})
+	if err != nil || s.Total.Examined != 25 {
+		t.Fatalf("examined %d, %v", s.Total.Examined, err)
+	}
+	if visible, inFlight := h.depth(h.route.DLQURL); visible != 25 || inFlight != 0 {
+		t.Fatalf("%d visible, %d in flight right after the run; want all 25 visible", visible, inFlight)
+	}
+}
