@@ -223,6 +223,13 @@ func TestE2EReplayAndAudit(t *testing.T) {
 	l.dlq(t, append(base, "--dry-run", "--health-url", "http://127.0.0.1:1")...).want(t, exitIncomplete, "closed gates held every route")
 	l.dlq(t, base...).want(t, exitRefused, "stdin is not a terminal")
 
+	// A receive whose answer the SDK lost under load (its connection
+	// closed; the SDK receives again) leaves messages in flight for the
+	// decision window: wait until the three are visible again.
+	emulatortest.Eventually(t, 60*time.Second, func() (bool, string) {
+		visible, inFlight, _ := emulatortest.Depth(t, q, dlqURL)
+		return visible == 3, fmt.Sprintf("%d visible, %d in flight", visible, inFlight)
+	})
 	r := l.dlq(t, append([]string{"--json"}, append(base, "--dry-run")...)...)
 	r.want(t, exitOK)
 	dry := decode[replay.Summary](t, r)
