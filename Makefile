@@ -12,6 +12,8 @@ AWS_REGION    ?= us-east-1
 EMULATOR      ?= ministack
 EMULATOR_PORT ?= 4566
 TAX_PORT      ?= 4580
+# moto's server: the second emulator of the contract suites (make e2e).
+MOTO_PORT     ?= 4599
 STACK         ?= Homing
 N             ?= 5000
 
@@ -38,10 +40,16 @@ CDK_LOCAL_ENV := $(EMULATOR_ENV) CDK_DEFAULT_ACCOUNT=000000000000 CDK_DEFAULT_RE
 	HOMING_PROFILE=local TAX_SERVICE_URL=$(LOCAL_TAX_URL)
 CDK_FLAGS     := --no-notices --ci
 
+# What the e2e tests learn of the emulators: the contract suites (queue,
+# ledger, completions, idempotency store) run against AWS_ENDPOINT_URL and
+# this second endpoint, each emulator's gaps declared by its name.
+CONTRACT_ENV  := HOMING_EMULATOR=$(EMULATOR) HOMING_SECOND_EMULATOR=moto \
+	HOMING_SECOND_ENDPOINT=http://127.0.0.1:$(MOTO_PORT)
+
 export CDK_DISABLE_VERSION_CHECK := 1
 
 .PHONY: help demo soak build unit sim infra-test e2e test lint vuln bench fuzz synth deploy-local destroy-local \
-	emulator-up emulator-down clean FORCE
+	emulator-up emulator-down moto-up moto-down clean FORCE
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -76,10 +84,10 @@ infra-test: $(NPM_STAMP) ## CDK template assertions and cdk-nag (jsii starts the
 
 # -p 1: the deployed-stack tests of different packages share one stack and
 # switch the tax stand-in down and up; they must not overlap.
-e2e: ## emulator up, deploy the local stack, run the e2e-tagged tests, emulator down (also on failure)
-	@rc=0; $(MAKE) --no-print-directory deploy-local && \
-	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 30m ./... || rc=$$?; \
-	  $(MAKE) --no-print-directory emulator-down; exit $$rc
+e2e: ## emulator and moto up, deploy the local stack, run the e2e-tagged tests, both down (also on failure)
+	@rc=0; $(MAKE) --no-print-directory moto-up && $(MAKE) --no-print-directory deploy-local && \
+	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 30m ./... || rc=$$?; \
+	  $(MAKE) --no-print-directory emulator-down; $(MAKE) --no-print-directory moto-down; exit $$rc
 
 test: unit infra-test e2e ## everything CI runs
 
@@ -127,7 +135,13 @@ emulator-up: ## install (project-local venv) and start the emulator and the tax 
 emulator-down: ## stop what emulator-up started
 	@EMULATOR=$(EMULATOR) EMULATOR_PORT=$(EMULATOR_PORT) TAX_PORT=$(TAX_PORT) scripts/emulator.sh down
 
-clean: emulator-down ## remove build output and local state
+moto-up: ## install (project-local venv .venv-moto) and start moto's server on 127.0.0.1:MOTO_PORT (default 4599; PID in .local/)
+	@MOTO_PORT=$(MOTO_PORT) scripts/emulator.sh moto-up
+
+moto-down: ## stop what moto-up started
+	@MOTO_PORT=$(MOTO_PORT) scripts/emulator.sh moto-down
+
+clean: emulator-down moto-down ## remove build output and local state
 	rm -rf bin .local infra/cdk.out
 
 FORCE:

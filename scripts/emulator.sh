@@ -6,6 +6,10 @@
 #                              it answers; start the tax stand-in (cmd/taxstub) on
 #                              127.0.0.1:$TAX_PORT beside it
 #   scripts/emulator.sh down   stop both processes this script started (by their recorded PIDs)
+#   scripts/emulator.sh moto-up / moto-down
+#                              the same for moto's server (scripts/requirements-moto.txt, in
+#                              its own virtualenv: its pins differ from ministack's) on
+#                              127.0.0.1:$MOTO_PORT, the contract suites' second emulator
 #
 # State, logs and PIDs live under .local/ so nothing leaks outside the checkout.
 set -euo pipefail
@@ -22,6 +26,11 @@ state="$root/.local/emulator"
 pidfile="$root/.local/emulator.pid"
 log="$root/.local/emulator.log"
 requirements="$root/scripts/requirements-emulator.txt"
+moto_venv="${MOTO_VENV:-$root/.venv-moto}"
+moto_port="${MOTO_PORT:-4599}"
+moto_pidfile="$root/.local/moto.pid"
+moto_log="$root/.local/moto.log"
+moto_requirements="$root/scripts/requirements-moto.txt"
 
 alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 running() { alive "$pidfile"; }
@@ -34,16 +43,20 @@ urllib.request.urlopen(sys.argv[1], timeout=2).read()
 PY
 }
 
-install() {
-  local stamp="$venv/.requirements"
-  if [[ -x $venv/bin/ministack ]] && cmp -s "$requirements" "$stamp"; then
+# install_into VENV REQUIREMENTS PROGRAM: install REQUIREMENTS into VENV
+# unless PROGRAM is there from the same requirements.
+install_into() {
+  local venv=$1 requirements=$2 program=$3 stamp="$1/.requirements"
+  if [[ -x $venv/bin/$program ]] && cmp -s "$requirements" "$stamp"; then
     return
   fi
-  echo "emulator: installing ministack into $venv"
+  echo "emulator: installing $program into $venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
   cp "$requirements" "$stamp"
 }
+
+install() { install_into "$venv" "$requirements" ministack; }
 
 up() {
   install
@@ -124,6 +137,39 @@ tax_up() {
   exit 1
 }
 
+moto_up() {
+  install_into "$moto_venv" "$moto_requirements" moto_server
+  mkdir -p "$root/.local"
+  local health="http://127.0.0.1:$moto_port/moto-api/data.json"
+  if alive "$moto_pidfile"; then
+    echo "moto: already running (pid $(cat "$moto_pidfile")) on 127.0.0.1:$moto_port"
+    return
+  fi
+  if answers "$health"; then
+    echo "moto: something not started by this project already answers on 127.0.0.1:$moto_port; stop it first" >&2
+    exit 1
+  fi
+  # Loopback only; moto keeps its state in memory.
+  nohup "$moto_venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" >"$moto_log" 2>&1 &
+  echo $! >"$moto_pidfile"
+  for _ in $(seq 1 120); do
+    if answers "$health"; then
+      echo "moto: $(grep -o '^moto.*==.*' "$moto_requirements") up on 127.0.0.1:$moto_port (pid $(cat "$moto_pidfile"), log $moto_log)"
+      return
+    fi
+    if ! alive "$moto_pidfile"; then
+      echo "moto: exited during start; last lines of $moto_log:" >&2
+      tail -n 20 "$moto_log" >&2
+      rm -f "$moto_pidfile"
+      exit 1
+    fi
+    sleep 0.25
+  done
+  echo "moto: no answer on 127.0.0.1:$moto_port after 30 s; see $moto_log" >&2
+  stop moto "$moto_pidfile"
+  exit 1
+}
+
 compose() { docker compose -f "$root/localstack/docker-compose.yml" "$@"; }
 
 localstack_up() {
@@ -153,5 +199,7 @@ down() {
 case "${1:-}" in
   up) if [[ $emulator == localstack ]]; then localstack_up; else up; fi ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  moto-up) moto_up ;;
+  moto-down) stop moto "$moto_pidfile" ;;
+  *) echo "usage: $0 up|down|moto-up|moto-down" >&2; exit 2 ;;
 esac
