@@ -19,9 +19,11 @@ import (
 )
 
 func TestIdempotencyStoreContract(t *testing.T) {
-	db := dynamodb.NewFromConfig(emulatortest.Config(t))
-	table := emulatortest.IdempotencyTable(t, db)
-	idempotencytest.Run(t, func(*testing.T) idempotency.Store { return dynamo.NewIdempotencyStore(db, table) })
+	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
+		db := dynamodb.NewFromConfig(e.Config)
+		table := emulatortest.IdempotencyTable(t, db)
+		idempotencytest.Run(t, func(*testing.T) idempotency.Store { return dynamo.NewIdempotencyStore(db, table) })
+	})
 }
 
 // The item carries the TTL attribute in epoch seconds, so DynamoDB can clean

@@ -25,9 +25,25 @@ import (
 	"github.com/homingdlq/homing/internal/replay/replaytest"
 )
 
-func TestQueueContractOnTheEmulator(t *testing.T) {
-	q := sqs.NewFromConfig(emulatortest.Config(t))
-	replaytest.RunQueue(t, replaytest.QueueHarness{
+// queueFeatures declares, by emulator name, what each lacks of SQS's
+// documented behaviour; an emulator not named here (LocalStack, AWS) is held
+// to all of it. TestEmulatorGapQueue keeps every declaration true.
+func queueFeatures(emulator string) replaytest.QueueFeatures {
+	f := replaytest.SQSFeatures()
+	switch emulator {
+	case "ministack": // 1.5.33
+		f.AttributeLimit = false      // 11 message attributes accepted
+		f.DeleteAgainSucceeds = false // ReceiptHandleIsInvalid
+	case "moto": // 5.2.5
+		f.AttributeLimit = false              // 11 message attributes accepted
+		f.EmptyVisibilityBatchRefused = false // an empty ChangeMessageVisibilityBatch succeeds
+	}
+	return f
+}
+
+func queueHarness(e emulatortest.Endpoint) replaytest.QueueHarness {
+	q := sqs.NewFromConfig(e.Config)
+	return replaytest.QueueHarness{
 		Queue: q,
 		NewQueue: func(t *testing.T, name string) string {
 			suffix := ""
@@ -37,6 +53,22 @@ func TestQueueContractOnTheEmulator(t *testing.T) {
 			url, _ := emulatortest.Queue(t, q, emulatortest.Name(t, name)+suffix)
 			return url
 		},
+		Features: queueFeatures(e.Name),
+	}
+}
+
+func TestQueueContractOnTheEmulator(t *testing.T) {
+	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
+		replaytest.RunQueue(t, queueHarness(e))
+	})
+}
+
+// Emulator gaps: each behaviour of SQS that queueFeatures declares absent
+// for an emulator. A subtest fails when the emulator starts behaving as
+// documented: then change its declaration, and the contract checks it.
+func TestEmulatorGapQueue(t *testing.T) {
+	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
+		replaytest.RunQueueGaps(t, queueHarness(e))
 	})
 }
 

@@ -4,8 +4,10 @@
 //   - [MemoryQueue], a faithful in-memory SQS for the replay.Queue port
 //     (visibility timeouts on an injected clock, receive counts, batch limits,
 //     FIFO groups and deduplication, redrive to a DLQ, retention, per-entry
-//     and per-call failures on demand), checked against the emulator by
-//     [RunQueue];
+//     and per-call failures on demand), checked against the emulators by
+//     [RunQueue], with [QueueFeatures] declaring the documented behaviours
+//     an implementation lacks and [RunQueueGaps] keeping each declaration
+//     true;
 //   - [RunLedger], the contract every replay.Ledger passes (replay's
 //     MemoryLedger in unit tests, the DynamoDB ledger on the emulator);
 //   - [MemoryCompletions] and [RunCompletions], the same for

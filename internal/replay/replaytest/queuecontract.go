@@ -26,10 +26,15 @@ type QueueHarness struct {
 	// NewQueue creates a queue with default attributes, FIFO when name
 	// ends in ".fifo", and returns its URL.
 	NewQueue func(t *testing.T, name string) string
+	// Features declares the documented behaviours the implementation has
+	// ([SQSFeatures] for all of them); the zero value declares none.
+	Features QueueFeatures
 }
 
 // RunQueue runs the contract of the SQS behaviour the replay engine relies
-// on, so that MemoryQueue can be checked against the emulator (and AWS).
+// on, so that MemoryQueue can be checked against the emulators (and AWS):
+// one named subtest per rule, those of [QueueFeatures] only where
+// h.Features declares them.
 func RunQueue(t *testing.T, h QueueHarness) {
 	ctx := context.Background()
 	q := h.Queue
@@ -205,4 +210,6 @@ func RunQueue(t *testing.T, h QueueHarness) {
 			t.Fatalf("after deleting g1-a: %v, want g1-b (and the duplicate dropped)", got)
 		}
 	})
+
+	runDeclaredFeatures(t, h)
 }

@@ -9,9 +9,14 @@ import (
 	"github.com/homingdlq/homing/internal/replay/replaytest"
 )
 
-func TestMemoryQueueContract(t *testing.T) {
+// memoryQueueHarness declares what MemoryQueue lacks of SQS's documented
+// behaviour: like ministack, it refuses a receipt handle whose message is
+// already deleted.
+func memoryQueueHarness() replaytest.QueueHarness {
 	q := replaytest.NewMemoryQueue(nil)
-	replaytest.RunQueue(t, replaytest.QueueHarness{
+	features := replaytest.SQSFeatures()
+	features.DeleteAgainSucceeds = false
+	return replaytest.QueueHarness{
 		Queue: q,
 		NewQueue: func(t *testing.T, name string) string {
 			url, err := q.CreateQueue(name, nil)
@@ -20,7 +25,16 @@ func TestMemoryQueueContract(t *testing.T) {
 			}
 			return url
 		},
-	})
+		Features: features,
+	}
+}
+
+func TestMemoryQueueContract(t *testing.T) {
+	replaytest.RunQueue(t, memoryQueueHarness())
+}
+
+func TestMemoryQueueGaps(t *testing.T) {
+	replaytest.RunQueueGaps(t, memoryQueueHarness())
 }
 
 func TestMemoryCompletionsContract(t *testing.T) {
