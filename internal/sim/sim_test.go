@@ -40,7 +40,6 @@ func TestSim(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	total := 0
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
@@ -48,7 +47,6 @@ func TestSim(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			total += 0
 			check(t, rep, fmt.Sprintf("go test ./internal/sim -run 'TestSim/seed=%d$' (or make sim SEED=%d)", seed, seed))
 		})
 	}
