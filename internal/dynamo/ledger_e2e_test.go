@@ -15,21 +15,30 @@ import (
 	"github.com/homingdlq/homing/internal/dynamo"
 	"github.com/homingdlq/homing/internal/emulatortest"
 	"github.com/homingdlq/homing/internal/idempotency"
+	"github.com/homingdlq/homing/internal/idempotency/idempotencytest"
 	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/replay/replaytest"
 )
 
-// The contracts run on both emulators (emulatortest.Endpoints). Neither
-// showed a gap in what the ledger and the completions use of DynamoDB
-// (conditional writes returning ALL_OLD, consistent Query and BatchGetItem
-// with its limits), so none is declared.
+// The contracts run on both emulators (emulatortest.Endpoints). In what the
+// ledger and the completions use of DynamoDB (conditional writes returning
+// ALL_OLD, consistent Query and BatchGetItem with its limits) one gap shows:
+// moto's server does not serialise concurrent conditional writes to one
+// item (seen: two of eight concurrent INTENT marks both passed their
+// condition, in a make test under load), so the concurrency subtests are
+// skipped there (dynamoGaps).
 func TestLedgerContract(t *testing.T) {
 	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
 		db := dynamodb.NewFromConfig(e.Config)
 		replaytest.RunLedger(t, func(t *testing.T, now func() time.Time) replay.Ledger {
 			return dynamo.NewLedger(db, emulatortest.LedgerTable(t, db), now)
-		})
+		}, dynamoGaps[e.Name]...)
 	})
+}
+
+// dynamoGaps are the declared DynamoDB gaps of each emulator, by name.
+var dynamoGaps = map[string][]idempotencytest.Gap{
+	"moto": {idempotencytest.UnserialisedConditionalWrites},
 }
 
 func TestCompletionsContract(t *testing.T) {
