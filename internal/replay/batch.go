@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -239,7 +240,9 @@ func (r *run) applied(ctx context.Context, items []*item) {
 	hashes := map[*item]string{}
 	var ids []string
 	for _, it := range items {
-		if it.fate != fateUndecided || it.msg.orderID == "" || it.own != nil && it.own.State.final() {
+		// A message the ledger cannot be read for is left to decide: its
+		// removal needs the ledger, its rescue does not.
+		if it.fate != fateUndecided || it.msg.orderID == "" || it.ledgerErr != nil || it.own != nil && it.own.State.final() {
 			continue
 		}
 		if h, ok := r.e.opts.PayloadHash(it.msg.body); ok {
@@ -438,6 +441,12 @@ func (r *run) build(p *pass, it *item, now time.Time) error {
 			dedup += "\nreset of " + m.id
 		case !meta.ResetAt.IsZero():
 			dedup += "\nreset " + meta.ResetAt.UTC().Format(time.RFC3339Nano)
+		}
+		// A replay given back by the breaker is sent again under the same
+		// count: a new send, so a new id (SQS would drop it as a duplicate
+		// within its 5-minute window, and the DLQ copy would be deleted).
+		if meta.Refunds > 0 {
+			dedup += "\nrefunds " + strconv.Itoa(meta.Refunds)
 		}
 		it.entry.MessageDeduplicationId = aws.String(DeduplicationID(m.originalID(), meta.ReplayCount, dedup))
 	}
@@ -728,7 +737,7 @@ func (r *run) account(ctx context.Context, p *pass, items []*item, plannedMoves,
 	c.Examined += len(items)
 	moves, replays := 0, 0
 	for _, it := range items {
-		moved := it.sent || r.req.DryRun && it.mover()
+		moved := it.mover() && (it.sent || r.req.DryRun) // an applied removal is no move: the cap counts replays and parks
 		if it.first {
 			c.DeadLettered++
 		}
@@ -748,7 +757,7 @@ func (r *run) account(ctx context.Context, p *pass, items []*item, plannedMoves,
 		case fateRecover:
 			c.Recovered++
 		case fateApplied:
-			if it.sent {
+			if it.sent || r.req.DryRun {
 				c.Applied++
 			}
 		case fateDelay:

@@ -76,34 +76,42 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, prev
 		g.Decision, g.Detail, g.Limit = GateLimited, detail, r.e.opts.CanaryLimit
 		return g
 	}
-	switch {
-	case r.e.opts.Completions == nil:
+	if r.e.opts.Completions == nil {
 		g.Decision, g.Detail = GateSkipped, "no completions reader configured"
 		return g
+	}
+	// The latest replaying run's orders: how many completed (-1: unknown).
+	completed, orders, why := -1, []string(nil), ""
+	switch {
 	case prevErr != nil:
-		return limited("previous run unknown: " + prevErr.Error())
+		why = "previous run unknown: " + prevErr.Error()
 	case len(replayed) == 0:
-		g.Detail = "the previous run replayed no orders on this route"
-		return g
-	}
-	prev := replayed[0]
-	orders := prev.rs.ReplayedOrders
-	done, err := r.e.opts.Completions.Completed(ctx, orders)
-	if err != nil {
-		return limited("cannot read completions: " + err.Error())
-	}
-	completed := 0
-	for _, id := range orders {
-		if _, ok := done[id]; ok {
-			completed++
+		why = "the previous run replayed no orders on this route"
+	default:
+		orders = replayed[0].rs.ReplayedOrders
+		done, err := r.e.opts.Completions.Completed(ctx, orders)
+		if err != nil {
+			why = "cannot read completions: " + err.Error()
+			break
+		}
+		completed = 0
+		for _, id := range orders {
+			if _, ok := done[id]; ok {
+				completed++
+			}
 		}
 	}
 	if b := p.rs.Breaker; b != nil && b.Open {
-		if completed == 0 {
-			if len(orders) >= minEvidence {
-				b.addFailed(prev.runID)
+		if completed <= 0 {
+			// No completion since it opened (or none can be seen): it
+			// stays open, whatever else the history says.
+			detail := "breaker open: " + why
+			if completed == 0 {
+				if len(orders) >= minEvidence {
+					b.addFailed(replayed[0].runID)
+				}
+				detail = fmt.Sprintf("breaker open: none of the %d orders run %s replayed has completed", len(orders), replayed[0].runID)
 			}
-			detail := fmt.Sprintf("breaker open: none of the %d orders run %s replayed has completed", len(orders), prev.runID)
 			if r.now().Before(b.ProbeAt) {
 				g.Decision, g.Detail = GateClosed, detail+"; next probe at "+b.ProbeAt.UTC().Format(time.RFC3339)
 				return g
@@ -116,11 +124,16 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, prev
 		// A replay completed: the system works again.
 		b.Open, b.Trips, b.ProbeAt = false, 0, time.Time{}
 	}
-	if completed == len(orders) {
+	switch {
+	case len(replayed) == 0 && prevErr == nil:
+		g.Detail = why
+		return g
+	case completed < 0:
+		return limited(why)
+	case completed == len(orders):
 		g.Detail = fmt.Sprintf("all %d orders replayed by the previous run completed", len(orders))
 		return g
-	}
-	if completed == 0 {
+	case completed == 0:
 		p.suspects = r.suspects(ctx, replayed)
 	}
 	return limited(fmt.Sprintf("%d of %d orders replayed by the previous run have not completed", len(orders)-completed, len(orders)))

@@ -606,7 +606,7 @@ func (r *run) refillGate(rs RouteSummary, prev *RouteSummary, prevErr error) Gat
 	case prev == nil:
 		g.Detail = "no previous run read this route"
 	default:
-		left := max(0, prev.Depth+prev.InFlight-prev.Replayed-prev.ParkedTotal()-prev.Recovered)
+		left := max(0, prev.Depth+prev.InFlight-prev.Replayed-prev.ParkedTotal()-prev.Recovered-prev.Applied)
 		growth := rs.Depth + rs.InFlight - left
 		g.Detail = fmt.Sprintf("DLQ grew by %d since the previous run (threshold %d)", growth, r.e.opts.RefillThreshold)
 		if growth > r.e.opts.RefillThreshold {

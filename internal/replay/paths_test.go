@@ -613,3 +613,122 @@ func TestMessagesSeenAgainInAPassAreReleased(t *testing.T) {
 		t.Fatalf("%d visible, %d in flight right after the run; want all 25 visible", visible, inFlight)
 	}
 }
+
+// Findings of a review of the paths above, each with the test that showed it.
+
+// A replay the breaker gave back is a new send under the same count: on a
+// FIFO route its deduplication id must differ, or SQS drops it within its
+// 5-minute window while the DLQ copy is deleted.
+func TestFIFORefundedReplayIsNotDroppedAsADuplicate(t *testing.T) {
+	h := newHarness(t, true, nil)
+	for i := range 3 {
+		h.deadLetter(h.route, msg{body: order(fmt.Sprintf("ORD-FR-%d", i)), group: fmt.Sprintf("g%d", i)})
+	}
+	done := setCompletions{}
+	opts := func(o *replay.Options) {
+		o.Completions = done
+		o.BackoffBase = 10 * time.Second
+		o.BackoffMax = 10 * time.Second
+		o.CanaryLimit = 3
+	}
+	h.clock.Advance(time.Minute)
+	if s := h.run(h.engine(opts), replay.Request{}); s.Total.Replayed != 3 {
+		t.Fatalf("first run replayed %d", s.Total.Replayed)
+	}
+	for range 2 { // every replay fails and returns; the breaker trips, then probes
+		h.consume(done, func(string) bool { return false })
+		h.clock.Advance(time.Minute)
+		h.run(h.engine(opts), replay.Request{})
+	}
+	dlq, _ := h.depth(h.route.DLQURL)
+	if source := len(h.stored(h.route.SourceURL)); source+dlq != 3 {
+		t.Fatalf("%d in the source and %d in the DLQ, want the 3 messages somewhere", source, dlq)
+	}
+}
+
+// The refill gate counts the dead letters a run removed as already applied
+// among what it took out of the DLQ.
+func TestRefillGateCountsAppliedRemovals(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.orders("RF", 150)
+	at := h.clock.Now().Add(-15 * time.Minute)
+	prev := replay.RouteSummary{Route: "orders", Depth: 150, Gates: []replay.Gate{{Name: replay.GateRefill, Decision: replay.GateOpen}},
+		Counts: replay.Counts{Applied: 150}}
+	if err := h.ledger.PutRun(context.Background(), replay.Summary{RunID: "prev", StartedAt: at, Routes: []replay.RouteSummary{prev}}, at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(due)
+	s := h.run(h.engine(), replay.Request{})
+	if g := s.Routes[0].Gates[0]; g.Decision != replay.GateClosed {
+		t.Fatalf("refill gate %+v: 150 new dead letters after 150 removed", g)
+	}
+}
+
+// A dead letter already applied whose ledger cannot be read is still
+// rescued before it expires: its removal needs the ledger, the rescue not.
+func TestAppliedButLedgerDownIsStillRescued(t *testing.T) {
+	h := newHarness(t, false, map[string]string{"MessageRetentionPeriod": "172800"})
+	body := order("ORD-AL")
+	h.deadLetter(h.route, msg{body: body})
+	h.clock.Advance(40 * time.Hour)
+	done := setCompletions{"ORD-AL": true}
+	opts := h.options()
+	opts.Completions = done
+	opts.PayloadHash = func(string) (string, bool) { return "hash", true }
+	s, _ := replay.New(h.q, failingLedger{h.ledger}, opts).Run(context.Background(), replay.Request{Routes: []replay.Route{h.route}})
+	if got := s.Total.Parked[replay.ReasonExpiryRescue]; got != 1 {
+		t.Fatalf("counts %+v, want it parked for expiry", countsOf(s.Total))
+	}
+}
+
+// Removing already-applied dead letters is no move: it does not use up the
+// run's cap (replays and parks), and a dry run reports it.
+func TestAppliedRemovalsAndTheCap(t *testing.T) {
+	setup := func(t *testing.T) (*harness, func(*replay.Options)) {
+		h := newHarness(t, false, nil)
+		done := setCompletions{}
+		for i := range 10 {
+			id := fmt.Sprintf("ORD-DONE-%d", i)
+			h.deadLetter(h.route, msg{body: order(id)})
+			done[id] = true
+		}
+		h.orders("TODO", 10)
+		h.clock.Advance(due)
+		return h, func(o *replay.Options) {
+			o.Completions = done
+			o.PayloadHash = func(body string) (string, bool) { return "hash", true }
+		}
+	}
+	t.Run("cap", func(t *testing.T) {
+		h, opts := setup(t)
+		s := h.run(h.engine(opts), replay.Request{Max: 10})
+		if s.Total.Applied != 10 || s.Total.Replayed != 10 {
+			t.Fatalf("counts %+v, want 10 applied and 10 replayed", countsOf(s.Total))
+		}
+	})
+	t.Run("dry run", func(t *testing.T) {
+		h, opts := setup(t)
+		s := h.run(h.engine(opts), replay.Request{DryRun: true})
+		if s.Total.Applied != 10 || s.Total.Replayed != 10 {
+			t.Fatalf("counts %+v, want 10 applied and 10 replayed", countsOf(s.Total))
+		}
+	})
+}
+
+// An open breaker holds even when no recent run replayed anything (gated
+// runs, probes that found nothing due): it is not forgotten.
+func TestOpenBreakerHoldsWithoutReplayingRuns(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.orders("BO", 5)
+	at := h.clock.Now().Add(-15 * time.Minute)
+	prev := replay.RouteSummary{Route: "orders", Gates: []replay.Gate{{Name: replay.GateRefill, Decision: replay.GateOpen}},
+		Breaker: &replay.Breaker{Open: true, Trips: 3, ProbeAt: h.clock.Now().Add(time.Hour), FailedRuns: []string{"old"}}}
+	if err := h.ledger.PutRun(context.Background(), replay.Summary{RunID: "prev", StartedAt: at, Routes: []replay.RouteSummary{prev}}, at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(due)
+	s := h.run(h.engine(func(o *replay.Options) { o.Completions = setCompletions{} }), replay.Request{})
+	if s.Total.Replayed != 0 || s.Routes[0].Gates[1].Decision != replay.GateClosed {
+		t.Fatalf("replayed %d through an open breaker (%+v)", s.Total.Replayed, s.Routes[0].Gates[1])
+	}
+}
