@@ -27,11 +27,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/drill"
-	"github.com/homingdlq/homing/internal/dynamo"
-	"github.com/homingdlq/homing/internal/invalid"
-	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/taxstub"
+	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/replay"
 )
 
 func main() {

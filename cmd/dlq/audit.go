@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/homingdlq/homing/internal/dynamo"
-	"github.com/homingdlq/homing/internal/idempotency"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/replay"
 )
 
 // orderAudit is the output of dlq audit --order.

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"golang.org/x/term"
 
-	"github.com/homingdlq/homing/internal/dynamo"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/replay"
 )
 
 // backend holds the adapters the commands work on; tests build one on the

@@ -24,8 +24,8 @@ import (
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/emulatortest"
 	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/internal/invalid"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/replay"
 )
 
 // These tests run the built dlq binary, as an operator would, against the

@@ -18,11 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/internal/dynamo"
+	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/internal/idempotency"
-	"github.com/homingdlq/homing/internal/replay"
-	"github.com/homingdlq/homing/internal/replay/replaytest"
+	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/replaytest"
 )
 
 // fixture is dlq on the in-memory queue and ledger, on a manual clock,

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homingdlq/homing/internal/browse"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/replay"
 )
 
 // browseHide is how long a browsed message stays invisible: long enough

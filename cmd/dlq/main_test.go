@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/replay"
 )
 
 func TestUsageAndResourceErrors(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homingdlq/homing/internal/browse"
-	"github.com/homingdlq/homing/internal/invalid"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/replay"
 )
 
 // peekReport is the output of dlq peek.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/replay"
 )
 
 // progress shows a replay run's progress. On a terminal it draws one bar

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/replay"
 )
 
 // Off a terminal a run writes one line per route, when the route's pass

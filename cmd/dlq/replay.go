@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/replayconfig"
+	"github.com/homingdlq/homing/replay"
 )
 
 // defaultRouteName is the lane's route name when the replay function's
@@ -45,7 +45,7 @@ func (a *app) replayCommand() *cobra.Command {
 		Use:   "replay",
 		Short: "Replay dead letters now, with filters, a cap and a rate, through the scheduled replay's engine",
 		Long: `replay runs one replay now with the engine of the scheduled replay function
-(internal/replay): the same decisions (replay, wait for backoff, park when
+(replay): the same decisions (replay, wait for backoff, park when
 replays are exhausted or the message nears expiry), the same ledger (exactly
 once in effect), the same gates (health of the tax service; canary: the orders
 the previous run replayed must have completed; refill: the DLQ must not be

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/drill"
-	"github.com/homingdlq/homing/internal/invalid"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/replay"
 )
 
 // where is the terminal place of one message the soak found.

@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/drill"
-	"github.com/homingdlq/homing/internal/dynamo"
-	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/replayconfig"
+	"github.com/homingdlq/homing/replay"
 )
 
 // errCrash is what the crashing queue answers in place of a delete.

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/homingdlq/homing/internal/idempotency"
+	"github.com/homingdlq/homing/idempotency"
 )
 
 // BenchmarkProcessBatch measures one invocation of the consumer on a batch of

@@ -19,12 +19,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/internal/dynamo"
+	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/emulatortest"
 	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/internal/invalid"
 	"github.com/homingdlq/homing/internal/tax"
 	"github.com/homingdlq/homing/internal/taxstub"
+	"github.com/homingdlq/homing/invalid"
 )
 
 // lane is the consumer wired to real queues and a real table on the

@@ -23,12 +23,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/homingdlq/homing/internal/batch"
-	"github.com/homingdlq/homing/internal/dynamo"
+	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/envconfig"
 	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/internal/idempotency"
-	"github.com/homingdlq/homing/internal/invalid"
 	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/internal/metrics"
 	"github.com/homingdlq/homing/internal/order"
@@ -60,7 +59,7 @@ func run(ctx context.Context) error {
 		db    = dynamodb.NewFromConfig(awsCfg)
 	)
 	var (
-		_ invalid.Sender        = queue
+		_ batch.Sender          = queue
 		_ dynamo.IdempotencyAPI = db
 	)
 	p := newProcessor(cfg, deps{
@@ -77,7 +76,7 @@ func run(ctx context.Context) error {
 
 // deps are the adapters the processor is built from; tests pass fakes.
 type deps struct {
-	sender   invalid.Sender
+	sender   batch.Sender
 	store    idempotency.Store
 	invoicer invoicing.Invoicer
 	lookup   invoicing.InvoiceLookup // may be nil: in-doubt takeovers call again
@@ -109,7 +108,7 @@ func newProcessor(cfg Config, d deps) metrics.ProcessFunc {
 	h := &invoicing.Handler{Receiver: receiver, Invoicer: d.invoicer, Lookup: d.lookup, MaxBytes: cfg.MaxPayloadBytes,
 		OnOutcome: metrics.Idempotency}
 	p := batch.New(h.Handle,
-		invalid.NewPublisher(d.sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.now),
+		batch.NewInvalidQueue(d.sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.now),
 		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.logger, Now: d.now,
 			OnOutcome: metrics.Record})
 	w := d.metrics

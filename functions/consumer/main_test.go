@@ -20,10 +20,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/homingdlq/homing/internal/idempotency"
-	"github.com/homingdlq/homing/internal/invalid"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/metrics"
 	"github.com/homingdlq/homing/internal/tax"
+	"github.com/homingdlq/homing/invalid"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -17,7 +17,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/emulatortest"
-	"github.com/homingdlq/homing/internal/invalid"
+	"github.com/homingdlq/homing/invalid"
 )
 
 // These tests run against the stack deployed by `make deploy-local`: the

@@ -1,6 +1,6 @@
 // Command replay is the replay Lambda: on an EventBridge schedule (or when
 // an operator invokes it) it brings messages back from the dead-letter
-// queues of its routes with internal/replay, and returns the run summary.
+// queues of its routes with replay, and returns the run summary.
 //
 // It accepts two payloads:
 //
@@ -35,9 +35,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/homingdlq/homing/internal/dynamo"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/replayconfig"
+	"github.com/homingdlq/homing/replay"
 )
 
 func main() {

@@ -18,10 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/homingdlq/homing/internal/idempotency"
-	"github.com/homingdlq/homing/internal/replay"
-	"github.com/homingdlq/homing/internal/replay/replaytest"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/replayconfig"
+	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/replaytest"
 )
 
 // fixture is the function wired to in-memory queues and ledger, with two

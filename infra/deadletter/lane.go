@@ -21,7 +21,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
-// Key schema of the lane's tables; internal/dynamo reads and writes the same
+// Key schema of the lane's tables; dynamo reads and writes the same
 // attribute names.
 const (
 	// PartitionKey is the String partition key of both tables.

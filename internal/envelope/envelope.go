@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -92,20 +91,6 @@ func encode(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// FromEvent converts the attributes of a Lambda SQS record to the SDK's form.
-// List values are not supported by SQS and are dropped by it already.
-func FromEvent(in map[string]events.SQSMessageAttribute) map[string]types.MessageAttributeValue {
-	out := make(map[string]types.MessageAttributeValue, len(in))
-	for name, a := range in {
-		out[name] = types.MessageAttributeValue{
-			DataType:    aws.String(a.DataType),
-			StringValue: a.StringValue,
-			BinaryValue: a.BinaryValue,
-		}
-	}
-	return out
 }
 
 // Pack returns the attributes to send: the producer's, plus one String

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -98,20 +97,5 @@ func TestUnpackRejectsGarbage(t *testing.T) {
 	attrs := map[string]types.MessageAttributeValue{"homing": {DataType: aws.String("String"), StringValue: aws.String("{not json")}}
 	if _, _, err := envelope.Unpack(attrs, "homing", &meta{}); err == nil {
 		t.Fatal("want an error for a corrupt envelope")
-	}
-}
-
-func TestFromEvent(t *testing.T) {
-	in := map[string]events.SQSMessageAttribute{
-		"s": {DataType: "String", StringValue: aws.String("v")},
-		"b": {DataType: "Binary", BinaryValue: []byte{1}},
-	}
-	got := envelope.FromEvent(in)
-	want := map[string]types.MessageAttributeValue{
-		"s": {DataType: aws.String("String"), StringValue: aws.String("v")},
-		"b": {DataType: aws.String("Binary"), BinaryValue: []byte{1}},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
 	}
 }

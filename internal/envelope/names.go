@@ -10,7 +10,7 @@ import (
 // The attribute names homing writes its metadata under. They are ours: a
 // producer's attribute of one of these names is never decoded as our
 // metadata (see [Neutral]), and Unpack refuses them in an overflow section.
-// internal/invalid and internal/replay declare their AttributeName with
+// invalid and replay declare their AttributeName with
 // these values.
 const (
 	InvalidAttributeName = "homing-invalid"

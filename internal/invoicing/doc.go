@@ -1,7 +1,7 @@
 // Package invoicing is the invoice consumer's record handler: it turns one
 // order.created message into exactly one invoice.
 //
-// [Handler.Handle] plugs into internal/batch. For each record it validates
+// [Handler.Handle] plugs into batch. For each record it validates
 // the order (an invalid order goes to the invalid lane with its reason), then
 // issues the invoice through the tax service inside the idempotent receiver
 // keyed by orderId: a duplicate or replayed delivery returns the stored

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdlq/homing/internal/idempotency"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/internal/order"
 	"github.com/homingdlq/homing/internal/tax"

@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/homingdlq/homing/internal/batch"
-	"github.com/homingdlq/homing/internal/idempotency"
+	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/order"
 	"github.com/homingdlq/homing/internal/tax"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/homingdlq/homing/internal/idempotency"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/internal/order"
 	"github.com/homingdlq/homing/internal/tax"

@@ -14,9 +14,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/homingdlq/homing/internal/batch"
+	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/envconfig"
-	"github.com/homingdlq/homing/internal/idempotency"
 )
 
 // The environment variables of [Load], named as Powertools for AWS Lambda

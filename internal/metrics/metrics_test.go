@@ -12,9 +12,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/homingdlq/homing/internal/batch"
+	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/envconfig"
-	"github.com/homingdlq/homing/internal/idempotency"
 	"github.com/homingdlq/homing/internal/metrics"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/homingdlq/homing/internal/envconfig"
 	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/internal/metrics"
-	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/tax"
+	"github.com/homingdlq/homing/replay"
 )
 
 // Config is the replay function's configuration, from these environment

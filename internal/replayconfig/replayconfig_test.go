@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/internal/metrics"
-	"github.com/homingdlq/homing/internal/replay"
 	"github.com/homingdlq/homing/internal/replayconfig"
+	"github.com/homingdlq/homing/replay"
 )
 
 func TestLoad(t *testing.T) {

@@ -13,9 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/internal/batch"
-	"github.com/homingdlq/homing/internal/idempotency"
-	"github.com/homingdlq/homing/internal/invalid"
+	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/invoicing"
 )
 
@@ -54,7 +53,7 @@ func (s *Sim) newProcessor() *batch.Processor {
 	}
 	h := &invoicing.Handler{Receiver: receiver, Invoicer: s.tax, Lookup: s.tax, MaxBytes: s.cfg.Consumer.MaxBytes}
 	return batch.New(h.Handle,
-		invalid.NewPublisher(invalidSender{s: s}, s.sqs.invalid, consumerName, s.clock.Now),
+		batch.NewInvalidQueue(invalidSender{s: s}, s.sqs.invalid, consumerName, s.clock.Now),
 		batch.Options{Concurrency: 1, Logger: logger, Now: s.clock.Now})
 }
 

@@ -7,10 +7,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/homingdlq/homing/internal/idempotency"
-	"github.com/homingdlq/homing/internal/invalid"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/order"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/replay"
 )
 
 // The terminal places of a publication.

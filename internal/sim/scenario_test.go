@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/internal/invalid"
 	"github.com/homingdlq/homing/internal/order"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/replay"
 )
 
 // quiet is a scenario's starting point: no random faults, no trouble at the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/internal/order"
-	"github.com/homingdlq/homing/internal/replay"
-	"github.com/homingdlq/homing/internal/replay/replaytest"
+	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/replaytest"
 )
 
 // Replay are the settings of the replay function.

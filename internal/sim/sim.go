@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/internal/batch"
-	"github.com/homingdlq/homing/internal/idempotency"
-	"github.com/homingdlq/homing/internal/replay"
-	"github.com/homingdlq/homing/internal/replay/replaytest"
+	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/replaytest"
 )
 
 // Config is one simulation. [RandomConfig] derives one from a seed;

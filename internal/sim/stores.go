@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/homingdlq/homing/internal/idempotency"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/replay"
 )
 
 // store is the idempotency store as DynamoDB would behave under load: the

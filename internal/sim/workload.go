@@ -12,7 +12,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/internal/order"
-	"github.com/homingdlq/homing/internal/replay"
+	"github.com/homingdlq/homing/replay"
 )
 
 // Kind is what a publication is, as the producer meant it.

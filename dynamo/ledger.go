@@ -1,0 +1,442 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/wait"
+	"github.com/homingdlq/homing/replay"
+)
+
+// Key attributes and key values of the ledger table.
+const (
+	SortKeyAttribute = "sk"
+	messagePrefix    = "message#" // sort key of a message record: "message#<DLQ message id>"
+	runPartition     = "run"      // partition of the run records
+	runTimeLayout    = "2006-01-02T15:04:05.000000000Z"
+)
+
+// LedgerAPI is the part of the DynamoDB client the ledger uses.
+type LedgerAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// Ledger is a replay.Ledger on one DynamoDB table with the String partition
+// key [KeyAttribute] and the String sort key [SortKeyAttribute], whose TTL
+// attribute is [TTLAttribute] (epoch seconds). Every state change is one
+// conditional write; expiry is checked in the conditions and query filters,
+// never left to TTL deletion. It is safe for concurrent use.
+//
+// Items of the ledger table:
+//
+//	one per DLQ message; the items of an order's partition are its history:
+//	pk                S  replay.OrderKey: "order#<orderId>", or "message#<originalMessageId>" for a body without one
+//	sk                S  "message#<DLQ message id>"
+//	state             S  SEEN | INTENT | SENT | PARKED | RESOLVED
+//	messageId, route, orderId, originalMessageId, runId  S
+//	reason            S  PARKED: the parking reason; RESOLVED: why (already-applied)
+//	replayCount       N  SENT, PARKED: the count in the metadata sent
+//	firstSeenAt, at   N  epoch milliseconds
+//	leaseUntil        N  INTENT: epoch milliseconds
+//	expiresAt         N  epoch seconds
+//
+//	one per run:
+//	pk                S  "run"
+//	sk                S  "<startedAt, UTC, fixed-width nanoseconds>#<runId>"
+//	runId, startedAt  S
+//	dryRun            BOOL
+//	summary           S  the replay.Summary as JSON
+//	expiresAt         N  epoch seconds
+type Ledger struct {
+	api   LedgerAPI
+	table string
+	now   func() time.Time
+}
+
+// NewLedger returns a ledger on table whose clock (for expiry) is now; nil
+// means time.Now.
+func NewLedger(api LedgerAPI, table string, now func() time.Time) *Ledger {
+	if now == nil {
+		now = time.Now
+	}
+	return &Ledger{api: api, table: table, now: now}
+}
+
+var _ replay.Ledger = (*Ledger)(nil)
+
+type messageItem struct {
+	PK                string `dynamodbav:"pk"`
+	SK                string `dynamodbav:"sk"`
+	State             string `dynamodbav:"state"`
+	MessageID         string `dynamodbav:"messageId"`
+	Route             string `dynamodbav:"route"`
+	OrderID           string `dynamodbav:"orderId,omitempty"`
+	OriginalMessageID string `dynamodbav:"originalMessageId"`
+	RunID             string `dynamodbav:"runId"`
+	Reason            string `dynamodbav:"reason,omitempty"`
+	ReplayCount       int    `dynamodbav:"replayCount"`
+	FirstSeenAt       int64  `dynamodbav:"firstSeenAt"`
+	At                int64  `dynamodbav:"at"`
+	LeaseUntil        int64  `dynamodbav:"leaseUntil,omitempty"`
+	ExpiresAt         int64  `dynamodbav:"expiresAt"`
+}
+
+func toItem(r replay.MessageRecord) messageItem {
+	it := messageItem{
+		PK: r.OrderKey, SK: messagePrefix + r.MessageID, State: string(r.State), MessageID: r.MessageID,
+		Route: r.Route, OrderID: r.OrderID, OriginalMessageID: r.OriginalMessageID, RunID: r.RunID,
+		Reason: r.Reason, ReplayCount: r.ReplayCount, FirstSeenAt: r.FirstSeenAt.UnixMilli(), At: r.At.UnixMilli(),
+		ExpiresAt: r.ExpiresAt.Unix(),
+	}
+	if !r.LeaseUntil.IsZero() {
+		it.LeaseUntil = r.LeaseUntil.UnixMilli()
+	}
+	return it
+}
+
+func (it messageItem) record() replay.MessageRecord {
+	r := replay.MessageRecord{
+		OrderKey: it.PK, MessageID: it.MessageID, State: replay.State(it.State), Route: it.Route, OrderID: it.OrderID,
+		OriginalMessageID: it.OriginalMessageID, RunID: it.RunID, Reason: it.Reason, ReplayCount: it.ReplayCount,
+		FirstSeenAt: time.UnixMilli(it.FirstSeenAt).UTC(), At: time.UnixMilli(it.At).UTC(), ExpiresAt: time.Unix(it.ExpiresAt, 0).UTC(),
+	}
+	if it.LeaseUntil != 0 {
+		r.LeaseUntil = time.UnixMilli(it.LeaseUntil).UTC()
+	}
+	return r
+}
+
+func (l *Ledger) key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		KeyAttribute:     &types.AttributeValueMemberS{Value: pk},
+		SortKeyAttribute: &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+// absentOrExpired is the condition under which a record counts as absent.
+func absentOrExpired(now time.Time) expression.ConditionBuilder {
+	return expression.AttributeNotExists(expression.Name(KeyAttribute)).
+		Or(expression.Name(TTLAttribute).LessThanEqual(expression.Value(now.Unix())))
+}
+
+func stateIs(s replay.State) expression.ConditionBuilder {
+	return expression.Name("state").Equal(expression.Value(string(s)))
+}
+
+// Mark implements replay.Ledger.
+func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+	now := l.now()
+	it := toItem(r)
+	var err error
+	switch r.State {
+	case replay.Seen:
+		err = l.put(ctx, it, absentOrExpired(now))
+	case replay.Intent:
+		cond := absentOrExpired(now).Or(stateIs(replay.Seen)).Or(stateIs(replay.Intent).And(
+			expression.Name("leaseUntil").LessThanEqual(expression.Value(it.At)).Or(expression.Name("runId").Equal(expression.Value(r.RunID)))))
+		update := l.fields(it).
+			Set(expression.Name("firstSeenAt"), expression.IfNotExists(expression.Name("firstSeenAt"), expression.Value(it.FirstSeenAt))).
+			Set(expression.Name("leaseUntil"), expression.Value(it.LeaseUntil)).
+			Remove(expression.Name("reason"))
+		err = l.update(ctx, it, cond, update)
+	case replay.Sent, replay.Parked, replay.Resolved:
+		cond := stateIs(replay.Intent).And(expression.Name("runId").Equal(expression.Value(r.RunID))).
+			And(expression.Name(TTLAttribute).GreaterThan(expression.Value(now.Unix())))
+		update := l.fields(it).Remove(expression.Name("leaseUntil"))
+		if r.Reason != "" {
+			update = update.Set(expression.Name("reason"), expression.Value(r.Reason))
+		} else {
+			update = update.Remove(expression.Name("reason"))
+		}
+		err = l.update(ctx, it, cond, update)
+	default:
+		return replay.MessageRecord{}, false, fmt.Errorf("mark %s in %s: unknown state %q", r.MessageID, l.table, r.State)
+	}
+	var failed *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return replay.MessageRecord{}, true, nil
+	case !errors.As(err, &failed):
+		return replay.MessageRecord{}, false, fmt.Errorf("mark %s %s in %s: %w", r.MessageID, r.State, l.table, err)
+	}
+	current := failed.Item
+	if len(current) == 0 { // not every implementation returns the item
+		out, gerr := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: l.key(it.PK, it.SK), ConsistentRead: aws.Bool(true)})
+		if gerr != nil {
+			return replay.MessageRecord{}, false, fmt.Errorf("get %s from %s: %w", r.MessageID, l.table, gerr)
+		}
+		current = out.Item
+	}
+	if len(current) == 0 {
+		return replay.MessageRecord{}, false, nil
+	}
+	var cur messageItem
+	if err := attributevalue.UnmarshalMap(current, &cur); err != nil {
+		return replay.MessageRecord{}, false, fmt.Errorf("decode %s from %s: %w", r.MessageID, l.table, err)
+	}
+	if cur.ExpiresAt <= now.Unix() {
+		return replay.MessageRecord{}, false, nil
+	}
+	return cur.record(), false, nil
+}
+
+// fields sets what every transition writes.
+func (l *Ledger) fields(it messageItem) expression.UpdateBuilder {
+	return expression.Set(expression.Name("state"), expression.Value(it.State)).
+		Set(expression.Name("messageId"), expression.Value(it.MessageID)).
+		Set(expression.Name("route"), expression.Value(it.Route)).
+		Set(expression.Name("orderId"), expression.Value(it.OrderID)).
+		Set(expression.Name("originalMessageId"), expression.Value(it.OriginalMessageID)).
+		Set(expression.Name("runId"), expression.Value(it.RunID)).
+		Set(expression.Name("replayCount"), expression.Value(it.ReplayCount)).
+		Set(expression.Name("at"), expression.Value(it.At)).
+		Set(expression.Name(TTLAttribute), expression.Value(it.ExpiresAt))
+}
+
+func (l *Ledger) put(ctx context.Context, it messageItem, cond expression.ConditionBuilder) error {
+	item, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", it.MessageID, err)
+	}
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("build condition: %w", err)
+	}
+	_, err = l.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(l.table), Item: item,
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	return err
+}
+
+func (l *Ledger) update(ctx context.Context, it messageItem, cond expression.ConditionBuilder, update expression.UpdateBuilder) error {
+	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
+	if err != nil {
+		return fmt.Errorf("build update: %w", err)
+	}
+	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.table), Key: l.key(it.PK, it.SK),
+		ConditionExpression: expr.Condition(), UpdateExpression: expr.Update(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	return err
+}
+
+// query runs a consistent query of one partition for the live items whose
+// sort key begins with prefix, page by page, until each returns false or the
+// pages end.
+func (l *Ledger) query(ctx context.Context, pk, prefix string, newestFirst bool, limit int32, each func(map[string]types.AttributeValue) bool) error {
+	key := expression.Key(KeyAttribute).Equal(expression.Value(pk))
+	if prefix != "" {
+		key = key.And(expression.Key(SortKeyAttribute).BeginsWith(prefix))
+	}
+	expr, err := expression.NewBuilder().WithKeyCondition(key).
+		WithFilter(expression.Name(TTLAttribute).GreaterThan(expression.Value(l.now().Unix()))).Build()
+	if err != nil {
+		return fmt.Errorf("build query: %w", err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(l.table), ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(!newestFirst),
+		KeyConditionExpression: expr.KeyCondition(), FilterExpression: expr.Filter(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}
+	if limit > 0 {
+		in.Limit = aws.Int32(limit)
+	}
+	for {
+		out, err := l.api.Query(ctx, in)
+		if err != nil {
+			return fmt.Errorf("query %s in %s: %w", pk, l.table, err)
+		}
+		for _, item := range out.Items {
+			if !each(item) {
+				return nil
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// OrderHistory implements replay.Ledger; the records come sorted by DLQ
+// message id.
+func (l *Ledger) OrderHistory(ctx context.Context, orderKey string) ([]replay.MessageRecord, error) {
+	var out []replay.MessageRecord
+	var decodeErr error
+	err := l.query(ctx, orderKey, messagePrefix, false, 0, func(item map[string]types.AttributeValue) bool {
+		var it messageItem
+		if decodeErr = attributevalue.UnmarshalMap(item, &it); decodeErr != nil {
+			return false
+		}
+		out = append(out, it.record())
+		return true
+	})
+	if err == nil && decodeErr != nil {
+		err = fmt.Errorf("decode history of %s from %s: %w", orderKey, l.table, decodeErr)
+	}
+	return out, err
+}
+
+type runItem struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	RunID     string `dynamodbav:"runId"`
+	StartedAt string `dynamodbav:"startedAt"`
+	DryRun    bool   `dynamodbav:"dryRun"`
+	Summary   string `dynamodbav:"summary"`
+	ExpiresAt int64  `dynamodbav:"expiresAt"`
+}
+
+// PutRun implements replay.Ledger.
+func (l *Ledger) PutRun(ctx context.Context, s replay.Summary, expiresAt time.Time) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode run %s: %w", s.RunID, err)
+	}
+	startedAt := s.StartedAt.UTC().Format(runTimeLayout)
+	item, err := attributevalue.MarshalMap(runItem{
+		PK: runPartition, SK: startedAt + "#" + s.RunID, RunID: s.RunID, StartedAt: startedAt,
+		DryRun: s.DryRun, Summary: string(b), ExpiresAt: expiresAt.Unix(),
+	})
+	if err != nil {
+		return fmt.Errorf("encode run %s: %w", s.RunID, err)
+	}
+	if _, err := l.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.table), Item: item}); err != nil {
+		return fmt.Errorf("put run %s in %s: %w", s.RunID, l.table, err)
+	}
+	return nil
+}
+
+// LastRun implements replay.Ledger.
+func (l *Ledger) LastRun(ctx context.Context) (replay.Summary, bool, error) {
+	runs, err := l.Runs(ctx, 1)
+	if err != nil || len(runs) == 0 {
+		return replay.Summary{}, false, err
+	}
+	return runs[0], true, nil
+}
+
+// Runs implements replay.Ledger.
+func (l *Ledger) Runs(ctx context.Context, n int) ([]replay.Summary, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	out := make([]replay.Summary, 0, min(n, 100))
+	var decodeErr error
+	err := l.query(ctx, runPartition, "", true, int32(min(n, 100)), func(item map[string]types.AttributeValue) bool {
+		var it runItem
+		if decodeErr = attributevalue.UnmarshalMap(item, &it); decodeErr != nil {
+			return false
+		}
+		var s replay.Summary
+		if decodeErr = json.Unmarshal([]byte(it.Summary), &s); decodeErr != nil {
+			decodeErr = fmt.Errorf("run %s: %w", it.RunID, decodeErr)
+			return false
+		}
+		out = append(out, s)
+		return len(out) < n
+	})
+	if err == nil && decodeErr != nil {
+		err = fmt.Errorf("decode runs from %s: %w", l.table, decodeErr)
+	}
+	return out, err
+}
+
+// CompletionsAPI is the part of the DynamoDB client [Completions] uses.
+type CompletionsAPI interface {
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+}
+
+// batchGetLimit is DynamoDB's limit of keys per BatchGetItem call.
+const batchGetLimit = 100
+
+// Completions implements replay.Completions on the idempotency table: an
+// order is completed when its item (idempotency.Key(scope, orderId), as
+// idempotency.Receiver writes it) has status COMPLETED and has not expired.
+// It is safe for concurrent use.
+type Completions struct {
+	api   CompletionsAPI
+	table string
+	scope string
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
+}
+
+// NewCompletions reads the idempotency table of the consumer scope (its
+// name, e.g. "invoice"); now is the clock for expiry (nil: time.Now).
+func NewCompletions(api CompletionsAPI, table, scope string, now func() time.Time) *Completions {
+	if now == nil {
+		now = time.Now
+	}
+	return &Completions{api: api, table: table, scope: scope, now: now, sleep: wait.Sleep}
+}
+
+var _ replay.Completions = (*Completions)(nil)
+
+// Completed implements replay.Completions with consistent BatchGetItem
+// reads of up to 100 keys, retrying unprocessed keys a few times.
+func (c *Completions) Completed(ctx context.Context, orderIDs []string) (map[string]string, error) {
+	ids := slices.Compact(slices.Sorted(slices.Values(orderIDs)))
+	out := make(map[string]string, len(ids))
+	proj, err := expression.NewBuilder().WithProjection(expression.NamesList(
+		expression.Name(KeyAttribute), expression.Name("status"), expression.Name("payloadHash"), expression.Name(TTLAttribute))).Build()
+	if err != nil {
+		return nil, fmt.Errorf("build projection: %w", err)
+	}
+	now := c.now().Unix()
+	for start := 0; start < len(ids); start += batchGetLimit {
+		keys := make([]map[string]types.AttributeValue, 0, batchGetLimit)
+		byKey := map[string]string{}
+		for _, id := range ids[start:min(start+batchGetLimit, len(ids))] {
+			k := idempotency.Key(c.scope, id)
+			byKey[k] = id
+			keys = append(keys, map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: k}})
+		}
+		for attempt := 0; len(keys) > 0; attempt++ {
+			if attempt > 0 {
+				if attempt == 6 {
+					return nil, fmt.Errorf("read completions from %s: %d keys still unprocessed", c.table, len(keys))
+				}
+				if err := c.sleep(ctx, time.Duration(25<<attempt)*time.Millisecond); err != nil {
+					return nil, fmt.Errorf("read completions from %s: %w", c.table, err)
+				}
+			}
+			res, err := c.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{c.table: {
+				Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: proj.Projection(), ExpressionAttributeNames: proj.Names(),
+			}}})
+			if err != nil {
+				return nil, fmt.Errorf("read completions from %s: %w", c.table, err)
+			}
+			for _, item := range res.Responses[c.table] {
+				var it idempotencyItem
+				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+					return nil, fmt.Errorf("decode completion from %s: %w", c.table, err)
+				}
+				id, ok := byKey[it.Key]
+				if ok && it.Status == string(idempotency.Completed) && it.ExpiresAt > now {
+					out[id] = it.PayloadHash
+				}
+			}
+			keys = res.UnprocessedKeys[c.table].Keys
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,153 @@
+// Package replay brings dead letters back: it streams a dead-letter queue
+// (DLQ) and, per message, replays it to its source queue, parks it, or hides
+// it until its backoff has passed. The scheduled replay Lambda and the
+// operator CLI share its [Engine].
+//
+// # Routes and runs
+//
+// A run serves one or several [Route]s (a DLQ, its source queue and its
+// parking queue; FIFO when the URLs end in ".fifo"). Per route, the engine
+// reads the DLQ's MessageRetentionPeriod and depth once, evaluates the gates,
+// then receives batches of 10 with a short visibility timeout (the decision
+// window), decides, acts, and deletes from the DLQ only what a batch call
+// reports as sent (or parked) successfully. Memory does not grow with the
+// number of messages: a batch is finished before the next is received, and
+// what a run remembers across batches is bounded (a 256 KiB filter of the
+// message ids it examined, at most 1000 receipt handles it holds, at most
+// 100 replayed order ids per route for the canary).
+//
+// # Decisions
+//
+// Filters apply first: a message a [Filter] rejects is left alone, whatever
+// its state. An attribute of our name that does not read back as our
+// metadata is the producer's ([Read]): it travels on as data under
+// "homing-replay.prev" and the message counts as one without metadata. A
+// message whose order the consumer has already
+// completed with the same payload ([Options.PayloadHash] against
+// [Completions]) is removed with a RESOLVED ledger record
+// ([ReasonAlreadyApplied]): it is work for nobody.
+//
+// The replay budget belongs to the message, not to its order: two events
+// of one order each get their replays. The replay count of a message is the
+// larger of the count in our metadata attribute ([AttributeName], packed
+// beside the producer's attributes by internal/envelope) and the highest
+// count of the SENT records the ledger holds for the same original message
+// (its earlier DLQ copies; an INTENT is a send that may never have
+// happened and does not count), less a replay given back by the [Breaker].
+// Then, in this order ([Policy.Decide]):
+//
+//   - count >= MaxReplays: park with reason [ReasonReplayExhausted];
+//   - not due yet (due = last replay, or the time it was dead-lettered, plus
+//     exponential backoff with full jitter): hide it until due (visibility,
+//     at most 12 h), but never past the start of its rescue window, and do
+//     not count it as replayed ("delayed"); when the message is within the
+//     expiry-rescue window of its DLQ retention, park it with reason
+//     [ReasonExpiryRescue] instead, so nothing expires unseen;
+//   - otherwise replay: send the body and the producer's attributes unchanged,
+//     plus our attribute with the incremented count, to the source queue;
+//     a message that no longer fits the source queue's MaximumMessageSize
+//     with our attribute is parked instead ([ReasonTooLarge]).
+//
+// The rescue does not depend on the ledger: when the ledger cannot be read
+// or written for a message, it is decided on its metadata alone; it is not
+// replayed then, but it is parked when it is about to expire.
+//
+// The jitter is derived from the original message id and the count, so a
+// message's due time is the same in every run instead of being re-drawn.
+//
+// Assumptions about SQS timestamps. The time a message was dead-lettered is
+// approximated by its SentTimestamp in the DLQ: SQS resets the enqueue
+// timestamp when it moves a message to a FIFO DLQ, so there it is exact; it
+// keeps the original enqueue timestamp for standard queues, so there it is
+// earlier and the first replay may come sooner (the schedule and the gates
+// still space it). ApproximateFirstReceiveTimestamp is not used: in the DLQ
+// it can be the first receive by an earlier run, which would move the due
+// time from one run to the next. The expiry of a message is SentTimestamp
+// plus the DLQ's retention: exact for standard queues; for FIFO queues, if
+// SentTimestamp showed the original send, the engine would rescue early,
+// which is the safe side.
+//
+// # Exactly once in effect
+//
+// Every DLQ message has a record in the [Ledger], keyed by its DLQ message id
+// inside its order's partition (the key is bounded whatever the id:
+// [OrderKey]). A move goes SEEN -> INTENT (a conditional write leased until
+// the message's visibility ends) -> send -> SENT or PARKED (conditional on
+// our INTENT) -> delete. A run never sends a message whose lease it no
+// longer holds: before each send call it renews the lease of every message
+// whose lease ends within half the decision window (its visibility, then
+// its INTENT), and does not send a message it cannot renew, so a
+// concurrent run that took it over is the only one to send it. A run that finds a SENT or PARKED
+// record for a message still in the DLQ deletes it without sending again
+// ("recovered"): that covers a crash or a failed delete between send and
+// delete. A crash between the send and the SENT write leaves INTENT; the next
+// run, once the lease has passed, sends again; the duplicate is absorbed by
+// the idempotent consumer (and, for FIFO, by the deterministic deduplication
+// id within SQS's 5-minute window).
+//
+// # FIFO
+//
+// The MessageGroupId is kept, the deduplication id is derived from the
+// original message id and the replay count (after a [Request.ResetCount],
+// from the id of the message reset, so a retried reset sends the same ids),
+// and order is kept within a group:
+// the messages of a group in a batch are sent in rounds of one per group,
+// and once a message of a group is not moved (delayed, skipped, deferred,
+// failed) the later ones of that group in the batch are not sent either. SQS
+// itself does not deliver later messages of a group while an earlier one is
+// in flight, which carries the rule across batches and runs.
+//
+// # Bounds
+//
+// A run honours a rate limit (messages sent per second, across routes), a cap
+// on messages moved, and the invocation deadline: it does not start a batch
+// when less than the deadline margin plus the longest batch so far (plus any
+// rate-limit wait) is left. A route's pass ends when a receive comes back
+// empty or when it has received as many messages as the DLQ held at the
+// start (plus one batch). A message received again in the same pass (it
+// reappeared after its decision window) is recognised with a fixed-size
+// probabilistic filter, not examined again, and held with the messages left
+// for a later run.
+//
+// # Gates
+//
+// Evaluated before streaming and reported in the [Summary]. Gates hold
+// replays only: a route behind a closed gate is still streamed, and what is
+// about to expire is parked; the rest is left for a later run.
+//
+//   - health: [Options.Health] fails -> closed;
+//   - canary: some orders replayed by the previous run have not completed
+//     (read through [Completions]) -> limited, the route replays at most
+//     CanaryLimit messages; the [Breaker] -> closed while it is open, limited
+//     to a probe when one is due;
+//   - refill: the DLQ holds more than RefillThreshold messages more than the
+//     previous run left in it -> closed for that route.
+//
+// # Filters and dry runs
+//
+// A [Filter] selects messages by reason (the parking reason in our metadata,
+// else the invalid lane's reason in its attribute, else
+// [ReasonDeadLettered]), by age since first dead-lettered, and by order id; a
+// message it rejects is counted as skipped and left untouched. A dry run decides and
+// reports everything but sends, deletes and writes nothing: no ledger record
+// at all, not even the run summary, and no metrics.
+//
+// Messages left for a later run (skipped, deferred by the cap or the canary,
+// every message of a dry run) are released (visibility 0) when the route's
+// pass ends, not when their batch ends: a message released at once comes
+// straight back in the next receive (SQS FIFO returns the first message of a
+// group; the emulator, and often SQS for small queues, the oldest messages),
+// and the pass would go round the same messages instead of reaching the
+// rest. At most 1000 are held; past that the oldest are released early.
+//
+// An operator who fixed the cause of parked messages brings them back with a
+// run whose route streams the parking queue and [Request.ResetCount]: the
+// count restarts, and later runs count only the replays since the reset
+// ([Metadata.ResetAt]). [Options.OnProgress] reports a run's progress per
+// batch (the dlq CLI draws its progress bar with it).
+//
+// Implementations of the ports: [MemoryLedger] here and dynamo's
+// Ledger for the ledger (both pass the suite in replaytest); replaytest's
+// MemoryQueue and the SQS client for [Queue]; dynamo's Completions
+// and replaytest's for [Completions].
+package replay

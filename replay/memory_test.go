@@ -1,0 +1,13 @@
+package replay_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/replaytest"
+)
+
+func TestMemoryLedgerContract(t *testing.T) {
+	replaytest.RunLedger(t, func(_ *testing.T, now func() time.Time) replay.Ledger { return replay.NewMemoryLedger(now) })
+}

@@ -1,0 +1,201 @@
+package replay
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/invalid"
+)
+
+// AttributeName is the message attribute that carries [Metadata].
+const AttributeName = envelope.ReplayAttributeName
+
+// Metadata travels with a replayed or parked message in the one attribute
+// [AttributeName]. A replay replaces the previous metadata.
+type Metadata struct {
+	ReplayCount         int       `json:"replayCount"`           // replays so far, this one included
+	FirstDeadLetteredAt time.Time `json:"firstDeadLetteredAt"`   // when the original message was first dead-lettered (approximately)
+	LastReplayAt        time.Time `json:"lastReplayAt,omitzero"` // when it was last sent back to its source
+	OriginalMessageID   string    `json:"originalMessageId"`     // the id of the message as first dead-lettered
+	Route               string    `json:"route,omitempty"`       // the route that sent it
+	RunID               string    `json:"runId,omitempty"`       // the run that sent it
+	Reason              string    `json:"reason,omitempty"`      // parked messages: why
+	ParkedAt            time.Time `json:"parkedAt,omitzero"`     // parked messages: when
+	Corrupt             string    `json:"corrupt,omitempty"`     // parked as corrupt-metadata by earlier versions: the undecodable attribute, as it was
+	// ResetAt is when an operator restarted the replay count
+	// ([Request.ResetCount]): the ledger's replays of the message before it
+	// are not counted.
+	ResetAt time.Time `json:"resetAt,omitzero"`
+	// Refunds counts the replays given back because they failed in a run
+	// whose replays all failed (the [Breaker]: the failure was the
+	// system's, not the message's).
+	Refunds int `json:"refunds,omitempty"`
+}
+
+// Read returns the metadata of a message and the producer's attributes as
+// they were before we added ours. found is false when the message carries no
+// metadata. An attribute of our name that does not decode, or whose
+// metadata is not what the engine writes (no original message id, a
+// negative count), is an error wrapping envelope.ErrCorrupt: it is not
+// ours (the engine keeps such an attribute as the producer's data).
+func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer map[string]types.MessageAttributeValue, found bool, err error) {
+	producer, found, err = envelope.Unpack(attrs, AttributeName, &meta)
+	if err == nil && found && (meta.OriginalMessageID == "" || meta.ReplayCount < 0 || meta.Refunds < 0) {
+		err = fmt.Errorf("%w: no original message id, or a negative count", envelope.ErrCorrupt)
+	}
+	if err != nil {
+		return Metadata{}, nil, found, fmt.Errorf("read replay metadata: %w", err)
+	}
+	return meta, producer, found, nil
+}
+
+// OrderKey is the ledger key of an order's history: "order#<orderId>", or
+// "message#<originalMessageId>" for a body without an orderId. An id is
+// bounded by [BoundedID], so a key never grows with the input (DynamoDB
+// rejects partition keys over 2,048 bytes).
+func OrderKey(orderID, originalMessageID string) string {
+	if orderID != "" {
+		return "order#" + BoundedID(orderID)
+	}
+	return "message#" + BoundedID(originalMessageID)
+}
+
+// MaxKeyID is the longest id a key embeds as it is.
+const MaxKeyID = 128
+
+// BoundedID returns id when it is at most [MaxKeyID] bytes long, and
+// "sha256~" plus the hex SHA-256 of id otherwise (or when id itself starts
+// with "sha256~", so a plain id never spells a hashed one).
+func BoundedID(id string) string {
+	const marker = "sha256~"
+	if len(id) <= MaxKeyID && !strings.HasPrefix(id, marker) {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return marker + hex.EncodeToString(sum[:])
+}
+
+// DeduplicationID is the FIFO deduplication id of the message sent for
+// replay number count of the original message (or, with a reason, of its
+// parking): the same send always gets the same id.
+func DeduplicationID(originalMessageID string, count int, reason string) string {
+	sum := sha256.Sum256([]byte(originalMessageID + "\n" + strconv.Itoa(count) + "\n" + reason))
+	return hex.EncodeToString(sum[:])
+}
+
+// message is what the engine reads from one DLQ message.
+type message struct {
+	id, receipt, body string
+	group             string // FIFO MessageGroupId
+	meta              Metadata
+	hasMeta           bool
+	producer          map[string]types.MessageAttributeValue
+	foreign           bool // an attribute of our name that is not our metadata: kept as data
+	orderID           string
+	reason            string    // the filter reason: ours, the invalid lane's, or ReasonDeadLettered
+	sentAt            time.Time // SentTimestamp; zero when absent
+	// deadLetteredAt approximates when the message reached the DLQ: its
+	// SentTimestamp (for FIFO queues SQS resets it on the move; for
+	// standard queues it is the original send, earlier), or now.
+	// ApproximateFirstReceiveTimestamp is not used: in the DLQ it may be the
+	// first receive by an earlier run, which would move the due time of a
+	// message from one run to the next.
+	deadLetteredAt time.Time
+}
+
+func readMessage(m types.Message, now time.Time) message {
+	msg := message{
+		id:      aws.ToString(m.MessageId),
+		receipt: aws.ToString(m.ReceiptHandle),
+		body:    aws.ToString(m.Body),
+		group:   m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)],
+		sentAt:  millis(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]),
+	}
+	var err error
+	msg.meta, msg.producer, msg.hasMeta, err = Read(m.MessageAttributes)
+	if err != nil {
+		// Not ours: the engine only ever writes metadata that reads back.
+		// A producer's attribute of our name is kept as data under a
+		// neutral name, never decoded as our metadata; the message is
+		// treated as one that carries none.
+		msg.meta, msg.hasMeta, msg.foreign = Metadata{}, false, true
+		msg.producer = maps.Clone(m.MessageAttributes)
+		delete(msg.producer, AttributeName)
+		msg.producer[envelope.Neutral(AttributeName, m.MessageAttributes)] = m.MessageAttributes[AttributeName]
+	}
+	msg.orderID = OrderID(msg.body)
+	msg.reason = reason(msg.meta, m.MessageAttributes)
+	msg.deadLetteredAt = msg.sentAt
+	if msg.deadLetteredAt.IsZero() {
+		msg.deadLetteredAt = now
+	}
+	return msg
+}
+
+// originalID is the id of the message as first dead-lettered.
+func (m message) originalID() string {
+	if m.meta.OriginalMessageID != "" {
+		return m.meta.OriginalMessageID
+	}
+	return m.id
+}
+
+// firstDeadLettered is when the original message was first dead-lettered.
+func (m message) firstDeadLettered() time.Time {
+	if !m.meta.FirstDeadLetteredAt.IsZero() {
+		return m.meta.FirstDeadLetteredAt
+	}
+	return m.deadLetteredAt
+}
+
+// millis parses an SQS epoch-milliseconds attribute; zero when absent or bad.
+func millis(s string) time.Time {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+// Reason is the reason a [Filter] selects a message by: the parking reason
+// in our metadata, else the invalid lane's reason (invalid), else
+// [ReasonDeadLettered]. Undecodable metadata counts as absent.
+func Reason(attrs map[string]types.MessageAttributeValue) string {
+	meta, _, _, _ := Read(attrs) // zero on error
+	return reason(meta, attrs)
+}
+
+// reason is [Reason] with our metadata already read.
+func reason(meta Metadata, attrs map[string]types.MessageAttributeValue) string {
+	if meta.Reason != "" {
+		return meta.Reason
+	}
+	if inv, _, found, err := invalid.Read(attrs); err == nil && found && inv.Reason != "" {
+		return inv.Reason
+	}
+	return ReasonDeadLettered
+}
+
+// OrderID returns the orderId of a JSON body (trimmed), or "" when it has
+// none: the key of the order's history in the ledger (see [OrderKey]) and
+// what [Filter.OrderIDs] matches.
+func OrderID(body string) string {
+	var b struct {
+		OrderID any `json:"orderId"`
+	}
+	if json.Unmarshal([]byte(body), &b) != nil {
+		return ""
+	}
+	s, _ := b.OrderID.(string)
+	return strings.TrimSpace(s)
+}

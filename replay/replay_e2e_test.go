@@ -1,0 +1,370 @@
+//go:build e2e
+
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/emulatortest"
+	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/replaytest"
+)
+
+// queueFeatures declares, by emulator name, what each lacks of SQS's
+// documented behaviour; an emulator not named here (LocalStack, AWS) is held
+// to all of it. TestEmulatorGapQueue keeps every declaration true.
+func queueFeatures(emulator string) replaytest.QueueFeatures {
+	f := replaytest.SQSFeatures()
+	switch emulator {
+	case "ministack": // 1.5.33
+		f.AttributeLimit = false      // 11 message attributes accepted
+		f.DeleteAgainSucceeds = false // ReceiptHandleIsInvalid
+	case "moto": // 5.2.5
+		f.AttributeLimit = false              // 11 message attributes accepted
+		f.EmptyVisibilityBatchRefused = false // an empty ChangeMessageVisibilityBatch succeeds
+	}
+	return f
+}
+
+func queueHarness(e emulatortest.Endpoint) replaytest.QueueHarness {
+	q := sqs.NewFromConfig(e.Config)
+	return replaytest.QueueHarness{
+		Queue: q,
+		NewQueue: func(t *testing.T, name string) string {
+			suffix := ""
+			if n := len(name); n > 5 && name[n-5:] == ".fifo" {
+				name, suffix = name[:n-5], ".fifo"
+			}
+			url, _ := emulatortest.Queue(t, q, emulatortest.Name(t, name)+suffix)
+			return url
+		},
+		Features: queueFeatures(e.Name),
+	}
+}
+
+func TestQueueContractOnTheEmulator(t *testing.T) {
+	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
+		replaytest.RunQueue(t, queueHarness(e))
+	})
+}
+
+// Emulator gaps: each behaviour of SQS that queueFeatures declares absent
+// for an emulator. A subtest fails when the emulator starts behaving as
+// documented: then change its declaration, and the contract checks it.
+func TestEmulatorGapQueue(t *testing.T) {
+	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
+		replaytest.RunQueueGaps(t, queueHarness(e))
+	})
+}
+
+// lane is one route on real queues on the emulator, with a DynamoDB ledger.
+type lane struct {
+	sqs    *sqs.Client
+	ledger *dynamo.Ledger
+	route  replay.Route
+}
+
+func newLane(t *testing.T, fifo bool) *lane {
+	cfg := emulatortest.Config(t)
+	q := sqs.NewFromConfig(cfg)
+	db := dynamodb.NewFromConfig(cfg)
+	suffix := ""
+	if fifo {
+		suffix = ".fifo"
+	}
+	l := &lane{sqs: q, ledger: dynamo.NewLedger(db, emulatortest.LedgerTable(t, db), nil)}
+	l.route.Name = "orders"
+	l.route.DLQURL, _ = emulatortest.Queue(t, q, emulatortest.Name(t, "dlq")+suffix)
+	l.route.SourceURL, _ = emulatortest.Queue(t, q, emulatortest.Name(t, "src")+suffix)
+	l.route.ParkingURL, _ = emulatortest.Queue(t, q, emulatortest.Name(t, "park")+suffix)
+	return l
+}
+
+// engine replays at once (a backoff of at most 1 ms) and hides messages it
+// leaves for at most about 2 s.
+func (l *lane) engine() *replay.Engine { return l.engineOn(l.sqs) }
+
+// engineOn is engine on q, the lane's queues seen through a wrapper.
+func (l *lane) engineOn(q replay.Queue) *replay.Engine {
+	return replay.New(q, l.ledger, replay.Options{
+		BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, DecisionWindow: time.Second,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+}
+
+func (l *lane) run(t *testing.T, e *replay.Engine) (replay.Summary, error) {
+	t.Helper()
+	return e.Run(context.Background(), replay.Request{Routes: []replay.Route{l.route}})
+}
+
+func (l *lane) send(t *testing.T, url, body, group string, attrs map[string]types.MessageAttributeValue) string {
+	t.Helper()
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body), MessageAttributes: attrs}
+	if group != "" {
+		in.MessageGroupId, in.MessageDeduplicationId = aws.String(group), aws.String(fmt.Sprint(time.Now().UnixNano()))
+	}
+	out, err := l.sqs.SendMessage(context.Background(), in)
+	if err != nil {
+		t.Fatalf("send to %s: %v", url, err)
+	}
+	return aws.ToString(out.MessageId)
+}
+
+// drain receives everything in url (deleting nothing).
+func (l *lane) drain(t *testing.T, url string) []types.Message {
+	t.Helper()
+	var all []types.Message
+	for {
+		out, err := l.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 30,
+			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			return all
+		}
+		all = append(all, out.Messages...)
+	}
+}
+
+func TestReplayOnTheEmulator(t *testing.T) {
+	l := newLane(t, false)
+	ids := map[string]string{}
+	for i := range 15 {
+		body := order(fmt.Sprintf("ORD-E2E-%02d", i))
+		ids[body] = l.send(t, l.route.DLQURL, body, "", map[string]types.MessageAttributeValue{"traceId": strAttr(fmt.Sprint(i))})
+	}
+	s, err := l.run(t, l.engine())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, s.Total, counts{Examined: 15, DeadLettered: 15, Replayed: 15})
+	if left := l.drain(t, l.route.DLQURL); len(left) != 0 {
+		t.Fatalf("%d messages left in the DLQ", len(left))
+	}
+	got := l.drain(t, l.route.SourceURL)
+	if len(got) != 15 {
+		t.Fatalf("%d messages in the source", len(got))
+	}
+	for _, m := range got {
+		meta, producer, found, err := replay.Read(m.MessageAttributes)
+		if err != nil || !found {
+			t.Fatalf("no metadata: %v", err)
+		}
+		if meta.ReplayCount != 1 || meta.OriginalMessageID != ids[aws.ToString(m.Body)] || meta.RunID != s.RunID || producer["traceId"].StringValue == nil {
+			t.Fatalf("metadata = %+v, producer attributes = %v", meta, producer)
+		}
+		if len(m.MessageAttributes) != 2 {
+			t.Fatalf("%d attributes, want the producer's one and ours", len(m.MessageAttributes))
+		}
+	}
+	last, found, err := l.ledger.LastRun(context.Background())
+	if err != nil || !found || last.RunID != s.RunID || last.Total.Replayed != 15 {
+		t.Fatalf("ledger run = %+v, %v, %v", last, found, err)
+	}
+	hist, err := l.ledger.OrderHistory(context.Background(), replay.OrderKey("ORD-E2E-00", ""))
+	if err != nil || len(hist) != 1 || hist[0].State != replay.Sent {
+		t.Fatalf("history = %+v, %v", hist, err)
+	}
+}
+
+func TestMaxReplaysParkOnTheEmulator(t *testing.T) {
+	l := newLane(t, false)
+	attrs, err := envelope.Pack(nil, replay.AttributeName, replay.Metadata{ReplayCount: 3, OriginalMessageID: "orig", LastReplayAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.send(t, l.route.DLQURL, order("ORD-P"), "", attrs)
+	s, err := l.run(t, l.engine())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, s.Total, counts{Examined: 1, DeadLettered: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
+	parked := l.drain(t, l.route.ParkingURL)
+	if len(parked) != 1 {
+		t.Fatalf("%d in the parking queue", len(parked))
+	}
+	meta, _, _, err := replay.Read(parked[0].MessageAttributes)
+	if err != nil || meta.Reason != replay.ReasonReplayExhausted || meta.ReplayCount != 3 || meta.OriginalMessageID != "orig" {
+		t.Fatalf("metadata = %+v, %v", meta, err)
+	}
+	if n := len(l.drain(t, l.route.SourceURL)) + len(l.drain(t, l.route.DLQURL)); n != 0 {
+		t.Fatalf("%d messages elsewhere", n)
+	}
+}
+
+// depth is every message url holds, from the queue's attributes: unlike a
+// receive, reading them twice changes nothing.
+func (l *lane) depth(t *testing.T, url string) int {
+	t.Helper()
+	visible, inFlight, delayed := emulatortest.Depth(t, l.sqs, url)
+	return visible + inFlight + delayed
+}
+
+// sendCounter is the lane's SQS client as the engine sees it, counting the
+// messages the engine asks to send and the SDK's extra attempts of those
+// sends. Under load the SDK can lose the answer of a call the emulator has
+// applied (net/http's writeLoop closes the connection while the answer is
+// read: "use of closed network connection", aws/aws-sdk-go-v2#1825) and
+// sends the call again: every entry of that batch may then arrive twice.
+// The design accepts that duplicate (the consumer absorbs it); a second
+// send by the engine is what these tests forbid.
+type sendCounter struct {
+	replay.Queue
+	mu      sync.Mutex
+	entries int // entries of the engine's SendMessageBatch calls
+	retried int // entries of the SDK's attempts after the first
+}
+
+func (c *sendCounter) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	attempts := 0
+	count := middleware.FinalizeMiddlewareFunc("countAttempts", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+		attempts++ // after the retry middleware: once per attempt
+		return next.HandleFinalize(ctx, in)
+	})
+	optFns = append(slices.Clone(optFns), func(o *sqs.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error { return s.Finalize.Insert(count, "Retry", middleware.After) })
+	})
+	out, err := c.Queue.SendMessageBatch(ctx, in, optFns...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries += len(in.Entries)
+	c.retried += max(0, attempts-1) * len(in.Entries)
+	return out, err
+}
+
+func TestCrashBetweenSendAndDeleteOnTheEmulator(t *testing.T) {
+	l := newLane(t, false)
+	for i := range 4 {
+		l.send(t, l.route.DLQURL, order(fmt.Sprintf("ORD-C-%d", i)), "", nil)
+	}
+	// 4, or one more for each send the SDK retried after the emulator had
+	// applied it (see sendCounter).
+	n := l.depth(t, l.route.DLQURL)
+	sends := &sendCounter{Queue: l.sqs}
+	crashing := l.engineOn(sends)
+	replay.SetAfterSend(crashing, func(string, []string) error { return errCrash })
+	if _, err := l.run(t, crashing); !errors.Is(err, errCrash) {
+		t.Fatalf("err = %v", err)
+	}
+	time.Sleep(2500 * time.Millisecond) // the receive visibility (the decision window) ends
+	s, err := l.run(t, l.engineOn(sends))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, s.Total, counts{Examined: n, Recovered: n})
+	if sends.entries != n {
+		t.Fatalf("the engine sent %d messages, want %d: none twice", sends.entries, n)
+	}
+	// The source is counted from its attributes: a drain's receive retried
+	// by the SDK would hide what the lost answer held.
+	switch got := l.depth(t, l.route.SourceURL); {
+	case got < n || got > n+sends.retried:
+		t.Fatalf("%d messages in the source, want %d, plus at most the %d entries the SDK sent again", got, n, sends.retried)
+	case got > n:
+		t.Logf("%d messages in the source: %d copies from SDK retries of SendMessageBatch, not from the engine", got, got-n)
+	}
+	if left := l.depth(t, l.route.DLQURL); left != 0 {
+		t.Fatalf("%d left in the DLQ", left)
+	}
+}
+
+func TestFIFOOnTheEmulator(t *testing.T) {
+	l := newLane(t, true)
+	var want []string
+	for i := range 6 {
+		body := order(fmt.Sprintf("ORD-F-%d", i))
+		l.send(t, l.route.DLQURL, body, fmt.Sprintf("g%d", i%2), nil)
+		want = append(want, body)
+	}
+	s, err := l.run(t, l.engine())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, s.Total, counts{Examined: 6, DeadLettered: 6, Replayed: 6})
+	got := map[string][]string{}
+	for _, m := range l.drain(t, l.route.SourceURL) {
+		g := m.Attributes["MessageGroupId"]
+		got[g] = append(got[g], aws.ToString(m.Body))
+		// The emulator's drain only hands out one in-flight group message
+		// at a time; delete to see the next.
+		if _, err := l.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(l.route.SourceURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(got["g0"])+len(got["g1"]) < 6 {
+		more := l.drain(t, l.route.SourceURL)
+		if len(more) == 0 {
+			break
+		}
+		for _, m := range more {
+			g := m.Attributes["MessageGroupId"]
+			got[g] = append(got[g], aws.ToString(m.Body))
+			if _, err := l.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(l.route.SourceURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !slices.Equal(got["g0"], []string{want[0], want[2], want[4]}) || !slices.Equal(got["g1"], []string{want[1], want[3], want[5]}) {
+		t.Fatalf("source groups = %v", got)
+	}
+}
+
+// SQS redrive keeps the message id, so the original message id in our
+// metadata is the one the producer's message had in the source queue.
+func TestRedriveKeepsTheMessageIDOnTheEmulator(t *testing.T) {
+	l := newLane(t, false)
+	ctx := context.Background()
+	arn, err := l.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(l.route.DLQURL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(emulatortest.Name(t, "redriven")), Attributes: map[string]string{
+		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, arn.Attributes["QueueArn"]),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := aws.ToString(out.QueueUrl)
+	t.Cleanup(func() {
+		_, _ = l.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(source)})
+	})
+	l.route.SourceURL = source
+	id := l.send(t, source, order("ORD-R"), "", nil)
+	for range 2 { // the consumer fails once; the next receive moves it
+		if _, err := l.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(source), VisibilityTimeout: 1}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond)
+	}
+	s, err := l.run(t, l.engine())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, s.Total, counts{Examined: 1, DeadLettered: 1, Replayed: 1})
+	got := l.drain(t, source)
+	if len(got) != 1 {
+		t.Fatalf("%d in the source", len(got))
+	}
+	meta, _, _, err := replay.Read(got[0].MessageAttributes)
+	if err != nil || meta.OriginalMessageID != id {
+		t.Fatalf("original message id %q, want %q (%v)", meta.OriginalMessageID, id, err)
+	}
+}
