@@ -24,6 +24,17 @@ type Rejection struct {
 	Detail string // one human sentence
 }
 
+// Reject returns the error a [Handler] returns for a record that will never
+// be valid: the processor sends the record to the invalid channel with reason
+// and detail, and acknowledges it.
+func Reject(reason, detail string) error { return Rejection{Reason: reason, Detail: detail} }
+
+// Error says "invalid: reason: detail".
+func (r Rejection) Error() string { return "invalid: " + r.Reason + ": " + r.Detail }
+
+// Invalid returns the reason and the detail.
+func (r Rejection) Invalid() (reason, detail string) { return r.Reason, r.Detail }
+
 // InvalidChannel receives the records that will never be valid. Publish must
 // return an error unless the record is durably stored.
 type InvalidChannel interface {

@@ -298,3 +298,17 @@ func TestProcessReportsEveryOutcome(t *testing.T) {
 		t.Fatalf("outcomes = %v, want %v", got, want)
 	}
 }
+
+func TestRejectGoesToTheInvalidChannel(t *testing.T) {
+	ch := &fakeChannel{}
+	p := batch.New(func(context.Context, events.SQSMessage) error {
+		return fmt.Errorf("parse shipment: %w", batch.Reject("malformed-json", "unexpected end of JSON input"))
+	}, ch, batch.Options{})
+	resp, err := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: "{"}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("response %+v, err %v: want the record acknowledged", resp, err)
+	}
+	if len(ch.got) != 1 || ch.got[0] != (published{"m-1", batch.Rejection{Reason: "malformed-json", Detail: "unexpected end of JSON input"}}) {
+		t.Fatalf("invalid channel got %+v", ch.got)
+	}
+}
