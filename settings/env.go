@@ -1,0 +1,128 @@
+package settings
+
+import (
+	"strings"
+	"time"
+)
+
+// The environment of the functions: each setting declared once, read by the
+// functions (through a [Reader]), by the operator CLI (its flag defaults and
+// bounds) and by the CDK construct (its prop defaults and synth-time
+// validation). The README's configuration tables are generated from
+// [Consumer] and [Replay] (a test fails when they drift).
+
+// Settings the consumer and the replay function share.
+var (
+	IdempotencyTable = String{Env: "IDEMPOTENCY_TABLE", Required: true,
+		Doc: "DynamoDB table of the consumer's idempotent receiver (`pk` string key, TTL `expiresAt`)"}
+	ConsumerName = String{Env: "CONSUMER_NAME", Default: "invoice", MaxBytes: 64, Reject: KeySeparator,
+		Doc: "the consumer's name: scopes its idempotency keys (`<consumer>#<orderId>`) and signs invalid-message metadata; 1..64 bytes, no `#`"}
+	ServiceName = String{Env: "POWERTOOLS_SERVICE_NAME", DefaultDoc: "`CONSUMER_NAME`'s value", MaxBytes: 1024,
+		Doc: "the `Lane` dimension of the metrics (the construct sets the lane's name)"}
+	MetricsNamespace = String{Env: "POWERTOOLS_METRICS_NAMESPACE", Default: "Homing", MaxBytes: 255,
+		Doc: "CloudWatch namespace of the metrics, written as EMF lines on stdout"}
+)
+
+// Settings of the consumer function (functions/consumer).
+var (
+	InvalidQueueURL = String{Env: "INVALID_QUEUE_URL", Required: true,
+		Doc: "queue for invalid orders"}
+	TaxServiceURL = String{Env: "TAX_SERVICE_URL", Required: true,
+		Doc: "base URL of the tax and invoice service"}
+	Concurrency = Int{Env: "CONCURRENCY", Default: 10, Min: 1, Max: 100,
+		Doc: "records (standard) or message groups (FIFO) processed at once"}
+	ConsumerDeadlineMargin = Duration{Env: "DEADLINE_MARGIN", Default: 2 * time.Second, Min: AboveZero,
+		Doc: "no record starts with less time left in the invocation"}
+	TaxBudget = Duration{Env: "TAX_BUDGET", Default: 10 * time.Second, Min: AboveZero,
+		Doc: "total time for one record's tax calls, retries included (never past the deadline)"}
+	RecordLifetime = Duration{Env: "RECORD_LIFETIME", Default: 30 * 24 * time.Hour, Min: 18 * 24 * time.Hour,
+		Doc: "idempotency record lifetime; at least 432h (source 4 d + DLQ 14 d), so that a replay from the DLQ is still recognised"}
+	MaxPayloadBytes = Int{Env: "MAX_PAYLOAD_BYTES", Default: 256 << 10, Min: 1, Max: 1<<20 - 64<<10,
+		Doc: "larger bodies are invalid (`payload-too-large`); at most 983040, the source queue's size (SQS's 1 MiB less 64 KiB kept for our metadata)"}
+)
+
+// Settings of the replay function (functions/replay).
+var (
+	ReplayRoutes = String{Env: "REPLAY_ROUTES", Required: true,
+		Doc: "`[{\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\"}]`, one per lane"}
+	LedgerTable = String{Env: "LEDGER_TABLE", Required: true,
+		Doc: "replay ledger (`pk`/`sk` strings, TTL `expiresAt`)"}
+	HealthURL = String{Env: "HEALTH_URL",
+		Doc: "downstream base URL; `GET /health` must answer 2xx for a run to move anything"}
+	MaxReplays = Int{Env: "MAX_REPLAYS", Default: 3, Min: 1, Max: 100,
+		Doc: "replays before a message is parked as `replay-exhausted`"}
+	BackoffBase = Duration{Env: "BACKOFF_BASE", Default: 5 * time.Minute, Min: AboveZero,
+		Doc: "backoff ceiling before the first replay, doubled per replay (exponential backoff with full jitter)"}
+	BackoffMax = Duration{Env: "BACKOFF_MAX", Default: 4 * time.Hour, Min: AboveZero,
+		Doc: "cap of the backoff ceiling; at least `BACKOFF_BASE`"}
+	ExpiryRescueWindow = Duration{Env: "EXPIRY_RESCUE_WINDOW", Default: 24 * time.Hour, Min: AboveZero, Max: 14 * 24 * time.Hour,
+		Doc: "park what would expire by the DLQ retention within this window (shorter than the DLQ retention)"}
+	Rate = Float{Env: "RATE", Default: 50, Min: 0.1, Max: 3000, Unit: "messages per second",
+		Doc: "messages sent per second (at most 3000: SQS FIFO batched throughput per action)"}
+	MaxPerRun = Int{Env: "MAX_PER_RUN", Default: 1000, Min: 1,
+		Doc: "messages moved per run"}
+	CanaryLimit = Int{Env: "CANARY_LIMIT", Default: 5, Min: 1,
+		Doc: "replays per route while the previous run's replayed orders are not completed (the canary)"}
+	RefillThreshold = Int{Env: "REFILL_THRESHOLD", Default: 100, Min: 1,
+		Doc: "DLQ growth since the previous run that holds the route"}
+	ReplayDeadlineMargin = Duration{Env: "DEADLINE_MARGIN", Default: 5 * time.Second, Min: AboveZero,
+		Doc: "stop cleanly this long before the invocation deadline"}
+)
+
+// Consumer lists the consumer function's settings, in the order of its
+// configuration table.
+var Consumer = []Setting{
+	InvalidQueueURL,
+	IdempotencyTable,
+	TaxServiceURL,
+	ConsumerName,
+	Concurrency,
+	ConsumerDeadlineMargin,
+	TaxBudget,
+	RecordLifetime,
+	MaxPayloadBytes,
+	ServiceName,
+	Note(MetricsNamespace, ": `RecordsProcessed`, `RecordsFailed`, `RecordsInvalid` (also by `Reason`), `DuplicatesAbsorbed`, `CompletionsUnrecorded`, `InDoubtTakeovers`"),
+}
+
+// Replay lists the replay function's settings, in the order of its
+// configuration table.
+var Replay = []Setting{
+	ReplayRoutes,
+	LedgerTable,
+	Note(IdempotencyTable, "; the canary gate reads its COMPLETED records"),
+	ConsumerName,
+	HealthURL,
+	MaxReplays,
+	BackoffBase,
+	BackoffMax,
+	ExpiryRescueWindow,
+	Rate,
+	MaxPerRun,
+	CanaryLimit,
+	RefillThreshold,
+	ReplayDeadlineMargin,
+	Note(ServiceName, ", beside `Route`"),
+	Note(MetricsNamespace, ": `Replayed`, `Parked`, `Delayed`, `GateClosed`, `DeadLettered`, `Errors`"),
+}
+
+// Note returns s with note added to its doc, for one function's table (a
+// shared setting that means more to one function).
+func Note(s Setting, note string) Setting { return noted{s, note} }
+
+type noted struct {
+	Setting
+	note string
+}
+
+// Unwrap returns the declaration.
+func (n noted) Unwrap() Setting { return n.Setting }
+
+func (n noted) Row() Row {
+	r := n.Setting.Row()
+	if len(n.note) > 0 && !strings.ContainsRune(":,;", rune(n.note[0])) {
+		r.Doc += " "
+	}
+	r.Doc += n.note
+	return r
+}
