@@ -15,7 +15,9 @@ TAX_PORT      ?= 4580
 # moto's server: the second emulator of the contract suites (make e2e).
 MOTO_PORT     ?= 4599
 STACK         ?= Homing
-N             ?= 5000
+# N: the orders of make soak (default 5000), the dead letters per contender
+# of make bench-replay on the bare emulator (default 1000).
+N             ?=
 
 FUNCTIONS  := $(notdir $(wildcard functions/*))
 BOOTSTRAPS := $(FUNCTIONS:%=bin/%/bootstrap)
@@ -48,7 +50,7 @@ CONTRACT_ENV  := HOMING_EMULATOR=$(EMULATOR) HOMING_SECOND_EMULATOR=moto \
 
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help demo soak build unit sim infra-test e2e test lint vuln bench fuzz synth deploy-local destroy-local \
+.PHONY: help demo soak build unit sim infra-test e2e test lint vuln bench bench-replay fuzz synth deploy-local destroy-local \
 	emulator-up emulator-down moto-up moto-down clean FORCE
 
 help: ## list the targets
@@ -61,7 +63,7 @@ demo: ## the main job on the local emulator: outage, dead letters, scheduled rep
 
 soak: ## N orders (default 5000) through the deployed stack: outage, flaky phase, duplicates, invalid orders, crashed replays; an accounting table; tears down
 	@rc=0; $(MAKE) --no-print-directory deploy-local && \
-	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) run ./cmd/soak -n $(N) -dlq $(CURDIR)/bin/dlq || rc=$$?; \
+	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) run ./cmd/soak -n $(or $(N),5000) -dlq $(CURDIR)/bin/dlq || rc=$$?; \
 	  $(MAKE) --no-print-directory emulator-down; exit $$rc
 
 build: $(BOOTSTRAPS) bin/dlq ## a Lambda bootstrap per function in bin/<function>/ (ARCH=arm64 for AWS), and bin/dlq
@@ -105,6 +107,16 @@ vuln: ## govulncheck, both modules, against the newest Go vulnerability database
 bench: ## benchmarks with allocations, 6 runs each (compare runs with benchstat)
 	@mkdir -p .local
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee .local/bench.txt
+
+# N dead letters per contender and round on the bare emulator (default 1000),
+# N_DELAYED through the delay proxy (default 300), W workers (default 4),
+# ROUNDS rounds (default 3; the tables show medians), DELAY added to every
+# client write by the proxy (default 10ms).
+bench-replay: ## replay engine vs naive mover vs raw SDK batch loop (1 and W workers), bare and every call +10 ms, on the emulator; tables of msgs/s and the targets; tears down
+	@rc=0; $(MAKE) --no-print-directory emulator-up && \
+	  $(EMULATOR_ENV) $(GO) run ./cmd/benchreplay -n $(or $(N),1000) -n-delayed $(or $(N_DELAYED),300) -workers $(or $(W),4) \
+	    -rounds $(or $(ROUNDS),3) -delay $(or $(DELAY),10ms) $(if $(ONLY),-only $(ONLY)) || rc=$$?; \
+	  $(MAKE) --no-print-directory emulator-down; exit $$rc
 
 fuzz: ## a short fuzzing session per fuzz target
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/order/

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/drill"
+)
+
+// profile is one network the contenders run on.
+type profile struct {
+	name  string
+	n     int           // messages per contender and round
+	cfg   aws.Config    // its endpoint: the emulator, or the delay proxy
+	delay time.Duration // what the proxy adds; 0 for the bare emulator
+}
+
+// clients are the SDK clients of one profile.
+type clients struct {
+	sqs *sqs.Client
+	db  *dynamodb.Client
+}
+
+func newClients(cfg aws.Config) clients {
+	return clients{sqs: sqs.NewFromConfig(cfg), db: dynamodb.NewFromConfig(cfg)}
+}
+
+// route is the queues and tables of one contender's round.
+type route struct {
+	dlq, source, parking string // queue URLs
+	ledger, idempotency  string // table names (the engine's only)
+}
+
+// bench runs the rounds.
+type bench struct {
+	setup    clients // bare clients: create, fill, check, delete
+	workers  int
+	progress io.Writer
+	logger   *slog.Logger
+	runID    string
+	seq      int // numbers the resources of the run
+}
+
+// measure runs every contender once per round and profile, each on fresh
+// queues, and returns the rates. The contenders' order rotates from round
+// to round, so that none always runs first on a cold emulator.
+func (b *bench) measure(ctx context.Context, profiles []profile, cs []contender, rounds int) (results, error) {
+	res := results{}
+	for round := range rounds {
+		for _, p := range profiles {
+			c := newClients(p.cfg)
+			for i := range cs {
+				k := cs[(i+round)%len(cs)]
+				rate, err := b.once(ctx, p, c, k)
+				if err != nil {
+					return nil, fmt.Errorf("round %d, %s, %s: %w", round+1, p.name, k.name, err)
+				}
+				res.add(p.name, k.key, rate)
+				fmt.Fprintf(b.progress, "round %d/%d  %-22s  %-26s  %5d msgs  %6.0f msgs/s\n", round+1, rounds, p.name, k.name, p.n, rate)
+			}
+		}
+	}
+	return res, nil
+}
+
+// once runs one contender on fresh queues holding p.n dead letters and
+// returns its rate in messages per second. The queues are deleted after.
+func (b *bench) once(ctx context.Context, p profile, c clients, k contender) (rate float64, err error) {
+	rt, cleanup, err := b.fresh(ctx, k.engine)
+	defer func() { err = errors.Join(err, cleanup()) }()
+	if err != nil {
+		return 0, err
+	}
+	if err := b.fill(ctx, rt.dlq, p.n); err != nil {
+		return 0, err
+	}
+	begin := time.Now()
+	if err := k.move(ctx, c, rt, p.n, b.logger); err != nil {
+		return 0, err
+	}
+	elapsed := time.Since(begin)
+	if err := b.check(ctx, rt, p.n); err != nil {
+		return 0, err
+	}
+	return float64(p.n) / elapsed.Seconds(), nil
+}
+
+// fresh creates a route's queues (and, for the engine, its tables) and
+// returns a function that deletes them.
+func (b *bench) fresh(ctx context.Context, tables bool) (route, func() error, error) {
+	b.seq++
+	prefix := fmt.Sprintf("bench-%s-%d", b.runID, b.seq)
+	var undo []func() error
+	cleanup := func() error {
+		var errs []error
+		for i := len(undo) - 1; i >= 0; i-- {
+			errs = append(errs, undo[i]())
+		}
+		return errors.Join(errs...)
+	}
+	var rt route
+	for _, q := range []struct {
+		url  *string
+		name string
+	}{{&rt.dlq, "dlq"}, {&rt.source, "source"}, {&rt.parking, "parking"}} {
+		out, err := b.setup.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "-" + q.name)})
+		if err != nil {
+			return rt, cleanup, fmt.Errorf("create queue %s-%s: %w", prefix, q.name, err)
+		}
+		url := aws.ToString(out.QueueUrl)
+		*q.url = url
+		undo = append(undo, func() error {
+			if _, err := b.setup.sqs.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
+				return fmt.Errorf("delete queue %s: %w", url, err)
+			}
+			return nil
+		})
+	}
+	if !tables {
+		return rt, cleanup, nil
+	}
+	for _, t := range []struct {
+		name *string
+		keys []string
+	}{{&rt.ledger, []string{"pk", "sk"}}, {&rt.idempotency, []string{"pk"}}} {
+		name := prefix + "-" + t.keys[len(t.keys)-1]
+		if err := b.table(ctx, name, t.keys); err != nil {
+			return rt, cleanup, err
+		}
+		*t.name = name
+		undo = append(undo, func() error {
+			if _, err := b.setup.db.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+				return fmt.Errorf("delete table %s: %w", name, err)
+			}
+			return nil
+		})
+	}
+	return rt, cleanup, nil
+}
+
+// table creates an on-demand table keyed by keys (partition, then sort),
+// String attributes, as the stack's ledger and idempotency tables are.
+func (b *bench) table(ctx context.Context, name string, keys []string) error {
+	in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: dbtypes.BillingModePayPerRequest}
+	for i, k := range keys {
+		kt := dbtypes.KeyTypeHash
+		if i > 0 {
+			kt = dbtypes.KeyTypeRange
+		}
+		in.AttributeDefinitions = append(in.AttributeDefinitions, dbtypes.AttributeDefinition{AttributeName: aws.String(k), AttributeType: dbtypes.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, dbtypes.KeySchemaElement{AttributeName: aws.String(k), KeyType: kt})
+	}
+	if _, err := b.setup.db.CreateTable(ctx, in); err != nil {
+		return fmt.Errorf("create table %s: %w", name, err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(b.setup.db).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
+		return fmt.Errorf("wait for table %s: %w", name, err)
+	}
+	return nil
+}
+
+// deadLetters returns n dead letters as SQS's redrive leaves them in a DLQ:
+// the producer's body (a valid order.created event, a distinct order each)
+// and its attributes (a W3C traceparent), no replay metadata yet.
+func deadLetters(n int) []types.SendMessageBatchRequestEntry {
+	entries := make([]types.SendMessageBatchRequestEntry, n)
+	for i := range entries {
+		entries[i] = types.SendMessageBatchRequestEntry{
+			Id:          aws.String(strconv.Itoa(i % 10)),
+			MessageBody: aws.String(drill.Encode(drill.Order(fmt.Sprintf("ORD-2026-%06d", i+1), i))),
+			MessageAttributes: map[string]types.MessageAttributeValue{
+				"traceparent": {DataType: aws.String("String"), StringValue: aws.String(fmt.Sprintf("00-%032x-%016x-01", i+1, i+1))},
+			},
+		}
+	}
+	return entries
+}
+
+// fill sends n dead letters to url.
+func (b *bench) fill(ctx context.Context, url string, n int) error {
+	entries := deadLetters(n)
+	for i := 0; i < n; i += 10 {
+		out, err := b.setup.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries[i:min(i+10, n)]})
+		if err != nil {
+			return fmt.Errorf("fill %s: %w", url, err)
+		}
+		if len(out.Failed) > 0 {
+			return fmt.Errorf("fill %s: %d refused: %s", url, len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+	}
+	return b.expect(ctx, url, "the DLQ before the move", n)
+}
+
+// check verifies the move: every message in the source queue, none left
+// in the DLQ, none parked.
+func (b *bench) check(ctx context.Context, rt route, n int) error {
+	return errors.Join(
+		b.expect(ctx, rt.source, "the source queue", n),
+		b.expect(ctx, rt.dlq, "the DLQ", 0),
+		b.expect(ctx, rt.parking, "the parking queue", 0),
+	)
+}
+
+// expect fails unless url holds exactly n messages (visible, in flight or
+// delayed).
+func (b *bench) expect(ctx context.Context, url, what string, n int) error {
+	d, err := drill.QueueDepth(ctx, b.setup.sqs, url)
+	if err != nil {
+		return err
+	}
+	if d.Total() != n {
+		return fmt.Errorf("%s holds %d messages (%d visible, %d in flight, %d delayed), want %d", what, d.Total(), d.Visible, d.InFlight, d.Delayed, n)
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/replayconfig"
+	"github.com/homingdlq/homing/replay"
+)
+
+// contender is one way of moving the DLQ's messages to the source queue.
+type contender struct {
+	key     string // engine-1, engine-w, naive, raw-1, raw-w
+	name    string // the table's row
+	workers int
+	engine  bool // needs the ledger and idempotency tables
+	// move moves n messages from rt.dlq to rt.source with the clients c.
+	move func(ctx context.Context, c clients, rt route, n int, logger *slog.Logger) error
+}
+
+// contenders returns the contenders whose key contains only ("" for all).
+// The engine's W-worker row runs only when replay.Options has a Workers
+// field (see [setWorkers]).
+func contenders(w int, only string) []contender {
+	all := []contender{
+		{key: "engine-1", name: "engine, 1 worker", workers: 1, engine: true},
+		{key: "engine-w", name: fmt.Sprintf("engine, %d workers", w), workers: w, engine: true},
+		{key: "naive", name: "naive mover (1 by 1)", workers: 1, move: naive},
+		{key: "raw-1", name: "raw batch loop, 1 worker", workers: 1},
+		{key: "raw-w", name: fmt.Sprintf("raw batch loop, %d workers", w), workers: w},
+	}
+	var out []contender
+	for _, c := range all {
+		if only != "" && !strings.Contains(c.key, only) {
+			continue
+		}
+		switch {
+		case c.engine:
+			if c.workers > 1 && !setWorkers(&replay.Options{}, c.workers) {
+				continue
+			}
+			c.move = engineMover(c.workers)
+		case c.move == nil:
+			c.move = rawMover(c.workers)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// setWorkers sets o.Workers to w and reports whether replay.Options has
+// that field. Reflection keeps the benchmark building before and after the
+// engine's Workers option lands.
+// TODO(bench): assign o.Workers directly once replay.Options has it.
+func setWorkers(o *replay.Options, w int) bool {
+	f := reflect.ValueOf(o).Elem().FieldByName("Workers")
+	if !f.IsValid() || !f.CanSet() || f.Kind() != reflect.Int {
+		return false
+	}
+	f.SetInt(int64(w))
+	return true
+}
+
+// engineMover runs the replay engine as the replay function wires it:
+// configuration read by replayconfig.Load, the dynamo ledger and
+// completions, the real SQS client; one run of one route, capped at n, at
+// the engine's highest rate. The policy replays at once (BACKOFF_BASE 1ms):
+// the dead letters are due, as after an outage that outlasted the backoff.
+func engineMover(workers int) func(ctx context.Context, c clients, rt route, n int, logger *slog.Logger) error {
+	return func(ctx context.Context, c clients, rt route, n int, logger *slog.Logger) error {
+		routes, err := json.Marshal([]replay.Route{{Name: "orders", DLQURL: rt.dlq, SourceURL: rt.source, ParkingURL: rt.parking}})
+		if err != nil {
+			return fmt.Errorf("encode route: %w", err)
+		}
+		env := map[string]string{
+			"REPLAY_ROUTES":     string(routes),
+			"LEDGER_TABLE":      rt.ledger,
+			"IDEMPOTENCY_TABLE": rt.idempotency,
+			"BACKOFF_BASE":      "1ms",
+			"RATE":              strconv.FormatFloat(replay.MaxRate, 'f', -1, 64),
+			"MAX_PER_RUN":       strconv.Itoa(n),
+		}
+		cfg, err := replayconfig.Load(func(k string) string { return env[k] })
+		if err != nil {
+			return err
+		}
+		opts := cfg.Options()
+		opts.Completions = dynamo.NewCompletions(c.db, cfg.IdempotencyTable, cfg.ConsumerName, nil)
+		opts.Logger = logger
+		if !setWorkers(&opts, workers) && workers > 1 {
+			return errors.New("replay.Options has no Workers field")
+		}
+		e := replay.New(c.sqs, dynamo.NewLedger(c.db, cfg.LedgerTable, nil), opts)
+		sum, err := e.Run(ctx, replay.Request{Routes: cfg.Routes})
+		if err != nil {
+			return fmt.Errorf("engine run: %w (summary %+v)", err, sum)
+		}
+		return nil
+	}
+}
+
+// naive is the mover of blog-post scripts: receive one message, send it,
+// delete it, until a receive comes back empty.
+func naive(ctx context.Context, c clients, rt route, _ int, _ *slog.Logger) error {
+	for {
+		out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(rt.dlq), MaxNumberOfMessages: 1, MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			return fmt.Errorf("receive: %w", err)
+		}
+		if len(out.Messages) == 0 {
+			return nil
+		}
+		m := out.Messages[0]
+		if _, err := c.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(rt.source), MessageBody: m.Body, MessageAttributes: m.MessageAttributes}); err != nil {
+			return fmt.Errorf("send: %w", err)
+		}
+		if _, err := c.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(rt.dlq), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+	}
+}
+
+// rawMover is the loop the SDK's batch calls allow with no bookkeeping:
+// workers goroutines, each receiving 10 (no long poll), sending them with
+// SendMessageBatch and deleting them with DeleteMessageBatch, until a
+// receive comes back empty.
+func rawMover(workers int) func(ctx context.Context, c clients, rt route, n int, logger *slog.Logger) error {
+	return func(ctx context.Context, c clients, rt route, _ int, _ *slog.Logger) error {
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() { errs[w] = rawLoop(ctx, c.sqs, rt) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+}
+
+func rawLoop(ctx context.Context, q *sqs.Client, rt route) error {
+	for {
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(rt.dlq), MaxNumberOfMessages: 10, WaitTimeSeconds: 0, MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			return fmt.Errorf("receive: %w", err)
+		}
+		if len(out.Messages) == 0 {
+			return nil
+		}
+		sends := make([]types.SendMessageBatchRequestEntry, len(out.Messages))
+		deletes := make([]types.DeleteMessageBatchRequestEntry, len(out.Messages))
+		for i, m := range out.Messages {
+			id := aws.String(strconv.Itoa(i))
+			sends[i] = types.SendMessageBatchRequestEntry{Id: id, MessageBody: m.Body, MessageAttributes: m.MessageAttributes}
+			deletes[i] = types.DeleteMessageBatchRequestEntry{Id: id, ReceiptHandle: m.ReceiptHandle}
+		}
+		sent, err := q.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(rt.source), Entries: sends})
+		if err != nil {
+			return fmt.Errorf("send batch: %w", err)
+		}
+		if len(sent.Failed) > 0 {
+			return fmt.Errorf("send batch: %d refused: %s", len(sent.Failed), aws.ToString(sent.Failed[0].Message))
+		}
+		deleted, err := q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(rt.dlq), Entries: deletes})
+		if err != nil {
+			return fmt.Errorf("delete batch: %w", err)
+		}
+		if len(deleted.Failed) > 0 {
+			return fmt.Errorf("delete batch: %d refused: %s", len(deleted.Failed), aws.ToString(deleted.Failed[0].Message))
+		}
+	}
+}
