@@ -21,6 +21,10 @@ N             ?=
 
 FUNCTIONS  := $(notdir $(wildcard functions/*))
 BOOTSTRAPS := $(FUNCTIONS:%=bin/%/bootstrap)
+# The example lane (examples/, its own Go module): its functions build into
+# bin/ beside ours, and CI vets and tests it like the root module.
+EXAMPLE_FUNCTIONS  := $(notdir $(wildcard examples/functions/*))
+EXAMPLE_BOOTSTRAPS := $(EXAMPLE_FUNCTIONS:%=bin/%/bootstrap)
 CDK        := $(CURDIR)/node_modules/.bin/cdk
 NPM_STAMP  := node_modules/.package-lock.json
 # golang.org/x/vulndb snapshot that `make lint` scans against (`make vuln`: the newest).
@@ -66,16 +70,20 @@ soak: ## N orders (default 5000) through the deployed stack: outage, flaky phase
 	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) run ./cmd/soak -n $(or $(N),5000) -dlq $(CURDIR)/bin/dlq || rc=$$?; \
 	  $(MAKE) --no-print-directory emulator-down; exit $$rc
 
-build: $(BOOTSTRAPS) bin/dlq ## a Lambda bootstrap per function in bin/<function>/ (ARCH=arm64 for AWS), and bin/dlq
+build: $(BOOTSTRAPS) $(EXAMPLE_BOOTSTRAPS) bin/dlq ## a Lambda bootstrap per function (examples' too) in bin/<function>/ (ARCH=arm64 for AWS), and bin/dlq
 
 bin/%/bootstrap: FORCE
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
 
+$(EXAMPLE_BOOTSTRAPS): bin/%/bootstrap: FORCE
+	cd examples && CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o ../$@ ./functions/$*
+
 bin/dlq: FORCE
 	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./cmd/dlq
 
-unit: ## unit tests: no network, no node, no emulator
+unit: ## unit tests: no network, no node, no emulator (examples/ too)
 	$(GO) test -race -count=1 ./...
+	cd examples && $(GO) test -race -count=1 ./...
 
 # SEEDS=N runs seeds 1..N (default 200); SEED=N replays one seed with its trace.
 sim: ## the deterministic simulation of the whole system: SEEDS=N random seeds (default 200), or SEED=N alone
@@ -88,15 +96,18 @@ infra-test: $(NPM_STAMP) ## CDK template assertions and cdk-nag (jsii starts the
 # switch the tax stand-in down and up; they must not overlap.
 e2e: ## emulator and moto up, deploy the local stack, run the e2e-tagged tests, both down (also on failure)
 	@rc=0; $(MAKE) --no-print-directory moto-up && $(MAKE) --no-print-directory deploy-local && \
-	  HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 30m ./... || rc=$$?; \
+	  { HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 30m ./... || rc=$$?; \
+	    (cd examples && HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 20m ./...) || rc=$$?; } || rc=$$?; \
 	  $(MAKE) --no-print-directory emulator-down; $(MAKE) --no-print-directory moto-down; exit $$rc
 
 test: unit infra-test e2e ## everything CI runs
 
-lint: ## gofmt, go vet, staticcheck, actionlint and govulncheck (pinned as go.mod tools), both modules, e2e tag too
+lint: ## gofmt, go vet, staticcheck, actionlint and govulncheck (pinned as go.mod tools), every module, e2e tag too
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./... && $(GO) vet -tags e2e ./...
 	$(GO) tool staticcheck ./... && $(GO) tool staticcheck -tags e2e ./...
+	cd examples && $(GO) vet ./... && $(GO) vet -tags e2e ./...
+	sc=$$($(GO) tool -n staticcheck) && cd examples && $$sc ./... && $$sc -tags e2e ./...
 	cd infra && $(GO) vet ./...
 	$(GO) tool actionlint
 	GO=$(GO) scripts/vulncheck.sh $(VULNDB)

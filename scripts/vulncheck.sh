@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# govulncheck over both Go modules against the Go vulnerability database as
+# govulncheck over the Go modules (root, infra, examples) against the Go vulnerability database as
 # the Go module proxy serves it, not vuln.go.dev: the module golang.org/x/vulndb
 # carries every report as OSV JSON (data/osv), and its own cmd/indexdb writes
 # them out in the layout that `govulncheck -db file://...` reads. Nothing here
@@ -36,4 +36,5 @@ echo "vulncheck: $($go version | cut -d' ' -f3), database golang.org/x/vulndb@$v
 rc=0
 $go tool govulncheck -db "file://$db" ./... || rc=$?
 $go tool govulncheck -C infra -db "file://$db" ./... || rc=$?
+$go tool govulncheck -C examples -db "file://$db" ./... || rc=$?
 exit $rc

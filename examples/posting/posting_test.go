@@ -1,0 +1,135 @@
+package posting_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/homingdlq/homing/idempotency"
+
+	"github.com/homingdlq/homing/examples/ledger"
+	"github.com/homingdlq/homing/examples/payment"
+	"github.com/homingdlq/homing/examples/posting"
+)
+
+const fifoARN = "arn:aws:sqs:us-east-1:000000000000:payments.fifo"
+
+func record(body, group string) events.SQSMessage {
+	return events.SQSMessage{MessageId: "m-" + group, Body: body, EventSourceARN: fifoARN,
+		Attributes: map[string]string{"MessageGroupId": group}}
+}
+
+func body(id, account, amount string) string {
+	return `{"eventType":"payment.captured","version":1,"paymentId":"` + id + `","accountId":"` + account +
+		`","capturedAt":"2026-11-29T10:00:00Z","amount":"` + amount + `","currency":"EUR"}`
+}
+
+// lossy applies the append and then loses the answer, as a timeout after
+// the request was sent does: the error says nothing about whether it applied.
+type lossy struct {
+	ledger.Ledger
+	lose int // how many answers to lose
+}
+
+func (l *lossy) Append(ctx context.Context, p ledger.Posting) (ledger.Entry, error) {
+	e, err := l.Ledger.Append(ctx, p)
+	if err == nil && l.lose > 0 {
+		l.lose--
+		return ledger.Entry{}, errors.New("read tcp: i/o timeout")
+	}
+	return e, err
+}
+
+func newHandler(l ledger.Ledger) *posting.Handler {
+	return &posting.Handler{Receiver: &idempotency.Receiver{Store: idempotency.NewMemoryStore(), Scope: "ledger"}, Ledger: l}
+}
+
+func TestHandle(t *testing.T) {
+	ctx := context.Background()
+	book := &ledger.Memory{}
+	h := newHandler(book)
+	if err := h.Handle(ctx, record(body("P1", "A", "1.00"), "A")); err != nil {
+		t.Fatal(err)
+	}
+	// The same payment again (a redelivery, a replay): nothing new.
+	if err := h.Handle(ctx, record(body("P1", "A", "1.00"), "A")); err != nil {
+		t.Fatal(err)
+	}
+	// Another content under the same paymentId: invalid, for good.
+	var inv *payment.InvalidError
+	if err := h.Handle(ctx, record(body("P1", "A", "2.00"), "A")); !errors.As(err, &inv) || inv.Reason != payment.ReasonConflictingDuplicate {
+		t.Fatalf("conflicting duplicate: %v", err)
+	}
+	// Invalid messages are rejected before anything is claimed.
+	if err := h.Handle(ctx, record(body("P2", "A", "1.00"), "B")); !errors.As(err, &inv) || inv.Reason != payment.ReasonGroupNotAccount {
+		t.Fatalf("group mismatch: %v", err)
+	}
+	// On a standard queue there is no group to compare.
+	std := record(body("P3", "A", "3.00"), "")
+	std.EventSourceARN = "arn:aws:sqs:us-east-1:000000000000:payments"
+	if err := h.Handle(ctx, std); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := book.Entries(ctx, "A")
+	if len(entries) != 2 || entries[0].PaymentID != "P1" || entries[1].PaymentID != "P3" {
+		t.Fatalf("entries = %+v", entries)
+	}
+}
+
+func TestFrozenAccountIsTransient(t *testing.T) {
+	ctx := context.Background()
+	book := &ledger.Memory{}
+	_ = book.Freeze(ctx, "A", true)
+	h := newHandler(book)
+	err := h.Handle(ctx, record(body("P1", "A", "1.00"), "A"))
+	var inv interface{ Invalid() (string, string) }
+	if !errors.Is(err, ledger.ErrFrozen) || errors.As(err, &inv) {
+		t.Fatalf("Handle on a frozen account = %v, want a transient ErrFrozen", err)
+	}
+	// The claim was released: once thawed, the redelivery posts it.
+	_ = book.Freeze(ctx, "A", false)
+	if err := h.Handle(ctx, record(body("P1", "A", "1.00"), "A")); err != nil {
+		t.Fatalf("after the thaw: %v", err)
+	}
+	if entries, _ := book.Entries(ctx, "A"); len(entries) != 1 {
+		t.Fatalf("entries = %+v", entries)
+	}
+}
+
+// An append whose answer was lost is resolved by looking the payment up:
+// the handler succeeds and the entry exists once.
+func TestLostAnswerIsResolvedByLookup(t *testing.T) {
+	ctx := context.Background()
+	book := &ledger.Memory{}
+	h := newHandler(&lossy{Ledger: book, lose: 1})
+	if err := h.Handle(ctx, record(body("P1", "A", "1.00"), "A")); err != nil {
+		t.Fatalf("Handle = %v, want the doubt resolved as applied", err)
+	}
+	if err := h.Handle(ctx, record(body("P1", "A", "1.00"), "A")); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := book.Entries(ctx, "A"); len(entries) != 1 {
+		t.Fatalf("entries = %+v, want one", entries)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	cfg, err := posting.LoadConfig(func(k string) string {
+		return map[string]string{"INVALID_QUEUE_URL": "q", "IDEMPOTENCY_TABLE": "i", "ENTRIES_TABLE": "e", "DEADLINE_MARGIN": "1s"}[k]
+	})
+	if err != nil || cfg.ConsumerName != "ledger" || cfg.Concurrency != 10 || cfg.DeadlineMargin.String() != "1s" || cfg.MaxPayloadBytes != payment.DefaultMaxBytes {
+		t.Fatalf("LoadConfig = %+v, %v", cfg, err)
+	}
+	_, err = posting.LoadConfig(func(k string) string {
+		return map[string]string{"CONCURRENCY": "many", "CONSUMER_NAME": "a#b", "RECORD_LIFETIME": "1h", "DEADLINE_MARGIN": "0s"}[k]
+	})
+	for _, want := range []string{"INVALID_QUEUE_URL is required", "IDEMPOTENCY_TABLE is required", "ENTRIES_TABLE is required",
+		`CONCURRENCY="many"`, `CONSUMER_NAME="a#b"`, "RECORD_LIFETIME=1h0m0s", "DEADLINE_MARGIN=0s"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadConfig error %v: want %q among the problems", err, want)
+		}
+	}
+}
