@@ -4,29 +4,45 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/settings"
 
 	"github.com/homingdlq/homing/examples/ledger"
 	"github.com/homingdlq/homing/examples/payment"
 )
 
-// Config is the consumer's configuration, from these environment variables
-// (the first three and CONSUMER_NAME are the ones homing's deadletter
-// construct wires from the lane's resources):
-//
-//	INVALID_QUEUE_URL   required  the lane's invalid queue
-//	IDEMPOTENCY_TABLE   required  the lane's idempotency table
-//	ENTRIES_TABLE       required  the ledger's table (see package ledger)
-//	CONSUMER_NAME       ledger    scopes idempotency keys, signs invalid-message metadata (1..64 bytes, no '#')
-//	CONCURRENCY         10        accounts (message groups) posted at once
-//	DEADLINE_MARGIN     2s        no record starts with less time left
-//	RECORD_LIFETIME     720h      how long an idempotency record lasts (>= 432h: source + DLQ retention)
-//	MAX_PAYLOAD_BYTES   16384     larger bodies are invalid (payload-too-large)
+// The example's own settings, declared once as homing's settings are; the
+// rest are homing's (settings.InvalidQueueURL and the others), read the
+// same way.
+var (
+	// EntriesTable is the ledger's table.
+	EntriesTable = settings.String{Env: "ENTRIES_TABLE", Required: true,
+		Doc: "DynamoDB table of the ledger entries (`pk`/`sk` strings; see package ledger)"}
+	// ConsumerName is homing's, with this lane's default.
+	ConsumerName = withDefault(settings.ConsumerName, "ledger")
+	// MaxPayloadBytes bounds a payment message, far below homing's bound.
+	MaxPayloadBytes = settings.Int{Env: "MAX_PAYLOAD_BYTES", Default: payment.DefaultMaxBytes, Min: 1, Max: 256 << 10,
+		Doc: "larger bodies are invalid (`payload-too-large`)"}
+)
+
+func withDefault(s settings.String, def string) settings.String {
+	s.Default = def
+	return s
+}
+
+// Settings lists the consumer's settings, in the order of its README table.
+var Settings = []settings.Setting{
+	settings.InvalidQueueURL, settings.IdempotencyTable, EntriesTable, ConsumerName, settings.Concurrency,
+	settings.ConsumerDeadlineMargin, settings.RecordLifetime, MaxPayloadBytes,
+}
+
+// Config is the consumer's configuration, read from the environment
+// variables of [Settings]. INVALID_QUEUE_URL, IDEMPOTENCY_TABLE and
+// CONSUMER_NAME are the ones homing's deadletter construct wires from the
+// lane's resources; ENTRIES_TABLE is the example stack's.
 type Config struct {
 	InvalidQueueURL  string
 	IdempotencyTable string
@@ -41,46 +57,18 @@ type Config struct {
 // LoadConfig reads the configuration through getenv and validates it; the
 // error lists every problem at once.
 func LoadConfig(getenv func(string) string) (Config, error) {
-	var errs []error
-	str := func(key, def string) string {
-		if v := getenv(key); v != "" {
-			return v
-		}
-		return def
-	}
-	num := func(key string, def int) int {
-		v := getenv(key)
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: want a whole number", key, v))
-		}
-		return n
-	}
-	dur := func(key string, def time.Duration) time.Duration {
-		v := getenv(key)
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: want a duration such as 2s or 720h", key, v))
-		}
-		return d
-	}
+	env := settings.NewReader(getenv)
 	c := Config{
-		InvalidQueueURL:  str("INVALID_QUEUE_URL", ""),
-		IdempotencyTable: str("IDEMPOTENCY_TABLE", ""),
-		EntriesTable:     str("ENTRIES_TABLE", ""),
-		ConsumerName:     str("CONSUMER_NAME", "ledger"),
-		Concurrency:      num("CONCURRENCY", batch.DefaultConcurrency),
-		DeadlineMargin:   dur("DEADLINE_MARGIN", batch.DefaultDeadlineMargin),
-		RecordLifetime:   dur("RECORD_LIFETIME", idempotency.DefaultLifetime),
-		MaxPayloadBytes:  num("MAX_PAYLOAD_BYTES", payment.DefaultMaxBytes),
+		InvalidQueueURL:  env.String(settings.InvalidQueueURL),
+		IdempotencyTable: env.String(settings.IdempotencyTable),
+		EntriesTable:     env.String(EntriesTable),
+		ConsumerName:     env.String(ConsumerName),
+		Concurrency:      env.Int(settings.Concurrency),
+		DeadlineMargin:   env.Duration(settings.ConsumerDeadlineMargin),
+		RecordLifetime:   env.Duration(settings.RecordLifetime),
+		MaxPayloadBytes:  env.Int(MaxPayloadBytes),
 	}
-	if err := errors.Join(errors.Join(errs...), c.Validate()); err != nil {
+	if err := errors.Join(env.Err(), c.Validate()); err != nil {
 		return Config{}, fmt.Errorf("posting configuration: %w", err)
 	}
 	return c, nil
@@ -88,30 +76,16 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 
 // Validate reports every invalid field.
 func (c Config) Validate() error {
-	var errs []error
-	for _, f := range [...]struct{ key, value string }{
-		{"INVALID_QUEUE_URL", c.InvalidQueueURL}, {"IDEMPOTENCY_TABLE", c.IdempotencyTable}, {"ENTRIES_TABLE", c.EntriesTable},
-	} {
-		if f.value == "" {
-			errs = append(errs, fmt.Errorf("%s is required", f.key))
-		}
-	}
-	if c.ConsumerName == "" || len(c.ConsumerName) > 64 || strings.Contains(c.ConsumerName, "#") {
-		errs = append(errs, fmt.Errorf("CONSUMER_NAME=%q: want 1..64 bytes without '#' (it scopes idempotency keys)", c.ConsumerName))
-	}
-	if c.Concurrency < 1 || c.Concurrency > 100 {
-		errs = append(errs, fmt.Errorf("CONCURRENCY=%d: want 1..100", c.Concurrency))
-	}
-	if c.DeadlineMargin <= 0 {
-		errs = append(errs, fmt.Errorf("DEADLINE_MARGIN=%s: want > 0", c.DeadlineMargin))
-	}
-	if c.RecordLifetime < idempotency.MinLifetime {
-		errs = append(errs, fmt.Errorf("RECORD_LIFETIME=%s: want >= %s, so that a replay from the DLQ is still recognised", c.RecordLifetime, idempotency.MinLifetime))
-	}
-	if c.MaxPayloadBytes < 1 || c.MaxPayloadBytes > 256<<10 {
-		errs = append(errs, fmt.Errorf("MAX_PAYLOAD_BYTES=%d: want 1..%d", c.MaxPayloadBytes, 256<<10))
-	}
-	return errors.Join(errs...)
+	return errors.Join(
+		settings.InvalidQueueURL.Check(c.InvalidQueueURL),
+		settings.IdempotencyTable.Check(c.IdempotencyTable),
+		EntriesTable.Check(c.EntriesTable),
+		ConsumerName.Check(c.ConsumerName),
+		settings.Concurrency.Check(c.Concurrency),
+		settings.ConsumerDeadlineMargin.Check(c.DeadlineMargin),
+		settings.RecordLifetime.Check(c.RecordLifetime),
+		MaxPayloadBytes.Check(c.MaxPayloadBytes),
+	)
 }
 
 // Deps are the adapters the processor is built from; tests pass fakes.

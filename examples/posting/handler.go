@@ -10,6 +10,7 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/settings"
 
 	"github.com/homingdlq/homing/examples/ledger"
 	"github.com/homingdlq/homing/examples/payment"
@@ -29,7 +30,7 @@ type Handler struct {
 // succeed (a frozen account, the table unavailable).
 func (h *Handler) Handle(ctx context.Context, msg events.SQSMessage) error {
 	group := ""
-	if batch.IsFIFO(msg.EventSourceARN) {
+	if settings.IsFIFO(msg.EventSourceARN) {
 		group = msg.Attributes["MessageGroupId"]
 	}
 	p, err := payment.Parse([]byte(msg.Body), group, h.MaxBytes)

@@ -127,7 +127,7 @@ func TestLoadConfig(t *testing.T) {
 		return map[string]string{"CONCURRENCY": "many", "CONSUMER_NAME": "a#b", "RECORD_LIFETIME": "1h", "DEADLINE_MARGIN": "0s"}[k]
 	})
 	for _, want := range []string{"INVALID_QUEUE_URL is required", "IDEMPOTENCY_TABLE is required", "ENTRIES_TABLE is required",
-		`CONCURRENCY="many"`, `CONSUMER_NAME="a#b"`, "RECORD_LIFETIME=1h0m0s", "DEADLINE_MARGIN=0s"} {
+		`CONCURRENCY="many"`, `CONSUMER_NAME="a#b"`, "RECORD_LIFETIME=1h", "DEADLINE_MARGIN=0s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("LoadConfig error %v: want %q among the problems", err, want)
 		}
