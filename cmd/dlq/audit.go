@@ -14,6 +14,7 @@ import (
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/settings"
 )
 
 // orderAudit is the output of dlq audit --order.
@@ -71,7 +72,7 @@ record and do not appear.`,
 	}
 	cmd.Flags().StringVar(&order, "order", "", "the order id to audit")
 	cmd.Flags().IntVar(&runs, "runs", 10, "list this many of the last runs (without --order)")
-	cmd.Flags().StringVar(&consumer, "consumer", "invoice", "the consumer's idempotency scope (CONSUMER_NAME)")
+	cmd.Flags().StringVar(&consumer, "consumer", settings.ConsumerName.Default, "the consumer's idempotency scope ("+settings.ConsumerName.Env+")")
 	cmd.MarkFlagsMutuallyExclusive("order", "runs")
 	return cmd
 }

@@ -17,13 +17,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/homingdlq/homing/internal/replayconfig"
+	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/handler"
+	"github.com/homingdlq/homing/settings"
 )
 
 // defaultRouteName is the lane's route name when the replay function's
 // configuration does not name it (infra/deadletter.DefaultRouteName).
-const defaultRouteName = "orders"
+const defaultRouteName = settings.DefaultRouteName
 
 // replayFlags are the flags of dlq replay.
 type replayFlags struct {
@@ -95,14 +97,15 @@ prints the engine's run summary.`,
 	fl.StringVar(&f.function, "replay-function", "", `read the policy and the health URL from this function (default: the ReplayFunctionName output; "" for the engine's defaults)`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "decide and report; move and write nothing")
 	fl.IntVar(&f.max, "max", 0, "move at most this many messages (default: the function's MAX_PER_RUN)")
-	fl.Float64Var(&f.rate, "rate", 0, "send at most this many messages per second, 0.1..3000 (default: the function's RATE)")
+	fl.Float64Var(&f.rate, "rate", 0, fmt.Sprintf("send at most this many messages per second, %s..%s (default: the function's %s)",
+		settings.FormatFloat(settings.Rate.Min), settings.FormatFloat(settings.Rate.Max), settings.Rate.Env))
 	fl.StringArrayVar(&f.reasons, "reason", nil, "only messages with this reason (repeatable): dead-lettered, replay-exhausted, expiry-rescue, or an invalid reason")
 	fl.DurationVar(&f.olderThan, "older-than", 0, "only messages first dead-lettered at least this long ago (e.g. 90m, 24h)")
 	fl.StringArrayVar(&f.orders, "order", nil, "only the messages of this order id (repeatable)")
 	fl.BoolVar(&f.resetCount, "reset-count", false, "restart the replay count of the messages (only with --from parking|invalid)")
 	fl.StringVar(&f.healthURL, "health-url", "", "base URL of the tax service whose /health gates the run (default: the function's HEALTH_URL)")
 	fl.BoolVar(&f.noHealth, "no-health-gate", false, "skip the health gate (when the tax service is not reachable from here)")
-	fl.StringVar(&f.consumer, "consumer", "invoice", "the consumer's idempotency scope for the canary gate, instead of the function's CONSUMER_NAME")
+	fl.StringVar(&f.consumer, "consumer", settings.ConsumerName.Default, "the consumer's idempotency scope for the canary gate, instead of the function's "+settings.ConsumerName.Env)
 	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
 	fl.BoolVar(&f.force, "force", false, "replay from a queue even if it has a RedrivePolicy (burns delivery attempts)")
 	cmd.MarkFlagsMutuallyExclusive("health-url", "no-health-gate")
@@ -124,8 +127,8 @@ func (f *replayFlags) check() error {
 	if f.max < 0 {
 		errs = append(errs, fmt.Sprintf("--max %d: want >= 0", f.max))
 	}
-	if f.rate != 0 && (f.rate < replay.MinRate || f.rate > replay.MaxRate) {
-		errs = append(errs, fmt.Sprintf("--rate %g: want %g..%g messages per second", f.rate, replay.MinRate, replay.MaxRate))
+	if f.rate != 0 && settings.Rate.Check(f.rate) != nil {
+		errs = append(errs, fmt.Sprintf("--rate %g: want %s", f.rate, settings.Rate.Want()))
 	}
 	if f.olderThan < 0 {
 		errs = append(errs, fmt.Sprintf("--older-than %s: want a positive duration", f.olderThan))
@@ -139,7 +142,7 @@ func (f *replayFlags) check() error {
 // checkTo refuses a --to queue of another type than the queue replayed from.
 func checkTo(from, to string) error {
 	fifo := func(u string) string {
-		if strings.HasSuffix(u, ".fifo") {
+		if settings.IsFIFO(u) {
 			return "FIFO"
 		}
 		return "standard"
@@ -184,9 +187,10 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	}
 
 	opts := cfg.Options()
-	if opts.Health, err = cfg.Health(); err != nil {
+	if opts.Health, err = cfg.Health(nil); err != nil {
 		return err
 	}
+	opts.PayloadHash = invoicing.PayloadHash
 	opts.Completions = s.completions(cfg.IdempotencyTable, cfg.ConsumerName)
 	opts.Logger, opts.Now = a.logger(), a.now
 	bar := newProgress(a.stderr, a.isTerminal(a.stderr))
@@ -210,7 +214,7 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 // environment when there is a function to read, with the route and the
 // tables of the resources and the flags on top. Load validates it as the
 // function does.
-func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (replayconfig.Config, error) {
+func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (handler.Config, error) {
 	env := map[string]string{}
 	fn := s.res.optional(outReplayFunction)
 	if f.functionSet {
@@ -219,17 +223,17 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (repl
 	if fn != "" {
 		got, err := s.functionEnv(ctx, fn)
 		if err != nil {
-			return replayconfig.Config{}, fmt.Errorf("read the configuration of replay function %s (lambda:GetFunctionConfiguration): %w — "+
+			return handler.Config{}, fmt.Errorf("read the configuration of replay function %s (lambda:GetFunctionConfiguration): %w — "+
 				`pass --replay-function NAME, or --replay-function "" for the engine's default policy`, fn, err)
 		}
 		env = maps.Clone(got)
 	}
 	var routes []replay.Route
-	_ = json.Unmarshal([]byte(env["REPLAY_ROUTES"]), &routes) // Load reports a malformed value
+	_ = json.Unmarshal([]byte(env[settings.ReplayRoutes.Env]), &routes) // LoadConfig reports a malformed value
 
 	dlq, err := s.res.get(outDLQ)
 	if err != nil {
-		return replayconfig.Config{}, err
+		return handler.Config{}, err
 	}
 	rt := replay.Route{Name: defaultRouteName, DLQURL: dlq}
 	if i := slices.IndexFunc(routes, func(r replay.Route) bool { return r.DLQURL == dlq }); i >= 0 {
@@ -243,37 +247,37 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (repl
 		// not compare the DLQ with this queue.
 		rt.Name += "/" + f.from
 		if rt.DLQURL, err = s.roleURL("from", f.from); err != nil {
-			return replayconfig.Config{}, err
+			return handler.Config{}, err
 		}
 	}
 	if err := checkTo(rt.DLQURL, f.to); err != nil {
-		return replayconfig.Config{}, err
+		return handler.Config{}, err
 	}
 	if rt.SourceURL = f.to; rt.SourceURL == "" {
 		if rt.SourceURL, err = s.res.get(outSource); err != nil {
-			return replayconfig.Config{}, err
+			return handler.Config{}, err
 		}
 	}
 	if rt.ParkingURL, err = s.res.get(outParking); err != nil {
-		return replayconfig.Config{}, err
+		return handler.Config{}, err
 	}
-	for _, k := range []struct{ env, out string }{{"LEDGER_TABLE", outLedger}, {"IDEMPOTENCY_TABLE", outIdempotency}} {
+	for _, k := range []struct{ env, out string }{{settings.LedgerTable.Env, outLedger}, {settings.IdempotencyTable.Env, outIdempotency}} {
 		if env[k.env], err = s.res.get(k.out); err != nil {
-			return replayconfig.Config{}, err
+			return handler.Config{}, err
 		}
 	}
 	b, _ := json.Marshal([]replay.Route{rt})
-	env["REPLAY_ROUTES"] = string(b)
-	if f.consumerSet || env["CONSUMER_NAME"] == "" {
-		env["CONSUMER_NAME"] = f.consumer
+	env[settings.ReplayRoutes.Env] = string(b)
+	if f.consumerSet || env[settings.ConsumerName.Env] == "" {
+		env[settings.ConsumerName.Env] = f.consumer
 	}
 	switch {
 	case f.noHealth:
-		env["HEALTH_URL"] = ""
+		env[settings.HealthURL.Env] = ""
 	case f.healthSet:
-		env["HEALTH_URL"] = f.healthURL
+		env[settings.HealthURL.Env] = f.healthURL
 	}
-	cfg, err := replayconfig.Load(func(k string) string { return env[k] })
+	cfg, err := handler.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		if fn != "" {
 			return cfg, fmt.Errorf("the configuration of replay function %s with the flags: %w", fn, err)
@@ -292,7 +296,7 @@ func runID(now time.Time) string {
 
 // confirm asks before a run that moves messages: on a terminal, a y/N
 // question; without one, --yes is required.
-func (a *app) confirm(req replay.Request, cfg replayconfig.Config, yes bool) error {
+func (a *app) confirm(req replay.Request, cfg handler.Config, yes bool) error {
 	if req.DryRun || yes {
 		return nil
 	}
@@ -305,7 +309,7 @@ func (a *app) confirm(req replay.Request, cfg replayconfig.Config, yes bool) err
 		limit = fmt.Sprintf("at most %d", req.Max)
 	}
 	fmt.Fprintf(a.stderr, "Replay %s messages from %s to %s (parking %s; max replays %d, filter %s)? [y/N] ",
-		limit, rt.DLQURL, rt.SourceURL, rt.ParkingURL, cfg.MaxReplays, filterText(req.Filter))
+		limit, rt.DLQURL, rt.SourceURL, rt.ParkingURL, cfg.Engine.MaxReplays, filterText(req.Filter))
 	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 	if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
 		return refused("replay not confirmed: nothing moved")

@@ -18,8 +18,9 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/drill"
-	"github.com/homingdlq/homing/internal/replayconfig"
+	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/handler"
 )
 
 // errCrash is what the crashing queue answers in place of a delete.
@@ -85,14 +86,15 @@ func (s *soak) crashAfterSend(ctx context.Context) (bool, error) {
 	if fn.Environment != nil {
 		env = fn.Environment.Variables
 	}
-	cfg, err := replayconfig.Load(func(k string) string { return env[k] })
+	cfg, err := handler.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		return false, err
 	}
 	opts := cfg.Options()
-	if opts.Health, err = cfg.Health(); err != nil {
+	if opts.Health, err = cfg.Health(nil); err != nil {
 		return false, err
 	}
+	opts.PayloadHash = invoicing.PayloadHash
 	opts.Completions = dynamo.NewCompletions(s.db, cfg.IdempotencyTable, cfg.ConsumerName, nil)
 	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 

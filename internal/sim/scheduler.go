@@ -105,7 +105,7 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	}
 	opts.Completions, opts.PayloadHash = nil, nil
 	if s.cfg.Replay.Canary {
-		// As the replay function is configured (replayconfig): the canary,
+		// As the replay function is wired (functions/replay): the canary,
 		// the breaker, and the removal of dead letters already applied.
 		opts.Completions = &replaytest.MemoryCompletions{Store: s.store.MemoryStore, Scope: consumerName, Now: s.clock.Now}
 		opts.PayloadHash = invoicing.PayloadHash

@@ -1,4 +1,4 @@
-package main
+package handler_test
 
 import (
 	"bytes"
@@ -19,9 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/idempotency"
-	"github.com/homingdlq/homing/internal/replayconfig"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/handler"
 	"github.com/homingdlq/homing/replay/replaytest"
+	"github.com/homingdlq/homing/settings"
 )
 
 // fixture is the function wired to in-memory queues and ledger, with two
@@ -61,16 +62,19 @@ func newFixture(t *testing.T, env map[string]string) *fixture {
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := replayconfig.Load(func(k string) string { return vars[k] })
+	cfg, err := handler.LoadConfig(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHandler(cfg, deps{
-		queue: f.q, ledger: f.ledger,
-		completions: &replaytest.MemoryCompletions{Store: idempotency.NewMemoryStore(), Scope: cfg.ConsumerName},
-		health:      func(context.Context) error { return f.health },
-		logger:      slog.New(slog.NewJSONHandler(&f.logs, nil)),
-		metrics:     &f.metrics, now: f.clock.Now, sleep: f.clock.Sleep,
+	h := handler.New(cfg, handler.Deps{
+		Queue:       f.q,
+		Ledger:      f.ledger,
+		Completions: &replaytest.MemoryCompletions{Store: idempotency.NewMemoryStore(), Scope: cfg.ConsumerName},
+		Health:      func(context.Context) error { return f.health },
+		Logger:      slog.New(slog.NewJSONHandler(&f.logs, nil)),
+		Metrics:     &f.metrics,
+		Now:         f.clock.Now,
+		Sleep:       f.clock.Sleep,
 	})
 	f.handler = lambda.NewHandler(h)
 	return f
@@ -101,15 +105,6 @@ func (f *fixture) invoke(t *testing.T, payload []byte) (replay.Summary, error) {
 	return s, nil
 }
 
-func sample(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("../../events/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestScheduledEventRunsEveryRoute(t *testing.T) {
 	f := newFixture(t, nil)
 	f.deadLetter(t, f.routes[0], 3)
@@ -119,7 +114,7 @@ func TestScheduledEventRunsEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.RunID != "req-1" || s.DryRun || s.Max != replay.DefaultMaxPerRun || s.Rate != replay.DefaultRate || s.Filter != nil {
+	if s.RunID != "req-1" || s.DryRun || s.Max != settings.MaxPerRun.Default || s.Rate != settings.Rate.Default || s.Filter != nil {
 		t.Fatalf("summary = %+v", s)
 	}
 	if len(s.Routes) != 2 || s.Routes[0].Replayed != 3 || s.Routes[1].Replayed != 2 || s.Total.Replayed != 5 {
@@ -211,27 +206,9 @@ func TestHealthGateUsesTheProbe(t *testing.T) {
 	}
 }
 
-func TestMalformedInvocationsAreClearErrors(t *testing.T) {
-	tests := []struct {
-		name, payload, want string
-	}{
-		{"empty", ``, "empty payload"},
-		{"null", `null`, "empty payload"},
-		{"array", `[]`, "not a valid JSON object"},
-		{"string", `"run"`, "not a valid JSON object"},
-		{"another event source", `{"source":"aws.sqs","detail-type":"Scheduled Event"}`, `source "aws.sqs"`},
-		{"another event type", `{"source":"aws.events","detail-type":"Object Created"}`, `detail-type "Object Created"`},
-		{"misspelt field", `{"dry_run":true}`, `unknown field "dry_run"`},
-		{"misspelt filter field", `{"dryRun":true,"filter":{"orderId":["ORD-1"]}}`, `unknown field "orderId"`},
-		{"bad duration", `{"filter":{"olderThan":"soon"}}`, "olderThan"},
-		{"wrong type", `{"rate":"fast"}`, "rate"},
-		{"unknown route", `{"routes":["orders","refunds"]}`, `unknown routes ["refunds"]`},
-		{"negative max", `{"max":-1}`, "max -1"},
-		{"rate out of range", `{"rate":0.01}`, "rate 0.01"},
-		{"two values", `{} {}`, "after top-level value"},
-		{"truncated", `{"dryRun":`, "not a valid JSON object"},
-	}
-	for _, tt := range tests {
+// A payload ParseInvocation refuses runs nothing: not one SQS call.
+func TestRefusedInvocationsRunNothing(t *testing.T) {
+	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, nil)
 			calls := 0
@@ -241,7 +218,7 @@ func TestMalformedInvocationsAreClearErrors(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
 			}
 			if calls != 0 {
-				t.Fatalf("%d SQS calls for a malformed invocation", calls)
+				t.Fatalf("%d SQS calls for a refused invocation", calls)
 			}
 		})
 	}
@@ -274,7 +251,7 @@ func TestOnDemandCaps(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, replayconfig.ErrAboveCap) {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, handler.ErrAboveCap) {
 				t.Fatalf("err = %v, want ErrAboveCap mentioning %q", err, tt.want)
 			}
 			if calls != 0 {

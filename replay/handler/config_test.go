@@ -1,16 +1,18 @@
-package replayconfig_test
+package handler_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/homingdlq/homing/internal/metrics"
-	"github.com/homingdlq/homing/internal/replayconfig"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/handler"
 )
 
 func TestLoad(t *testing.T) {
@@ -30,7 +32,7 @@ func TestLoad(t *testing.T) {
 		{name: "bad numbers", env: map[string]string{"MAX_REPLAYS": "0", "RATE": "fast", "MAX_PER_RUN": "-1", "CANARY_LIMIT": "x", "REFILL_THRESHOLD": "0"},
 			wantErr: []string{"MAX_REPLAYS=0", `RATE="fast"`, "MAX_PER_RUN=-1", `CANARY_LIMIT="x"`, "REFILL_THRESHOLD=0"}},
 		{name: "bad durations", env: map[string]string{"BACKOFF_BASE": "10h", "BACKOFF_MAX": "1h", "EXPIRY_RESCUE_WINDOW": "soon", "DEADLINE_MARGIN": "0s"},
-			wantErr: []string{"BACKOFF_BASE=10h0m0s", `EXPIRY_RESCUE_WINDOW="soon"`, "DEADLINE_MARGIN=0s"}},
+			wantErr: []string{"BACKOFF_BASE=10h, BACKOFF_MAX=1h: want base <= max", `EXPIRY_RESCUE_WINDOW="soon"`, "DEADLINE_MARGIN=0s"}},
 		{name: "rate not a number", env: map[string]string{"RATE": "NaN"}, wantErr: []string{"RATE=NaN"}},
 		{name: "bad metric names", env: map[string]string{"POWERTOOLS_METRICS_NAMESPACE": "AWS/Lambda", "POWERTOOLS_SERVICE_NAME": " "},
 			wantErr: []string{"POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_SERVICE_NAME"}},
@@ -47,18 +49,25 @@ func TestLoad(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			cfg, err := replayconfig.Load(func(k string) string { return env[k] })
+			cfg, err := handler.LoadConfig(func(k string) string { return env[k] })
 			if len(tt.wantErr) == 0 {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := replayconfig.Config{
+				want := handler.Config{
 					Routes:      []replay.Route{{Name: "orders", DLQURL: "https://sqs/q-dlq", SourceURL: "https://sqs/q", ParkingURL: "https://sqs/q-parking"}},
-					LedgerTable: "ledger", IdempotencyTable: "idem", ConsumerName: "invoice", MaxReplays: 3,
-					BackoffBase: 5 * time.Minute, BackoffMax: 4 * time.Hour, ExpiryRescueWindow: 24 * time.Hour,
-					Rate: 50, MaxPerRun: 1000, CanaryLimit: 5, RefillThreshold: 100, DeadlineMargin: 5 * time.Second,
-					Metrics: metrics.Config{Namespace: "Homing", Lane: "invoice"},
+					LedgerTable: "ledger", IdempotencyTable: "idem", ConsumerName: "invoice",
+					MetricsNamespace: "Homing", Lane: "invoice",
 				}
+				want.Engine.MaxReplays = 3
+				want.Engine.BackoffBase = 5 * time.Minute
+				want.Engine.BackoffMax = 4 * time.Hour
+				want.Engine.ExpiryRescueWindow = 24 * time.Hour
+				want.Engine.Rate = 50
+				want.Engine.MaxPerRun = 1000
+				want.Engine.CanaryLimit = 5
+				want.Engine.RefillThreshold = 100
+				want.Engine.DeadlineMargin = 5 * time.Second
 				if fmt.Sprint(cfg) != fmt.Sprint(want) {
 					t.Fatalf("cfg = %+v\nwant %+v", cfg, want)
 				}
@@ -77,28 +86,49 @@ func TestLoad(t *testing.T) {
 }
 
 func TestOptionsAndHealth(t *testing.T) {
-	c := replayconfig.Config{MaxReplays: 4, BackoffBase: time.Second, BackoffMax: time.Minute, ExpiryRescueWindow: time.Hour,
-		Rate: 7, MaxPerRun: 9, CanaryLimit: 2, RefillThreshold: 3, DeadlineMargin: time.Second}
-	o := c.Options()
-	if o.MaxReplays != 4 || o.BackoffBase != time.Second || o.BackoffMax != time.Minute || o.ExpiryRescueWindow != time.Hour ||
-		o.Rate != 7 || o.MaxPerRun != 9 || o.CanaryLimit != 2 || o.RefillThreshold != 3 || o.DeadlineMargin != time.Second {
+	var c handler.Config
+	c.Engine.MaxReplays = 4
+	c.Engine.Rate = 7
+	if o := c.Options(); o.MaxReplays != 4 || o.Rate != 7 {
 		t.Fatalf("options = %+v", o)
 	}
-	if h, err := c.Health(); h != nil || err != nil {
+	if h, err := c.Health(nil); h != nil || err != nil {
 		t.Fatalf("no HEALTH_URL: probe %v, err %v", h != nil, err)
 	}
-	c.HealthURL = "http://127.0.0.1:1"
-	h, err := c.Health()
+	c.HealthURL = "tax.local"
+	if _, err := c.Health(nil); err == nil || !strings.Contains(err.Error(), "HEALTH_URL") {
+		t.Fatalf("a URL without scheme: err = %v", err)
+	}
+	var status atomic.Int32
+	var path atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path.Store(r.URL.Path)
+		w.WriteHeader(int(status.Load()))
+	}))
+	defer srv.Close()
+	c.HealthURL = srv.URL + "/tax"
+	h, err := c.Health(srv.Client())
 	if err != nil || h == nil {
 		t.Fatalf("probe %v, err %v", h != nil, err)
 	}
-	if err := h(context.Background()); err == nil {
+	status.Store(http.StatusNoContent)
+	if err := h(context.Background()); err != nil || path.Load() != "/tax/health" {
+		t.Fatalf("a 204 at %v is unhealthy: %v", path.Load(), err)
+	}
+	status.Store(http.StatusServiceUnavailable)
+	if err := h(context.Background()); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("a 503 is healthy: %v", err)
+	}
+	c.HealthURL = "http://127.0.0.1:1"
+	if h, _ = c.Health(nil); h(context.Background()) == nil {
 		t.Fatal("a refused connection is healthy")
 	}
 }
 
 func TestWithinCaps(t *testing.T) {
-	cfg := replayconfig.Config{MaxPerRun: 100, Rate: 20}
+	var cfg handler.Config
+	cfg.Engine.MaxPerRun = 100
+	cfg.Engine.Rate = 20
 	tests := []struct {
 		name    string
 		req     replay.Request
@@ -120,7 +150,7 @@ func TestWithinCaps(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, replayconfig.ErrAboveCap) {
+			if !errors.Is(err, handler.ErrAboveCap) {
 				t.Fatalf("err = %v, want ErrAboveCap", err)
 			}
 			for _, want := range tt.wantErr {

@@ -1,0 +1,94 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/homingdlq/homing/replay"
+)
+
+// Deps are the adapters and hooks a [Handler] is built from; tests pass
+// fakes.
+type Deps struct {
+	Queue  replay.Queue  // required
+	Ledger replay.Ledger // required
+	// Completions reads the consumer's completed orders for the canary gate
+	// and the removal of dead letters already applied; nil skips both.
+	Completions replay.Completions
+	// Health probes the downstream ([Config.Health]); nil: no health gate.
+	Health func(context.Context) error
+	// PayloadHash is the hash the consumer's idempotency record holds for a
+	// body (replay.Options.PayloadHash); nil never removes a dead letter as
+	// applied.
+	PayloadHash func(body string) (hash string, ok bool)
+	Logger      *slog.Logger // default slog.Default()
+	// Metrics gets the EMF lines of each run that is not a dry run, with the
+	// Lane and Route dimensions; nil writes none.
+	Metrics io.Writer
+	Now     func() time.Time                           // default time.Now
+	Sleep   func(context.Context, time.Duration) error // default a timer
+}
+
+// Handler turns an invocation into a replay run. It is safe for the
+// sequential invocations of one Lambda execution environment.
+type Handler struct {
+	engine  *replay.Engine
+	cfg     Config
+	metrics io.Writer
+}
+
+// New returns the handler of cfg over d.
+func New(cfg Config, d Deps) *Handler {
+	opts := cfg.Options()
+	opts.Health = d.Health
+	opts.Completions = d.Completions
+	opts.PayloadHash = d.PayloadHash
+	opts.Logger = d.Logger
+	opts.Now = d.Now
+	opts.Sleep = d.Sleep
+	// The handler writes the run's metrics itself, with the lane's
+	// dimension (the engine's Options.Metrics has the route's only).
+	return &Handler{engine: replay.New(d.Queue, d.Ledger, opts), cfg: cfg, metrics: d.Metrics}
+}
+
+// Invoke implements lambda.Handler, so that the handler sees the payload as
+// it came (an empty one, or one with trailing data, included) and every
+// malformed payload gets a clear error.
+func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	s, err := h.Handle(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(s)
+}
+
+// Handle runs one invocation and returns the run summary. A payload
+// [Config.ParseInvocation] refuses is an error and nothing runs. The run's
+// id is the Lambda request id. A run whose route stopped on an error (a
+// queue or the ledger failed) returns the engine's error, which the
+// function's Errors metric counts; failures of single messages are counted
+// in the summary and in the EMF metric Errors (namespace
+// POWERTOOLS_METRICS_NAMESPACE, dimensions Lane and Route), not as a failed
+// invocation.
+func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (replay.Summary, error) {
+	req, err := h.cfg.ParseInvocation(payload)
+	if err != nil {
+		return replay.Summary{}, err
+	}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		req.RunID = lc.AwsRequestID
+	}
+	s, err := h.engine.Run(ctx, req)
+	if h.metrics != nil && !s.DryRun {
+		if werr := replay.WriteLaneEMF(h.metrics, h.cfg.MetricsNamespace, h.cfg.Lane, s); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	return s, err
+}
