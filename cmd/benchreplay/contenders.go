@@ -16,8 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/internal/replayconfig"
+	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/handler"
 )
 
 // contender is one way of moving the DLQ's messages to the source queue.
@@ -74,7 +75,7 @@ func setWorkers(o *replay.Options, w int) bool {
 }
 
 // engineMover runs the replay engine as the replay function wires it:
-// configuration read by replayconfig.Load, the dynamo ledger and
+// configuration read by handler.LoadConfig, the dynamo ledger and
 // completions, the real SQS client; one run of one route, capped at n, at
 // the engine's highest rate. The policy replays at once (BACKOFF_BASE 1ms):
 // the dead letters are due, as after an outage that outlasted the backoff.
@@ -92,11 +93,12 @@ func engineMover(workers int) func(ctx context.Context, c clients, rt route, n i
 			"RATE":              strconv.FormatFloat(replay.MaxRate, 'f', -1, 64),
 			"MAX_PER_RUN":       strconv.Itoa(n),
 		}
-		cfg, err := replayconfig.Load(func(k string) string { return env[k] })
+		cfg, err := handler.LoadConfig(func(k string) string { return env[k] })
 		if err != nil {
 			return err
 		}
 		opts := cfg.Options()
+		opts.PayloadHash = invoicing.PayloadHash
 		opts.Completions = dynamo.NewCompletions(c.db, cfg.IdempotencyTable, cfg.ConsumerName, nil)
 		opts.Logger = logger
 		if !setWorkers(&opts, workers) && workers > 1 {

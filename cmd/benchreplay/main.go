@@ -5,7 +5,7 @@
 //   - the replay engine, wired as the replay function and `dlq replay` wire
 //     it (replay.New and Engine.Run with the real SQS client, the dynamo
 //     ledger and completions on DynamoDB tables created for the run, the
-//     configuration read by replayconfig), with 1 worker and with W;
+//     configuration read by replay/handler), with 1 worker and with W;
 //   - the naive mover of blog-post scripts: receive 1, send 1, delete 1;
 //   - the raw SDK batch loop: receive 10 (no long poll), SendMessageBatch,
 //     DeleteMessageBatch, with 1 worker and with W.
