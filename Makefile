@@ -131,7 +131,7 @@ bench-replay: ## replay engine vs naive mover vs raw SDK batch loop (1 and W wor
 
 fuzz: ## a short fuzzing session per fuzz target
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/order/
-	$(GO) test -run '^$$' -fuzz FuzzHandleEvent -fuzztime 30s ./functions/consumer/
+	$(GO) test -run '^$$' -fuzz FuzzHandleEvent -fuzztime 30s ./internal/consumer/
 
 # node_modules holds Go templates of the CDK CLI: a go.mod fences them off ./...
 $(NPM_STAMP): package.json package-lock.json

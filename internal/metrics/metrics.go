@@ -16,18 +16,8 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/idempotency"
-	"github.com/homingdlq/homing/internal/envconfig"
+	"github.com/homingdlq/homing/settings"
 )
-
-// The environment variables of [Load], named as Powertools for AWS Lambda
-// names them.
-const (
-	EnvService   = "POWERTOOLS_SERVICE_NAME"
-	EnvNamespace = "POWERTOOLS_METRICS_NAMESPACE"
-)
-
-// DefaultNamespace is the namespace when POWERTOOLS_METRICS_NAMESPACE is unset.
-const DefaultNamespace = "Homing"
 
 // The dimension names. Alarms and dashboards name them: never rename one.
 const (
@@ -61,25 +51,19 @@ const (
 	InDoubtTakeovers = "InDoubtTakeovers"
 )
 
-// Limits of CloudWatch names, checked by [Config.Validate].
-const (
-	maxNamespaceLen = 255
-	maxDimensionLen = 1024
-)
-
 // Config says where the metrics go. The zero value is not valid; see [Load].
 type Config struct {
 	Namespace string // the CloudWatch namespace
 	Lane      string // the value of the Lane dimension: the lane's service name
 }
 
-// Load reads POWERTOOLS_METRICS_NAMESPACE (default [DefaultNamespace]) and
-// POWERTOOLS_SERVICE_NAME (default defaultLane) through env. The caller
-// validates the result with [Config.Validate].
-func Load(env *envconfig.Reader, defaultLane string) Config {
+// Load reads settings.MetricsNamespace and settings.ServiceName (default
+// defaultLane), named as Powertools for AWS Lambda names them, through env.
+// The caller validates the result with [Config.Validate].
+func Load(env *settings.Reader, defaultLane string) Config {
 	return Config{
-		Namespace: env.String(EnvNamespace, DefaultNamespace),
-		Lane:      env.String(EnvService, defaultLane),
+		Namespace: env.String(settings.MetricsNamespace),
+		Lane:      env.StringOr(settings.ServiceName, defaultLane),
 	}
 }
 
@@ -90,17 +74,17 @@ func (c Config) Validate() error {
 	var errs []error
 	ns := c.Namespace
 	switch {
-	case strings.TrimSpace(ns) == "" || len(ns) > maxNamespaceLen:
-		errs = append(errs, fmt.Errorf("%s=%q: want 1..%d characters, not blank", EnvNamespace, ns, maxNamespaceLen))
+	case strings.TrimSpace(ns) == "" || len(ns) > settings.MetricsNamespace.MaxBytes:
+		errs = append(errs, fmt.Errorf("%s=%q: want 1..%d characters, not blank", settings.MetricsNamespace.Env, ns, settings.MetricsNamespace.MaxBytes))
 	case strings.HasPrefix(ns, "AWS/"):
-		errs = append(errs, fmt.Errorf("%s=%q: the AWS/ prefix is reserved for AWS services", EnvNamespace, ns))
+		errs = append(errs, fmt.Errorf("%s=%q: the AWS/ prefix is reserved for AWS services", settings.MetricsNamespace.Env, ns))
 	case strings.IndexFunc(ns, func(r rune) bool { return !namespaceRune(r) }) >= 0:
-		errs = append(errs, fmt.Errorf("%s=%q: want ASCII letters, digits, spaces and . - _ / # : only", EnvNamespace, ns))
+		errs = append(errs, fmt.Errorf("%s=%q: want ASCII letters, digits, spaces and . - _ / # : only", settings.MetricsNamespace.Env, ns))
 	}
 	lane := c.Lane
-	if strings.TrimSpace(lane) == "" || len(lane) > maxDimensionLen ||
+	if strings.TrimSpace(lane) == "" || len(lane) > settings.ServiceName.MaxBytes ||
 		strings.IndexFunc(lane, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
-		errs = append(errs, fmt.Errorf("%s=%q: want 1..%d printable ASCII characters, not blank (it is the Lane dimension)", EnvService, lane, maxDimensionLen))
+		errs = append(errs, fmt.Errorf("%s=%q: want 1..%d printable ASCII characters, not blank (it is the Lane dimension)", settings.ServiceName.Env, lane, settings.ServiceName.MaxBytes))
 	}
 	return errors.Join(errs...)
 }

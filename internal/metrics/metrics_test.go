@@ -14,8 +14,8 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/idempotency"
-	"github.com/homingdlq/homing/internal/envconfig"
 	"github.com/homingdlq/homing/internal/metrics"
+	"github.com/homingdlq/homing/settings"
 )
 
 // emf is an EMF line as CloudWatch reads it.
@@ -223,7 +223,7 @@ func TestLoadAndValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := metrics.Load(envconfig.New(func(k string) string { return tt.env[k] }), "invoice")
+			c := metrics.Load(settings.NewReader(func(k string) string { return tt.env[k] }), "invoice")
 			err := c.Validate()
 			if len(tt.wantErr) == 0 {
 				if err != nil || c != tt.want {

@@ -3,10 +3,10 @@ package metrics_test
 import (
 	"os"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/homingdlq/homing/internal/metrics"
+	"github.com/homingdlq/homing/settings"
 )
 
 // The CDK construct (its own Go module) names our metrics in its alarms and
@@ -25,29 +25,12 @@ func TestInfraNamesTheMetricsAlike(t *testing.T) {
 		"MetricInDoubtTakeovers":      metrics.InDoubtTakeovers,
 		"DimensionLane":               metrics.DimensionLane,
 		"DimensionReason":             metrics.DimensionReason,
-		"DefaultMetricsNamespace":     metrics.DefaultNamespace,
-		"EnvServiceName":              metrics.EnvService,
-		"EnvMetricsNamespace":         metrics.EnvNamespace,
+		"DefaultMetricsNamespace":     settings.MetricsNamespace.Default,
+		"EnvServiceName":              settings.ServiceName.Env,
+		"EnvMetricsNamespace":         settings.MetricsNamespace.Env,
 	} {
 		if !regexp.MustCompile(`\b` + infra + `\s*=\s*"` + regexp.QuoteMeta(value) + `"`).Match(src) {
 			t.Errorf("infra/deadletter/alarms.go does not declare %s = %q", infra, value)
-		}
-	}
-}
-
-// The README's tables of the consumer's and the replay's variables name
-// both variables, with the namespace's default.
-func TestReadmeDocumentsTheVariables(t *testing.T) {
-	src, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, row := range []string{
-		"| `" + metrics.EnvService + "` | `CONSUMER_NAME`'s value |",
-		"| `" + metrics.EnvNamespace + "` | `" + metrics.DefaultNamespace + "` |",
-	} {
-		if n := strings.Count(string(src), row); n != 2 {
-			t.Errorf("README.md has %d rows %q, want one in each function's table", n, row)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package main
+package consumer_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/consumer"
 	"github.com/homingdlq/homing/internal/emulatortest"
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/internal/tax"
@@ -56,13 +57,13 @@ func newLane(t *testing.T, fifo bool) *lane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadConfig(func(k string) string {
+	c, err := consumer.LoadConfig(func(k string) string {
 		return map[string]string{"INVALID_QUEUE_URL": l.invalidURL, "IDEMPOTENCY_TABLE": table, "TAX_SERVICE_URL": srv.URL}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newProcessor(c, deps{sender: q, store: dynamo.NewIdempotencyStore(db, table), invoicer: taxClient, logger: slog.New(slog.DiscardHandler)})
+	p := consumer.New(c, consumer.Deps{Sender: q, Store: dynamo.NewIdempotencyStore(db, table), Invoicer: taxClient, Logger: slog.New(slog.DiscardHandler)})
 	l.process = p
 	return l
 }

@@ -1,4 +1,4 @@
-package main
+package consumer_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package main
+package consumer_test
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/consumer"
 	"github.com/homingdlq/homing/internal/metrics"
 	"github.com/homingdlq/homing/internal/tax"
 	"github.com/homingdlq/homing/invalid"
@@ -76,7 +77,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, concurrency int, invalidQueue string) *fixture {
 	t.Helper()
-	cfg, err := LoadConfig(func(key string) string {
+	cfg, err := consumer.LoadConfig(func(key string) string {
 		return map[string]string{
 			"INVALID_QUEUE_URL": invalidQueue,
 			"IDEMPOTENCY_TABLE": "idempotency",
@@ -88,9 +89,9 @@ func newFixture(t *testing.T, concurrency int, invalidQueue string) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{tax: &fakeTax{}, sqs: &fakeSQS{}, store: idempotency.NewMemoryStore(), logs: &bytes.Buffer{}, metrics: &bytes.Buffer{}}
-	p := newProcessor(cfg, deps{
-		sender: f.sqs, store: f.store, invoicer: f.tax, now: func() time.Time { return fixedNow },
-		logger: slog.New(slog.NewJSONHandler(f.logs, nil)), metrics: f.metrics,
+	p := consumer.New(cfg, consumer.Deps{
+		Sender: f.sqs, Store: f.store, Invoicer: f.tax, Now: func() time.Time { return fixedNow },
+		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)), Metrics: f.metrics,
 	})
 	f.handler = lambda.NewHandler(p)
 	return f
@@ -357,7 +358,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "consumer name that breaks keys", env: map[string]string{"CONSUMER_NAME": "in#voice"}, wantErr: []string{`CONSUMER_NAME="in#voice"`}},
 		{name: "bad metric names", env: map[string]string{"POWERTOOLS_METRICS_NAMESPACE": "AWS/Lambda", "POWERTOOLS_SERVICE_NAME": " "},
 			wantErr: []string{"POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_SERVICE_NAME"}},
-		{name: "bad durations", env: map[string]string{"TAX_BUDGET": "soon", "RECORD_LIFETIME": "24h", "DEADLINE_MARGIN": "-1s"}, wantErr: []string{`TAX_BUDGET="soon"`, "RECORD_LIFETIME=24h0m0s", "DEADLINE_MARGIN=-1s"}},
+		{name: "bad durations", env: map[string]string{"TAX_BUDGET": "soon", "RECORD_LIFETIME": "24h", "DEADLINE_MARGIN": "-1s"}, wantErr: []string{`TAX_BUDGET="soon"`, "RECORD_LIFETIME=24h: want >= 432h", "DEADLINE_MARGIN=-1s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -370,14 +371,14 @@ func TestLoadConfig(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			cfg, err := LoadConfig(func(k string) string { return env[k] })
+			cfg, err := consumer.LoadConfig(func(k string) string { return env[k] })
 			if len(tt.wantErr) == 0 {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := Config{InvalidQueueURL: base["INVALID_QUEUE_URL"], IdempotencyTable: "idem", TaxServiceURL: base["TAX_SERVICE_URL"],
+				want := consumer.Config{InvalidQueueURL: base["INVALID_QUEUE_URL"], IdempotencyTable: "idem", TaxServiceURL: base["TAX_SERVICE_URL"],
 					ConsumerName: "invoice", Concurrency: 10, DeadlineMargin: 2 * time.Second, TaxBudget: 10 * time.Second,
-					RecordLifetime: idempotency.DefaultLifetime, MaxPayloadBytes: 256 << 10,
+					RecordLifetime: 720 * time.Hour, MaxPayloadBytes: 256 << 10,
 					Metrics: metrics.Config{Namespace: "Homing", Lane: "invoice"}}
 				if cfg != want {
 					t.Fatalf("cfg = %+v, want %+v", cfg, want)

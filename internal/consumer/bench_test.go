@@ -1,4 +1,4 @@
-package main
+package consumer_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/consumer"
 )
 
 // BenchmarkProcessBatch measures one invocation of the consumer on a batch of
@@ -51,14 +52,14 @@ func BenchmarkProcessBatch(b *testing.B) {
 	}
 
 	newHandler := func() lambda.Handler {
-		cfg, err := LoadConfig(func(k string) string {
+		cfg, err := consumer.LoadConfig(func(k string) string {
 			return map[string]string{"INVALID_QUEUE_URL": "q", "IDEMPOTENCY_TABLE": "t", "TAX_SERVICE_URL": "http://127.0.0.1:1"}[k]
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := newProcessor(cfg, deps{sender: &fakeSQS{}, store: idempotency.NewMemoryStore(), invoicer: &fakeTax{},
-			logger: slog.New(slog.DiscardHandler), now: time.Now})
+		p := consumer.New(cfg, consumer.Deps{Sender: &fakeSQS{}, Store: idempotency.NewMemoryStore(), Invoicer: &fakeTax{},
+			Logger: slog.New(slog.DiscardHandler), Now: time.Now})
 		return lambda.NewHandler(p)
 	}
 	invoke := func(b *testing.B, h lambda.Handler, payload []byte) {

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package main
+package consumer_test
 
 import (
 	"context"

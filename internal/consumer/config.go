@@ -1,0 +1,67 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/homingdlq/homing/internal/metrics"
+	"github.com/homingdlq/homing/settings"
+)
+
+// Config is the consumer's configuration, from the variables of
+// settings.Consumer (the README's "Consumer configuration" table).
+type Config struct {
+	InvalidQueueURL  string        // INVALID_QUEUE_URL
+	IdempotencyTable string        // IDEMPOTENCY_TABLE
+	TaxServiceURL    string        // TAX_SERVICE_URL
+	ConsumerName     string        // CONSUMER_NAME: scopes the idempotency keys, signs invalid-message metadata
+	Concurrency      int           // CONCURRENCY
+	DeadlineMargin   time.Duration // DEADLINE_MARGIN
+	TaxBudget        time.Duration // TAX_BUDGET
+	RecordLifetime   time.Duration // RECORD_LIFETIME
+	MaxPayloadBytes  int           // MAX_PAYLOAD_BYTES
+	Metrics          metrics.Config
+}
+
+// LoadConfig reads the configuration through getenv and validates it. The
+// error lists every problem at once.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	env := settings.NewReader(getenv)
+	c := Config{
+		InvalidQueueURL:  env.String(settings.InvalidQueueURL),
+		IdempotencyTable: env.String(settings.IdempotencyTable),
+		TaxServiceURL:    env.String(settings.TaxServiceURL),
+		ConsumerName:     env.String(settings.ConsumerName),
+		Concurrency:      env.Int(settings.Concurrency),
+		DeadlineMargin:   env.Duration(settings.ConsumerDeadlineMargin),
+		TaxBudget:        env.Duration(settings.TaxBudget),
+		RecordLifetime:   env.Duration(settings.RecordLifetime),
+		MaxPayloadBytes:  env.Int(settings.MaxPayloadBytes),
+	}
+	c.Metrics = metrics.Load(env, c.ConsumerName)
+	if err := errors.Join(env.Err(), c.Validate()); err != nil {
+		return Config{}, fmt.Errorf("consumer configuration: %w", err)
+	}
+	return c, nil
+}
+
+// Validate reports every invalid field, in the words of the variables.
+func (c Config) Validate() error {
+	errs := []error{
+		settings.InvalidQueueURL.Check(c.InvalidQueueURL),
+		settings.IdempotencyTable.Check(c.IdempotencyTable),
+		settings.TaxServiceURL.Check(c.TaxServiceURL),
+		settings.ConsumerName.Check(c.ConsumerName),
+		settings.Concurrency.Check(c.Concurrency),
+		settings.ConsumerDeadlineMargin.Check(c.DeadlineMargin),
+		settings.TaxBudget.Check(c.TaxBudget),
+		settings.RecordLifetime.Check(c.RecordLifetime),
+		settings.MaxPayloadBytes.Check(c.MaxPayloadBytes),
+		c.Metrics.Validate(),
+	}
+	if c.ConsumerName == "" {
+		errs = append(errs, fmt.Errorf("%s is required: it scopes the idempotency keys", settings.ConsumerName.Env))
+	}
+	return errors.Join(errs...)
+}
