@@ -7,36 +7,52 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 )
 
-// app is one execution of dlq: its streams, its flags, and how it reaches
-// AWS (tests replace connect with in-memory adapters).
+// app is one execution of dlq: its streams, its environment, its flags,
+// and how it reaches AWS (tests replace connect with in-memory adapters).
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	isTerminal     func(any) bool
 	connect        func(context.Context, *globalFlags) (*backend, error)
-	now            func() time.Time // default time.Now
+	now            func() time.Time        // default time.Now
+	getenv         func(key string) string // default os.Getenv
 
 	flags globalFlags
 }
 
-// globalFlags are the root command's persistent flags.
+// globalFlags are the root command's persistent flags, with the
+// environment variables that stand in for them resolved.
 type globalFlags struct {
-	outputsFile    string
-	outputsFileSet bool
-	stack          string
-	region         string
-	profile        string
-	json           bool
-	verbose        bool
+	outputsFile string // --outputs-file, or HOMING_OUTPUTS
+	stack       string // --stack, or HOMING_STACK
+	lane        string // --lane, or HOMING_LANE
+	// where each of the above came from: the flag or the variable (for messages)
+	outputsFileFrom, stackFrom, laneFrom string
+
+	region  string
+	profile string
+	output  string // table or json
+	json    bool   // --json, the same as -o json
+	verbose bool
 
 	dlqURL, sourceURL, parkingURL, invalidURL string
 	ledgerTable, idempotencyTable             string
 }
+
+// Output formats of -o.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+)
+
+// jsonOutput reports whether the output is JSON.
+func (g *globalFlags) jsonOutput() bool { return g.output == outputJSON }
 
 type resourceFlag struct {
 	name, key, usage string
@@ -60,6 +76,9 @@ func execute(ctx context.Context, args []string, a *app) int {
 	if a.now == nil {
 		a.now = time.Now
 	}
+	if a.getenv == nil {
+		a.getenv = os.Getenv
+	}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(a.stdin)
@@ -82,10 +101,10 @@ func execute(ctx context.Context, args []string, a *app) int {
 	return e.code
 }
 
-const rootLong = `dlq is the command line for the people who own the dead-letter lane of the
-order consumer: the DLQ (transient failures, replayed on a schedule), the
-invalid queue (rejected by the consumer: fix at the producer, never replayed
-as is) and the parking queue (replays exhausted: needs an operator).
+const rootLong = `dlq is the command line for the people who own a dead-letter lane: its DLQ
+(transient failures, replayed on a schedule), its invalid queue (rejected by
+the consumer: fix at the producer, never replayed as is) and its parking queue
+(replays exhausted: needs an operator).
 
 A DLQ needs an owner and a procedure: docs/OPERATIONS.md is the runbook, alarm
 by alarm. Messages in a DLQ expire with its retention: look before they do.
@@ -93,15 +112,28 @@ by alarm. Messages in a DLQ expire with its retention: look before they do.
 Cautions:
   - dlq never browses a queue that has a RedrivePolicy (a source queue) unless
     --force is given: receiving from a source queue counts as a delivery
-    attempt and pushes orders toward the DLQ.
+    attempt and pushes messages toward the DLQ.
   - inspect and peek receive messages and release them at once; they do not
     delete anything, but the messages are invisible for a few seconds.
   - replay moves messages with the scheduled replay's engine, gates and
     ledger; it asks for confirmation on a terminal unless --yes or --dry-run.
 
-Resources come from the stack outputs: --stack-outputs FILE (default
-.local/outputs.json, written by ` + "`make deploy-local`" + `), or --stack NAME
-(CloudFormation DescribeStacks), with the resource flags (--dlq-url...) on top.
+Where the lane is, first that applies:
+  --outputs-file FILE   the stack outputs as ` + "`cdk deploy --outputs-file`" + ` writes them
+                        ({"Stack":{"Key":"value"}}, with --stack NAME to pick a stack
+                        of several) or flat ({"Key":"value"}); HOMING_OUTPUTS=FILE
+  --stack NAME          the outputs of a deployed stack (CloudFormation
+                        DescribeStacks); HOMING_STACK=NAME
+  --lane NAME alone     the resources tagged homing:lane=NAME (Resource Groups
+                        Tagging API), with their homing:role tags
+  nothing               .local/outputs.json when it exists (the local stack of
+                        ` + "`make deploy-local`" + `)
+A stack may hold several lanes: each output is named <Lane><Key>
+(OrdersDeadLetterQueueUrl for lane orders). --lane NAME (or HOMING_LANE) picks
+one; with one lane, it is picked without --lane. The resource flags
+(--dlq-url...) override what was found, or stand alone. Flags win over the
+environment variables.
+
 AWS access is the SDK's default configuration: AWS_PROFILE or --profile,
 AWS_REGION or --region, AWS_ENDPOINT_URL for an emulator.
 
@@ -110,55 +142,81 @@ AWS_REGION or --region, AWS_ENDPOINT_URL for an emulator.
 func (a *app) rootCommand() *cobra.Command {
 	g := &a.flags
 	root := &cobra.Command{
-		Use:   "dlq",
-		Short: "Inspect, peek at, replay and audit the dead-letter lane of the order consumer",
-		Long:  rootLong,
-		Example: `  dlq inspect                                  # the local stack (.local/outputs.json)
-  dlq --stack Homing --region eu-west-1 inspect
-  dlq peek -n 5 --queue parking
+		Use:     "dlq",
+		Short:   "Inspect, peek at, replay and audit a dead-letter lane",
+		Long:    rootLong,
+		Version: version(),
+		Example: `  dlq --stack Homing --region eu-west-1 inspect
+  dlq --outputs-file cdk-outputs.json --lane orders peek -n 5 --queue parking
+  dlq --lane orders inspect                    # found by its tags
   dlq replay --dry-run --older-than 1h
-  dlq replay --order ORD-2026-000123 --yes --json
+  dlq replay --order ORD-2026-000123 --yes -o json
   dlq audit --order ORD-2026-000123
   dlq audit --runs 5`,
-		SilenceErrors: true,
-		SilenceUsage:  true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
-			g.outputsFileSet = cmd.Flags().Changed("stack-outputs")
-		},
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.resolveFlags(cmd) },
 	}
+	root.SetVersionTemplate("dlq {{.Version}}\n")
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.outputsFile, "stack-outputs", defaultOutputsFile, "`FILE` of flat stack outputs, as make deploy-local writes it")
-	pf.StringVar(&g.stack, "stack", "", "read the outputs of the CloudFormation stack `NAME` instead of a file")
+	pf.StringVar(&g.outputsFile, "outputs-file", "", "read the stack outputs from `FILE` (cdk deploy --outputs-file, or flat); env "+envOutputs)
+	pf.StringVar(&g.outputsFile, "stack-outputs", "", "the same as --outputs-file")
+	_ = pf.MarkHidden("stack-outputs") // the flag's former name, kept for scripts
+	pf.StringVar(&g.stack, "stack", "", "the CloudFormation stack `NAME`: its outputs, or its entry in --outputs-file; env "+envStack)
+	pf.StringVar(&g.lane, "lane", "", "the lane `NAME` (needed when the outputs hold several; alone, find the lane by its tags); env "+envLane)
 	pf.StringVar(&g.region, "region", "", "AWS region (default: AWS_REGION or the profile's)")
 	pf.StringVar(&g.profile, "profile", "", "AWS shared-config profile (default: AWS_PROFILE)")
-	pf.BoolVar(&g.json, "json", false, "print JSON (stable camelCase fields) instead of tables")
+	pf.StringVarP(&g.output, "output", "o", outputTable, "output `FORMAT`: table, or json (stable camelCase fields)")
+	pf.BoolVar(&g.json, "json", false, "the same as -o json")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log the replay engine's per-message lines to stderr")
 	for _, f := range g.resourceFlags() {
-		pf.StringVar(f.value, f.name, "", f.usage+" (default: the "+f.key+" output)")
+		pf.StringVar(f.value, f.name, "", f.usage+" (default: the lane's "+f.key+" output)")
 	}
-	root.MarkFlagsMutuallyExclusive("stack", "stack-outputs")
+	root.MarkFlagsMutuallyExclusive("outputs-file", "stack-outputs")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{code: exitUsage, err: err} })
 	root.AddCommand(a.inspectCommand(), a.peekCommand(), a.replayCommand(), a.auditCommand())
 	return root
+}
+
+// resolveFlags checks the global flags and fills in from the environment
+// the ones not given, before any command reads a file or reaches AWS.
+func (a *app) resolveFlags(cmd *cobra.Command) error {
+	g := &a.flags
+	fl := cmd.Flags()
+	if g.json {
+		if fl.Changed("output") && g.output != outputJSON {
+			return usageError("--json and -o %s disagree: pass one of them", g.output)
+		}
+		g.output = outputJSON
+	}
+	if g.output != outputTable && g.output != outputJSON {
+		return usageError("-o %q: want table or json", g.output)
+	}
+	fileSet := fl.Changed("outputs-file") || fl.Changed("stack-outputs")
+	stackSet := fl.Changed("stack")
+	switch {
+	case fileSet && g.outputsFile == "":
+		return usageError("--outputs-file \"\": want a file")
+	case stackSet && g.stack == "":
+		return usageError("--stack \"\": want a stack name")
+	case fl.Changed("lane") && g.lane == "":
+		return usageError("--lane \"\": want a lane name")
+	}
+	g.outputsFileFrom, g.stackFrom, g.laneFrom = "--outputs-file", "--stack", "--lane"
+	if !fileSet && !stackSet { // the environment says where the lane is only when no flag does
+		g.outputsFile, g.outputsFileFrom = a.getenv(envOutputs), envOutputs
+		g.stack, g.stackFrom = a.getenv(envStack), envStack
+	}
+	if !fl.Changed("lane") {
+		g.lane, g.laneFrom = a.getenv(envLane), envLane
+	}
+	return nil
 }
 
 // session is what a command works with: the adapters and the resources.
 type session struct {
 	*backend
 	res *resources
-}
-
-// open connects to AWS and reads the resources.
-func (a *app) open(ctx context.Context) (*session, error) {
-	b, err := a.connect(ctx, &a.flags)
-	if err != nil {
-		return nil, err
-	}
-	res, err := a.loadResources(ctx, b)
-	if err != nil {
-		return nil, err
-	}
-	return &session{backend: b, res: res}, nil
 }
 
 // logger is the engine's logger: warnings only, unless --verbose.
@@ -170,12 +228,12 @@ func (a *app) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// show prints a report: JSON with --json, else the table.
+// show prints a report: JSON with -o json, else the table.
 func show[T any](a *app, rep T, err error, table func(w io.Writer, rep T) error) error {
 	if err != nil {
 		return err
 	}
-	if a.flags.json {
+	if a.flags.jsonOutput() {
 		return a.printJSON(rep)
 	}
 	return table(a.stdout, rep)

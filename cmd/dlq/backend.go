@@ -10,7 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
+	tagschemas "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 	"golang.org/x/term"
 
 	"github.com/homingdlq/homing/dynamo"
@@ -28,6 +31,9 @@ type backend struct {
 	functionEnv func(ctx context.Context, name string) (map[string]string, error)
 	// stackOutputs returns the outputs of a CloudFormation stack.
 	stackOutputs func(ctx context.Context, name string) (map[string]string, error)
+	// tagging and queueURLs find a lane by its tags (--lane without outputs).
+	tagging   resourceTagger
+	queueURLs queueURLGetter
 }
 
 // connectAWS loads the SDK's default configuration (AWS_PROFILE,
@@ -53,12 +59,15 @@ func connectAWS(ctx context.Context, g *globalFlags) (*backend, error) {
 		db    = dynamodb.NewFromConfig(cfg)
 		fn    = lambda.NewFromConfig(cfg)
 		cf    = cloudformation.NewFromConfig(cfg)
+		tags  = taggingClient(cfg)
 	)
 	var (
 		_ replay.Queue          = queue
 		_ dynamo.LedgerAPI      = db
 		_ dynamo.CompletionsAPI = db
 		_ dynamo.ItemGetter     = db
+		_ resourceTagger        = tags
+		_ queueURLGetter        = queue
 	)
 	return &backend{
 		queue:  queue,
@@ -91,7 +100,19 @@ func connectAWS(ctx context.Context, g *globalFlags) (*backend, error) {
 			}
 			return flat, nil
 		},
+		tagging:   tags,
+		queueURLs: queue,
 	}, nil
+}
+
+// taggingClient is a Resource Groups Tagging API client that speaks AWS
+// JSON 1.1, the protocol every implementation of the API has: the SDK's
+// default since v1.42.0, Smithy RPC v2 CBOR, is newer than the emulators
+// (ministack 1.5.33 answers it with a 500; TestE2ETaggingAPIProtocols).
+func taggingClient(cfg aws.Config) *resourcegroupstaggingapi.Client {
+	return resourcegroupstaggingapi.NewFromConfig(cfg, func(o *resourcegroupstaggingapi.Options) {
+		o.Protocol = awsjson.New11(tagschemas.ResourceGroupsTaggingAPI_20170126)
+	})
 }
 
 // isTerminal reports whether f is an *os.File on a terminal.

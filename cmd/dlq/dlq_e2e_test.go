@@ -53,30 +53,51 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// sampleLane is the sample stack's lane: its outputs are named
+// settings.OutputID("orders", key) (or, on a stack older than per-lane
+// outputs, without the prefix).
+const sampleLane = "orders"
+
 type lane struct {
-	out map[string]string
-	sqs *sqs.Client
-	run string // unique to this test run, in every order id
+	stack map[string]string // the stack's outputs, as make deploy-local wrote them (flat)
+	out   map[string]string // the sample lane's, by lane output key (outDLQ...)
+	sqs   *sqs.Client
+	run   string // unique to this test run, in every order id
 }
 
 func deployedLane(t *testing.T) *lane {
 	t.Helper()
-	out := emulatortest.Outputs(t)
-	for _, k := range []string{outDLQ, outSource, outParking, outInvalid, outLedger, outIdempotency, outReplayFunction} {
-		emulatortest.Output(t, out, k)
+	stack := emulatortest.Outputs(t)
+	a := &app{flags: globalFlags{lane: sampleLane}}
+	res, err := a.pickLane(map[string]map[string]string{"": stack}, "the local stack's outputs")
+	if err != nil {
+		t.Fatal(err)
 	}
-	emulatortest.NewTaxAdmin(t, emulatortest.Output(t, out, "TaxServiceAdminUrl")).SetMode("up")
-	return &lane{out: out, sqs: sqs.NewFromConfig(emulatortest.Config(t)), run: fmt.Sprintf("D%d", time.Now().UnixNano()%1e8)}
+	for _, k := range laneKeys {
+		if res.values[k] == "" {
+			t.Fatalf("the local stack's outputs lack lane %s's %s: %v", sampleLane, k, stack)
+		}
+	}
+	emulatortest.NewTaxAdmin(t, emulatortest.Output(t, stack, "TaxServiceAdminUrl")).SetMode("up")
+	return &lane{stack: stack, out: res.values, sqs: sqs.NewFromConfig(emulatortest.Config(t)), run: fmt.Sprintf("D%d", time.Now().UnixNano()%1e8)}
 }
 
-// dlq runs the binary with the lane's outputs file (unless args name a
-// --stack).
+// dlq runs the binary on the sample lane (--lane orders) of the local
+// stack, whose outputs file it finds in HOMING_OUTPUTS (make e2e sets it).
 func (l *lane) dlq(t *testing.T, args ...string) result {
 	t.Helper()
-	if !slices.Contains(args, "--stack") {
-		args = append([]string{"--stack-outputs", os.Getenv("HOMING_OUTPUTS")}, args...)
-	}
+	return runDLQ(t, nil, append([]string{"--lane", sampleLane}, args...)...)
+}
+
+// runDLQ runs the binary with args, in the test's environment without
+// the variables named in unset.
+func runDLQ(t *testing.T, unset []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(dlqBinary, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(unset, k)
+	})
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -181,13 +202,46 @@ func TestE2EInspectAndPeek(t *testing.T) {
 		r.want(t, exitOK)
 		return strings.Contains(r.stdout, id), "the table peek does not show " + id + ":\n" + r.stdout
 	})
+}
 
-	// The DLQ, through CloudFormation's outputs of the stack.
-	r := l.dlq(t, "--json", "--stack", "Homing", "inspect")
-	r.want(t, exitOK)
-	if rep := decode[inspectReport](t, r); rep.Sampled != "dlq" || rep.Queues[0].URL != l.out[outDLQ] || rep.Queues[0].RetentionSeconds <= 0 {
-		t.Fatalf("report = %+v", rep)
+// dlq finds the deployed lane in CDK's outputs file (one or more stacks),
+// in the stack by name (CloudFormation DescribeStacks on the emulator, from
+// --stack or HOMING_STACK), and in the flat file of HOMING_OUTPUTS.
+func TestE2EWhereTheLaneIs(t *testing.T) {
+	l := deployedLane(t)
+	cdk := filepath.Join(t.TempDir(), "cdk-outputs.json")
+	b, err := json.Marshal(map[string]any{"Homing": l.stack, "Unrelated": map[string]string{"BucketName": "b"}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := os.WriteFile(cdk, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		unset []string
+		args  []string
+	}{
+		{"cdk outputs file", nil, []string{"--outputs-file", cdk}},
+		{"cdk outputs file, its stack", nil, []string{"--outputs-file", cdk, "--stack", "Homing"}},
+		{"stack by name", nil, []string{"--stack", "Homing"}},
+		{"stack by name, HOMING_STACK", []string{envOutputs}, []string{}},
+		{"flat file, HOMING_OUTPUTS", nil, []string{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := c.unset
+			args := append(slices.Clone(c.args), "--lane", sampleLane, "-o", "json", "inspect")
+			if slices.Contains(c.unset, envOutputs) {
+				t.Setenv(envStack, "Homing")
+			}
+			r := runDLQ(t, env, args...)
+			r.want(t, exitOK)
+			if rep := decode[inspectReport](t, r); rep.Sampled != "dlq" || rep.Queues[0].URL != l.out[outDLQ] || rep.Queues[0].RetentionSeconds <= 0 || len(rep.Queues) != 3 {
+				t.Fatalf("report = %+v", rep)
+			}
+		})
+	}
+	runDLQ(t, nil, "--stack", "NoSuchStack", "inspect").want(t, exitError, "read the outputs of stack NoSuchStack with CloudFormation DescribeStacks")
 }
 
 func TestE2ERefusesTheSourceQueue(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
+	tagtypes "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -23,21 +26,28 @@ import (
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
+	"github.com/homingdlq/homing/settings"
 )
 
 // fixture is dlq on the in-memory queue and ledger, on a manual clock,
-// with an outputs file naming the lane's queues and tables.
+// with an outputs file in CDK's format naming the lane's queues and tables
+// (stack Homing, lane orders).
 type fixture struct {
 	t       *testing.T
 	clock   *replaytest.Clock
 	q       *replaytest.MemoryQueue
 	ledger  *replay.MemoryLedger
 	items   *fakeItems
-	outputs map[string]string
-	file    string // the outputs file
+	outputs map[string]string // lane orders: lane output key -> value
+	file    string            // the outputs file
+	tagging *fakeTagging
+	urls    map[string]string // queue name -> URL
 
 	env    map[string]string // the replay function's environment
 	envErr error
+	vars   map[string]string // dlq's own environment (HOMING_OUTPUTS...)
+
+	connects int // calls of connect: none for a rejected command
 
 	stdin                string
 	stdinTTY, stderrTTY  bool
@@ -49,7 +59,10 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{t: t, clock: replaytest.NewClock(time.Now().UTC().Truncate(time.Second)), items: &fakeItems{items: map[string]map[string]dbtypes.AttributeValue{}}, calls: map[string]int{}}
+	f := &fixture{
+		t: t, clock: replaytest.NewClock(time.Now().UTC().Truncate(time.Second)), items: &fakeItems{items: map[string]map[string]dbtypes.AttributeValue{}},
+		calls: map[string]int{}, urls: map[string]string{}, vars: map[string]string{}, tagging: &fakeTagging{},
+	}
 	f.q = replaytest.NewMemoryQueue(f.clock.Now)
 	f.ledger = replay.NewMemoryLedger(f.clock.Now)
 	f.q.CallFault = func(op, _ string) error {
@@ -75,13 +88,55 @@ func (f *fixture) queue(name string, attrs map[string]string) string {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	f.urls[name] = url
 	return url
 }
 
+// stackOutputs are the outputs of stack Homing: lane orders' under its
+// prefix, and one output of the stack's own.
+func (f *fixture) stackOutputs() map[string]string {
+	out := map[string]string{"TaxServiceAdminUrl": "http://127.0.0.1:1"}
+	for k, v := range f.outputs {
+		out[settings.OutputID("orders", k)] = v
+	}
+	return out
+}
+
+// writeOutputs writes the outputs file as `cdk deploy --outputs-file` does.
 func (f *fixture) writeOutputs() {
-	b, _ := json.Marshal(f.outputs)
-	if err := os.WriteFile(f.file, b, 0o644); err != nil {
+	f.writeFile(f.file, map[string]any{"Homing": f.stackOutputs()})
+}
+
+func (f *fixture) writeFile(path string, v any) {
+	f.t.Helper()
+	b, _ := json.Marshal(v)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		f.t.Fatal(err)
+	}
+}
+
+// tagLane tags the fixture's queues, tables and replay function as the
+// construct tags lane orders, in a region that also holds lane payments.
+func (f *fixture) tagLane() {
+	res := func(arn, lane, role string) tagtypes.ResourceTagMapping {
+		return tagtypes.ResourceTagMapping{ResourceARN: aws.String(arn), Tags: []tagtypes.Tag{
+			{Key: aws.String("team"), Value: aws.String("billing")},
+			{Key: aws.String(settings.TagLane), Value: aws.String(lane)},
+			{Key: aws.String(settings.TagRole), Value: aws.String(role)},
+		}}
+	}
+	const acct = "arn:aws:%s:us-east-1:123456789012:%s"
+	f.tagging.resources = []tagtypes.ResourceTagMapping{
+		res(f.q.ARN(f.dlq), "orders", settings.RoleDeadLetter),
+		res(f.q.ARN(f.source), "orders", settings.RoleSource),
+		res(f.q.ARN(f.parking), "orders", settings.RoleParking),
+		res(f.q.ARN(f.invalid), "orders", settings.RoleInvalid),
+		res(fmt.Sprintf(acct, "dynamodb", "table/ledger"), "orders", settings.RoleLedger),
+		res(fmt.Sprintf(acct, "dynamodb", "table/idempotency"), "orders", settings.RoleIdempotency),
+		res(fmt.Sprintf(acct, "lambda", "function:replay-fn"), "orders", settings.RoleReplay),
+		res(fmt.Sprintf(acct, "lambda", "function:consumer-fn"), "orders", settings.RoleConsumer),
+		res(fmt.Sprintf(acct, "sns", "orders-alarms"), "orders", "alarms"),
+		res(fmt.Sprintf(acct, "sqs", "payments-dlq.fifo"), "payments", settings.RoleDeadLetter),
 	}
 }
 
@@ -99,7 +154,7 @@ type result struct {
 
 // run executes dlq with the outputs file and args.
 func (f *fixture) run(args ...string) result {
-	return f.runRaw(append([]string{"--stack-outputs", f.file}, args...)...)
+	return f.runRaw(append([]string{"--outputs-file", f.file}, args...)...)
 }
 
 // runRaw executes dlq with args as given.
@@ -109,8 +164,10 @@ func (f *fixture) runRaw(args ...string) result {
 	stdin := strings.NewReader(f.stdin)
 	a := &app{
 		stdin: stdin, stdout: &stdout, stderr: &stderr, now: f.clock.Now,
+		getenv:     func(k string) string { return f.vars[k] },
 		isTerminal: func(x any) bool { return x == any(stdin) && f.stdinTTY || x == any(&stderr) && f.stderrTTY },
 		connect: func(context.Context, *globalFlags) (*backend, error) {
+			f.connects++
 			return &backend{
 				queue:  f.q,
 				ledger: func(string) replay.Ledger { return f.ledger },
@@ -128,8 +185,10 @@ func (f *fixture) runRaw(args ...string) result {
 					if name != "Homing" {
 						return nil, fmt.Errorf("Stack with id %s does not exist", name)
 					}
-					return f.outputs, nil
+					return f.stackOutputs(), nil
 				},
+				tagging:   f.tagging,
+				queueURLs: fakeQueueURLs(f.urls),
 			}, nil
 		},
 	}
@@ -202,4 +261,93 @@ func (f *fakeItems) put(key, status, result string, expires time.Time) {
 		"result":    &dbtypes.AttributeValueMemberS{Value: result},
 		"expiresAt": &dbtypes.AttributeValueMemberN{Value: fmt.Sprint(expires.Unix())},
 	}
+}
+
+// fakeTagging is the Resource Groups Tagging API over a list of tagged
+// resources: it filters by tag (AND across keys, OR across values) and by
+// resource type as the service does, and answers two resources a page so
+// that discovery must follow the pages.
+type fakeTagging struct {
+	resources []tagtypes.ResourceTagMapping
+	err       error
+	calls     int
+	inputs    []*resourcegroupstaggingapi.GetResourcesInput
+}
+
+func (f *fakeTagging) GetResources(_ context.Context, in *resourcegroupstaggingapi.GetResourcesInput, _ ...func(*resourcegroupstaggingapi.Options)) (*resourcegroupstaggingapi.GetResourcesOutput, error) {
+	f.calls++
+	f.inputs = append(f.inputs, in)
+	if f.err != nil {
+		return nil, f.err
+	}
+	var match []tagtypes.ResourceTagMapping
+	for _, r := range f.resources {
+		if tagsMatch(r.Tags, in.TagFilters) && typeMatches(aws.ToString(r.ResourceARN), in.ResourceTypeFilters) {
+			match = append(match, r)
+		}
+	}
+	start := 0
+	if t := aws.ToString(in.PaginationToken); t != "" {
+		fmt.Sscan(t, &start)
+	}
+	end := min(start+2, len(match))
+	out := &resourcegroupstaggingapi.GetResourcesOutput{ResourceTagMappingList: match[start:end], PaginationToken: aws.String("")}
+	if end < len(match) {
+		out.PaginationToken = aws.String(fmt.Sprint(end))
+	}
+	return out, nil
+}
+
+func (f *fakeTagging) GetTagValues(_ context.Context, in *resourcegroupstaggingapi.GetTagValuesInput, _ ...func(*resourcegroupstaggingapi.Options)) (*resourcegroupstaggingapi.GetTagValuesOutput, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := &resourcegroupstaggingapi.GetTagValuesOutput{}
+	for _, r := range f.resources {
+		for _, t := range r.Tags {
+			if aws.ToString(t.Key) == aws.ToString(in.Key) {
+				out.TagValues = append(out.TagValues, aws.ToString(t.Value))
+			}
+		}
+	}
+	return out, nil
+}
+
+func tagsMatch(tags []tagtypes.Tag, filters []tagtypes.TagFilter) bool {
+	for _, f := range filters {
+		i := slices.IndexFunc(tags, func(t tagtypes.Tag) bool { return aws.ToString(t.Key) == aws.ToString(f.Key) })
+		if i < 0 || len(f.Values) > 0 && !slices.Contains(f.Values, aws.ToString(tags[i].Value)) {
+			return false
+		}
+	}
+	return true
+}
+
+// typeMatches filters as the service does: "service" or "service:type",
+// the type being the resource part of the ARN up to its first / or :.
+func typeMatches(arn string, filters []string) bool {
+	if len(filters) == 0 {
+		return true
+	}
+	parts := strings.SplitN(arn, ":", 6)
+	typ, _, _ := strings.Cut(parts[5], "/")
+	typ, _, _ = strings.Cut(typ, ":")
+	for _, f := range filters {
+		svc, want, _ := strings.Cut(f, ":")
+		if svc == parts[2] && (want == "" || want == typ) {
+			return true
+		}
+	}
+	return false
+}
+
+// fakeQueueURLs is GetQueueUrl over queue names.
+type fakeQueueURLs map[string]string
+
+func (f fakeQueueURLs) GetQueueUrl(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+	url, ok := f[aws.ToString(in.QueueName)]
+	if !ok {
+		return nil, &types.QueueDoesNotExist{Message: aws.String("The specified queue does not exist.")}
+	}
+	return &sqs.GetQueueUrlOutput{QueueUrl: aws.String(url)}, nil
 }

@@ -66,10 +66,13 @@ inspect refuses to sample a queue that has a RedrivePolicy (a source queue:
 every receive burns a delivery attempt) unless --force.`,
 		Example: `  dlq inspect
   dlq inspect --queue parking --sample 500
-  dlq inspect --json | jq .sample.byReason`,
+  dlq inspect -o json | jq .sample.byReason`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if sample < 1 {
 				return usageError("--sample %d: want at least 1", sample)
+			}
+			if err := checkRole("queue", queue); err != nil {
+				return err
 			}
 			rep, err := a.inspect(cmd.Context(), queue, sample, force)
 			return show(a, rep, err, func(w io.Writer, rep inspectReport) error { return writeInspect(w, rep, a.now()) })

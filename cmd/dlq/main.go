@@ -1,4 +1,4 @@
-// Command dlq is the operator's command line for the dead-letter lane:
+// Command dlq is the operator's command line for a dead-letter lane:
 // inspect the DLQ, peek at messages, replay on demand with the engine the
 // scheduled replay function uses, and audit an order or the recent runs.
 //
@@ -7,10 +7,13 @@
 //	dlq replay [--dry-run] ...       an on-demand replay run, with filters, a cap and a rate
 //	dlq audit --order ID | --runs N  an order's history and invoice; the last runs
 //
-// Resources come from the stack outputs (.local/outputs.json by default, or
-// --stack NAME through CloudFormation) or from explicit flags; the AWS
-// configuration (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL) is the SDK's.
-// `dlq --help` documents the flags and the exit codes.
+// Install it with `go install github.com/homingdlq/homing/cmd/dlq@latest`.
+// It finds a lane in the stack outputs (--outputs-file FILE as `cdk deploy
+// --outputs-file` writes it, or --stack NAME through CloudFormation; the
+// lane's outputs are named settings.OutputID(lane, key)), by the lane's tags
+// (--lane NAME alone), or in explicit flags; the AWS configuration
+// (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL) is the SDK's. `dlq --help`
+// documents the flags, their environment variables and the exit codes.
 package main
 
 import (

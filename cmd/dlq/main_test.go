@@ -3,25 +3,37 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/settings"
 )
 
 func TestUsageAndResourceErrors(t *testing.T) {
 	tests := []struct {
 		name   string
 		args   []string
-		raw    bool // without the fixture's --stack-outputs
+		raw    bool // without the fixture's --outputs-file
 		code   int
 		stderr []string
 	}{
 		{"unknown flag", []string{"inspect", "--bogus"}, false, exitUsage, []string{"unknown flag: --bogus", "dlq inspect --help"}},
 		{"unknown command", []string{"drain"}, false, exitUsage, []string{`unknown command "drain"`}},
 		{"positional argument", []string{"inspect", "now"}, false, exitUsage, []string{"takes no arguments"}},
-		{"stack and outputs file", []string{"--stack", "Homing", "inspect"}, false, exitUsage, []string{"stack", "stack-outputs", "none of the others"}},
+		{"unknown output format", []string{"-o", "yaml", "inspect"}, false, exitUsage, []string{`-o "yaml": want table or json`}},
+		{"json and -o table", []string{"--json", "-o", "table", "inspect"}, false, exitUsage, []string{"--json and -o table disagree"}},
+		{"empty outputs file", []string{"--outputs-file", "", "inspect"}, true, exitUsage, []string{`--outputs-file "": want a file`}},
+		{"empty lane", []string{"--lane", "", "inspect"}, false, exitUsage, []string{`--lane "": want a lane name`}},
+		{"outputs file twice", []string{"--stack-outputs", "x.json", "inspect"}, false, exitUsage, []string{"none of the others"}},
+		{"flat file and stack", []string{"--outputs-file", "FLAT", "--stack", "Homing", "inspect"}, true, exitUsage, []string{"--stack Homing with outputs file", "flat file", "drop --stack"}},
 		{"order and runs", []string{"audit", "--order", "ORD-1", "--runs", "3"}, false, exitUsage, []string{"none of the others"}},
 		{"health url and no gate", []string{"replay", "--dry-run", "--health-url", "http://x", "--no-health-gate"}, false, exitUsage, []string{"none of the others"}},
 		{"bad duration", []string{"replay", "--dry-run", "--older-than", "soon"}, false, exitUsage, []string{`invalid argument "soon"`, "--older-than"}},
@@ -29,36 +41,67 @@ func TestUsageAndResourceErrors(t *testing.T) {
 		{"negative max", []string{"replay", "--dry-run", "--max", "-1"}, false, exitUsage, []string{"--max -1"}},
 		{"rate out of range", []string{"replay", "--dry-run", "--rate", "0.01"}, false, exitUsage, []string{"--rate 0.01"}},
 		{"unknown queue", []string{"peek", "--queue", "source"}, false, exitUsage, []string{`--queue "source": want dlq, parking or invalid`}},
+		{"unknown queue to inspect", []string{"inspect", "--queue", "source"}, false, exitUsage, []string{`--queue "source": want dlq, parking or invalid`}},
 		{"unknown from", []string{"replay", "--dry-run", "--from", "source"}, false, exitUsage, []string{`--from "source"`}},
 		{"parking without reset", []string{"replay", "--dry-run", "--from", "parking"}, false, exitUsage, []string{"--from parking needs --reset-count"}},
 		{"reset on the DLQ", []string{"replay", "--dry-run", "--reset-count"}, false, exitUsage, []string{"--reset-count works only with --from parking|invalid"}},
 		{"sample zero", []string{"inspect", "--sample", "0"}, false, exitUsage, []string{"--sample 0"}},
+		{"limit zero", []string{"peek", "--limit", "0"}, false, exitUsage, []string{"--limit 0"}},
+		{"n zero", []string{"peek", "-n", "0"}, false, exitUsage, []string{"--limit 0"}},
 		{"runs zero", []string{"audit", "--runs", "0"}, false, exitUsage, []string{"--runs 0"}},
-		{"missing outputs file given", []string{"--stack-outputs", "/nonexistent/outputs.json", "inspect"}, true, exitError,
-			[]string{"read /nonexistent/outputs.json: no such file — run `make deploy-local`, or pass --stack NAME"}},
-		{"missing default outputs file", []string{"inspect"}, true, exitError,
-			[]string{"no DeadLetterQueueUrl: read .local/outputs.json: no such file — run `make deploy-local`, or pass --stack NAME or --dlq-url"}},
-		{"unknown stack", []string{"--stack", "Nope", "inspect"}, true, exitError, []string{"read the outputs of stack Nope", "does not exist"}},
+		{"missing outputs file given", []string{"--outputs-file", "/nonexistent/outputs.json", "inspect"}, true, exitError,
+			[]string{"read the outputs file /nonexistent/outputs.json (--outputs-file): no such file — pass the file that `cdk deploy --outputs-file` wrote, or --stack NAME"}},
+		{"not an outputs file", []string{"--outputs-file", "LIST", "inspect"}, true, exitError, []string{"not a JSON object of stack outputs", `want {"Stack":{"Key":"value"}}`}},
+		{"stack not in the file", []string{"--stack", "Nope", "inspect"}, false, exitError, []string{"has no stack Nope; its stacks: Homing"}},
+		{"lane not in the file", []string{"--lane", "payments", "inspect"}, false, exitError,
+			[]string{"outputs file", "has no lane payments (--lane PaymentsDeadLetterQueueUrl): its lanes are orders (stack Homing) — pass one of them with --lane"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
+			flat := filepath.Join(t.TempDir(), "flat.json")
+			f.writeFile(flat, f.outputs)
+			list := filepath.Join(t.TempDir(), "list.json")
+			f.writeFile(list, []string{"DeadLetterQueueUrl"})
+			args := slices.Clone(tt.args)
+			for i, a := range args {
+				args[i] = strings.NewReplacer("FLAT", flat, "LIST", list).Replace(a)
+			}
 			var r result
 			if tt.raw {
-				r = f.runRaw(tt.args...)
+				r = f.runRaw(args...)
 			} else {
-				r = f.run(tt.args...)
+				r = f.run(args...)
 			}
 			r.want(t, tt.code, tt.stderr...)
-			if n := f.callsOf("ReceiveMessage") + f.callsOf("SendMessageBatch"); n != 0 {
-				t.Fatalf("%d SQS receive/send calls for a rejected command", n)
+			// A bad flag or file never waits for AWS credentials.
+			if f.connects != 0 {
+				t.Fatalf("connected to AWS %d time(s) for a rejected command", f.connects)
 			}
 		})
 	}
 }
 
-// Without the default outputs file, explicit flags are enough; --stack reads
-// the outputs through CloudFormation.
+// Errors that need AWS to happen, and that tell an operator what to do.
+func TestResourceErrorsAfterConnecting(t *testing.T) {
+	f := newFixture(t)
+	f.runRaw("--stack", "Nope", "inspect").want(t, exitError, "read the outputs of stack Nope", "does not exist", "check the name, --region")
+	// Nothing says where the lane is: no deploy-local advice for an
+	// operator who is not in a checkout.
+	r := f.runRaw("inspect")
+	r.want(t, exitError, "no DeadLetterQueueUrl: nothing says where the lane is — pass --stack NAME (CloudFormation), "+
+		"--outputs-file FILE (as `cdk deploy --outputs-file` writes it), or --lane NAME to find the lane by its tags; or pass --dlq-url")
+	if strings.Contains(r.stderr, "make deploy-local") {
+		t.Fatalf("a production operator is told to run make deploy-local:\n%s", r.stderr)
+	}
+	if n := f.callsOf("ReceiveMessage") + f.callsOf("SendMessageBatch"); n != 0 {
+		t.Fatalf("%d SQS receive/send calls for a failed command", n)
+	}
+}
+
+// Without outputs, explicit flags are enough; --stack reads the outputs
+// through CloudFormation; a flag overrides an output; a missing output is
+// named, prefixed, with its flag.
 func TestResourcesFromFlagsAndStack(t *testing.T) {
 	f := newFixture(t)
 	r := f.runRaw("--json", "--dlq-url", f.dlq, "inspect")
@@ -66,21 +109,225 @@ func TestResourcesFromFlagsAndStack(t *testing.T) {
 	if rep := decode[inspectReport](t, r); len(rep.Queues) != 1 || rep.Queues[0].URL != f.dlq {
 		t.Fatalf("report = %+v", rep)
 	}
-	r = f.runRaw("--json", "--stack", "Homing", "inspect")
+	r = f.runRaw("-o", "json", "--stack", "Homing", "inspect")
 	r.want(t, exitOK)
-	if rep := decode[inspectReport](t, r); len(rep.Queues) != 3 {
+	if rep := decode[inspectReport](t, r); len(rep.Queues) != 3 || rep.Queues[0].URL != f.dlq {
 		t.Fatalf("report = %+v", rep)
 	}
-	// A flag overrides an output.
 	r = f.run("--json", "--dlq-url", f.parking, "inspect")
 	r.want(t, exitOK)
 	if rep := decode[inspectReport](t, r); rep.Queues[0].URL != f.parking {
 		t.Fatalf("report = %+v", rep)
 	}
-	// An output the file lacks is named with its flag.
 	delete(f.outputs, outLedger)
 	f.writeOutputs()
-	f.run("audit", "--runs", "1").want(t, exitError, "no LedgerTableName: "+f.file+" has no output LedgerTableName — pass --ledger-table")
+	f.run("audit", "--runs", "1").want(t, exitError, "no LedgerTableName: stack Homing in outputs file "+f.file+" has no output OrdersLedgerTableName — pass --ledger-table")
+	f.runRaw("--stack", "Homing", "audit", "--runs", "1").want(t, exitError, "no LedgerTableName: stack Homing has no output OrdersLedgerTableName — pass --ledger-table")
+}
+
+// Where the lane is: the outputs file in CDK's format or flat, one or more
+// stacks and lanes, the unprefixed keys of older stacks, the environment,
+// and the local default; --lane picks a lane, the only one is picked
+// without it.
+func TestWhereTheLaneIs(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	file := func(name string, v any) string {
+		path := filepath.Join(dir, name)
+		f.writeFile(path, v)
+		return path
+	}
+	for _, q := range []string{"payments-dlq", "payments", "payments-parking", "payments-invalid"} {
+		f.queue(q, nil)
+	}
+	payments := map[string]string{}
+	for k, v := range f.outputs {
+		payments[settings.OutputID("payments-ledger", k)] = strings.ReplaceAll(v, "orders", "payments")
+	}
+	pDLQ := f.urls["payments-dlq"]
+	prefixed := f.stackOutputs()
+	both := maps.Clone(prefixed)
+	maps.Copy(both, f.outputs)
+	twoLanes := maps.Clone(prefixed)
+	maps.Copy(twoLanes, payments)
+	var (
+		cdk       = file("cdk.json", map[string]any{"Homing": prefixed})
+		flat      = file("flat.json", prefixed)
+		legacy    = file("legacy.json", f.outputs)
+		legacyCDK = file("legacy-cdk.json", map[string]any{"Homing": f.outputs})
+		bothKeys  = file("both.json", map[string]any{"Homing": both})
+		stacks    = file("stacks.json", map[string]any{"Homing": prefixed, "Payments": payments})
+		lanes     = file("lanes.json", map[string]any{"Homing": twoLanes})
+		again     = file("again.json", map[string]any{"Homing": prefixed, "Copy": prefixed})
+		none      = file("none.json", map[string]any{"Homing": map[string]string{"TaxServiceAdminUrl": "x"}})
+	)
+	tests := []struct {
+		name   string
+		args   []string
+		vars   map[string]string
+		code   int
+		dlq    string   // the DLQ inspect reports, when code is 0
+		stderr []string // when code is not 0
+	}{
+		{"cdk format", []string{"--outputs-file", cdk}, nil, exitOK, f.dlq, nil},
+		{"cdk format, its stack", []string{"--outputs-file", cdk, "--stack", "Homing"}, nil, exitOK, f.dlq, nil},
+		{"cdk format, its lane", []string{"--outputs-file", cdk, "--lane", "orders"}, nil, exitOK, f.dlq, nil},
+		{"the lane as its outputs spell it", []string{"--outputs-file", cdk, "--lane", "Orders"}, nil, exitOK, f.dlq, nil},
+		{"flat", []string{"--outputs-file", flat}, nil, exitOK, f.dlq, nil},
+		{"former flag name", []string{"--stack-outputs", flat}, nil, exitOK, f.dlq, nil},
+		{"unprefixed keys of an older stack", []string{"--outputs-file", legacy}, nil, exitOK, f.dlq, nil},
+		{"unprefixed keys with --lane", []string{"--outputs-file", legacyCDK, "--lane", "orders"}, nil, exitOK, f.dlq, nil},
+		{"a lane under both keys counts once", []string{"--outputs-file", bothKeys}, nil, exitOK, f.dlq, nil},
+		{"two stacks need a lane", []string{"--outputs-file", stacks}, nil, exitUsage, "",
+			[]string{"outputs file " + stacks + " has 2 lanes: orders (stack Homing), payments-ledger (stack Payments) — pass one of them with --lane NAME (or HOMING_LANE)"}},
+		{"two stacks, a lane", []string{"--outputs-file", stacks, "--lane", "payments-ledger"}, nil, exitOK, pDLQ, nil},
+		{"two stacks, a stack", []string{"--outputs-file", stacks, "--stack", "Homing"}, nil, exitOK, f.dlq, nil},
+		{"two lanes in a stack", []string{"--outputs-file", lanes}, nil, exitUsage, "", []string{"has 2 lanes: orders (stack Homing), payments-ledger (stack Homing)"}},
+		{"two lanes in a stack, a lane", []string{"--outputs-file", lanes, "--lane", "payments_ledger"}, nil, exitOK, pDLQ, nil},
+		{"a lane in two stacks", []string{"--outputs-file", again, "--lane", "orders"}, nil, exitUsage, "", []string{"has lane orders in several stacks: orders (stack Copy), orders (stack Homing) — pass --stack NAME too"}},
+		{"no lane in the outputs", []string{"--outputs-file", none}, nil, exitError, "", []string{"has no lane: no output named <Lane>DeadLetterQueueUrl"}},
+		{"outputs file from the environment", nil, map[string]string{envOutputs: cdk}, exitOK, f.dlq, nil},
+		{"stack from the environment", nil, map[string]string{envStack: "Homing"}, exitOK, f.dlq, nil},
+		{"stack of a file from the environment", nil, map[string]string{envOutputs: stacks, envStack: "Payments"}, exitOK, pDLQ, nil},
+		{"lane from the environment", []string{"--outputs-file", lanes}, map[string]string{envLane: "payments-ledger"}, exitOK, pDLQ, nil},
+		{"--lane wins over the environment", []string{"--outputs-file", lanes, "--lane", "orders"}, map[string]string{envLane: "payments-ledger"}, exitOK, f.dlq, nil},
+		{"--stack wins over the environment's file", []string{"--stack", "Homing"}, map[string]string{envOutputs: "/nonexistent"}, exitOK, f.dlq, nil},
+		{"a missing file from the environment", nil, map[string]string{envOutputs: "/nonexistent/o.json"}, exitError, "", []string{"read the outputs file /nonexistent/o.json (HOMING_OUTPUTS): no such file"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f.vars = tt.vars
+			f.connects = 0
+			r := f.runRaw(append(tt.args, "-o", "json", "inspect")...)
+			r.want(t, tt.code, tt.stderr...)
+			if tt.code != exitOK {
+				return
+			}
+			if rep := decode[inspectReport](t, r); rep.Queues[0].URL != tt.dlq {
+				t.Fatalf("inspected %s, want %s", rep.Queues[0].URL, tt.dlq)
+			}
+			if strings.Contains(r.stderr, defaultOutputsFile) {
+				t.Fatalf("the local default was read: %s", r.stderr)
+			}
+		})
+	}
+	f.vars = nil
+
+	// In a checkout after make deploy-local, nothing else said: the local
+	// stack's file, read saying so.
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir(".local", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.writeFile(defaultOutputsFile, f.outputs)
+	r := f.runRaw("-o", "json", "inspect")
+	r.want(t, exitOK, "reading .local/outputs.json, the outputs of the local stack")
+	if rep := decode[inspectReport](t, r); rep.Queues[0].URL != f.dlq {
+		t.Fatalf("report = %+v", rep)
+	}
+	// --lane alone finds the lane by its tags, not in the local file.
+	f.tagLane()
+	f.tagging.calls = 0
+	f.runRaw("-o", "json", "--lane", "orders", "inspect").want(t, exitOK)
+	if f.tagging.calls == 0 {
+		t.Fatal("--lane alone did not look for the lane's tags")
+	}
+}
+
+func TestLaneNameRoundTrips(t *testing.T) {
+	for _, name := range []string{"orders", "payments-ledger", "x_1", "Orders2", "ABC", "zahlungsausgänge"} {
+		prefix := settings.OutputID(name, "")
+		shown := laneOutputs{prefix: prefix}.name()
+		if got := settings.OutputID(shown, ""); got != prefix {
+			t.Errorf("lane %q: shown as %q, whose prefix is %q, want %q", name, shown, got, prefix)
+		}
+	}
+}
+
+func TestParseOutputs(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     string
+		flat   bool
+		stacks map[string]map[string]string
+		err    string
+	}{
+		{"cdk", `{"Homing":{"OrdersDeadLetterQueueUrl":"u"},"Other":{}}`, false, map[string]map[string]string{"Homing": {"OrdersDeadLetterQueueUrl": "u"}, "Other": {}}, ""},
+		{"flat", ` {"DeadLetterQueueUrl": "u"} `, true, map[string]map[string]string{"": {"DeadLetterQueueUrl": "u"}}, ""},
+		{"empty", `{}`, true, map[string]map[string]string{"": {}}, ""},
+		{"mixed", `{"Homing":{"A":"b"},"C":"d"}`, false, nil, "stacks and outputs mixed"},
+		{"a number", `{"A":1}`, false, nil, "A is neither an output nor a stack"},
+		{"a nested number", `{"Homing":{"A":1}}`, false, nil, "stack Homing: its outputs are not strings"},
+		{"an array", `["A"]`, false, nil, "not a JSON object of stack outputs"},
+		{"null", `null`, false, nil, "not a JSON object of stack outputs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stacks, flat, err := parseOutputs([]byte(tt.in))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || flat != tt.flat || !reflect.DeepEqual(stacks, tt.stacks) {
+				t.Fatalf("parseOutputs = %v, %v, %v; want %v, %v", stacks, flat, err, tt.stacks, tt.flat)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	tests := []struct {
+		name string
+		info *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{"no build info", nil, false, "unknown (built without module support)"},
+		{"go install @version", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "v0.4.0"}}, true, "v0.4.0 (go1.26.1)"},
+		{"a checkout", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "d939f1b0123456789abcdef"}, {Key: "vcs.time", Value: "2026-11-30T15:00:00Z"}, {Key: "vcs.modified", Value: "true"},
+		}}, true, "(devel) (commit d939f1b01234, 2026-11-30T15:00:00Z, modified, go1.26.1)"},
+		{"clean tree", &debug.BuildInfo{Main: debug.Module{Version: ""}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "false"}}}, true, "(devel) (commit abc)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := versionText(tt.info, tt.ok); got != tt.want {
+				t.Fatalf("versionText = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	f := newFixture(t)
+	r := f.runRaw("--version")
+	r.want(t, exitOK)
+	if r.stdout != "dlq "+version()+"\n" || f.connects != 0 {
+		t.Fatalf("--version printed %q (connects %d)", r.stdout, f.connects)
+	}
+}
+
+// go install github.com/homingdlq/homing/cmd/dlq@latest refuses a module
+// whose go.mod has replace or exclude directives.
+func TestInstallableWithGoInstall(t *testing.T) {
+	b, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBlock := ""
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if inBlock != "" && line == ")" {
+			inBlock = ""
+			continue
+		}
+		word, _, _ := strings.Cut(line, " ")
+		if inBlock == "replace" || inBlock == "exclude" || word == "replace" || word == "exclude" || strings.HasPrefix(line, "replace(") || strings.HasPrefix(line, "exclude(") {
+			t.Errorf("go.mod:%d: %q: `go install …/cmd/dlq@latest` refuses a module with replace or exclude directives", i+1, line)
+		}
+		if strings.HasSuffix(line, "(") {
+			inBlock = strings.TrimSpace(strings.TrimSuffix(line, "("))
+		}
+	}
 }
 
 // A queue with a RedrivePolicy is a source queue: inspect, peek and replay

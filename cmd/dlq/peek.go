@@ -56,9 +56,9 @@ func (a *app) peekCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "peek",
 		Short: "Show messages with their attributes and metadata, without deleting them",
-		Long: `peek receives up to -n messages of the DLQ (or --queue parking|invalid), shows
+		Long: `peek receives up to -n (--limit) messages of the DLQ (or --queue parking|invalid), shows
 each one's id, order id, reason, replay count, sent time, body (cut to --width
-characters in the table; whole with --json), the producer's attributes and our
+characters in the table; whole with -o json), the producer's attributes and our
 metadata (homing-replay: replay count, first dead-lettered, last replay, run;
 homing-invalid: reason, detail, consumer), then releases them at once. It never
 deletes. Messages are invisible for a few seconds while peek runs, and each
@@ -68,16 +68,21 @@ peek refuses a queue that has a RedrivePolicy (a source queue: every receive
 burns a delivery attempt) unless --force.`,
 		Example: `  dlq peek
   dlq peek -n 20 --queue invalid --width 200
-  dlq peek --queue parking --json | jq -r '.messages[].orderId'`,
+  dlq peek --queue parking -o json | jq -r '.messages[].orderId'`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if n < 1 || width < 10 {
-				return usageError("-n %d, --width %d: want -n >= 1 and --width >= 10", n, width)
+				return usageError("--limit %d, --width %d: want --limit >= 1 and --width >= 10", n, width)
+			}
+			if err := checkRole("queue", queue); err != nil {
+				return err
 			}
 			rep, err := a.peek(cmd.Context(), queue, n, force)
 			return show(a, rep, err, func(w io.Writer, rep peekReport) error { return writePeek(w, rep, width, a.now()) })
 		}),
 	}
-	cmd.Flags().IntVarP(&n, "n", "n", 10, "show at most this many messages")
+	cmd.Flags().IntVarP(&n, "limit", "n", 10, "show at most this many messages")
+	cmd.Flags().IntVar(&n, "n", 10, "the same as --limit")
+	_ = cmd.Flags().MarkHidden("n") // the flag's former long name, kept for scripts
 	cmd.Flags().IntVar(&width, "width", 120, "cut bodies to this many characters in the table")
 	cmd.Flags().StringVar(&queue, "queue", roleDLQ, "the queue to peek at: dlq, parking or invalid")
 	cmd.Flags().BoolVar(&force, "force", false, "peek even at a queue with a RedrivePolicy (burns delivery attempts)")

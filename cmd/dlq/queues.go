@@ -23,13 +23,20 @@ const (
 
 var roleOutputs = map[string]string{roleDLQ: outDLQ, roleParking: outParking, roleInvalid: outInvalid}
 
+// checkRole validates --queue/--from.
+func checkRole(flag, role string) error {
+	if _, ok := roleOutputs[role]; !ok {
+		return usageError("--%s %q: want dlq, parking or invalid", flag, role)
+	}
+	return nil
+}
+
 // roleURL resolves --queue/--from to a queue URL.
 func (s *session) roleURL(flag, role string) (string, error) {
-	key, ok := roleOutputs[role]
-	if !ok {
-		return "", usageError("--%s %q: want dlq, parking or invalid", flag, role)
+	if err := checkRole(flag, role); err != nil {
+		return "", err
 	}
-	return s.res.get(key)
+	return s.res.get(roleOutputs[role])
 }
 
 // browsableRole opens a session and checks that the queue --queue names

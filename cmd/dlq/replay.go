@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,8 +24,8 @@ import (
 	"github.com/homingdlq/homing/settings"
 )
 
-// defaultRouteName is the lane's route name when the replay function's
-// configuration does not name it (infra/deadletter.DefaultRouteName).
+// defaultRouteName is the lane's route name when neither the replay
+// function's configuration nor the lane names it (infra/deadletter.DefaultRouteName).
 const defaultRouteName = settings.DefaultRouteName
 
 // replayFlags are the flags of dlq replay.
@@ -75,12 +76,12 @@ instead of the source queue.
 A run that is not a dry run writes its summary to the ledger, where the next
 scheduled run reads it for its gates. On a terminal it asks for confirmation
 unless --yes; without a terminal it needs --yes. Progress goes to stderr: a bar
-when stderr is a terminal, else one line per route when its pass ends. --json
+when stderr is a terminal, else one line per route when its pass ends. -o json
 prints the engine's run summary.`,
 		Example: `  dlq replay --dry-run
   dlq replay --older-than 2h --max 100 --rate 10
   dlq replay --order ORD-2026-000123 --order ORD-2026-000124 --yes
-  dlq replay --reason dead-lettered --json --yes > summary.json
+  dlq replay --reason dead-lettered -o json --yes > summary.json
   dlq replay --from parking --reset-count --reason replay-exhausted
   dlq replay --from invalid --reason invalid-tax-id --to https://sqs.us-east-1.amazonaws.com/123456789012/orders-retry`,
 		RunE: runE(func(cmd *cobra.Command) error {
@@ -93,7 +94,7 @@ prints the engine's run summary.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.from, "from", roleDLQ, "the queue to replay from: dlq, parking or invalid")
 	fl.StringVar(&f.to, "to", "", "send replays to this queue URL instead of the source queue (same type: FIFO or standard)")
-	fl.StringVar(&f.route, "route", "", `route name in the run summary (default: the replay function's route of the DLQ, or "orders")`)
+	fl.StringVar(&f.route, "route", "", `route name in the run summary (default: the replay function's route of the DLQ, or the lane's name, or "orders")`)
 	fl.StringVar(&f.function, "replay-function", "", `read the policy and the health URL from this function (default: the ReplayFunctionName output; "" for the engine's defaults)`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "decide and report; move and write nothing")
 	fl.IntVar(&f.max, "max", 0, "move at most this many messages (default: the function's MAX_PER_RUN)")
@@ -200,7 +201,7 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	if errors.Is(runErr, replay.ErrInvalidRequest) {
 		return &codedError{code: exitUsage, err: runErr}
 	}
-	if a.flags.json {
+	if a.flags.jsonOutput() {
 		if err := a.printJSON(sum); err != nil {
 			return err
 		}
@@ -235,7 +236,7 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 	if err != nil {
 		return handler.Config{}, err
 	}
-	rt := replay.Route{Name: defaultRouteName, DLQURL: dlq}
+	rt := replay.Route{Name: cmp.Or(s.res.lane, defaultRouteName), DLQURL: dlq}
 	if i := slices.IndexFunc(routes, func(r replay.Route) bool { return r.DLQURL == dlq }); i >= 0 {
 		rt.Name = routes[i].Name
 	}
