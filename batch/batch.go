@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // Handler processes one record. It returns nil on success, an error with an
@@ -54,10 +55,11 @@ const (
 	Blocked    Outcome = "blocked"     // FIFO: an earlier record of its group failed
 )
 
-// Defaults of [Options].
-const (
-	DefaultConcurrency    = 10
-	DefaultDeadlineMargin = 2 * time.Second
+// Defaults of [Options]: the consumer function's, as package settings
+// declares them (CONCURRENCY, DEADLINE_MARGIN). Read them; never assign.
+var (
+	DefaultConcurrency    = settings.Concurrency.Default
+	DefaultDeadlineMargin = settings.ConsumerDeadlineMargin.Default
 )
 
 // Options tune a [Processor]. The zero value is usable.
@@ -141,7 +143,7 @@ func (p *Processor) units(records []events.SQSMessage) [][]int {
 	var units [][]int
 	groups := map[string]int{}
 	for i, r := range records {
-		if !IsFIFO(r.EventSourceARN) {
+		if !settings.IsFIFO(r.EventSourceARN) {
 			units = append(units, []int{i})
 			continue
 		}
@@ -249,9 +251,6 @@ func (p *Processor) log(ctx context.Context, msg events.SQSMessage, o Outcome, n
 	}
 	p.opts.Logger.LogAttrs(ctx, level, "record", attrs...)
 }
-
-// IsFIFO reports whether an SQS queue ARN or URL names a FIFO queue.
-func IsFIFO(arnOrURL string) bool { return strings.HasSuffix(arnOrURL, ".fifo") }
 
 type invalider interface {
 	Invalid() (reason, detail string)

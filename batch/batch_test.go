@@ -264,14 +264,6 @@ func TestProcessLogsOneLinePerRecord(t *testing.T) {
 	}
 }
 
-func TestIsFIFO(t *testing.T) {
-	for in, want := range map[string]bool{fifoARN: true, standardARN: false, "https://sqs.us-east-1.amazonaws.com/0/q.fifo": true, "": false} {
-		if got := batch.IsFIFO(in); got != want {
-			t.Errorf("IsFIFO(%q) = %v", in, got)
-		}
-	}
-}
-
 // OnOutcome sees every record once, with the Process ctx and the reason of
 // an invalid record: what the consumer's metrics count.
 func TestProcessReportsEveryOutcome(t *testing.T) {

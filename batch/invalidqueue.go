@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/settings"
 )
 
 // Sender is the part of the SQS client an [InvalidQueue] uses.
@@ -65,7 +66,7 @@ func (q *InvalidQueue) Publish(ctx context.Context, msg events.SQSMessage, r Rej
 		MessageBody:       aws.String(msg.Body),
 		MessageAttributes: attrs,
 	}
-	if IsFIFO(q.queueURL) {
+	if settings.IsFIFO(q.queueURL) {
 		group := msg.Attributes["MessageGroupId"]
 		if group == "" {
 			group = q.consumer

@@ -17,13 +17,14 @@ import (
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/settings"
 )
 
 // Key attributes and key values of the ledger table.
 const (
 	SortKeyAttribute = "sk"
-	messagePrefix    = "message#" // sort key of a message record: "message#<DLQ message id>"
-	runPartition     = "run"      // partition of the run records
+	messagePrefix    = "message" + settings.KeySeparator // sort key of a message record: "message#<DLQ message id>"
+	runPartition     = "run"                             // partition of the run records
 	runTimeLayout    = "2006-01-02T15:04:05.000000000Z"
 )
 
@@ -313,7 +314,7 @@ func (l *Ledger) PutRun(ctx context.Context, s replay.Summary, expiresAt time.Ti
 	}
 	startedAt := s.StartedAt.UTC().Format(runTimeLayout)
 	item, err := attributevalue.MarshalMap(runItem{
-		PK: runPartition, SK: startedAt + "#" + s.RunID, RunID: s.RunID, StartedAt: startedAt,
+		PK: runPartition, SK: settings.ScopedKey(startedAt, s.RunID), RunID: s.RunID, StartedAt: startedAt,
 		DryRun: s.DryRun, Summary: string(b), ExpiresAt: expiresAt.Unix(),
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/internal/wait"
+	"github.com/homingdlq/homing/settings"
 )
 
 // Status is the state of a record.
@@ -20,17 +21,14 @@ const (
 	Completed  Status = "COMPLETED"
 )
 
-// Defaults of [Receiver].
-const (
-	// DefaultLifetime outlives the longest source (4 days) plus DLQ
-	// (14 days) retention with a margin, so a replay 14 days later is
-	// still recognised.
-	DefaultLifetime = 30 * 24 * time.Hour
-	// MinLifetime is source plus DLQ retention at their defaults.
-	MinLifetime = 18 * 24 * time.Hour
-	// DefaultLockTimeout bounds a lock when ctx has no deadline.
-	DefaultLockTimeout = 15 * time.Minute
-)
+// DefaultLifetime is the [Receiver]'s default record lifetime, the
+// consumer's RECORD_LIFETIME as package settings declares it: it outlives
+// the longest source (4 days) plus DLQ (14 days) retention with a margin, so
+// a replay 14 days later is still recognised. Read it; never assign.
+var DefaultLifetime = settings.RecordLifetime.Default
+
+// DefaultLockTimeout bounds a lock when ctx has no deadline.
+const DefaultLockTimeout = 15 * time.Minute
 
 // Errors returned by the package. Match them with errors.Is.
 var (

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // MaxKeyBytes bounds every key [Key] returns, far below DynamoDB's 2,048-byte
@@ -17,20 +19,21 @@ const hashedMarker = "sha256~"
 
 // Key is the one format of an idempotency key, used wherever a key is built
 // or read (the receiver, the replay engine's completion check, the audit):
-// "<scope>#<id>" when that fits in [MaxKeyBytes] (every orderId within the
-// grammar does, for a scope of up to 127 bytes), otherwise
+// settings.ScopedKey, "<scope>#<id>", when that fits in [MaxKeyBytes]
+// (every orderId within the grammar does, for a scope of up to 127 bytes),
+// otherwise
 // "<scope>#sha256~<hex SHA-256 of id>", or "sha256~<hex SHA-256 of
 // scope, NUL, id>" when even that would not fit (a very long scope). The
 // result never exceeds MaxKeyBytes whatever the input; two different (scope,
 // id) pairs get different keys (up to SHA-256 collisions) provided scope
-// contains no '#'. It is pure and safe for concurrent use.
+// contains no settings.KeySeparator. It is pure and safe for concurrent use.
 func Key(scope, id string) string {
-	if len(scope)+1+len(id) <= MaxKeyBytes && !strings.HasPrefix(id, hashedMarker) {
-		return scope + "#" + id
+	if len(scope)+len(settings.KeySeparator)+len(id) <= MaxKeyBytes && !strings.HasPrefix(id, hashedMarker) {
+		return settings.ScopedKey(scope, id)
 	}
-	if len(scope)+1+len(hashedMarker)+2*sha256.Size <= MaxKeyBytes {
+	if len(scope)+len(settings.KeySeparator)+len(hashedMarker)+2*sha256.Size <= MaxKeyBytes {
 		sum := sha256.Sum256([]byte(id))
-		return scope + "#" + hashedMarker + hex.EncodeToString(sum[:])
+		return settings.ScopedKey(scope, hashedMarker+hex.EncodeToString(sum[:]))
 	}
 	sum := sha256.Sum256([]byte(scope + "\x00" + id))
 	return hashedMarker + hex.EncodeToString(sum[:])

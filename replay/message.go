@@ -15,6 +15,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/settings"
 )
 
 // AttributeName is the message attribute that carries [Metadata].
@@ -65,9 +66,9 @@ func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer
 // rejects partition keys over 2,048 bytes).
 func OrderKey(orderID, originalMessageID string) string {
 	if orderID != "" {
-		return "order#" + BoundedID(orderID)
+		return settings.ScopedKey("order", BoundedID(orderID))
 	}
-	return "message#" + BoundedID(originalMessageID)
+	return settings.ScopedKey("message", BoundedID(originalMessageID))
 }
 
 // MaxKeyID is the longest id a key embeds as it is.

@@ -3,9 +3,9 @@ package settings
 import "strings"
 
 // KeySeparator joins a scope and an id in a key: an idempotency key is
-// "<scope>#<id>" (the consumer's name, then the orderId), a ledger sort key
-// "order#<id>" or "message#<id>". A scope never contains it (see
-// [ConsumerName]), so the first one ends the scope.
+// "<scope>#<id>" (the consumer's name, then the orderId), a replay ledger
+// key "order#<orderId>" or "message#<messageId>". A consumer's name never
+// contains it (see [ConsumerName]), so the first one ends the scope.
 const KeySeparator = "#"
 
 // ScopedKey is the one spelling of a scoped key: scope, [KeySeparator], id.

@@ -19,6 +19,8 @@ import (
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // Config loads the SDK configuration the way a Lambda function does. It
@@ -77,7 +79,7 @@ func Queue(t testing.TB, q *sqs.Client, name string) (url, arn string) {
 	t.Helper()
 	ctx := context.Background()
 	attrs := map[string]string{}
-	if strings.HasSuffix(name, ".fifo") {
+	if settings.IsFIFO(name) {
 		attrs["FifoQueue"] = "true"
 	}
 	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/settings"
 )
 
 // Item 12: the largest message the source queue accepts, with the largest
@@ -78,5 +79,14 @@ func TestInfraUsesTheSameReserve(t *testing.T) {
 	want := fmt.Sprintf("MetadataReserveBytes = %d", envelope.MetadataReserveBytes)
 	if !strings.Contains(string(src), want) {
 		t.Fatalf("infra/deadletter/lane.go does not declare %q", want)
+	}
+}
+
+// MAX_PAYLOAD_BYTES is bounded by what the source queue accepts: the
+// declaration in settings states the same number (package settings imports
+// nothing, so it cannot read this one).
+func TestPayloadSettingBoundIsTheSourceQueueSize(t *testing.T) {
+	if settings.MaxPayloadBytes.Max != envelope.MaxSourceMessageBytes {
+		t.Fatalf("settings.MaxPayloadBytes.Max = %d, want envelope.MaxSourceMessageBytes = %d", settings.MaxPayloadBytes.Max, envelope.MaxSourceMessageBytes)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // EventType is the only eventType Parse accepts.
@@ -20,9 +22,10 @@ const EventType = "order.created"
 // Version is the only version of the order.created contract Parse accepts.
 const Version = 1
 
-// DefaultMaxBytes is the body size limit Parse applies when given maxBytes <= 0
-// (256 KiB, the smallest SQS payload limit in use).
-const DefaultMaxBytes = 256 << 10
+// DefaultMaxBytes is the body size limit Parse applies when given maxBytes <= 0:
+// the consumer's MAX_PAYLOAD_BYTES default as package settings declares it
+// (256 KiB, the smallest SQS payload limit in use). Read it; never assign.
+var DefaultMaxBytes = settings.MaxPayloadBytes.Default
 
 // Order is a validated order.created event.
 type Order struct {

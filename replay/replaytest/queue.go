@@ -21,6 +21,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/settings"
 )
 
 // SQS limits the MemoryQueue enforces.
@@ -130,7 +131,7 @@ var _ replay.Queue = (*MemoryQueue)(nil)
 // MaximumMessageSize (bytes) and RedrivePolicy ({"deadLetterTargetArn":..., "maxReceiveCount":n}).
 func (q *MemoryQueue) CreateQueue(name string, attrs map[string]string) (string, error) {
 	mq := &memQueue{
-		url: accountURL + name, arn: accountARN + name, fifo: strings.HasSuffix(name, ".fifo"),
+		url: accountURL + name, arn: accountARN + name, fifo: settings.IsFIFO(name),
 		retention: defaultRetention, visibility: defaultVisibility, maxBytes: maxMessageBytes,
 		receipts: map[string]*memMessage{}, dedup: map[string]dedupEntry{},
 	}
