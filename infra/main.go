@@ -119,8 +119,8 @@ func selectProfile(context any, env string) string {
 
 // newApp adds the Homing stack of the profile to app, in the environment the
 // CDK CLI resolved (if any), with the AwsSolutions checks as an aspect.
-// Invalid lane props (deadletter.ErrInvalidProps, such as an http:// tax
-// service on the aws profile) are an error, not a panic.
+// Invalid props (deadletter.ErrInvalidProps, or ErrInvalidStackProps such
+// as an http:// tax service on the aws profile) are an error, not a panic.
 func newApp(app awscdk.App, profile string, getenv func(string) string) (stack awscdk.Stack, err error) {
 	props, err := ProfileProps(profile, getenv)
 	if err != nil {
@@ -129,7 +129,7 @@ func newApp(app awscdk.App, profile string, getenv func(string) string) (stack a
 	defer func() {
 		if r := recover(); r != nil {
 			invalid, ok := r.(error)
-			if !ok || !errors.Is(invalid, deadletter.ErrInvalidProps) {
+			if !ok || !errors.Is(invalid, deadletter.ErrInvalidProps) && !errors.Is(invalid, ErrInvalidStackProps) {
 				panic(r)
 			}
 			stack, err = nil, fmt.Errorf("%s profile: %w", profile, invalid)

@@ -47,9 +47,9 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 	switch profile {
 	case ProfileAWS:
 		p := &HomingStackProps{}
-		p.Lane.CodeDir = codeDir
+		p.Orders.CodeDir = codeDir
 		if taxURL != "" {
-			p.Lane.TaxServiceURL = jsii.String(taxURL)
+			p.TaxServiceURL = jsii.String(taxURL)
 		}
 		p.StackProps.Description = jsii.String("homing: dead-letter lane for order processing (profile aws)")
 		return p, nil
@@ -59,25 +59,25 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		}
 		p := &HomingStackProps{}
 		p.StackProps.Description = jsii.String("homing: dead-letter lane for order processing (profile local, emulator)")
-		p.Lane.CodeDir = codeDir
-		p.Lane.TaxServiceURL = jsii.String(taxURL)
+		p.Orders.CodeDir = codeDir
+		p.TaxServiceURL = jsii.String(taxURL)
 		// The tax stand-in listens on 127.0.0.1 without TLS.
-		p.Lane.AllowPlainHTTP = jsii.Bool(true)
-		p.Lane.MaxReceiveCount = jsii.Number(3)
-		p.Lane.ConsumerTimeout = awscdk.Duration_Seconds(jsii.Number(3))
-		p.Lane.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(18))
-		p.Lane.Architecture = hostArchitecture()
-		p.Lane.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
-		p.Lane.LogRetention = awslogs.RetentionDays_ONE_DAY
+		p.AllowPlainHTTP = jsii.Bool(true)
+		p.Orders.MaxReceiveCount = jsii.Number(3)
+		p.Orders.ConsumerTimeout = awscdk.Duration_Seconds(jsii.Number(3))
+		p.Orders.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(18))
+		p.Orders.Architecture = hostArchitecture()
+		p.Orders.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
+		p.Orders.LogRetention = awslogs.RetentionDays_ONE_DAY
 		// ministack rejects metric-math alarms: the consumer's failure alarm
 		// counts failed records instead of their rate.
-		p.Lane.MetricMath = jsii.Bool(false)
+		p.Orders.MetricMath = jsii.Bool(false)
 		// The consumer's defaults (10 s tax budget, 2 s margin) do not fit in
 		// a 3 s invocation.
-		p.Lane.ConsumerEnvironment = map[string]string{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"}
+		p.Orders.ConsumerEnvironment = map[string]string{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"}
 		// A dead letter comes back within a minute or two: the backoff
 		// before its first replay is seconds, not minutes.
-		p.Lane.Replay = &deadletter.ReplayProps{
+		p.Orders.Replay = &deadletter.ReplayProps{
 			Schedule:           jsii.String("rate(1 minute)"),
 			Timeout:            awscdk.Duration_Seconds(jsii.Number(30)),
 			MaxReplays:         jsii.Number(3),

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -11,79 +16,93 @@ import (
 // StackName is the CloudFormation stack name of every profile.
 const StackName = "Homing"
 
+// OrdersLaneID is the construct id of the order lane; its name, and so the
+// prefix of its outputs (settings.OutputID), is "orders".
+const OrdersLaneID = "Orders"
+
+// OrdersConsumerName scopes the order lane's idempotency keys (its
+// CONSUMER_NAME): the invoice consumer, as it always was.
+const OrdersConsumerName = "invoice"
+
+// ErrInvalidStackProps is wrapped by the value NewHomingStack panics with
+// when HomingStackProps itself (not a lane's props) is invalid.
+var ErrInvalidStackProps = errors.New("invalid HomingStackProps")
+
 // HomingStackProps configures [NewHomingStack].
 type HomingStackProps struct {
 	awscdk.StackProps
-	// Lane configures the order lane. When Lane.TaxServiceURL is nil the stack
-	// declares a TaxServiceUrl CloudFormation parameter and uses it, so that
-	// the URL can be given at deploy time.
-	Lane deadletter.LaneProps
+	// TaxServiceURL is the base URL of the tax and invoice service: the
+	// order consumer's TAX_SERVICE_URL, and the replay's health gate (its
+	// /health). When nil the stack declares a TaxServiceUrl CloudFormation
+	// parameter and uses it, so that the URL can be given at deploy time.
+	TaxServiceURL *string
+	// AllowPlainHTTP lets TaxServiceURL be an http:// URL. Default false:
+	// https:// only, since order bodies carry tax ids; the parameter's
+	// pattern checks a URL given at deploy time. The local profile sets it
+	// for its stand-in on 127.0.0.1.
+	AllowPlainHTTP *bool
+	// Orders configures the order lane. The stack wires the tax service into
+	// it (ConsumerEnvironment TAX_SERVICE_URL, HealthURL) and names its
+	// consumer OrdersConsumerName unless Orders.ConsumerName is set.
+	Orders deadletter.LaneProps
 }
 
-// Output ids of the stack, as scripts and tests read them.
-const (
-	OutputSourceQueueURL       = "SourceQueueUrl"
-	OutputSourceQueueARN       = "SourceQueueArn"
-	OutputDeadLetterQueueURL   = "DeadLetterQueueUrl"
-	OutputDeadLetterQueueARN   = "DeadLetterQueueArn"
-	OutputInvalidQueueURL      = "InvalidQueueUrl"
-	OutputParkingQueueURL      = "ParkingQueueUrl"
-	OutputIdempotencyTableName = "IdempotencyTableName"
-	OutputLedgerTableName      = "LedgerTableName"
-	OutputConsumerFunctionName = "ConsumerFunctionName"
-	OutputReplayFunctionName   = "ReplayFunctionName"
-	OutputReplayScheduleName   = "ReplayScheduleName"
-	OutputAlarmTopicARN        = "AlarmTopicArn"
-	OutputDashboardName        = "DashboardName"
-	OutputConsumerLogGroupName = "ConsumerLogGroupName"
-	OutputReplayLogGroupName   = "ReplayLogGroupName"
-)
-
-// NewHomingStack composes one order lane and outputs every queue, table,
-// function, schedule and topic it holds. It panics, as CDK constructs do, when the lane
-// props are invalid (see deadletter.LaneProps.Validate).
+// NewHomingStack composes the order lane, whose construct declares the
+// outputs of every queue, table, function, schedule and topic it holds
+// (settings.OutputID("orders", key)). It panics, as CDK constructs do, when
+// the lane props are invalid (see deadletter.LaneProps.Validate) or the
+// tax service's URL is (ErrInvalidStackProps).
 func NewHomingStack(scope constructs.Construct, id string, props *HomingStackProps) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
 
-	laneProps := props.Lane
-	if laneProps.TaxServiceURL == nil {
-		laneProps.TaxServiceURL = awscdk.NewCfnParameter(stack, jsii.String("TaxServiceUrl"), &awscdk.CfnParameterProps{
+	taxURL := props.TaxServiceURL
+	if taxURL == nil {
+		taxURL = awscdk.NewCfnParameter(stack, jsii.String("TaxServiceUrl"), &awscdk.CfnParameterProps{
 			Type:                  jsii.String("String"),
 			Description:           jsii.String("Base URL of the tax and invoice service the consumer calls (and whose /health gates replay)."),
-			AllowedPattern:        jsii.String(taxURLPattern(laneProps.AllowPlainHTTP)),
+			AllowedPattern:        jsii.String(taxURLPattern(props.AllowPlainHTTP)),
 			ConstraintDescription: jsii.String("an https:// URL (an http:// one only where the lane allows plain HTTP)"),
 		}).ValueAsString()
+	} else if err := validateTaxURL(*taxURL, props.AllowPlainHTTP != nil && *props.AllowPlainHTTP); err != nil {
+		panic(err)
 	}
-	lane := deadletter.NewLane(stack, "Orders", &laneProps)
 
-	for _, o := range []struct{ id, value, description string }{
-		{OutputSourceQueueURL, *lane.SourceQueue().QueueUrl(), "Producers send order.created here."},
-		{OutputSourceQueueARN, *lane.SourceQueue().QueueArn(), "ARN of the source queue."},
-		{OutputDeadLetterQueueURL, *lane.DeadLetterQueue().QueueUrl(), "Messages that exhausted their receives."},
-		{OutputDeadLetterQueueARN, *lane.DeadLetterQueue().QueueArn(), "ARN of the DLQ."},
-		{OutputInvalidQueueURL, *lane.InvalidQueue().QueueUrl(), "Messages the consumer rejected as invalid, with their reason."},
-		{OutputParkingQueueURL, *lane.ParkingQueue().QueueUrl(), "Dead letters whose replays are exhausted."},
-		{OutputIdempotencyTableName, *lane.IdempotencyTable().TableName(), "Idempotent receiver records."},
-		{OutputLedgerTableName, *lane.LedgerTable().TableName(), "Replay ledger."},
-		{OutputConsumerFunctionName, *lane.Consumer().FunctionName(), "The consumer function."},
-		{OutputReplayFunctionName, *lane.Replay().FunctionName(), "The replay function; invoke it for an on-demand run."},
-		{OutputReplayScheduleName, *lane.ReplaySchedule().RuleName(), "The replay schedule; `aws events disable-rule --name <this>` stops scheduled replay."},
-		{OutputAlarmTopicARN, *lane.AlarmTopic().TopicArn(), "Subscribe here to the lane's alarms."},
-		{OutputDashboardName, *lane.Dashboard().DashboardName(), "CloudWatch dashboard of the lane."},
-		{OutputConsumerLogGroupName, *lane.ConsumerLogGroup().LogGroupName(), "The consumer's log group: aws logs tail <this>."},
-		{OutputReplayLogGroupName, *lane.ReplayLogGroup().LogGroupName(), "The replay function's log group (run summaries): aws logs tail <this>."},
-	} {
-		awscdk.NewCfnOutput(stack, jsii.String(o.id), &awscdk.CfnOutputProps{
-			Value:       jsii.String(o.value),
-			Description: jsii.String(o.description),
-		})
+	orders := props.Orders
+	orders.ConsumerEnvironment = maps.Clone(orders.ConsumerEnvironment)
+	if orders.ConsumerEnvironment == nil {
+		orders.ConsumerEnvironment = map[string]string{}
 	}
+	orders.ConsumerEnvironment["TAX_SERVICE_URL"] = *taxURL
+	orders.HealthURL = taxURL
+	if orders.ConsumerName == nil {
+		orders.ConsumerName = jsii.String(OrdersConsumerName)
+	}
+	deadletter.NewLane(stack, OrdersLaneID, &orders)
 	return stack
 }
 
+// validateTaxURL checks a TaxServiceURL given at synthesis as the
+// parameter's pattern checks one given at deploy time; a token (a
+// parameter of the caller's) is left to its own pattern.
+func validateTaxURL(url string, allowPlainHTTP bool) error {
+	if *awscdk.Token_IsUnresolved(jsii.String(url)) {
+		return nil
+	}
+	switch {
+	case strings.HasPrefix(url, "https://") && len(url) > len("https://"):
+		return nil
+	case strings.HasPrefix(url, "http://") && len(url) > len("http://") && allowPlainHTTP:
+		return nil
+	case allowPlainHTTP:
+		return fmt.Errorf("%w: TaxServiceURL is %q, want an http:// or https:// URL", ErrInvalidStackProps, url)
+	default:
+		return fmt.Errorf("%w: TaxServiceURL is %q, want an https:// URL (order bodies carry tax ids; AllowPlainHTTP permits http://)", ErrInvalidStackProps, url)
+	}
+}
+
 // taxURLPattern is the TaxServiceUrl parameter's pattern: https:// only,
-// unless the lane allows plain HTTP, as deadletter.LaneProps.Validate checks
-// a URL given at synthesis.
+// unless the stack allows plain HTTP, as validateTaxURL checks a URL given
+// at synthesis.
 func taxURLPattern(allowPlainHTTP *bool) string {
 	if allowPlainHTTP != nil && *allowPlainHTTP {
 		return `^https?://\S+$`

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/homingdlq/homing/infra/deadletter"
+	"github.com/homingdlq/homing/settings"
 )
 
 var testRoot string
@@ -277,22 +277,30 @@ func TestOutputs(t *testing.T) {
 			ref := func(typ, construct string) obj { return obj{"Ref": s.id(t, typ, construct)} }
 			arn := func(typ, construct string) obj { return obj{"Fn::GetAtt": arr{s.id(t, typ, construct), "Arn"}} }
 			const queue, table = "AWS::SQS::Queue", "AWS::DynamoDB::Table"
-			want := map[string]obj{
-				"SourceQueueUrl":       ref(queue, "SourceQueue"),
-				"SourceQueueArn":       arn(queue, "SourceQueue"),
-				"DeadLetterQueueUrl":   ref(queue, "DeadLetterQueue"),
-				"DeadLetterQueueArn":   arn(queue, "DeadLetterQueue"),
-				"InvalidQueueUrl":      ref(queue, "InvalidQueue"),
-				"ParkingQueueUrl":      ref(queue, "ParkingQueue"),
-				"IdempotencyTableName": ref(table, "IdempotencyTable"),
-				"LedgerTableName":      ref(table, "LedgerTable"),
-				"ConsumerFunctionName": ref("AWS::Lambda::Function", "Consumer"),
-				"ReplayFunctionName":   ref("AWS::Lambda::Function", "Replay"),
-				"ReplayScheduleName":   ref("AWS::Events::Rule", "ReplaySchedule"),
-				"AlarmTopicArn":        ref("AWS::SNS::Topic", "AlarmTopic"),
-				"DashboardName":        ref("AWS::CloudWatch::Dashboard", "Dashboard"),
-				"ConsumerLogGroupName": ref("AWS::Logs::LogGroup", "ConsumerLogs"),
-				"ReplayLogGroupName":   ref("AWS::Logs::LogGroup", "ReplayLogs"),
+			// The order lane's outputs, by the keys `dlq` reads.
+			byKey := map[string]obj{
+				settings.OutputSourceQueueURL:       ref(queue, "SourceQueue"),
+				settings.OutputSourceQueueARN:       arn(queue, "SourceQueue"),
+				settings.OutputDeadLetterQueueURL:   ref(queue, "DeadLetterQueue"),
+				settings.OutputDeadLetterQueueARN:   arn(queue, "DeadLetterQueue"),
+				settings.OutputInvalidQueueURL:      ref(queue, "InvalidQueue"),
+				settings.OutputParkingQueueURL:      ref(queue, "ParkingQueue"),
+				settings.OutputIdempotencyTableName: ref(table, "IdempotencyTable"),
+				settings.OutputLedgerTableName:      ref(table, "LedgerTable"),
+				settings.OutputConsumerFunctionName: ref("AWS::Lambda::Function", "Consumer"),
+				settings.OutputReplayFunctionName:   ref("AWS::Lambda::Function", "Replay"),
+				settings.OutputReplayScheduleName:   ref("AWS::Events::Rule", "ReplaySchedule"),
+				settings.OutputAlarmTopicARN:        ref("AWS::SNS::Topic", "AlarmTopic"),
+				settings.OutputDashboardName:        ref("AWS::CloudWatch::Dashboard", "Dashboard"),
+				settings.OutputConsumerLogGroupName: ref("AWS::Logs::LogGroup", "ConsumerLogs"),
+				settings.OutputReplayLogGroupName:   ref("AWS::Logs::LogGroup", "ReplayLogs"),
+			}
+			want := map[string]obj{}
+			for key, value := range byKey {
+				want[settings.OutputID("orders", key)] = value
+			}
+			if _, ok := want["OrdersDeadLetterQueueUrl"]; !ok {
+				t.Errorf("outputs %v lack OrdersDeadLetterQueueUrl", want)
 			}
 			for id, value := range want {
 				check(t, id, func() { s.template.HasOutput(jsii.String(id), like(obj{"Value": value})) })
@@ -353,11 +361,11 @@ func TestProfileProps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Lane.TaxServiceURL == nil || *p.Lane.TaxServiceURL != "https://tax.example.com" || *p.Lane.CodeDir != "/b" {
-		t.Errorf("aws profile ignores TAX_SERVICE_URL or HOMING_CODE_DIR: %+v", p.Lane)
+	if p.TaxServiceURL == nil || *p.TaxServiceURL != "https://tax.example.com" || *p.Orders.CodeDir != "/b" {
+		t.Errorf("aws profile ignores TAX_SERVICE_URL or HOMING_CODE_DIR: %+v", p)
 	}
-	if p.Lane.MaxReceiveCount != nil || p.Lane.RemovalPolicy != "" || p.Lane.Architecture != nil || p.Lane.Replay != nil {
-		t.Errorf("aws profile must keep the construct's production defaults: %+v", p.Lane)
+	if p.Orders.MaxReceiveCount != nil || p.Orders.RemovalPolicy != "" || p.Orders.Architecture != nil || p.Orders.Replay != nil {
+		t.Errorf("aws profile must keep the construct's production defaults: %+v", p.Orders)
 	}
 	// Order bodies carry tax ids: the aws profile refuses a plain HTTP tax
 	// service when it synthesizes.
@@ -365,10 +373,10 @@ func TestProfileProps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Lane.Validate(); err == nil || !strings.Contains(err.Error(), `TaxServiceURL is "http://tax.example.com", want an https:// URL`) {
-		t.Errorf("aws profile with an http:// tax service: Validate = %v", err)
+	if err := validateTaxURL(*p.TaxServiceURL, false); err == nil || !strings.Contains(err.Error(), `TaxServiceURL is "http://tax.example.com", want an https:// URL`) {
+		t.Errorf("aws profile with an http:// tax service: validateTaxURL = %v", err)
 	}
-	if _, err := newApp(newTestApp(), ProfileAWS, testEnv(env{"TAX_SERVICE_URL": "http://tax.example.com"}).get); !errors.Is(err, deadletter.ErrInvalidProps) ||
+	if _, err := newApp(newTestApp(), ProfileAWS, testEnv(env{"TAX_SERVICE_URL": "http://tax.example.com"}).get); !errors.Is(err, ErrInvalidStackProps) ||
 		!strings.Contains(err.Error(), "aws profile") || !strings.Contains(err.Error(), "want an https:// URL") {
 		t.Errorf("synthesize the aws profile with an http:// tax service: %v, want an invalid-props error", err)
 	}
@@ -376,10 +384,13 @@ func TestProfileProps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *p.Lane.TaxServiceURL != "http://127.0.0.1:9999" || p.Lane.CodeDir != nil {
-		t.Errorf("local profile: %+v", p.Lane)
+	if *p.TaxServiceURL != "http://127.0.0.1:9999" || p.Orders.CodeDir != nil {
+		t.Errorf("local profile: %+v", p)
 	}
-	if err := p.Lane.Validate(); err != nil {
+	if err := validateTaxURL(*p.TaxServiceURL, *p.AllowPlainHTTP); err != nil {
+		t.Errorf("local profile's tax service is invalid: %v", err)
+	}
+	if err := p.Orders.Validate(); err != nil {
 		t.Errorf("local profile props are invalid: %v", err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/homingdlq/homing/internal/emulatortest"
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/settings"
 )
 
 // These tests run against the stack deployed by `make deploy-local`: the
@@ -44,12 +45,14 @@ func deployed(t *testing.T) *deployedStack {
 	cfg := emulatortest.Config(t)
 	out := emulatortest.Outputs(t)
 	s := &deployedStack{
-		out: out, sqs: sqs.NewFromConfig(cfg), lambda: lambda.NewFromConfig(cfg),
+		out: map[string]string{}, sqs: sqs.NewFromConfig(cfg), lambda: lambda.NewFromConfig(cfg),
 		tax: emulatortest.NewTaxAdmin(t, emulatortest.Output(t, out, "TaxServiceAdminUrl")),
 		run: fmt.Sprintf("P%d", time.Now().UnixNano()%1e8),
 	}
-	for _, k := range []string{"SourceQueueUrl", "DeadLetterQueueUrl", "ParkingQueueUrl", "ReplayFunctionName", "LedgerTableName"} {
-		emulatortest.Output(t, out, k)
+	// The sample lane's outputs, by their settings.Output* keys.
+	for _, k := range []string{settings.OutputSourceQueueURL, settings.OutputDeadLetterQueueURL, settings.OutputParkingQueueURL,
+		settings.OutputReplayFunctionName, settings.OutputLedgerTableName} {
+		s.out[k] = emulatortest.LaneOutput(t, out, emulatortest.SampleLane, k)
 	}
 	s.tax.SetMode("up")
 	t.Cleanup(func() { s.tax.SetMode("up") })
@@ -94,7 +97,7 @@ func (s *deployedStack) count(t *testing.T, url string) int {
 // invoke runs the deployed replay function on demand and returns its summary.
 func (s *deployedStack) invoke(t *testing.T, request string) replay.Summary {
 	t.Helper()
-	out, err := s.lambda.Invoke(context.Background(), &lambda.InvokeInput{FunctionName: aws.String(s.out["ReplayFunctionName"]), Payload: []byte(request)})
+	out, err := s.lambda.Invoke(context.Background(), &lambda.InvokeInput{FunctionName: aws.String(s.out[settings.OutputReplayFunctionName]), Payload: []byte(request)})
 	if err != nil {
 		t.Fatalf("invoke the replay function: %v", err)
 	}
@@ -135,10 +138,10 @@ func TestDeployedOutageThenReplay(t *testing.T) {
 	s.tax.SetMode("down")
 	ids := []string{"ORD-" + s.run + "-1", "ORD-" + s.run + "-2", "ORD-" + s.run + "-3"}
 	for _, id := range ids {
-		s.send(t, s.out["SourceQueueUrl"], s.orderBody(t, id), nil)
+		s.send(t, s.out[settings.OutputSourceQueueURL], s.orderBody(t, id), nil)
 	}
 	emulatortest.Eventually(t, 150*time.Second, func() (bool, string) {
-		n := s.count(t, s.out["DeadLetterQueueUrl"])
+		n := s.count(t, s.out[settings.OutputDeadLetterQueueURL])
 		return n == len(ids), fmt.Sprintf("%d of %d orders dead-lettered", n, len(ids))
 	})
 
@@ -146,7 +149,7 @@ func TestDeployedOutageThenReplay(t *testing.T) {
 	if gate(held, "health") != "closed" {
 		t.Fatalf("service down: health gate = %q, want closed (summary %+v)", gate(held, "health"), held)
 	}
-	if held.Total.Replayed != 0 || s.count(t, s.out["DeadLetterQueueUrl"]) != len(ids) {
+	if held.Total.Replayed != 0 || s.count(t, s.out[settings.OutputDeadLetterQueueURL]) != len(ids) {
 		t.Fatalf("the gate did not hold: replayed %d", held.Total.Replayed)
 	}
 
@@ -155,7 +158,7 @@ func TestDeployedOutageThenReplay(t *testing.T) {
 	emulatortest.Eventually(t, 120*time.Second, func() (bool, string) {
 		sum := s.invoke(t, `{}`)
 		inv := s.invoices(t)
-		done := len(inv) == len(ids) && s.count(t, s.out["DeadLetterQueueUrl"]) == 0
+		done := len(inv) == len(ids) && s.count(t, s.out[settings.OutputDeadLetterQueueURL]) == 0
 		return done, fmt.Sprintf("invoices %v; last run: health %s, replayed %d, delayed %d", inv, gate(sum, "health"), sum.Total.Replayed, sum.Total.Delayed)
 	})
 	for _, id := range ids {
@@ -176,12 +179,12 @@ func TestDeployedReplayExhaustedIsParked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.send(t, s.out["DeadLetterQueueUrl"], s.orderBody(t, id), attrs)
+	s.send(t, s.out[settings.OutputDeadLetterQueueURL], s.orderBody(t, id), attrs)
 	var parked []types.Message
 	emulatortest.Eventually(t, 90*time.Second, func() (bool, string) {
 		sum := s.invoke(t, `{}`)
 		var err error
-		parked, err = browse.All(context.Background(), s.sqs, s.out["ParkingQueueUrl"], browse.Options{}, func(m types.Message) bool {
+		parked, err = browse.All(context.Background(), s.sqs, s.out[settings.OutputParkingQueueURL], browse.Options{}, func(m types.Message) bool {
 			return strings.Contains(aws.ToString(m.Body), s.run)
 		})
 		if err != nil {
@@ -193,7 +196,7 @@ func TestDeployedReplayExhaustedIsParked(t *testing.T) {
 	if err != nil || !found || meta.Reason != "replay-exhausted" || meta.OriginalMessageID != "orig-"+s.run {
 		t.Fatalf("parked metadata = %+v, found=%v, err=%v", meta, found, err)
 	}
-	if _, err := s.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(s.out["ParkingQueueUrl"]), ReceiptHandle: parked[0].ReceiptHandle}); err != nil {
+	if _, err := s.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(s.out[settings.OutputParkingQueueURL]), ReceiptHandle: parked[0].ReceiptHandle}); err != nil {
 		t.Fatal(err)
 	}
 	if inv := s.invoices(t); len(inv) != 0 {
@@ -209,13 +212,13 @@ func TestDeployedCrashBetweenSendAndDelete(t *testing.T) {
 	s := deployed(t)
 	cfg := emulatortest.Config(t)
 	id := "ORD-" + s.run + "-CRASH"
-	s.send(t, s.out["DeadLetterQueueUrl"], s.orderBody(t, id), nil)
+	s.send(t, s.out[settings.OutputDeadLetterQueueURL], s.orderBody(t, id), nil)
 
-	ledger := dynamo.NewLedger(dynamodb.NewFromConfig(cfg), s.out["LedgerTableName"], time.Now)
+	ledger := dynamo.NewLedger(dynamodb.NewFromConfig(cfg), s.out[settings.OutputLedgerTableName], time.Now)
 	crashing := replay.New(s.sqs, ledger, replay.Options{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
 	errCrash := errors.New("crash between send and delete")
 	replay.SetAfterSend(crashing, func(string, []string) error { return errCrash })
-	route := replay.Route{Name: "crash-test", DLQURL: s.out["DeadLetterQueueUrl"], SourceURL: s.out["SourceQueueUrl"], ParkingURL: s.out["ParkingQueueUrl"]}
+	route := replay.Route{Name: "crash-test", DLQURL: s.out[settings.OutputDeadLetterQueueURL], SourceURL: s.out[settings.OutputSourceQueueURL], ParkingURL: s.out[settings.OutputParkingQueueURL]}
 	sum, _ := crashing.Run(context.Background(), replay.Request{Routes: []replay.Route{route}, Filter: replay.Filter{OrderIDs: []string{id}}})
 	if sum.Total.Replayed != 1 {
 		t.Fatalf("the crashing run sent %d, want 1 (summary %+v)", sum.Total.Replayed, sum)
@@ -227,14 +230,14 @@ func TestDeployedCrashBetweenSendAndDelete(t *testing.T) {
 	})
 	emulatortest.Eventually(t, 90*time.Second, func() (bool, string) {
 		after := s.invoke(t, `{"filter":{"orderIds":["`+id+`"]}}`)
-		left := s.count(t, s.out["DeadLetterQueueUrl"])
+		left := s.count(t, s.out[settings.OutputDeadLetterQueueURL])
 		return left == 0, fmt.Sprintf("%d left in the DLQ; last run recovered %d, replayed %d", left, after.Total.Recovered, after.Total.Replayed)
 	})
 	time.Sleep(5 * time.Second) // a resend would be consumed within this
 	if n := s.invoices(t)[id]; n != 1 {
 		t.Fatalf("%s invoiced %d times, want 1", id, n)
 	}
-	if n := s.count(t, s.out["SourceQueueUrl"]); n != 0 {
+	if n := s.count(t, s.out[settings.OutputSourceQueueURL]); n != 0 {
 		t.Fatalf("%d copies left in the source queue", n)
 	}
 }
@@ -244,9 +247,9 @@ func TestDeployedCrashBetweenSendAndDelete(t *testing.T) {
 func TestDeployedScheduleFiresByItself(t *testing.T) {
 	s := deployed(t)
 	id := "ORD-" + s.run + "-SCHEDULED"
-	s.send(t, s.out["DeadLetterQueueUrl"], s.orderBody(t, id), nil)
+	s.send(t, s.out[settings.OutputDeadLetterQueueURL], s.orderBody(t, id), nil)
 	emulatortest.Eventually(t, 150*time.Second, func() (bool, string) {
 		inv := s.invoices(t)
-		return inv[id] == 1 && s.count(t, s.out["DeadLetterQueueUrl"]) == 0, fmt.Sprintf("invoices %v", inv)
+		return inv[id] == 1 && s.count(t, s.out[settings.OutputDeadLetterQueueURL]) == 0, fmt.Sprintf("invoices %v", inv)
 	})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/internal/conformance"
+	"github.com/homingdlq/homing/internal/drill"
 )
 
 func main() {
@@ -117,7 +118,7 @@ func writeOutputs(ctx context.Context, cf *cloudformation.Client, stack, path, t
 	if len(out.Stacks) != 1 {
 		return "", fmt.Errorf("describe %s: %d stacks", stack, len(out.Stacks))
 	}
-	flat := map[string]string{"TaxServiceAdminUrl": taxURL}
+	flat := map[string]string{drill.TaxServiceAdminURL: taxURL}
 	for _, o := range out.Stacks[0].Outputs {
 		flat[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 	}

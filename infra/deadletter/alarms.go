@@ -117,7 +117,7 @@ func (a alarmsResolved) validate() []error {
 		bad("ConsumerFailedRecordsThreshold is %v, want a whole number >= 0", a.failedRecords)
 	}
 	if a.sourceAge < 1 {
-		bad("SourceAgeThreshold is %vs, want at least 1s", a.sourceAge)
+		bad("SourceAgeThreshold is %s, want at least 1s", human(a.sourceAge))
 	}
 	for i, action := range a.actions {
 		if action == nil {
@@ -333,10 +333,10 @@ func (l *lane) addAlarms() {
 			l.parking.MetricApproximateNumberOfMessagesVisible(maximum), 0),
 		ConsumerErrors: l.alarm("ConsumerErrorsAlarm",
 			"The consumer function failed whole invocations (not single records).",
-			l.consumer.fn.MetricErrors(sum), 0),
+			l.consumer.MetricErrors(sum), 0),
 		ConsumerThrottles: l.alarm("ConsumerThrottlesAlarm",
 			"Consumer invocations were throttled; check reserved and account concurrency against MaxConcurrency.",
-			l.consumer.fn.MetricThrottles(sum), 0),
+			l.consumer.MetricThrottles(sum), 0),
 		ReplayErrors: l.alarm("ReplayErrorsAlarm",
 			"A replay run failed; its run summary in the replay log group says why. To stop scheduled replay during an incident, "+
 				"disable the rule named by the ReplayScheduleName output (aws events disable-rule --name <name>).",
@@ -375,7 +375,7 @@ func (l *lane) addDashboard() {
 	}
 	// The same two widgets for each function: invocations, errors and
 	// throttles; duration against the timeout.
-	functionRow := func(name string, fn awslambda.Function, timeout float64) *[]awscloudwatch.IWidget {
+	functionRow := func(name string, fn awslambda.IFunction, timeout float64) *[]awscloudwatch.IWidget {
 		return &[]awscloudwatch.IWidget{
 			graph(name+" invocations, errors, throttles", 12, []awscloudwatch.IMetric{
 				fn.MetricInvocations(labelled("invocations", "Sum")),
@@ -432,7 +432,7 @@ func (l *lane) addDashboard() {
 				}),
 			},
 			l.recordsRow(graph),
-			functionRow("Consumer", l.consumer.fn, r.timeout),
+			functionRow("Consumer", l.consumer, r.timeout),
 			functionRow("Replay", l.replay.fn, r.replay.timeout),
 			{
 				graph("Replay runs (EMF, route "+r.replay.routeName+")", 24, []awscloudwatch.IMetric{

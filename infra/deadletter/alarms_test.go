@@ -136,7 +136,7 @@ func TestValidateEarlyAlarmProps(t *testing.T) {
 	if err == nil {
 		t.Fatal("want errors")
 	}
-	for _, want := range []string{"ConsumerFailureRateThreshold is 100", "ConsumerFailedRecordsThreshold is 1.5", "SourceAgeThreshold is 0.5s",
+	for _, want := range []string{"ConsumerFailureRateThreshold is 100", "ConsumerFailedRecordsThreshold is 1.5", "SourceAgeThreshold is 500ms",
 		`MetricsNamespace is "AWS/Lambda"`, `ServiceName is " "`, "ConsumerEnvironment sets POWERTOOLS_SERVICE_NAME"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)

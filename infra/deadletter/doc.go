@@ -1,7 +1,7 @@
 // Package deadletter provides [Lane], a CDK construct that bundles the
 // dead-letter handling of one SQS source queue consumed by a Lambda function:
 //
-//	producer -> [source queue] --ESM (ReportBatchItemFailures)--> consumer --> tax service
+//	producer -> [source queue] --ESM (ReportBatchItemFailures)--> consumer --> downstream
 //	                 |  ^                                               |
 //	  SQS redrive    |  | replay                                        v receiver decides
 //	                 v  |                                          [invalid queue]
@@ -23,12 +23,15 @@
 //     TTL attribute: the idempotency table ([PartitionKey]) and the replay
 //     ledger ([PartitionKey], [SortKey]); deletion protection on unless the
 //     removal policy is DESTROY;
-//   - the consumer function (provided.al2023, handler bootstrap, JSON logs
-//     to its own log group) with an SQS event source mapping that reports
-//     batch item failures and caps concurrency. Its role has no managed
-//     policy and only these grants: write its log group, SendMessage on the
-//     invalid queue, four item actions on the idempotency table, consume the
-//     source queue. It has no permission on the DLQ;
+//   - the consumer: any function the team brings ([LaneProps].ConsumerFunction,
+//     any runtime), or a provided.al2023 function the lane builds from a Go
+//     bootstrap ([LaneProps].ConsumerCodeDir; handler bootstrap, JSON logs to
+//     its own log group, a role without managed policies). Either way an SQS
+//     event source mapping reports batch item failures, with the lane's
+//     batch size and maximum concurrency, and the consumer is granted only:
+//     consume the source queue, SendMessage on the invalid queue, four item
+//     actions on the idempotency table (and, when the lane built it, write
+//     its log group). It has no permission on the DLQ;
 //   - the replay function (functions/replay; same runtime, architecture and
 //     logging set-up as the consumer, built by the same code) configured
 //     entirely by its environment (REPLAY_ROUTES names the lane's DLQ,
@@ -54,9 +57,16 @@
 // findings that do not apply (AwsSolutions-SQS3 on the invalid and parking
 // queues, which are queues of last resort) are suppressed with a reason.
 //
+// A lane declares a stack output per key of the settings package, named
+// settings.OutputID(name, key) (the orders lane's DLQ: OrdersDeadLetterQueueUrl),
+// and tags every resource settings.TagLane=<name>, its queues, tables and
+// functions settings.TagRole=<role>: `dlq --lane <name>` finds it by either.
+// Two lanes of one stack need different names ([LaneProps].Name, by default
+// the construct id in kebab case).
+//
 // Operators stop scheduled replay during an incident without a deploy:
-// `aws events disable-rule --name <rule>` (the Homing stack outputs the rule
-// name as ReplayScheduleName), and enable-rule to resume. ReplayProps.Enabled
+// `aws events disable-rule --name <rule>` (the lane's ReplayScheduleName
+// output), and enable-rule to resume. ReplayProps.Enabled
 // is the state a deploy that creates or changes the rule gives it.
 //
 // Props follow the CDK's Go conventions (pointers, awscdk.Duration) and are

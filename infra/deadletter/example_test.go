@@ -13,13 +13,13 @@ func ExampleNewLane() {
 	stack := awscdk.NewStack(app, jsii.String("Orders"), nil)
 
 	lane := deadletter.NewLane(stack, "Invoice", &deadletter.LaneProps{
-		TaxServiceURL: jsii.String("https://tax.example.com"),
-		CodeDir:       jsii.String("../bin"), // bin/{consumer,replay}/bootstrap from `make build ARCH=arm64`
+		HealthURL: jsii.String("https://tax.example.com"),
+		CodeDir:   jsii.String("../bin"), // bin/{consumer,replay}/bootstrap from `make build ARCH=arm64`
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("SourceQueueUrl"), &awscdk.CfnOutputProps{Value: lane.SourceQueue().QueueUrl()})
 
 	deadletter.NewLane(stack, "InvoiceFast", &deadletter.LaneProps{
-		TaxServiceURL:     jsii.String("http://127.0.0.1:4580"),
+		HealthURL:         jsii.String("http://127.0.0.1:4580"),
 		MaxReceiveCount:   jsii.Number(3),
 		ConsumerTimeout:   awscdk.Duration_Seconds(jsii.Number(5)),
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(30)),

@@ -74,7 +74,11 @@ func newStack() awscdk.Stack {
 
 func synth(props *deadletter.LaneProps) *synthesized {
 	stack := newStack()
-	lane := deadletter.NewLane(stack, "Orders", props)
+	return synthesize(stack, deadletter.NewLane(stack, "Orders", props))
+}
+
+// synthesize synthesizes stack, whose lane (of several, one) is lane.
+func synthesize(stack awscdk.Stack, lane deadletter.Lane) *synthesized {
 	template := assertions.Template_FromStack(stack, nil)
 	s := &synthesized{stack: stack, lane: lane, template: template, resources: map[string]map[string]any{}}
 	raw, err := json.Marshal(template.ToJSON())
@@ -98,6 +102,8 @@ type fixture struct {
 	props func() *deadletter.LaneProps
 	s     *synthesized
 	err   any
+	// extra is a further lane of the fixture's stack, if any.
+	extra deadletter.Lane
 }
 
 func (f *fixture) get(t *testing.T) *synthesized {
@@ -112,13 +118,14 @@ func (f *fixture) get(t *testing.T) *synthesized {
 	return f.s
 }
 
+// taxURL is the fixtures' HealthURL.
 const taxURL = "https://tax.example.test"
 
 // operatorArn is the tuned fixture's operator role pattern.
 const operatorArn = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/*/AWSReservedSSO_Ops_*"
 
 func baseProps() *deadletter.LaneProps {
-	return &deadletter.LaneProps{TaxServiceURL: jsii.String(taxURL), CodeDir: jsii.String(codeDir())}
+	return &deadletter.LaneProps{HealthURL: jsii.String(taxURL), CodeDir: jsii.String(codeDir())}
 }
 
 var (
@@ -254,6 +261,8 @@ func props(r map[string]any) map[string]any {
 	p, _ := r["Properties"].(map[string]any)
 	return p
 }
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
 
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)

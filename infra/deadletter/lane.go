@@ -3,6 +3,7 @@ package deadletter
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -59,9 +60,12 @@ const (
 // safe for concurrent use (no construct is).
 type Lane interface {
 	constructs.Construct
+	// Name is the lane's name (LaneProps.Name): its settings.TagLane tag and
+	// the prefix of its stack outputs.
+	Name() string
 	// SourceQueue receives the producers' messages; its redrive policy moves
 	// a message to the DLQ after MaxReceiveCount receives.
-	SourceQueue() awssqs.Queue
+	SourceQueue() awssqs.IQueue
 	// DeadLetterQueue holds the messages that failed MaxReceiveCount times.
 	// Its redrive allow-policy names only the source queue.
 	DeadLetterQueue() awssqs.Queue
@@ -74,13 +78,22 @@ type Lane interface {
 	IdempotencyTable() awsdynamodb.Table
 	// LedgerTable is the replay ledger (pk, sk; TTL expiresAt).
 	LedgerTable() awsdynamodb.Table
-	// Consumer is the consumer function.
-	Consumer() awslambda.Function
-	// ConsumerRole is the consumer's execution role: no managed policies,
-	// only the grants the lane makes.
-	ConsumerRole() awsiam.Role
-	// ConsumerLogGroup receives the consumer's JSON logs.
-	ConsumerLogGroup() awslogs.LogGroup
+	// Consumer is the consumer function: LaneProps.ConsumerFunction, or the
+	// one the lane built.
+	Consumer() awslambda.IFunction
+	// ConsumerRole is the consumer's execution role, nil when an imported
+	// ConsumerFunction has none. The role of a consumer the lane built has
+	// no managed policies, only the grants the lane makes.
+	ConsumerRole() awsiam.IRole
+	// ConsumerLogGroup receives the logs of a consumer the lane built; nil
+	// for a ConsumerFunction, whose log group is the team's.
+	ConsumerLogGroup() awslogs.ILogGroup
+	// ConsumerEnvironment are the variables by which the consumer finds the
+	// lane: INVALID_QUEUE_URL, IDEMPOTENCY_TABLE, CONSUMER_NAME,
+	// POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE. The lane
+	// sets them on a consumer it builds and on an awslambda.Function given
+	// as ConsumerFunction; an imported function sets them itself.
+	ConsumerEnvironment() map[string]*string
 	// ConsumerEventSource is the SQS event source mapping of the consumer.
 	ConsumerEventSource() awslambdaeventsources.SqsEventSource
 	// Replay is the replay function: it moves dead letters from the DLQ back
@@ -114,7 +127,10 @@ type lane struct {
 
 	source, deadLetter, invalid, parking awssqs.Queue
 	idempotency, ledger                  awsdynamodb.Table
-	consumer, replay                     laneFunction
+	consumer                             awslambda.IFunction
+	consumerRole                         awsiam.IRole
+	consumerLogs                         awslogs.ILogGroup
+	replay                               laneFunction
 	eventSource                          awslambdaeventsources.SqsEventSource
 	schedule                             awsevents.Rule
 	topic                                awssns.Topic
@@ -126,20 +142,28 @@ type lane struct {
 // NewLane adds a lane under scope. Following the CDK convention for invalid
 // construct props, it panics when props are invalid (the value is an error
 // wrapping [ErrInvalidProps], listing every problem; see [LaneProps.Validate])
-// or when CodeDir/consumer/bootstrap or CodeDir/replay/bootstrap does not
-// exist.
+// or when a bootstrap it deploys (CodeDir/replay/bootstrap, and the
+// consumer's unless props give a ConsumerFunction) does not exist. Nil props
+// are every default.
 func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
-	if err := props.Validate(); err != nil {
+	if props == nil {
+		props = &LaneProps{}
+	}
+	r := props.resolve(id)
+	if err := joinInvalid(append(r.validate(), r.validateScope(scope)...)); err != nil {
 		panic(fmt.Errorf("deadletter.NewLane %q: %w", id, err))
 	}
-	r := props.resolve()
 	code := map[string]string{}
-	for _, function := range []string{"consumer", "replay"} {
-		dir, err := r.bootstrapDir(function)
+	dirs := [][2]string{{"consumer", r.consumerCodeDir}, {"replay", filepath.Join(r.codeDir, "replay")}}
+	if r.consumerFunction != nil {
+		dirs = dirs[1:]
+	}
+	for _, d := range dirs {
+		abs, err := bootstrapDir(d[1])
 		if err != nil {
-			panic(fmt.Errorf("deadletter.NewLane %q: %s code: %w (build it with `make build`, ARCH=arm64 for AWS)", id, function, err))
+			panic(fmt.Errorf("deadletter.NewLane %q: %s code: %w (build it with `make build`, ARCH=arm64 for AWS)", id, d[0], err))
 		}
-		code[function] = dir
+		code[d[0]] = abs
 	}
 
 	// The lane is a Go "subclass" of Construct (registered with jsii by the
@@ -156,18 +180,36 @@ func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 	l.restrictSenders()
 	l.addAlarms()
 	l.addDashboard()
+	l.addOutputs()
+	l.addTags()
 	return l
 }
 
-func (l *lane) SourceQueue() awssqs.Queue                                 { return l.source }
+// validateScope reports the props that cannot be wired from scope's stack.
+func (r resolved) validateScope(scope constructs.Construct) []error {
+	var errs []error
+	stack := awscdk.Stack_Of(scope)
+	if fn := r.consumerFunction; fn != nil && !sameStack(fn, stack) {
+		errs = append(errs, fmt.Errorf("ConsumerFunction %s belongs to stack %s, the lane to %s: define or import it in the lane's stack (they refer to each other)",
+			*fn.Node().Path(), *awscdk.Stack_Of(fn).StackName(), *stack.StackName()))
+	}
+	return errs
+}
+
+func sameStack(c constructs.IConstruct, stack awscdk.Stack) bool {
+	return *awscdk.Stack_Of(c).Node().Path() == *stack.Node().Path()
+}
+
+func (l *lane) Name() string                                              { return l.props.name }
+func (l *lane) SourceQueue() awssqs.IQueue                                { return l.source }
 func (l *lane) DeadLetterQueue() awssqs.Queue                             { return l.deadLetter }
 func (l *lane) InvalidQueue() awssqs.Queue                                { return l.invalid }
 func (l *lane) ParkingQueue() awssqs.Queue                                { return l.parking }
 func (l *lane) IdempotencyTable() awsdynamodb.Table                       { return l.idempotency }
 func (l *lane) LedgerTable() awsdynamodb.Table                            { return l.ledger }
-func (l *lane) Consumer() awslambda.Function                              { return l.consumer.fn }
-func (l *lane) ConsumerRole() awsiam.Role                                 { return l.consumer.role }
-func (l *lane) ConsumerLogGroup() awslogs.LogGroup                        { return l.consumer.logs }
+func (l *lane) Consumer() awslambda.IFunction                             { return l.consumer }
+func (l *lane) ConsumerRole() awsiam.IRole                                { return l.consumerRole }
+func (l *lane) ConsumerLogGroup() awslogs.ILogGroup                       { return l.consumerLogs }
 func (l *lane) ConsumerEventSource() awslambdaeventsources.SqsEventSource { return l.eventSource }
 func (l *lane) Replay() awslambda.Function                                { return l.replay.fn }
 func (l *lane) ReplayRole() awsiam.Role                                   { return l.replay.role }
@@ -325,6 +367,7 @@ func (l *lane) function(spec functionSpec) laneFunction {
 	f.logs.GrantWrite(f.role)
 
 	env := maps.Clone(spec.wired)
+	maps.DeleteFunc(env, func(_ string, v *string) bool { return v == nil })
 	maps.Copy(env, l.metricsEnvironment())
 	for k, v := range spec.environment {
 		env[k] = jsii.String(v)
@@ -348,31 +391,56 @@ func (l *lane) function(spec functionSpec) laneFunction {
 	return f
 }
 
+// ConsumerEnvironment: see [Lane].
+func (l *lane) ConsumerEnvironment() map[string]*string {
+	env := map[string]*string{
+		"INVALID_QUEUE_URL": l.invalid.QueueUrl(),
+		"IDEMPOTENCY_TABLE": l.idempotency.TableName(),
+		"CONSUMER_NAME":     jsii.String(l.props.consumerName),
+	}
+	maps.Copy(env, l.metricsEnvironment())
+	return env
+}
+
+// addConsumer builds the consumer from the bootstrap in code, or takes
+// LaneProps.ConsumerFunction, then grants it its ports and wires the
+// source queue to it.
 func (l *lane) addConsumer(code string) {
 	r := l.props
-	l.consumer = l.function(functionSpec{
-		id:                  "Consumer",
-		description:         "Invoice consumer of the source queue; reports failures per record, sends invalid orders to the invalid queue.",
-		roleDescription:     "Consumer of the source queue: its own logs, send to the invalid queue, items of the idempotency table.",
-		code:                code,
-		timeout:             r.timeout,
-		memory:              r.memory,
-		reservedConcurrency: r.reservedConcurrency,
-		wired: map[string]*string{
-			"INVALID_QUEUE_URL": l.invalid.QueueUrl(),
-			"IDEMPOTENCY_TABLE": l.idempotency.TableName(),
-			"TAX_SERVICE_URL":   r.taxServiceURL,
-			"CONSUMER_NAME":     jsii.String(r.consumerName),
-		},
-		environment: r.environment,
-	})
-	consumer := l.consumer.fn
+	if fn := r.consumerFunction; fn != nil {
+		l.consumer = fn
+		l.consumerRole = fn.Role()
+		if own, ok := fn.(awslambda.Function); ok {
+			for k, v := range l.ConsumerEnvironment() {
+				own.AddEnvironment(jsii.String(k), v, nil)
+			}
+		}
+		// Its log group stays unknown: asking the function for it makes the
+		// CDK add a log retention custom resource to a function that has no
+		// log group of its own.
+	} else {
+		built := l.function(functionSpec{
+			id:                  "Consumer",
+			description:         "Consumer of the lane's source queue; reports failures per record, sends invalid messages to the invalid queue.",
+			roleDescription:     "Consumer of the source queue: its own logs, send to the invalid queue, items of the idempotency table.",
+			code:                code,
+			timeout:             r.timeout,
+			memory:              r.memory,
+			reservedConcurrency: r.reservedConcurrency,
+			wired:               l.ConsumerEnvironment(),
+			environment:         r.environment,
+		})
+		l.consumer = built.fn
+		l.consumerRole = built.role
+		l.consumerLogs = built.logs
+	}
+	consumer := l.consumer
 
 	// Least privilege, the calls of the consumer's ports: SendMessage on the
-	// invalid queue (invalid.Sender), four item actions on the idempotency
-	// table (dynamo.IdempotencyAPI), consume on the source queue (the event
-	// source mapping's grant, which Lambda's poller uses). Nothing on the
-	// DLQ, the parking queue or the ledger.
+	// invalid queue (batch.InvalidQueue), four item actions on the
+	// idempotency table (dynamo.IdempotencyAPI), consume on the source queue
+	// (the event source mapping's grant, which Lambda's poller uses).
+	// Nothing on the DLQ, the parking queue or the ledger.
 	l.invalid.Grant(consumer, jsii.String("sqs:SendMessage"))
 	l.idempotency.Grant(consumer, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
@@ -415,11 +483,11 @@ func (l *lane) addReplay(code string) {
 		memory:              rp.memory,
 		reservedConcurrency: rp.reserved,
 		wired: map[string]*string{
+			"HEALTH_URL":        r.healthURL,
 			"REPLAY_ROUTES":     routes,
 			"LEDGER_TABLE":      l.ledger.TableName(),
 			"IDEMPOTENCY_TABLE": l.idempotency.TableName(),
 			"CONSUMER_NAME":     jsii.String(r.consumerName),
-			"HEALTH_URL":        r.taxServiceURL,
 		},
 		environment: environment,
 	})

@@ -262,8 +262,8 @@ func TestConsumerFunction(t *testing.T) {
 			"Environment": obj{"Variables": assertions.Match_ObjectEquals(&obj{
 				"INVALID_QUEUE_URL": refTo(id.invalid),
 				"IDEMPOTENCY_TABLE": refTo(id.idempotency),
-				"TAX_SERVICE_URL":   taxURL,
-				"CONSUMER_NAME":     "invoice",
+				// The lane's name, from its construct id.
+				"CONSUMER_NAME": "orders",
 				// The lane's construct path and the default namespace.
 				"POWERTOOLS_SERVICE_NAME":      "Test/Orders",
 				"POWERTOOLS_METRICS_NAMESPACE": "Homing",

@@ -63,7 +63,11 @@ func (l *lane) restrictSenders() {
 		}))
 	}
 	onlyFrom(l.deadLetter)
-	onlyFrom(l.invalid, *l.consumer.role.RoleArn())
+	// An imported consumer without a role cannot be named: its invalid
+	// queue keeps the TLS-only policy alone.
+	if l.consumerRole != nil {
+		onlyFrom(l.invalid, *l.consumerRole.RoleArn())
+	}
 	onlyFrom(l.parking, append([]string{*l.replay.role.RoleArn()}, l.props.operatorArns...)...)
 
 	// Native redrive (StartMessageMoveTask) is authorised on its source

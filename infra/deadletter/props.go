@@ -30,10 +30,11 @@ const (
 	DefaultDeadLetterRetentionDays = 14
 	// DefaultConsumerTimeoutSeconds is the consumer function's timeout.
 	DefaultConsumerTimeoutSeconds = 30
+	// LambdaDefaultTimeoutSeconds is the timeout of an awslambda.Function
+	// whose props set none (Lambda's own default).
+	LambdaDefaultTimeoutSeconds = 3
 	// DefaultConsumerMemoryMB is the consumer function's memory size.
 	DefaultConsumerMemoryMB = 256
-	// DefaultConsumerName scopes idempotency keys (the CONSUMER_NAME variable).
-	DefaultConsumerName = "invoice"
 	// DefaultBatchSize is the event source mapping's batch size.
 	DefaultBatchSize = 10
 	// DefaultMaxConcurrency caps the concurrent invocations the event source
@@ -45,9 +46,6 @@ const (
 	// VisibilityFactor is the minimum ratio of the source queue's visibility
 	// timeout to the consumer timeout, as AWS recommends for SQS event sources.
 	VisibilityFactor = 6
-	// DefaultRouteName names the lane's route in REPLAY_ROUTES; an operator
-	// selects it in an on-demand run ({"routes":["orders"]}).
-	DefaultRouteName = "orders"
 	// DefaultReplaySchedule is the replay function's EventBridge schedule.
 	DefaultReplaySchedule = "rate(15 minutes)"
 	// DefaultReplayTimeoutSeconds is the replay function's timeout.
@@ -101,19 +99,28 @@ var ErrInvalidProps = errors.New("invalid deadletter.LaneProps")
 
 // wiredEnvironment are the consumer variables the construct sets from its own
 // resources; ConsumerEnvironment must not set them.
-var wiredEnvironment = []string{"INVALID_QUEUE_URL", "IDEMPOTENCY_TABLE", "TAX_SERVICE_URL", "CONSUMER_NAME", EnvServiceName, EnvMetricsNamespace}
+var wiredEnvironment = []string{"INVALID_QUEUE_URL", "IDEMPOTENCY_TABLE", "CONSUMER_NAME", EnvServiceName, EnvMetricsNamespace}
 
 // replayWiredEnvironment are the replay variables the construct sets from its
 // own resources and props; ReplayProps.Environment must not set them, nor any
 // variable of [replayTuning].
 var replayWiredEnvironment = []string{"REPLAY_ROUTES", "LEDGER_TABLE", "IDEMPOTENCY_TABLE", "CONSUMER_NAME", "HEALTH_URL", EnvServiceName, EnvMetricsNamespace}
 
-// LaneProps configures one [Lane]. Every field is optional except
-// TaxServiceURL; a nil (or zero) field takes the default named in its comment.
+// LaneProps configures one [Lane]. Every field is optional; a nil (or zero)
+// field takes the default named in its comment.
 // Numbers are *float64 and durations awscdk.Duration, as in the CDK's own
 // props (jsii.Number(3), awscdk.Duration_Seconds(jsii.Number(5))), so that an
 // explicit 0 is told apart from "unset" and rejected where it is invalid.
 type LaneProps struct {
+	// Name is the lane's name: the value of its settings.TagLane tag, the
+	// prefix of its stack outputs (settings.OutputID(Name, key)), the
+	// default of ConsumerName and Replay.RouteName, what `dlq --lane` takes.
+	// Two lanes of one stack need different names. Default the construct id
+	// in kebab case ("Orders" -> "orders", "PaymentsLedger" ->
+	// "payments-ledger"); 1..64 ASCII letters, digits, '-' and '_',
+	// starting with a letter.
+	Name *string
+
 	// Fifo makes all four queues FIFO queues (names end in .fifo) with
 	// content-based deduplication off: producers set MessageDeduplicationId.
 	// Default false (standard queues).
@@ -137,29 +144,58 @@ type LaneProps struct {
 
 	// CodeDir is the directory holding one sub-directory per function with
 	// its `bootstrap` binary (`make build` writes bin/<function>/bootstrap).
-	// The consumer's code is CodeDir/consumer, the replay function's
-	// CodeDir/replay. A relative path is resolved
-	// against the working directory of the CDK app. Default "../bin".
+	// The replay function's code is CodeDir/replay (functions/replay of
+	// github.com/homingdlq/homing), the consumer's CodeDir/consumer unless
+	// ConsumerCodeDir or ConsumerFunction says otherwise. A relative path
+	// is resolved against the working directory of the CDK app. Default
+	// "../bin".
 	CodeDir *string
+
+	// The consumer: the lane builds a provided.al2023 function from a Go
+	// bootstrap (ConsumerCodeDir, by default CodeDir/consumer), or takes
+	// the team's own function (ConsumerFunction), in any runtime. Either
+	// way it wires the source queue to it (an event source mapping with
+	// ReportBatchItemFailures, BatchSize, MaxConcurrency, MaxBatchingWindow)
+	// and grants it: consume the source queue, SendMessage on the invalid
+	// queue, GetItem, PutItem, UpdateItem and DeleteItem on the idempotency
+	// table.
+
+	// ConsumerFunction is the team's own consumer function, in any runtime.
+	// It must report partial batch failures (batchItemFailures); its role
+	// gets the grants above (an imported function's only when it was
+	// imported with a mutable role). When it is an awslambda.Function, the
+	// lane adds the variables of [Lane.ConsumerEnvironment] to its
+	// environment; an imported one must set them itself. It must belong to
+	// the lane's stack (defined or imported there): the lane and the
+	// function refer to each other. ConsumerCodeDir, ConsumerMemorySize,
+	// ConsumerEnvironment and ReservedConcurrency are the lane's own
+	// function's and must be unset. Default nil: the lane builds the
+	// consumer.
+	ConsumerFunction awslambda.IFunction
+	// ConsumerCodeDir is the directory holding the bootstrap of the Go
+	// consumer the lane builds (provided.al2023, handler bootstrap). A
+	// relative path is resolved against the working directory of the CDK
+	// app. Default CodeDir/consumer.
+	ConsumerCodeDir *string
 	// Architecture of the functions; it must match the bootstrap build
 	// (ARCH=arm64 for AWS). Default ARM_64.
 	Architecture awslambda.Architecture
 	// ConsumerTimeout is the consumer function's timeout. Default 30 s;
-	// 1 s..15 min.
+	// 1 s..15 min. With a ConsumerFunction it is that function's timeout:
+	// an awslambda.Function's own when unset (and it must agree when set);
+	// required for an imported function.
 	ConsumerTimeout awscdk.Duration
 	// ConsumerMemorySize in MB. Default 256.
 	ConsumerMemorySize *float64
 	// ConsumerName scopes the idempotency keys and signs invalid-message
-	// metadata (the CONSUMER_NAME variable). Default "invoice".
+	// metadata (the CONSUMER_NAME variable of both functions). Default the
+	// lane's Name.
 	ConsumerName *string
-	// TaxServiceURL is the base URL of the tax and invoice service (the
-	// TAX_SERVICE_URL variable); it may be a token such as a CfnParameter.
-	// Required.
-	TaxServiceURL *string
-	// ConsumerEnvironment adds tuning variables of the consumer (CONCURRENCY,
-	// DEADLINE_MARGIN, TAX_BUDGET, RECORD_LIFETIME, MAX_PAYLOAD_BYTES). It
-	// must not set the variables the construct wires from its resources:
-	// INVALID_QUEUE_URL, IDEMPOTENCY_TABLE, TAX_SERVICE_URL and CONSUMER_NAME.
+	// ConsumerEnvironment adds variables of the consumer the lane builds:
+	// its downstream (the sample's TAX_SERVICE_URL) and tuning (CONCURRENCY,
+	// DEADLINE_MARGIN, RECORD_LIFETIME, MAX_PAYLOAD_BYTES...). It must not
+	// set the variables the construct wires from its resources (those of
+	// [Lane.ConsumerEnvironment]).
 	ConsumerEnvironment map[string]string
 	// ReservedConcurrency reserves (and caps) the consumer's concurrency.
 	// Default none: MaxConcurrency already caps what the queue starts.
@@ -222,8 +258,7 @@ type LaneProps struct {
 	AlarmActions []awscloudwatch.IAlarmAction
 
 	// Who may steer the lane from outside (issue 11): the queue policies,
-	// the tax service's scheme, the tables' protection, the functions'
-	// platform logs.
+	// the tables' protection, the functions' platform logs.
 
 	// AllowNativeRedrive lets principals with the permission start SQS's
 	// own message move task ("Start DLQ redrive", sqs:StartMessageMoveTask)
@@ -238,11 +273,12 @@ type LaneProps struct {
 	// Default none. The DLQ accepts messages only from SQS's redrive, the
 	// invalid queue only from the consumer.
 	OperatorArns []string
-	// AllowPlainHTTP lets TaxServiceURL be an http:// URL. Default false:
-	// https:// only, since order bodies carry tax ids; a URL that is a token
-	// (a deploy parameter) is checked by its own pattern. The local profile
-	// sets it for its stand-in on 127.0.0.1.
-	AllowPlainHTTP *bool
+	// HealthURL gates replay: the replay function (HEALTH_URL) probes
+	// GET HealthURL/health before a run and holds the run while the
+	// downstream is unhealthy. Default none: no health gate (the canary
+	// and refill gates still hold). An http:// or https:// URL, or a token
+	// (a deploy parameter).
+	HealthURL *string
 	// DeletionProtection of both tables. Default true, false when
 	// RemovalPolicy is DESTROY (a throw-away stack must be deletable).
 	DeletionProtection *bool
@@ -265,7 +301,7 @@ type LaneProps struct {
 // applies. Validate checks them against the function's ranges and the lane.
 type ReplayProps struct {
 	// RouteName names the lane's one route in REPLAY_ROUTES (operators select
-	// it with {"routes":["<name>"]}). Default "orders".
+	// it with {"routes":["<name>"]}). Default the lane's Name.
 	RouteName *string
 	// Schedule is the rule's schedule expression, "rate(...)" or "cron(...)".
 	// Default "rate(15 minutes)".
@@ -382,12 +418,13 @@ func optionalSeconds(d awscdk.Duration) *float64 {
 	return &s
 }
 
-func (p *ReplayProps) resolve() replayResolved {
+// resolve applies the defaults; lane is the lane's name, the default route.
+func (p *ReplayProps) resolve(lane string) replayResolved {
 	if p == nil {
 		p = &ReplayProps{}
 	}
 	r := replayResolved{
-		routeName:   DefaultRouteName,
+		routeName:   lane,
 		schedule:    DefaultReplaySchedule,
 		enabled:     p.Enabled == nil || *p.Enabled,
 		timeout:     seconds(p.Timeout, DefaultReplayTimeoutSeconds),
@@ -440,17 +477,27 @@ func (r replayResolved) variables() map[string]string {
 // resolved is LaneProps with every default applied and every duration in
 // seconds, as Validate checks it and NewLane builds from it.
 type resolved struct {
+	name                string
 	fifo                bool
 	sourceRetention     float64
 	deadLetterRetention float64
 	maxReceiveCount     float64
 	visibility          float64
 	codeDir             string
+	consumerFunction    awslambda.IFunction
+	consumerCodeDir     string
+	// ownConsumerProps are the set props that configure the consumer the
+	// lane builds (an error with a ConsumerFunction).
+	ownConsumerProps []string
+	// functionTimeout is the ConsumerFunction's own timeout in seconds, nil
+	// when it is not known (an imported function).
+	functionTimeout     *float64
+	timeoutSet          bool
 	architecture        awslambda.Architecture
 	timeout             float64
 	memory              float64
 	consumerName        string
-	taxServiceURL       *string
+	healthURL           *string
 	environment         map[string]string
 	reservedConcurrency *float64
 	batchSize           float64
@@ -461,7 +508,6 @@ type resolved struct {
 	alarmPeriod         float64
 	allowNativeRedrive  bool
 	operatorArns        []string
-	allowPlainHTTP      bool
 	deletionProtection  bool
 	systemLogLevel      awslambda.SystemLogLevel
 	alarms              alarmsResolved
@@ -484,8 +530,37 @@ func number(n *float64, def float64) float64 {
 	return *n
 }
 
-func (p *LaneProps) resolve() resolved {
+// kebab is the default lane name of a construct id: "Orders" -> "orders",
+// "PaymentsLedger" -> "payments-ledger", "EU_Orders" -> "eu-orders".
+func kebab(id string) string {
+	var b strings.Builder
+	prevLower := false
+	for _, r := range id {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			if prevLower {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r + 'a' - 'A')
+			prevLower = false
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+			prevLower = true
+		default:
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
+				b.WriteByte('-')
+			}
+			prevLower = false
+		}
+	}
+	return strings.Trim(b.String(), "-")
+}
+
+// resolve applies the defaults; id is the lane's construct id, the source
+// of the default Name.
+func (p *LaneProps) resolve(id string) resolved {
 	r := resolved{
+		name:                kebab(id),
 		fifo:                p.Fifo != nil && *p.Fifo,
 		sourceRetention:     seconds(p.SourceRetention, DefaultSourceRetentionDays*24*3600),
 		deadLetterRetention: seconds(p.DeadLetterRetention, DefaultDeadLetterRetentionDays*24*3600),
@@ -494,8 +569,9 @@ func (p *LaneProps) resolve() resolved {
 		architecture:        p.Architecture,
 		timeout:             seconds(p.ConsumerTimeout, DefaultConsumerTimeoutSeconds),
 		memory:              number(p.ConsumerMemorySize, DefaultConsumerMemoryMB),
-		consumerName:        DefaultConsumerName,
-		taxServiceURL:       p.TaxServiceURL,
+		consumerFunction:    p.ConsumerFunction,
+		timeoutSet:          p.ConsumerTimeout != nil,
+		healthURL:           p.HealthURL,
 		environment:         p.ConsumerEnvironment,
 		reservedConcurrency: p.ReservedConcurrency,
 		batchSize:           number(p.BatchSize, DefaultBatchSize),
@@ -506,14 +582,40 @@ func (p *LaneProps) resolve() resolved {
 		alarmPeriod:         seconds(p.AlarmPeriod, 60),
 		allowNativeRedrive:  p.AllowNativeRedrive != nil && *p.AllowNativeRedrive,
 		operatorArns:        p.OperatorArns,
-		allowPlainHTTP:      p.AllowPlainHTTP != nil && *p.AllowPlainHTTP,
 		systemLogLevel:      p.SystemLogLevel,
 		alarms:              p.resolveAlarms(),
-		replay:              p.Replay.resolve(),
+	}
+	if p.Name != nil {
+		r.name = *p.Name
+	}
+	r.consumerName = r.name
+	r.replay = p.Replay.resolve(r.name)
+	if fn, ok := p.ConsumerFunction.(awslambda.Function); ok {
+		r.functionTimeout = jsii.Number(seconds(fn.Timeout(), LambdaDefaultTimeoutSeconds))
+		if p.ConsumerTimeout == nil {
+			r.timeout = *r.functionTimeout
+		}
+	}
+	for _, f := range [...]struct {
+		name string
+		set  bool
+	}{
+		{"ConsumerCodeDir", p.ConsumerCodeDir != nil},
+		{"ConsumerMemorySize", p.ConsumerMemorySize != nil},
+		{"ConsumerEnvironment", p.ConsumerEnvironment != nil},
+		{"ReservedConcurrency", p.ReservedConcurrency != nil},
+	} {
+		if f.set {
+			r.ownConsumerProps = append(r.ownConsumerProps, f.name)
+		}
 	}
 	r.visibility = seconds(p.VisibilityTimeout, VisibilityFactor*r.timeout+r.batchingWindow)
 	if p.CodeDir != nil {
 		r.codeDir = *p.CodeDir
+	}
+	r.consumerCodeDir = filepath.Join(r.codeDir, "consumer")
+	if p.ConsumerCodeDir != nil {
+		r.consumerCodeDir = *p.ConsumerCodeDir
 	}
 	if r.architecture == nil {
 		r.architecture = awslambda.Architecture_ARM_64()
@@ -538,18 +640,30 @@ func (p *LaneProps) resolve() resolved {
 }
 
 // Validate reports every invalid field at once, each error naming the field,
-// its value and the accepted range; the error wraps [ErrInvalidProps]. It
-// does not check that the functions' bootstraps exist: NewLane does.
+// its value and the accepted range (durations as people write them: 15d,
+// 4h, 90s); the error wraps [ErrInvalidProps]. It checks the props as
+// [NewLane] does, but without the lane's scope: NewLane also checks the
+// default Name (from its construct id), that a ConsumerFunction, a
+// SourceQueue and an AlarmTopic can be wired from the lane's stack, and
+// that the bootstraps exist.
 //
 // A duration that is an unresolved token makes Validate panic.
 func (p *LaneProps) Validate() error {
 	if p == nil {
-		return fmt.Errorf("%w: props are nil (TaxServiceURL is required)", ErrInvalidProps)
+		p = &LaneProps{}
 	}
-	return p.resolve().validate()
+	return joinInvalid(p.resolve("lane").validate())
 }
 
-func (r resolved) validate() error {
+// joinInvalid wraps the problems in [ErrInvalidProps], or returns nil.
+func joinInvalid(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidProps, errors.Join(errs...))
+}
+
+func (r resolved) validate() []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	whole := func(name string, v, lo, hi float64) {
@@ -558,12 +672,15 @@ func (r resolved) validate() error {
 		}
 	}
 
+	if !validName(r.name) {
+		bad("Name is %q, want 1..64 ASCII letters, digits, '-' and '_', starting with a letter", r.name)
+	}
 	whole("MaxReceiveCount", r.maxReceiveCount, MinMaxReceiveCount, MaxMaxReceiveCount)
 	whole("MaxConcurrency", r.maxConcurrency, MinMaxConcurrency, MaxMaxConcurrency)
 	if r.fifo {
 		whole("BatchSize (FIFO)", r.batchSize, 1, MaxBatchSizeFIFO)
 		if r.batchingWindow != 0 {
-			bad("MaxBatchingWindow is %vs, want 0 for FIFO queues", r.batchingWindow)
+			bad("MaxBatchingWindow is %s, want 0 for FIFO queues", human(r.batchingWindow))
 		}
 	} else {
 		whole("BatchSize", r.batchSize, 1, MaxBatchSizeStandard)
@@ -572,7 +689,7 @@ func (r resolved) validate() error {
 		}
 	}
 	if r.batchingWindow < 0 || r.batchingWindow > MaxBatchingWindowSeconds {
-		bad("MaxBatchingWindow is %vs, want 0s..%ds", r.batchingWindow, MaxBatchingWindowSeconds)
+		bad("MaxBatchingWindow is %s, want 0s..%s", human(r.batchingWindow), human(MaxBatchingWindowSeconds))
 	}
 	if r.reservedConcurrency != nil {
 		whole("ReservedConcurrency", *r.reservedConcurrency, 1, math.MaxInt32)
@@ -583,40 +700,47 @@ func (r resolved) validate() error {
 		v    float64
 	}{{"SourceRetention", r.sourceRetention}, {"DeadLetterRetention", r.deadLetterRetention}} {
 		if f.v < MinRetentionSeconds || f.v > MaxRetentionSeconds {
-			bad("%s is %vs, want %ds..%ds (60 seconds..14 days)", f.name, f.v, MinRetentionSeconds, MaxRetentionSeconds)
+			bad("%s is %s, want %s..%s", f.name, human(f.v), human(MinRetentionSeconds), human(MaxRetentionSeconds))
 		}
 	}
 	if r.deadLetterRetention <= r.sourceRetention {
-		bad("DeadLetterRetention (%vs) must be longer than SourceRetention (%vs): SQS keeps a message's original enqueue time when it moves it to the DLQ",
-			r.deadLetterRetention, r.sourceRetention)
+		bad("DeadLetterRetention (%s) must be longer than SourceRetention (%s): SQS keeps a message's original enqueue time when it moves it to the DLQ",
+			human(r.deadLetterRetention), human(r.sourceRetention))
 	}
 
 	if r.timeout < 1 || r.timeout > MaxConsumerTimeoutSeconds {
-		bad("ConsumerTimeout is %vs, want 1s..%ds", r.timeout, MaxConsumerTimeoutSeconds)
+		bad("ConsumerTimeout is %s, want 1s..%s", human(r.timeout), human(MaxConsumerTimeoutSeconds))
 	}
 	if r.visibility < VisibilityFactor*r.timeout {
-		bad("VisibilityTimeout is %vs, want at least %dx ConsumerTimeout (%vs)", r.visibility, VisibilityFactor, VisibilityFactor*r.timeout)
+		bad("VisibilityTimeout is %s, want at least %dx ConsumerTimeout (%s)", human(r.visibility), VisibilityFactor, human(VisibilityFactor*r.timeout))
 	}
 	if r.visibility > MaxVisibilitySeconds {
-		bad("VisibilityTimeout is %vs, want at most %ds (12 hours)", r.visibility, MaxVisibilitySeconds)
+		bad("VisibilityTimeout is %s, want at most %s", human(r.visibility), human(MaxVisibilitySeconds))
 	}
 	if r.memory < 128 || r.memory > 10240 || r.memory != math.Trunc(r.memory) {
 		bad("ConsumerMemorySize is %v, want a whole number of MB in 128..10240", r.memory)
 	}
 	if r.alarmPeriod < 60 || math.Mod(r.alarmPeriod, 60) != 0 {
-		bad("AlarmPeriod is %vs, want a whole number of minutes", r.alarmPeriod)
+		bad("AlarmPeriod is %s, want a whole number of minutes", human(r.alarmPeriod))
 	}
 
-	if r.taxServiceURL == nil || *r.taxServiceURL == "" {
-		bad("TaxServiceURL is required")
-	} else if url := *r.taxServiceURL; !*awscdk.Token_IsUnresolved(jsii.String(url)) {
+	if r.consumerFunction != nil {
+		if len(r.ownConsumerProps) > 0 {
+			bad("%s configure the consumer the lane builds; with a ConsumerFunction, set them on that function", strings.Join(r.ownConsumerProps, ", "))
+		}
 		switch {
-		case strings.HasPrefix(url, "https://") && len(url) > len("https://"):
-		case strings.HasPrefix(url, "http://") && len(url) > len("http://") && r.allowPlainHTTP:
-		case r.allowPlainHTTP:
-			bad("TaxServiceURL is %q, want an http:// or https:// URL", url)
-		default:
-			bad("TaxServiceURL is %q, want an https:// URL (order bodies carry tax ids; AllowPlainHTTP permits http://)", url)
+		case r.functionTimeout == nil && !r.timeoutSet:
+			bad("ConsumerTimeout is required with an imported ConsumerFunction: the source queue's visibility timeout is at least %dx it", VisibilityFactor)
+		case r.functionTimeout != nil && *r.functionTimeout != r.timeout:
+			bad("ConsumerTimeout is %s, but the ConsumerFunction's timeout is %s", human(r.timeout), human(*r.functionTimeout))
+		}
+	} else if strings.TrimSpace(r.consumerCodeDir) == "" {
+		bad("ConsumerCodeDir is empty")
+	}
+
+	if u := r.healthURL; u != nil && !*awscdk.Token_IsUnresolved(jsii.String(*u)) {
+		if !(strings.HasPrefix(*u, "https://") && len(*u) > len("https://") || strings.HasPrefix(*u, "http://") && len(*u) > len("http://")) {
+			bad("HealthURL is %q, want an http:// or https:// URL", *u)
 		}
 	}
 	for _, arn := range r.operatorArns {
@@ -637,11 +761,21 @@ func (r resolved) validate() error {
 	}
 	errs = append(errs, r.alarms.validate()...)
 	errs = append(errs, r.replay.validate(r.deadLetterRetention)...)
+	return errs
+}
 
-	if len(errs) == 0 {
-		return nil
+// validName reports whether name is a lane name: 1..64 ASCII letters,
+// digits, '-' and '_', starting with a letter.
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 64 || !(name[0] >= 'a' && name[0] <= 'z' || name[0] >= 'A' && name[0] <= 'Z') {
+		return false
 	}
-	return fmt.Errorf("%w: %w", ErrInvalidProps, errors.Join(errs...))
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // validate reports the invalid replay props, in the words of
@@ -664,7 +798,7 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 		bad("Schedule is %q, want an EventBridge schedule expression, rate(...) or cron(...)", r.schedule)
 	}
 	if r.timeout < MinReplayTimeoutSeconds || r.timeout > MaxReplayTimeoutSeconds {
-		bad("Timeout is %vs, want %ds..%ds", r.timeout, MinReplayTimeoutSeconds, MaxReplayTimeoutSeconds)
+		bad("Timeout is %s, want %s..%s", human(r.timeout), human(MinReplayTimeoutSeconds), human(MaxReplayTimeoutSeconds))
 	}
 	if r.memory < 128 || r.memory > 10240 || r.memory != math.Trunc(r.memory) {
 		bad("MemorySize is %v, want a whole number of MB in 128..10240", r.memory)
@@ -686,13 +820,14 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 	base := r.setting("BackoffBase", functionDefaultBackoffBase.Seconds())
 	backoffMax := r.setting("BackoffMax", functionDefaultBackoffMax.Seconds())
 	if base <= 0 || backoffMax < base {
-		bad("BackoffBase (%vs) and BackoffMax (%vs): want 0 < BackoffBase <= BackoffMax (unset: 5m and 4h)", base, backoffMax)
+		bad("BackoffBase (%s) and BackoffMax (%s): want 0 < BackoffBase <= BackoffMax (unset: %s and %s)", human(base), human(backoffMax),
+			human(functionDefaultBackoffBase.Seconds()), human(functionDefaultBackoffMax.Seconds()))
 	}
 	if window := r.setting("ExpiryRescueWindow", functionDefaultExpiryRescueWindow.Seconds()); window <= 0 || window >= deadLetterRetention {
-		bad("ExpiryRescueWindow is %vs, want above 0 and shorter than DeadLetterRetention (%vs)", window, deadLetterRetention)
+		bad("ExpiryRescueWindow is %s, want above 0 and shorter than DeadLetterRetention (%s)", human(window), human(deadLetterRetention))
 	}
 	if margin := r.setting("DeadlineMargin", functionDefaultDeadlineMargin.Seconds()); margin <= 0 || margin >= r.timeout {
-		bad("DeadlineMargin is %vs, want above 0 and shorter than Timeout (%vs)", margin, r.timeout)
+		bad("DeadlineMargin is %s, want above 0 and shorter than Timeout (%s)", human(margin), human(r.timeout))
 	}
 
 	managed := append([]string{}, replayWiredEnvironment...)
@@ -707,15 +842,15 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 	return errs
 }
 
-// bootstrapDir is the absolute asset directory of function under CodeDir;
-// the error says when its bootstrap is missing.
-func (r resolved) bootstrapDir(function string) (string, error) {
-	dir, err := filepath.Abs(filepath.Join(r.codeDir, function))
+// bootstrapDir is the absolute path of dir, a directory holding a
+// bootstrap; the error says when the bootstrap is missing.
+func bootstrapDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("resolve code directory of %s: %w", function, err)
+		return "", fmt.Errorf("resolve code directory %s: %w", dir, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil {
+	if _, err := os.Stat(filepath.Join(abs, "bootstrap")); err != nil {
 		return "", err
 	}
-	return dir, nil
+	return abs, nil
 }

@@ -52,7 +52,7 @@ func TestReplayFunction(t *testing.T) {
 				"REPLAY_ROUTES":                assertions.Match_AnyValue(),
 				"LEDGER_TABLE":                 refTo(id.ledger),
 				"IDEMPOTENCY_TABLE":            refTo(id.idempotency),
-				"CONSUMER_NAME":                "invoice",
+				"CONSUMER_NAME":                "orders",
 				"HEALTH_URL":                   taxURL,
 				"POWERTOOLS_SERVICE_NAME":      "Test/Orders",
 				"POWERTOOLS_METRICS_NAMESPACE": "Homing",

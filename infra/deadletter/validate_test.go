@@ -34,14 +34,14 @@ func TestValidate(t *testing.T) {
 		{"DLQ retention equal to source", func(p *deadletter.LaneProps) {
 			p.SourceRetention = awscdk.Duration_Days(jsii.Number(4))
 			p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(4))
-		}, []string{"DeadLetterRetention (345600s) must be longer than SourceRetention (345600s)"}},
+		}, []string{"DeadLetterRetention (4d) must be longer than SourceRetention (4d)"}},
 		{"DLQ retention shorter than source", func(p *deadletter.LaneProps) {
 			p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(1))
-		}, []string{"DeadLetterRetention (86400s) must be longer than SourceRetention (345600s)"}},
+		}, []string{"DeadLetterRetention (1d) must be longer than SourceRetention (4d)"}},
 		{"retention above 14 days", func(p *deadletter.LaneProps) { p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(15)) },
-			[]string{"DeadLetterRetention is 1.296e+06s, want 60s..1209600s"}},
+			[]string{"DeadLetterRetention is 15d, want 1m..14d"}},
 		{"visibility below 6x default timeout", func(p *deadletter.LaneProps) { p.VisibilityTimeout = seconds(179) },
-			[]string{"VisibilityTimeout is 179s, want at least 6x ConsumerTimeout (180s)"}},
+			[]string{"VisibilityTimeout is 179s, want at least 6x ConsumerTimeout (3m)"}},
 		{"visibility below 6x timeout", func(p *deadletter.LaneProps) {
 			p.ConsumerTimeout = seconds(5)
 			p.VisibilityTimeout = seconds(20)
@@ -65,25 +65,20 @@ func TestValidate(t *testing.T) {
 		{"batch size above 10 without window", func(p *deadletter.LaneProps) { p.BatchSize = jsii.Number(100) },
 			[]string{"BatchSize is 100, above 10 it needs a MaxBatchingWindow of at least 1s"}},
 		{"batching window above 300s", func(p *deadletter.LaneProps) { p.MaxBatchingWindow = seconds(301) },
-			[]string{"MaxBatchingWindow is 301s, want 0s..300s"}},
+			[]string{"MaxBatchingWindow is 301s, want 0s..5m"}},
 		{"timeout above 15 minutes", func(p *deadletter.LaneProps) { p.ConsumerTimeout = seconds(901) },
-			[]string{"ConsumerTimeout is 901s, want 1s..900s"}},
-		{"missing tax service URL", func(p *deadletter.LaneProps) { p.TaxServiceURL = nil },
-			[]string{"TaxServiceURL is required"}},
-		{"plain HTTP tax service", func(p *deadletter.LaneProps) { p.TaxServiceURL = jsii.String("http://tax.example.test") },
-			[]string{`TaxServiceURL is "http://tax.example.test", want an https:// URL (order bodies carry tax ids; AllowPlainHTTP permits http://)`}},
-		{"plain HTTP tax service, allowed", func(p *deadletter.LaneProps) {
-			p.TaxServiceURL = jsii.String("http://127.0.0.1:4580")
-			p.AllowPlainHTTP = jsii.Bool(true)
-		}, nil},
-		{"tax service without a scheme", func(p *deadletter.LaneProps) { p.TaxServiceURL = jsii.String("tax.example.test") },
-			[]string{`TaxServiceURL is "tax.example.test", want an https:// URL`}},
-		{"tax service of another scheme, plain HTTP allowed", func(p *deadletter.LaneProps) {
-			p.TaxServiceURL = jsii.String("ftp://tax.example.test")
-			p.AllowPlainHTTP = jsii.Bool(true)
-		}, []string{`TaxServiceURL is "ftp://tax.example.test", want an http:// or https:// URL`}},
-		{"tax service scheme only", func(p *deadletter.LaneProps) { p.TaxServiceURL = jsii.String("https://") },
-			[]string{`TaxServiceURL is "https://"`}},
+			[]string{"ConsumerTimeout is 901s, want 1s..15m"}},
+		{"health URL https", func(p *deadletter.LaneProps) { p.HealthURL = jsii.String("https://tax.example.test") }, nil},
+		{"health URL http", func(p *deadletter.LaneProps) { p.HealthURL = jsii.String("http://127.0.0.1:4580") }, nil},
+		{"health URL without a scheme", func(p *deadletter.LaneProps) { p.HealthURL = jsii.String("tax.example.test") },
+			[]string{`HealthURL is "tax.example.test", want an http:// or https:// URL`}},
+		{"health URL scheme only", func(p *deadletter.LaneProps) { p.HealthURL = jsii.String("https://") },
+			[]string{`HealthURL is "https://"`}},
+		{"name", func(p *deadletter.LaneProps) { p.Name = jsii.String("payments_EU-2") }, nil},
+		{"name with a space", func(p *deadletter.LaneProps) { p.Name = jsii.String("my lane") },
+			[]string{`Name is "my lane", want 1..64 ASCII letters, digits, '-' and '_', starting with a letter`}},
+		{"name starting with a digit", func(p *deadletter.LaneProps) { p.Name = jsii.String("1orders") }, []string{`Name is "1orders"`}},
+		{"empty name", func(p *deadletter.LaneProps) { p.Name = jsii.String("") }, []string{`Name is ""`}},
 		{"operator that is not an ARN", func(p *deadletter.LaneProps) { p.OperatorArns = []string{"ops-role"} },
 			[]string{`OperatorArns has "ops-role", want an IAM principal ARN`}},
 		{"replay: reserved concurrency 0", func(p *deadletter.LaneProps) {
@@ -111,10 +106,10 @@ func TestValidate(t *testing.T) {
 		}, nil},
 		{"replay: timeout 9s", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Timeout = seconds(9) })
-		}, []string{"Replay.Timeout is 9s, want 10s..900s"}},
+		}, []string{"Replay.Timeout is 9s, want 10s..15m"}},
 		{"replay: timeout 901s", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Timeout = seconds(901) })
-		}, []string{"Replay.Timeout is 901s, want 10s..900s"}},
+		}, []string{"Replay.Timeout is 901s, want 10s..15m"}},
 		{"replay: deadline margin not shorter than the timeout", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Timeout = seconds(10); r.DeadlineMargin = seconds(10) })
 		}, []string{"Replay.DeadlineMargin is 10s, want above 0 and shorter than Timeout (10s)"}},
@@ -123,17 +118,17 @@ func TestValidate(t *testing.T) {
 		}, nil},
 		{"replay: backoff base above max", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) { r.BackoffBase = seconds(60); r.BackoffMax = seconds(30) })
-		}, []string{"Replay.BackoffBase (60s) and BackoffMax (30s): want 0 < BackoffBase <= BackoffMax"}},
+		}, []string{"Replay.BackoffBase (1m) and BackoffMax (30s): want 0 < BackoffBase <= BackoffMax (unset: 5m and 4h)"}},
 		{"replay: backoff max below the function's default base", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) { r.BackoffMax = seconds(60) })
-		}, []string{"Replay.BackoffBase (300s) and BackoffMax (60s)"}},
+		}, []string{"Replay.BackoffBase (5m) and BackoffMax (1m)"}},
 		{"replay: rescue window as long as the DLQ retention", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) { r.ExpiryRescueWindow = awscdk.Duration_Days(jsii.Number(14)) })
-		}, []string{"Replay.ExpiryRescueWindow is 1.2096e+06s, want above 0 and shorter than DeadLetterRetention (1.2096e+06s)"}},
+		}, []string{"Replay.ExpiryRescueWindow is 14d, want above 0 and shorter than DeadLetterRetention (14d)"}},
 		{"replay: default rescue window against a 1 day DLQ retention", func(p *deadletter.LaneProps) {
 			p.SourceRetention = awscdk.Duration_Hours(jsii.Number(12))
 			p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(1))
-		}, []string{"Replay.ExpiryRescueWindow is 86400s"}},
+		}, []string{"Replay.ExpiryRescueWindow is 1d, want above 0 and shorter than DeadLetterRetention (1d)"}},
 		{"replay: counts out of range", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) {
 				r.MaxReplays = jsii.Number(101)
@@ -189,14 +184,14 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-	if err := (*deadletter.LaneProps)(nil).Validate(); !errors.Is(err, deadletter.ErrInvalidProps) {
-		t.Errorf("nil props: %v", err)
+	if err := (*deadletter.LaneProps)(nil).Validate(); err != nil {
+		t.Errorf("nil props are every default: %v", err)
 	}
 
-	t.Run("a tax service token is left to its deploy parameter", func(t *testing.T) {
+	t.Run("a health URL token is left to its deploy parameter", func(t *testing.T) {
 		p := baseProps()
-		param := awscdk.NewCfnParameter(newStack(), jsii.String("TaxServiceUrl"), &awscdk.CfnParameterProps{Type: jsii.String("String")})
-		p.TaxServiceURL = param.ValueAsString()
+		param := awscdk.NewCfnParameter(newStack(), jsii.String("HealthUrl"), &awscdk.CfnParameterProps{Type: jsii.String("String")})
+		p.HealthURL = param.ValueAsString()
 		if err := p.Validate(); err != nil {
 			t.Errorf("Validate: %v", err)
 		}
@@ -244,15 +239,15 @@ func TestNewLanePanics(t *testing.T) {
 	}{
 		{"maxReceiveCount 0", func(p *deadletter.LaneProps) { p.MaxReceiveCount = jsii.Number(0) }, "MaxReceiveCount is 0, want a whole number in 1..1000"},
 		{"maxReceiveCount 1001", func(p *deadletter.LaneProps) { p.MaxReceiveCount = jsii.Number(1001) }, "MaxReceiveCount is 1001, want a whole number in 1..1000"},
-		{"DLQ retention <= source", func(p *deadletter.LaneProps) { p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(4)) }, "DeadLetterRetention (345600s) must be longer than SourceRetention (345600s)"},
-		{"visibility < 6x timeout", func(p *deadletter.LaneProps) { p.VisibilityTimeout = seconds(60) }, "VisibilityTimeout is 60s, want at least 6x ConsumerTimeout (180s)"},
+		{"DLQ retention <= source", func(p *deadletter.LaneProps) { p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(4)) }, "DeadLetterRetention (4d) must be longer than SourceRetention (4d)"},
+		{"visibility < 6x timeout", func(p *deadletter.LaneProps) { p.VisibilityTimeout = seconds(60) }, "VisibilityTimeout is 1m, want at least 6x ConsumerTimeout (3m)"},
 		{"max concurrency 1", func(p *deadletter.LaneProps) { p.MaxConcurrency = jsii.Number(1) }, "MaxConcurrency is 1, want a whole number in 2..1000"},
 		{"replay schedule", func(p *deadletter.LaneProps) {
 			p.Replay = &deadletter.ReplayProps{Schedule: jsii.String("15 minutes")}
 		}, `Replay.Schedule is "15 minutes", want an EventBridge schedule expression, rate(...) or cron(...)`},
 		{"replay timeout", func(p *deadletter.LaneProps) {
 			p.Replay = &deadletter.ReplayProps{Timeout: awscdk.Duration_Minutes(jsii.Number(16))}
-		}, "Replay.Timeout is 960s, want 10s..900s"},
+		}, "Replay.Timeout is 16m, want 10s..15m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stack := newStack()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/emulatortest"
 	"github.com/homingdlq/homing/internal/metrics"
+	"github.com/homingdlq/homing/settings"
 )
 
 // emf is the part of an Embedded Metric Format line these tests read.
@@ -53,7 +54,7 @@ func invocationEMF(t *testing.T) emf {
 	})
 
 	out := emulatortest.Outputs(t)
-	group := emulatortest.Output(t, out, "ConsumerLogGroupName")
+	group := emulatortest.LaneOutput(t, out, emulatortest.SampleLane, settings.OutputConsumerLogGroupName)
 	logs := cloudwatchlogs.NewFromConfig(emulatortest.Config(t))
 	var found emf
 	emulatortest.Eventually(t, 30*time.Second, func() (bool, string) {

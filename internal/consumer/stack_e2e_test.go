@@ -18,6 +18,7 @@ import (
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/emulatortest"
 	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/settings"
 )
 
 // These tests run against the stack deployed by `make deploy-local`: the
@@ -37,9 +38,9 @@ func deployed(t *testing.T) *stack {
 	out := emulatortest.Outputs(t)
 	s := &stack{
 		sqs:     sqs.NewFromConfig(emulatortest.Config(t)),
-		source:  emulatortest.Output(t, out, "SourceQueueUrl"),
-		dlq:     emulatortest.Output(t, out, "DeadLetterQueueUrl"),
-		invalid: emulatortest.Output(t, out, "InvalidQueueUrl"),
+		source:  emulatortest.LaneOutput(t, out, emulatortest.SampleLane, settings.OutputSourceQueueURL),
+		dlq:     emulatortest.LaneOutput(t, out, emulatortest.SampleLane, settings.OutputDeadLetterQueueURL),
+		invalid: emulatortest.LaneOutput(t, out, emulatortest.SampleLane, settings.OutputInvalidQueueURL),
 		tax:     emulatortest.NewTaxAdmin(t, emulatortest.Output(t, out, "TaxServiceAdminUrl")),
 		run:     fmt.Sprintf("R%d", time.Now().UnixNano()%1e8),
 	}

@@ -12,20 +12,28 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/settings"
 )
 
-// Keys of the deployed stack's outputs (infra/stack.go declares the stack's
-// own; TaxServiceAdminURL is added by cmd/localcheck).
-const (
-	SourceQueueURL       = "SourceQueueUrl"
-	DeadLetterQueueURL   = "DeadLetterQueueUrl"
-	InvalidQueueURL      = "InvalidQueueUrl"
-	ParkingQueueURL      = "ParkingQueueUrl"
-	LedgerTableName      = "LedgerTableName"
-	IdempotencyTableName = "IdempotencyTableName"
-	ReplayFunctionName   = "ReplayFunctionName"
-	TaxServiceAdminURL   = "TaxServiceAdminUrl"
+// Lane is the lane of the deployed sample stack that the drills drive.
+const Lane = "orders"
+
+// Keys of the deployed stack's outputs: the lane's outputs, which the
+// construct names settings.OutputID(Lane, key), and TaxServiceAdminURL,
+// which cmd/localcheck adds.
+var (
+	SourceQueueURL       = settings.OutputID(Lane, settings.OutputSourceQueueURL)
+	DeadLetterQueueURL   = settings.OutputID(Lane, settings.OutputDeadLetterQueueURL)
+	InvalidQueueURL      = settings.OutputID(Lane, settings.OutputInvalidQueueURL)
+	ParkingQueueURL      = settings.OutputID(Lane, settings.OutputParkingQueueURL)
+	LedgerTableName      = settings.OutputID(Lane, settings.OutputLedgerTableName)
+	IdempotencyTableName = settings.OutputID(Lane, settings.OutputIdempotencyTableName)
+	ReplayFunctionName   = settings.OutputID(Lane, settings.OutputReplayFunctionName)
 )
+
+// TaxServiceAdminURL is the key under which cmd/localcheck writes the tax
+// stand-in's admin URL beside the stack's outputs.
+const TaxServiceAdminURL = "TaxServiceAdminUrl"
 
 // DefaultOutputsFile is where `make deploy-local` writes the outputs.
 const DefaultOutputsFile = ".local/outputs.json"

@@ -163,6 +163,17 @@ func Output(t testing.TB, outputs map[string]string, key string) string {
 	return v
 }
 
+// SampleLane is the lane of the sample stack (infra/stack.go) that the
+// deployed-stack tests drive.
+const SampleLane = "orders"
+
+// LaneOutput returns one output of a lane by its settings.Output* key (the
+// output settings.OutputID(lane, key)), failing the test when it is absent.
+func LaneOutput(t testing.TB, outputs map[string]string, lane, key string) string {
+	t.Helper()
+	return Output(t, outputs, settings.OutputID(lane, key))
+}
+
 // Eventually polls cond every 500 ms until it returns true or timeout
 // passes; then it fails the test with cond's last description.
 func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
