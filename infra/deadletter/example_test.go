@@ -12,11 +12,11 @@ func ExampleNewLane() {
 	app := awscdk.NewApp(nil)
 	stack := awscdk.NewStack(app, jsii.String("Orders"), nil)
 
-	lane := deadletter.NewLane(stack, "Invoice", &deadletter.LaneProps{
+	// The lane declares its outputs itself: InvoiceSourceQueueUrl...
+	deadletter.NewLane(stack, "Invoice", &deadletter.LaneProps{
 		HealthURL: jsii.String("https://tax.example.com"),
 		CodeDir:   jsii.String("../bin"), // bin/{consumer,replay}/bootstrap from `make build ARCH=arm64`
 	})
-	awscdk.NewCfnOutput(stack, jsii.String("SourceQueueUrl"), &awscdk.CfnOutputProps{Value: lane.SourceQueue().QueueUrl()})
 
 	deadletter.NewLane(stack, "InvoiceFast", &deadletter.LaneProps{
 		HealthURL:         jsii.String("http://127.0.0.1:4580"),
