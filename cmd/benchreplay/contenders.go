@@ -19,6 +19,7 @@ import (
 	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
+	"github.com/homingdlq/homing/settings"
 )
 
 // contender is one way of moving the DLQ's messages to the source queue.
@@ -86,12 +87,12 @@ func engineMover(workers int) func(ctx context.Context, c clients, rt route, n i
 			return fmt.Errorf("encode route: %w", err)
 		}
 		env := map[string]string{
-			"REPLAY_ROUTES":     string(routes),
-			"LEDGER_TABLE":      rt.ledger,
-			"IDEMPOTENCY_TABLE": rt.idempotency,
-			"BACKOFF_BASE":      "1ms",
-			"RATE":              strconv.FormatFloat(replay.MaxRate, 'f', -1, 64),
-			"MAX_PER_RUN":       strconv.Itoa(n),
+			settings.ReplayRoutes.Env:     string(routes),
+			settings.LedgerTable.Env:      rt.ledger,
+			settings.IdempotencyTable.Env: rt.idempotency,
+			settings.BackoffBase.Env:      "1ms",
+			settings.Rate.Env:             settings.FormatFloat(settings.Rate.Max),
+			settings.MaxPerRun.Env:        strconv.Itoa(n),
 		}
 		cfg, err := handler.LoadConfig(func(k string) string { return env[k] })
 		if err != nil {

@@ -94,7 +94,7 @@ prints the engine's run summary.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.from, "from", roleDLQ, "the queue to replay from: dlq, parking or invalid")
 	fl.StringVar(&f.to, "to", "", "send replays to this queue URL instead of the source queue (same type: FIFO or standard)")
-	fl.StringVar(&f.route, "route", "", `route name in the run summary (default: the replay function's route of the DLQ, or the lane's name, or "orders")`)
+	fl.StringVar(&f.route, "route", "", fmt.Sprintf("route name in the run summary (default: the replay function's route of the DLQ, or the lane's name, or %q)", settings.DefaultRouteName))
 	fl.StringVar(&f.function, "replay-function", "", `read the policy and the health URL from this function (default: the ReplayFunctionName output; "" for the engine's defaults)`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "decide and report; move and write nothing")
 	fl.IntVar(&f.max, "max", 0, "move at most this many messages (default: the function's MAX_PER_RUN)")
