@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/homingdlq/homing/infra/deadletter"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // earlyAlarm is what the page-time arithmetic reads of an alarm.
@@ -80,7 +82,7 @@ func TestLocalProfileHasNoMetricMathAlarm(t *testing.T) {
 		if _, ok := p["Metrics"]; ok {
 			t.Errorf("alarm %s uses metric math", id)
 		}
-		if strings.HasPrefix(id, "OrdersConsumerFailuresAlarm") && (p["MetricName"] != deadletter.MetricRecordsFailed || p["Namespace"] != deadletter.DefaultMetricsNamespace) {
+		if strings.HasPrefix(id, "OrdersConsumerFailuresAlarm") && (p["MetricName"] != deadletter.MetricRecordsFailed || p["Namespace"] != settings.MetricsNamespace.Default) {
 			t.Errorf("local failure alarm: %v", p)
 		}
 	}

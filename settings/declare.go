@@ -97,11 +97,15 @@ func (s Duration) Row() Row {
 }
 
 // Check reports a value the setting refuses, as "ENV=value: want ...", or
-// nil.
+// nil. The empty value is refused when the setting is Required, and when it
+// has a Default (a Reader never returns it then: a configuration built
+// another way must not either).
 func (s String) Check(v string) error {
 	switch {
-	case s.Required && v == "":
+	case v == "" && s.Required:
 		return fmt.Errorf("%s is required", s.Env)
+	case v == "" && s.Default != "":
+		return fmt.Errorf("%s is empty (unset, it is %q)", s.Env, s.Default)
 	case s.MaxBytes > 0 && len(v) > s.MaxBytes, s.Reject != "" && strings.ContainsAny(v, s.Reject):
 		return fmt.Errorf("%s=%q: want %s", s.Env, v, s.Want())
 	}
@@ -114,7 +118,7 @@ func (s String) Want() string {
 	var w []string
 	if s.MaxBytes > 0 {
 		lo := 0
-		if s.Required {
+		if s.Required || s.Default != "" {
 			lo = 1
 		}
 		w = append(w, fmt.Sprintf("%d..%d bytes", lo, s.MaxBytes))

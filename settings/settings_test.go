@@ -30,8 +30,10 @@ func TestCheck(t *testing.T) {
 		{"duration at the max", settings.ExpiryRescueWindow.Check(336 * time.Hour), ""},
 		{"required", settings.LedgerTable.Check(""), "LEDGER_TABLE is required"},
 		{"optional", settings.HealthURL.Check(""), ""},
-		{"rejected character", settings.ConsumerName.Check("a#b"), `CONSUMER_NAME="a#b": want 0..64 bytes without '#'`},
-		{"too long", settings.ConsumerName.Check(strings.Repeat("a", 65)), "want 0..64 bytes"},
+		{"rejected character", settings.ConsumerName.Check("a#b"), `CONSUMER_NAME="a#b": want 1..64 bytes without '#'`},
+		{"too long", settings.ConsumerName.Check(strings.Repeat("a", 65)), "want 1..64 bytes"},
+		{"empty with a default", settings.ConsumerName.Check(""), `CONSUMER_NAME is empty (unset, it is "invoice")`},
+		{"empty and optional", settings.ServiceName.Check(""), ""},
 		{"at the length", settings.ConsumerName.Check(strings.Repeat("a", 64)), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

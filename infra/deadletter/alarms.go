@@ -14,14 +14,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // Defaults and bounds of the metrics and early-paging props of [LaneProps].
 const (
-	// DefaultMetricsNamespace is both functions' POWERTOOLS_METRICS_NAMESPACE
-	// when LaneProps.MetricsNamespace is unset (internal/metrics.DefaultNamespace
-	// too).
-	DefaultMetricsNamespace = "Homing"
 	// DefaultConsumerFailureRatePercent: the ConsumerFailures alarm fires when
 	// more than this percentage of the records of a period failed.
 	DefaultConsumerFailureRatePercent = 10
@@ -57,13 +55,6 @@ const (
 	DimensionRoute              = "Route"
 )
 
-// EnvServiceName and EnvMetricsNamespace are the variables both functions
-// read their Lane dimension and namespace from; the lane wires them.
-const (
-	EnvServiceName      = "POWERTOOLS_SERVICE_NAME"
-	EnvMetricsNamespace = "POWERTOOLS_METRICS_NAMESPACE"
-)
-
 // alarmsResolved are the metrics and early-paging props with their defaults.
 type alarmsResolved struct {
 	serviceName   *string // nil: the lane's construct path
@@ -78,7 +69,7 @@ type alarmsResolved struct {
 func (p *LaneProps) resolveAlarms() alarmsResolved {
 	a := alarmsResolved{
 		serviceName:   p.ServiceName,
-		namespace:     DefaultMetricsNamespace,
+		namespace:     settings.MetricsNamespace.Default,
 		failureRate:   number(p.ConsumerFailureRateThreshold, DefaultConsumerFailureRatePercent),
 		failedRecords: number(p.ConsumerFailedRecordsThreshold, 0),
 		sourceAge:     seconds(p.SourceAgeThreshold, DefaultSourceAgeThresholdSeconds),
@@ -140,8 +131,8 @@ func (l *lane) serviceName() string {
 // metricsEnvironment are the variables that name both functions' metrics.
 func (l *lane) metricsEnvironment() map[string]*string {
 	return map[string]*string{
-		EnvServiceName:      jsii.String(l.serviceName()),
-		EnvMetricsNamespace: jsii.String(l.props.alarms.namespace),
+		settings.ServiceName.Env:      jsii.String(l.serviceName()),
+		settings.MetricsNamespace.Env: jsii.String(l.props.alarms.namespace),
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // Key schema of the lane's tables; dynamo reads and writes the same
@@ -252,7 +254,7 @@ func (l *lane) addQueues() {
 	// needs a new lane id.
 	suffix := "-source"
 	if r.fifo {
-		suffix += ".fifo"
+		suffix += settings.FIFOSuffix
 	}
 	sourceName := *awscdk.Names_UniqueResourceName(l.scope(), &awscdk.UniqueResourceNameOptions{
 		MaxLength: jsii.Number(float64(80 - len(suffix))),
@@ -394,9 +396,9 @@ func (l *lane) function(spec functionSpec) laneFunction {
 // ConsumerEnvironment: see [Lane].
 func (l *lane) ConsumerEnvironment() map[string]*string {
 	env := map[string]*string{
-		"INVALID_QUEUE_URL": l.invalid.QueueUrl(),
-		"IDEMPOTENCY_TABLE": l.idempotency.TableName(),
-		"CONSUMER_NAME":     jsii.String(l.props.consumerName),
+		settings.InvalidQueueURL.Env:  l.invalid.QueueUrl(),
+		settings.IdempotencyTable.Env: l.idempotency.TableName(),
+		settings.ConsumerName.Env:     jsii.String(l.props.consumerName),
 	}
 	maps.Copy(env, l.metricsEnvironment())
 	return env
@@ -483,11 +485,11 @@ func (l *lane) addReplay(code string) {
 		memory:              rp.memory,
 		reservedConcurrency: rp.reserved,
 		wired: map[string]*string{
-			"HEALTH_URL":        r.healthURL,
-			"REPLAY_ROUTES":     routes,
-			"LEDGER_TABLE":      l.ledger.TableName(),
-			"IDEMPOTENCY_TABLE": l.idempotency.TableName(),
-			"CONSUMER_NAME":     jsii.String(r.consumerName),
+			settings.HealthURL.Env:        r.healthURL,
+			settings.ReplayRoutes.Env:     routes,
+			settings.LedgerTable.Env:      l.ledger.TableName(),
+			settings.IdempotencyTable.Env: l.idempotency.TableName(),
+			settings.ConsumerName.Env:     jsii.String(r.consumerName),
 		},
 		environment: environment,
 	})

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // Defaults of [LaneProps]. They are the production-grade values; a local
@@ -79,12 +81,6 @@ const (
 	// batch beside the deadline margin.
 	MinReplayTimeoutSeconds = 10
 	MaxReplayTimeoutSeconds = 900
-	// MaxMaxReplays bounds ReplayProps.MaxReplays (the function's own limit).
-	MaxMaxReplays = 100
-	// MinReplayRate and MaxReplayRate bound ReplayProps.Rate, in messages per
-	// second (the function's own limits; 3000 is SQS FIFO batched throughput).
-	MinReplayRate = 0.1
-	MaxReplayRate = 3000
 	// MaxBatchingWindowSeconds is the SQS event source maximum batching window.
 	MaxBatchingWindowSeconds = 300
 	// MaxBatchSizeStandard and MaxBatchSizeFIFO are the batch size limits of
@@ -99,12 +95,13 @@ var ErrInvalidProps = errors.New("invalid deadletter.LaneProps")
 
 // wiredEnvironment are the consumer variables the construct sets from its own
 // resources; ConsumerEnvironment must not set them.
-var wiredEnvironment = []string{"INVALID_QUEUE_URL", "IDEMPOTENCY_TABLE", "CONSUMER_NAME", EnvServiceName, EnvMetricsNamespace}
+var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env}
 
 // replayWiredEnvironment are the replay variables the construct sets from its
 // own resources and props; ReplayProps.Environment must not set them, nor any
 // variable of [replayTuning].
-var replayWiredEnvironment = []string{"REPLAY_ROUTES", "LEDGER_TABLE", "IDEMPOTENCY_TABLE", "CONSUMER_NAME", "HEALTH_URL", EnvServiceName, EnvMetricsNamespace}
+var replayWiredEnvironment = []string{settings.ReplayRoutes.Env, settings.LedgerTable.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env,
+	settings.HealthURL.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env}
 
 // LaneProps configures one [Lane]. Every field is optional; a nil (or zero)
 // field takes the default named in its comment.
@@ -230,7 +227,7 @@ type LaneProps struct {
 	// metrics of two lanes never merge. 1..1024 printable ASCII characters.
 	ServiceName *string
 	// MetricsNamespace is both functions' POWERTOOLS_METRICS_NAMESPACE.
-	// Default DefaultMetricsNamespace ("Homing"); CloudWatch's namespace
+	// Default settings.MetricsNamespace.Default ("Homing"); CloudWatch's namespace
 	// rules, not AWS/.
 	MetricsNamespace *string
 	// ConsumerFailureRateThreshold: the ConsumerFailures alarm fires when
@@ -363,16 +360,6 @@ type ReplayProps struct {
 	Environment map[string]string
 }
 
-// Function defaults of the replay tuning, mirrored from functions/replay for
-// synth-time validation only: the construct never writes them into the
-// environment.
-const (
-	functionDefaultBackoffBase        = 5 * time.Minute
-	functionDefaultBackoffMax         = 4 * time.Hour
-	functionDefaultExpiryRescueWindow = 24 * time.Hour
-	functionDefaultDeadlineMargin     = 5 * time.Second
-)
-
 // tuning is one replay tuning variable: its field, its variable and, when
 // the field is set, its value (a number, or a duration in seconds).
 type tuning struct {
@@ -388,14 +375,7 @@ func (t tuning) env() string {
 	if !t.duration {
 		return strconv.FormatFloat(*t.value, 'f', -1, 64)
 	}
-	s := time.Duration(math.Round(*t.value * float64(time.Second))).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return settings.FormatDuration(time.Duration(math.Round(*t.value * float64(time.Second))))
 }
 
 // replayResolved is ReplayProps with the defaults the construct owns applied.
@@ -432,15 +412,15 @@ func (p *ReplayProps) resolve(lane string) replayResolved {
 		reserved:    p.ReservedConcurrency,
 		environment: p.Environment,
 		tuning: []tuning{
-			{field: "MaxReplays", key: "MAX_REPLAYS", value: p.MaxReplays},
-			{field: "BackoffBase", key: "BACKOFF_BASE", value: optionalSeconds(p.BackoffBase), duration: true},
-			{field: "BackoffMax", key: "BACKOFF_MAX", value: optionalSeconds(p.BackoffMax), duration: true},
-			{field: "ExpiryRescueWindow", key: "EXPIRY_RESCUE_WINDOW", value: optionalSeconds(p.ExpiryRescueWindow), duration: true},
-			{field: "Rate", key: "RATE", value: p.Rate},
-			{field: "MaxPerRun", key: "MAX_PER_RUN", value: p.MaxPerRun},
-			{field: "CanaryLimit", key: "CANARY_LIMIT", value: p.CanaryLimit},
-			{field: "RefillThreshold", key: "REFILL_THRESHOLD", value: p.RefillThreshold},
-			{field: "DeadlineMargin", key: "DEADLINE_MARGIN", value: optionalSeconds(p.DeadlineMargin), duration: true},
+			{field: "MaxReplays", key: settings.MaxReplays.Env, value: p.MaxReplays},
+			{field: "BackoffBase", key: settings.BackoffBase.Env, value: optionalSeconds(p.BackoffBase), duration: true},
+			{field: "BackoffMax", key: settings.BackoffMax.Env, value: optionalSeconds(p.BackoffMax), duration: true},
+			{field: "ExpiryRescueWindow", key: settings.ExpiryRescueWindow.Env, value: optionalSeconds(p.ExpiryRescueWindow), duration: true},
+			{field: "Rate", key: settings.Rate.Env, value: p.Rate},
+			{field: "MaxPerRun", key: settings.MaxPerRun.Env, value: p.MaxPerRun},
+			{field: "CanaryLimit", key: settings.CanaryLimit.Env, value: p.CanaryLimit},
+			{field: "RefillThreshold", key: settings.RefillThreshold.Env, value: p.RefillThreshold},
+			{field: "DeadlineMargin", key: settings.ReplayDeadlineMargin.Env, value: optionalSeconds(p.DeadlineMargin), duration: true},
 		},
 	}
 	if p.RouteName != nil {
@@ -748,8 +728,8 @@ func (r resolved) validate() []error {
 			bad("OperatorArns has %q, want an IAM principal ARN (arn:...)", arn)
 		}
 	}
-	if strings.TrimSpace(r.consumerName) == "" {
-		bad("ConsumerName is empty")
+	if strings.TrimSpace(r.consumerName) == "" || settings.ConsumerName.Check(r.consumerName) != nil {
+		bad("ConsumerName is %q, want %s (it scopes the idempotency keys: settings.ConsumerName)", r.consumerName, settings.ConsumerName.Want())
 	}
 	if strings.TrimSpace(r.codeDir) == "" {
 		bad("CodeDir is empty")
@@ -810,23 +790,25 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 	// An unset field is the function's default, which is valid: the checks
 	// of single fields pass it a value in range, the checks of pairs the
 	// function's default.
-	whole("MaxReplays", r.setting("MaxReplays", 1), 1, MaxMaxReplays)
-	if rate := r.setting("Rate", MinReplayRate); rate < MinReplayRate || rate > MaxReplayRate {
-		bad("Rate is %v, want %v..%v messages per second", rate, MinReplayRate, MaxReplayRate)
+	for _, f := range []struct {
+		field string
+		decl  settings.Int
+	}{{"MaxReplays", settings.MaxReplays}, {"MaxPerRun", settings.MaxPerRun}, {"CanaryLimit", settings.CanaryLimit}, {"RefillThreshold", settings.RefillThreshold}} {
+		whole(f.field, r.setting(f.field, float64(f.decl.Default)), float64(f.decl.Min), float64(f.decl.Upper()))
 	}
-	for _, field := range []string{"MaxPerRun", "CanaryLimit", "RefillThreshold"} {
-		whole(field, r.setting(field, 1), 1, math.MaxInt32)
+	if rate := r.setting("Rate", settings.Rate.Default); settings.Rate.Check(rate) != nil {
+		bad("Rate is %v, want %s", rate, settings.Rate.Want())
 	}
-	base := r.setting("BackoffBase", functionDefaultBackoffBase.Seconds())
-	backoffMax := r.setting("BackoffMax", functionDefaultBackoffMax.Seconds())
+	base := r.setting("BackoffBase", settings.BackoffBase.Default.Seconds())
+	backoffMax := r.setting("BackoffMax", settings.BackoffMax.Default.Seconds())
 	if base <= 0 || backoffMax < base {
 		bad("BackoffBase (%s) and BackoffMax (%s): want 0 < BackoffBase <= BackoffMax (unset: %s and %s)", human(base), human(backoffMax),
-			human(functionDefaultBackoffBase.Seconds()), human(functionDefaultBackoffMax.Seconds()))
+			human(settings.BackoffBase.Default.Seconds()), human(settings.BackoffMax.Default.Seconds()))
 	}
-	if window := r.setting("ExpiryRescueWindow", functionDefaultExpiryRescueWindow.Seconds()); window <= 0 || window >= deadLetterRetention {
+	if window := r.setting("ExpiryRescueWindow", settings.ExpiryRescueWindow.Default.Seconds()); window <= 0 || window >= deadLetterRetention {
 		bad("ExpiryRescueWindow is %s, want above 0 and shorter than DeadLetterRetention (%s)", human(window), human(deadLetterRetention))
 	}
-	if margin := r.setting("DeadlineMargin", functionDefaultDeadlineMargin.Seconds()); margin <= 0 || margin >= r.timeout {
+	if margin := r.setting("DeadlineMargin", settings.ReplayDeadlineMargin.Default.Seconds()); margin <= 0 || margin >= r.timeout {
 		bad("DeadlineMargin is %s, want above 0 and shorter than Timeout (%s)", human(margin), human(r.timeout))
 	}
 

@@ -60,8 +60,5 @@ func (c Config) Validate() error {
 		settings.MaxPayloadBytes.Check(c.MaxPayloadBytes),
 		c.Metrics.Validate(),
 	}
-	if c.ConsumerName == "" {
-		errs = append(errs, fmt.Errorf("%s is required: it scopes the idempotency keys", settings.ConsumerName.Env))
-	}
 	return errors.Join(errs...)
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/homingdlq/homing/internal/metrics"
-	"github.com/homingdlq/homing/settings"
 )
 
 // The CDK construct (its own Go module) names our metrics in its alarms and
@@ -25,9 +24,6 @@ func TestInfraNamesTheMetricsAlike(t *testing.T) {
 		"MetricInDoubtTakeovers":      metrics.InDoubtTakeovers,
 		"DimensionLane":               metrics.DimensionLane,
 		"DimensionReason":             metrics.DimensionReason,
-		"DefaultMetricsNamespace":     settings.MetricsNamespace.Default,
-		"EnvServiceName":              settings.ServiceName.Env,
-		"EnvMetricsNamespace":         settings.MetricsNamespace.Env,
 	} {
 		if !regexp.MustCompile(`\b` + infra + `\s*=\s*"` + regexp.QuoteMeta(value) + `"`).Match(src) {
 			t.Errorf("infra/deadletter/alarms.go does not declare %s = %q", infra, value)

@@ -84,9 +84,6 @@ func (c Config) Validate() error {
 		settings.ReplayDeadlineMargin.Check(o.DeadlineMargin),
 		metrics.Config{Namespace: c.MetricsNamespace, Lane: c.Lane}.Validate(),
 	}
-	if c.ConsumerName == "" {
-		errs = append(errs, fmt.Errorf("%s is required", settings.ConsumerName.Env))
-	}
 	if len(c.Routes) == 0 {
 		errs = append(errs, fmt.Errorf("%s is required: at least one route", settings.ReplayRoutes.Env))
 	} else if err := (replay.Request{Routes: c.Routes}).Validate(); err != nil {
