@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/homingdlq/homing/infra/deadletter"
-
 	"github.com/homingdlq/homing/settings"
 )
 

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/homingdlq/homing/infra/deadletter"
+	"github.com/homingdlq/homing/settings"
 )
 
 // Profiles of the stack.
@@ -39,7 +40,7 @@ const DefaultLocalTaxServiceURL = "http://127.0.0.1:4580"
 //	HOMING_CODE_DIR  the directory of the bin/<function>/bootstrap builds
 //	                 (default deadletter.DefaultCodeDir, ../bin from infra/)
 func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps, error) {
-	taxURL := getenv("TAX_SERVICE_URL")
+	taxURL := getenv(settings.TaxServiceURL.Env)
 	var codeDir *string
 	if dir := getenv("HOMING_CODE_DIR"); dir != "" {
 		codeDir = jsii.String(dir)
@@ -74,7 +75,7 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		p.Orders.MetricMath = jsii.Bool(false)
 		// The consumer's defaults (10 s tax budget, 2 s margin) do not fit in
 		// a 3 s invocation.
-		p.Orders.ConsumerEnvironment = map[string]string{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"}
+		p.Orders.ConsumerEnvironment = map[string]string{settings.TaxBudget.Env: "1s", settings.ConsumerDeadlineMargin.Env: "1s"}
 		// A dead letter comes back within a minute or two: the backoff
 		// before its first replay is seconds, not minutes.
 		p.Orders.Replay = &deadletter.ReplayProps{

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/homingdlq/homing/infra/deadletter"
+	"github.com/homingdlq/homing/settings"
 )
 
 // StackName is the CloudFormation stack name of every profile.
@@ -72,7 +73,7 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 	if orders.ConsumerEnvironment == nil {
 		orders.ConsumerEnvironment = map[string]string{}
 	}
-	orders.ConsumerEnvironment["TAX_SERVICE_URL"] = *taxURL
+	orders.ConsumerEnvironment[settings.TaxServiceURL.Env] = *taxURL
 	orders.HealthURL = taxURL
 	if orders.ConsumerName == nil {
 		orders.ConsumerName = jsii.String(OrdersConsumerName)
