@@ -97,7 +97,7 @@ infra-test: $(NPM_STAMP) ## CDK template assertions and cdk-nag (jsii starts the
 e2e: ## emulator and moto up, deploy the local stack, run the e2e-tagged tests, both down (also on failure)
 	@rc=0; $(MAKE) --no-print-directory moto-up && $(MAKE) --no-print-directory deploy-local && \
 	  { HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 30m ./... || rc=$$?; \
-	    (cd examples && HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 20m ./...) || rc=$$?; } || rc=$$?; \
+	    (cd examples && HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 20m ./...) || rc=$$?; } || rc=$$?; \
 	  $(MAKE) --no-print-directory emulator-down; $(MAKE) --no-print-directory moto-down; exit $$rc
 
 test: unit infra-test e2e ## everything CI runs

@@ -21,8 +21,11 @@ var (
 	// EntriesTable is the ledger's table.
 	EntriesTable = settings.String{Env: "ENTRIES_TABLE", Required: true,
 		Doc: "DynamoDB table of the ledger entries (`pk`/`sk` strings; see package ledger)"}
+	// InvalidQueueURL is homing's, said of payments.
+	InvalidQueueURL = withDoc(settings.InvalidQueueURL, "the lane's invalid queue: rejected payments, with their reason")
 	// ConsumerName is homing's, with this lane's default.
-	ConsumerName = withDefault(settings.ConsumerName, "ledger")
+	ConsumerName = withDoc(withDefault(settings.ConsumerName, "ledger"),
+		"the consumer's name: scopes its idempotency keys (`<consumer>#<paymentId>`) and signs invalid-message metadata; 1..64 bytes, no `#`")
 	// MaxPayloadBytes bounds a payment message, far below homing's bound.
 	MaxPayloadBytes = settings.Int{Env: "MAX_PAYLOAD_BYTES", Default: payment.DefaultMaxBytes, Min: 1, Max: 256 << 10,
 		Doc: "larger bodies are invalid (`payload-too-large`)"}
@@ -33,9 +36,14 @@ func withDefault(s settings.String, def string) settings.String {
 	return s
 }
 
+func withDoc(s settings.String, doc string) settings.String {
+	s.Doc = doc
+	return s
+}
+
 // Settings lists the consumer's settings, in the order of its README table.
 var Settings = []settings.Setting{
-	settings.InvalidQueueURL, settings.IdempotencyTable, EntriesTable, ConsumerName, settings.Concurrency,
+	InvalidQueueURL, settings.IdempotencyTable, EntriesTable, ConsumerName, settings.Concurrency,
 	settings.ConsumerDeadlineMargin, settings.RecordLifetime, MaxPayloadBytes,
 }
 
@@ -59,7 +67,7 @@ type Config struct {
 func LoadConfig(getenv func(string) string) (Config, error) {
 	env := settings.NewReader(getenv)
 	c := Config{
-		InvalidQueueURL:  env.String(settings.InvalidQueueURL),
+		InvalidQueueURL:  env.String(InvalidQueueURL),
 		IdempotencyTable: env.String(settings.IdempotencyTable),
 		EntriesTable:     env.String(EntriesTable),
 		ConsumerName:     env.String(ConsumerName),
@@ -77,7 +85,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 // Validate reports every invalid field.
 func (c Config) Validate() error {
 	return errors.Join(
-		settings.InvalidQueueURL.Check(c.InvalidQueueURL),
+		InvalidQueueURL.Check(c.InvalidQueueURL),
 		settings.IdempotencyTable.Check(c.IdempotencyTable),
 		EntriesTable.Check(c.EntriesTable),
 		ConsumerName.Check(c.ConsumerName),

@@ -1,0 +1,303 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/settings"
+
+	"github.com/homingdlq/homing/examples/ledger"
+	"github.com/homingdlq/homing/examples/payment"
+)
+
+// Lane is the example lane's name in the local stack (infra/stack.go): the
+// prefix of its outputs.
+const Lane = "payments"
+
+// OutputEntriesTableName is the stack output of the ledger's table, beside
+// the lane's own outputs.
+var OutputEntriesTableName = settings.OutputID(Lane, "EntriesTableName")
+
+// stack is the deployed example lane, found through the outputs file that
+// `make deploy-local` writes (HOMING_OUTPUTS).
+type stack struct {
+	outputs map[string]string
+	sqs     *sqs.Client
+	lambda  *lambda.Client
+	ledger  *ledger.Table
+}
+
+func deployed(t *testing.T) *stack {
+	t.Helper()
+	if os.Getenv("AWS_ENDPOINT_URL") == "" || os.Getenv("HOMING_OUTPUTS") == "" {
+		t.Fatal("AWS_ENDPOINT_URL or HOMING_OUTPUTS is not set: run e2e tests with `make e2e`")
+	}
+	raw, err := os.ReadFile(os.Getenv("HOMING_OUTPUTS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stack{}
+	if err := json.Unmarshal(raw, &s.outputs); err != nil {
+		t.Fatalf("outputs %s: %v", os.Getenv("HOMING_OUTPUTS"), err)
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.sqs = sqs.NewFromConfig(cfg)
+	s.lambda = lambda.NewFromConfig(cfg)
+	s.ledger = ledger.NewTable(dynamodb.NewFromConfig(cfg), s.output(t, OutputEntriesTableName))
+	return s
+}
+
+func (s *stack) output(t *testing.T, id string) string {
+	t.Helper()
+	v := s.outputs[id]
+	if v == "" {
+		t.Fatalf("stack output %s is missing (the lane %q is not deployed?)", id, Lane)
+	}
+	return v
+}
+
+func (s *stack) lane(t *testing.T, key string) string { return s.output(t, settings.OutputID(Lane, key)) }
+
+// send sends body to the source queue in group, with a deduplication id of
+// its own.
+func (s *stack) send(t *testing.T, body, group string) {
+	t.Helper()
+	_, err := s.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{
+		QueueUrl: aws.String(s.lane(t, settings.OutputSourceQueueURL)), MessageBody: aws.String(body),
+		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(fmt.Sprintf("%d", time.Now().UnixNano())),
+	})
+	if err != nil {
+		t.Fatalf("send to the source queue: %v", err)
+	}
+}
+
+func (s *stack) depth(t *testing.T, key string) int {
+	t.Helper()
+	out, err := s.sqs.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(s.lane(t, key)),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		t.Fatalf("depth of %s: %v", key, err)
+	}
+	var n int
+	for _, a := range []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible} {
+		var v int
+		fmt.Sscan(out.Attributes[string(a)], &v)
+		n += v
+	}
+	return n
+}
+
+// entries returns an account's ledger as "seq paymentId" lines.
+func (s *stack) entries(t *testing.T, account string) []string {
+	t.Helper()
+	es, err := s.ledger.Entries(context.Background(), account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = fmt.Sprintf("%d %s", e.Seq, e.PaymentID)
+	}
+	return lines
+}
+
+// eventually polls check until it reports done or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() (done bool, state string)) {
+	t.Helper()
+	end := time.Now().Add(timeout)
+	for {
+		done, state := check()
+		if done {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: not after %s; last seen: %s", what, timeout, state)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func paymentBody(id, account, amount string) string {
+	return fmt.Sprintf(`{"eventType":"payment.captured","version":1,"paymentId":%q,"accountId":%q,"capturedAt":"2026-11-29T10:00:00Z","amount":%q,"currency":"EUR"}`, id, account, amount)
+}
+
+// want lists the expected entries of an account as "seq paymentId" lines.
+func want(ids ...string) []string {
+	lines := make([]string, len(ids))
+	for i, id := range ids {
+		lines[i] = fmt.Sprintf("%d %s", i+1, id)
+	}
+	return lines
+}
+
+// TestLane runs the example lane end to end on the deployed stack: the FIFO
+// event source mapping posts valid payments once each and in order per
+// account, sends invalid ones to the invalid queue with their reason, a
+// frozen account's payments dead-letter through SQS's FIFO redrive, and the
+// lane's replay function brings them back once the account is thawed.
+func TestLane(t *testing.T) {
+	s := deployed(t)
+	run := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
+	var (
+		acctA  = "A-" + run // three payments, one of them sent twice
+		acctB  = "B-" + run // two payments around an invalid one
+		acctF  = "F-" + run // frozen: its payments dead-letter, then are replayed
+		pay    = func(acct string, n int) string { return fmt.Sprintf("PAY-%s-%d", acct, n) }
+		ctx    = context.Background()
+		reason = map[string]string{} // paymentId (or body) of each invalid message -> its reason
+	)
+	if err := s.ledger.Freeze(ctx, acctF, true); err != nil {
+		t.Fatal(err)
+	}
+	s.send(t, paymentBody(pay(acctA, 1), acctA, "1.00"), acctA)
+	s.send(t, paymentBody(pay(acctF, 1), acctF, "5.00"), acctF)
+	s.send(t, paymentBody(pay(acctB, 1), acctB, "2.00"), acctB)
+	s.send(t, paymentBody(pay(acctA, 2), acctA, "1.50"), acctA)
+	s.send(t, paymentBody(pay(acctB, 2), acctB, "-2.00"), acctB)
+	reason[pay(acctB, 2)] = payment.ReasonBadAmount
+	s.send(t, paymentBody(pay(acctF, 2), acctF, "6.00"), acctF)
+	s.send(t, paymentBody(pay(acctA, 1), acctA, "1.00"), acctA) // a producer's duplicate
+	s.send(t, paymentBody(pay(acctA, 3), acctA, "3.00"), acctA)
+	s.send(t, paymentBody(pay(acctB, 3), acctB, "2.50"), acctB)
+	s.send(t, paymentBody(pay(acctA, 1), acctA, "9.99"), acctA) // the same paymentId, another amount
+	reason["conflict-"+pay(acctA, 1)] = payment.ReasonConflictingDuplicate
+	s.send(t, paymentBody(pay(acctB, 9), acctA, "1.00"), acctB) // in another account's group
+	reason[pay(acctB, 9)] = payment.ReasonGroupNotAccount
+	s.send(t, `{"eventType":"payment.captured","version":1,`, acctB)
+	reason["not-json-"+run] = payment.ReasonNotJSON
+
+	eventually(t, 90*time.Second, "valid payments posted in order", func() (bool, string) {
+		a, b := s.entries(t, acctA), s.entries(t, acctB)
+		return slices.Equal(a, want(pay(acctA, 1), pay(acctA, 2), pay(acctA, 3))) && slices.Equal(b, want(pay(acctB, 1), pay(acctB, 3))),
+			fmt.Sprintf("A %q, B %q", a, b)
+	})
+
+	t.Run("invalid_with_their_reason", func(t *testing.T) {
+		got := map[string]string{}
+		eventually(t, 60*time.Second, "invalid messages in the invalid queue", func() (bool, string) {
+			out, err := s.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(s.lane(t, settings.OutputInvalidQueueURL)),
+				MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{"All"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range out.Messages {
+				meta, _, found, err := invalid.Read(m.MessageAttributes)
+				if err != nil || !found {
+					t.Errorf("invalid message without its verdict: %v", err)
+					continue
+				}
+				body := aws.ToString(m.Body)
+				if !strings.Contains(body, run) && meta.Reason != payment.ReasonNotJSON {
+					continue // another run's
+				}
+				key := payment.ReasonNotJSON
+				var p struct{ PaymentID string }
+				_ = json.Unmarshal([]byte(body), &p)
+				switch {
+				case meta.Reason == payment.ReasonNotJSON:
+					key = "not-json-" + run
+				case meta.Reason == payment.ReasonConflictingDuplicate:
+					key = "conflict-" + p.PaymentID
+				default:
+					key = p.PaymentID
+				}
+				got[key] = meta.Reason
+				if meta.Detail == "" || meta.Consumer == "" || meta.MessageID == "" || m.Attributes["MessageGroupId"] == "" {
+					t.Errorf("verdict %+v (group %q): want a detail, a consumer, the source message id, and a group", meta, m.Attributes["MessageGroupId"])
+				}
+				_, _ = s.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(s.lane(t, settings.OutputInvalidQueueURL)), ReceiptHandle: m.ReceiptHandle})
+			}
+			return len(got) >= len(reason), fmt.Sprintf("%v", got)
+		})
+		for k, r := range reason {
+			if got[k] != r {
+				t.Errorf("invalid %s: reason %q, want %q", k, got[k], r)
+			}
+		}
+	})
+
+	t.Run("frozen_account_dead_letters_then_replays", func(t *testing.T) {
+		eventually(t, 4*time.Minute, "the frozen account's payments in the DLQ", func() (bool, string) {
+			n := s.depth(t, settings.OutputDeadLetterQueueURL)
+			return n >= 2 && s.depth(t, settings.OutputSourceQueueURL) == 0, fmt.Sprintf("DLQ %d, source %d", n, s.depth(t, settings.OutputSourceQueueURL))
+		})
+		if got := s.entries(t, acctF); len(got) != 0 {
+			t.Fatalf("a frozen account has entries: %q", got)
+		}
+		if err := s.ledger.Freeze(ctx, acctF, false); err != nil {
+			t.Fatal(err)
+		}
+		fn := s.lane(t, settings.OutputReplayFunctionName)
+		var replayed int
+		eventually(t, 2*time.Minute, "the replay function sends the dead letters back", func() (bool, string) {
+			sum := invokeReplay(t, s, fn)
+			for _, r := range sum.Routes {
+				replayed += r.Counts.Replayed
+			}
+			return replayed >= 2, fmt.Sprintf("replayed %d; last run %+v", replayed, sum)
+		})
+		eventually(t, 90*time.Second, "the replayed payments posted in order", func() (bool, string) {
+			f := s.entries(t, acctF)
+			return slices.Equal(f, want(pay(acctF, 1), pay(acctF, 2))), fmt.Sprintf("%q", f)
+		})
+	})
+
+	t.Run("exactly_once", func(t *testing.T) {
+		// A late duplicate of a replayed payment, and one more replay run:
+		// nothing is posted twice.
+		s.send(t, paymentBody(pay(acctF, 1), acctF, "5.00"), acctF)
+		invokeReplay(t, s, s.lane(t, settings.OutputReplayFunctionName))
+		eventually(t, 60*time.Second, "the duplicate consumed", func() (bool, string) {
+			n := s.depth(t, settings.OutputSourceQueueURL)
+			return n == 0, fmt.Sprintf("source %d", n)
+		})
+		for acct, ids := range map[string][]string{
+			acctA: {pay(acctA, 1), pay(acctA, 2), pay(acctA, 3)},
+			acctB: {pay(acctB, 1), pay(acctB, 3)},
+			acctF: {pay(acctF, 1), pay(acctF, 2)},
+		} {
+			if got := s.entries(t, acct); !slices.Equal(got, want(ids...)) {
+				t.Errorf("account %s: %q, want %q", acct, got, want(ids...))
+			}
+		}
+		if n := s.depth(t, settings.OutputDeadLetterQueueURL); n != 0 {
+			t.Errorf("DLQ holds %d messages, want 0", n)
+		}
+	})
+}
+
+func invokeReplay(t *testing.T, s *stack, fn string) replay.Summary {
+	t.Helper()
+	out, err := s.lambda.Invoke(context.Background(), &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: []byte(`{}`)})
+	if err != nil {
+		t.Fatalf("invoke %s: %v", fn, err)
+	}
+	if out.FunctionError != nil {
+		t.Fatalf("invoke %s: %s: %s", fn, aws.ToString(out.FunctionError), out.Payload)
+	}
+	var sum replay.Summary
+	if err := json.Unmarshal(out.Payload, &sum); err != nil {
+		t.Fatalf("replay summary %s: %v", out.Payload, err)
+	}
+	return sum
+}
