@@ -22,7 +22,8 @@ const (
 	// ProfileLocal is the emulator profile: fast failure (3 receives, 3 s
 	// timeout, 18 s visibility), replay every minute with backoff in seconds,
 	// the host's architecture (the emulator runs bootstraps as local
-	// processes), everything destroyed with the stack.
+	// processes), everything destroyed with the stack; and the example
+	// lane of examples/ (FIFO, payments) beside the order lane.
 	ProfileLocal = "local"
 )
 
@@ -60,25 +61,41 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		}
 		p := &HomingStackProps{}
 		p.StackProps.Description = jsii.String("homing: dead-letter lane for order processing (profile local, emulator)")
-		p.Orders.CodeDir = codeDir
 		p.TaxServiceURL = jsii.String(taxURL)
 		// The tax stand-in listens on 127.0.0.1 without TLS.
 		p.AllowPlainHTTP = jsii.Bool(true)
-		p.Orders.MaxReceiveCount = jsii.Number(3)
-		p.Orders.ConsumerTimeout = awscdk.Duration_Seconds(jsii.Number(3))
-		p.Orders.VisibilityTimeout = awscdk.Duration_Seconds(jsii.Number(18))
-		p.Orders.Architecture = hostArchitecture()
-		p.Orders.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
-		p.Orders.LogRetention = awslogs.RetentionDays_ONE_DAY
-		// ministack rejects metric-math alarms: the consumer's failure alarm
-		// counts failed records instead of their rate.
-		p.Orders.MetricMath = jsii.Bool(false)
+		p.Orders = localLane(codeDir)
 		// The consumer's defaults (10 s tax budget, 2 s margin) do not fit in
 		// a 3 s invocation.
 		p.Orders.ConsumerEnvironment = map[string]string{settings.TaxBudget.Env: "1s", settings.ConsumerDeadlineMargin.Env: "1s"}
+		// The example lane (examples/) beside it, FIFO, as fast.
+		payments := localLane(codeDir)
+		payments.ConsumerEnvironment = map[string]string{settings.ConsumerDeadlineMargin.Env: "1s"}
+		p.Payments = &payments
+		return p, nil
+	default:
+		return nil, fmt.Errorf("unknown profile %q: want %q or %q", profile, ProfileAWS, ProfileLocal)
+	}
+}
+
+// localLane is a lane of the local profile: fast failure (3 receives, 3 s
+// timeout, 18 s visibility), replay every minute with backoff in seconds,
+// the host's architecture, everything destroyed with the stack.
+func localLane(codeDir *string) deadletter.LaneProps {
+	return deadletter.LaneProps{
+		CodeDir:           codeDir,
+		MaxReceiveCount:   jsii.Number(3),
+		ConsumerTimeout:   awscdk.Duration_Seconds(jsii.Number(3)),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(18)),
+		Architecture:      hostArchitecture(),
+		RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
+		LogRetention:      awslogs.RetentionDays_ONE_DAY,
+		// ministack rejects metric-math alarms: the consumer's failure alarm
+		// counts failed records instead of their rate.
+		MetricMath: jsii.Bool(false),
 		// A dead letter comes back within a minute or two: the backoff
 		// before its first replay is seconds, not minutes.
-		p.Orders.Replay = &deadletter.ReplayProps{
+		Replay: &deadletter.ReplayProps{
 			Schedule:           jsii.String("rate(1 minute)"),
 			Timeout:            awscdk.Duration_Seconds(jsii.Number(30)),
 			MaxReplays:         jsii.Number(3),
@@ -86,10 +103,7 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 			BackoffMax:         awscdk.Duration_Seconds(jsii.Number(10)),
 			ExpiryRescueWindow: awscdk.Duration_Hours(jsii.Number(24)),
 			DeadlineMargin:     awscdk.Duration_Seconds(jsii.Number(3)),
-		}
-		return p, nil
-	default:
-		return nil, fmt.Errorf("unknown profile %q: want %q or %q", profile, ProfileAWS, ProfileLocal)
+		},
 	}
 }
 

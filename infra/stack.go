@@ -46,11 +46,17 @@ type HomingStackProps struct {
 	// it (ConsumerEnvironment TAX_SERVICE_URL, HealthURL) and names its
 	// consumer OrdersConsumerName unless Orders.ConsumerName is set.
 	Orders deadletter.LaneProps
+	// Payments, when set, adds the example lane (examples/: payments
+	// captured -> ledger entries, FIFO) beside the order lane; see
+	// newPaymentsLane. Default nil: no example lane (the local profile sets
+	// it).
+	Payments *deadletter.LaneProps
 }
 
 // NewHomingStack composes the order lane, whose construct declares the
 // outputs of every queue, table, function, schedule and topic it holds
-// (settings.OutputID("orders", key)). It panics, as CDK constructs do, when
+// (settings.OutputID("orders", key)), and the example lane when
+// props.Payments is set ("payments"). It panics, as CDK constructs do, when
 // the lane props are invalid (see deadletter.LaneProps.Validate) or the
 // tax service's URL is (ErrInvalidStackProps).
 func NewHomingStack(scope constructs.Construct, id string, props *HomingStackProps) awscdk.Stack {
@@ -79,6 +85,9 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 		orders.ConsumerName = jsii.String(OrdersConsumerName)
 	}
 	deadletter.NewLane(stack, OrdersLaneID, &orders)
+	if props.Payments != nil {
+		newPaymentsLane(stack, *props.Payments)
+	}
 	return stack
 }
 

@@ -25,7 +25,7 @@ var testRoot string
 func TestMain(m *testing.M) {
 	var err error
 	testRoot, err = os.MkdirTemp("", "infra-test-")
-	for _, function := range []string{"consumer", "replay"} {
+	for _, function := range []string{"consumer", "replay", PaymentsFunction} {
 		if err == nil {
 			err = os.MkdirAll(filepath.Join(testRoot, "bin", function), 0o755)
 		}
@@ -118,6 +118,24 @@ func profile(t *testing.T, name string) *synthesized {
 func (s *synthesized) id(t *testing.T, typ, construct string) string {
 	t.Helper()
 	re := regexp.MustCompile(`^Orders` + construct + `[0-9A-F]{8}$`)
+	var found []string
+	for lid, r := range s.resources {
+		if r["Type"] == typ && re.MatchString(lid) {
+			found = append(found, lid)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s %s: found %v", typ, construct, found)
+	}
+	return found[0]
+}
+
+// paymentsID finds the one resource of typ whose logical id is construct
+// plus the CDK's hash, e.g. PaymentsEntries1A2B3C4D or
+// PaymentsSourceQueue1051E0BC.
+func (s *synthesized) paymentsID(t *testing.T, typ, construct string) string {
+	t.Helper()
+	re := regexp.MustCompile(`^` + construct + `[0-9A-F]{8}$`)
 	var found []string
 	for lid, r := range s.resources {
 		if r["Type"] == typ && re.MatchString(lid) {
@@ -299,6 +317,14 @@ func TestOutputs(t *testing.T) {
 			for key, value := range byKey {
 				want[settings.OutputID("orders", key)] = value
 			}
+			// The local profile holds the example lane too: the same keys,
+			// and its ledger's table.
+			if name == ProfileLocal {
+				for key := range byKey {
+					want[settings.OutputID("payments", key)] = obj{}
+				}
+				want["PaymentsEntriesTableName"] = obj{"Ref": s.paymentsID(t, "AWS::DynamoDB::Table", "PaymentsEntries")}
+			}
 			if _, ok := want["OrdersDeadLetterQueueUrl"]; !ok {
 				t.Errorf("outputs %v lack OrdersDeadLetterQueueUrl", want)
 			}
@@ -346,8 +372,12 @@ func TestCdkNag(t *testing.T) {
 					}
 				}
 			}
-			if suppressions != 2 {
-				t.Errorf("%d suppressions, want the 2 SQS3 ones of the invalid and parking queues", suppressions)
+			lanes := 1
+			if name == ProfileLocal {
+				lanes = 2 // the example lane's
+			}
+			if suppressions != 2*lanes {
+				t.Errorf("%d suppressions, want the 2 SQS3 ones of the invalid and parking queues of each of %d lanes", suppressions, lanes)
 			}
 		})
 	}
@@ -392,6 +422,12 @@ func TestProfileProps(t *testing.T) {
 	}
 	if err := p.Orders.Validate(); err != nil {
 		t.Errorf("local profile props are invalid: %v", err)
+	}
+	if p.Payments == nil || *p.Payments.MaxReceiveCount != 3 || p.Payments.ConsumerEnvironment["DEADLINE_MARGIN"] != "1s" {
+		t.Errorf("local profile's example lane: %+v", p.Payments)
+	}
+	if aws, _ := ProfileProps(ProfileAWS, env{}.get); aws.Payments != nil {
+		t.Error("the aws profile deploys the example lane: it belongs to the local stack only")
 	}
 }
 

@@ -66,6 +66,8 @@ func table(t *testing.T, db *dynamodb.Client) string {
 	if err != nil {
 		t.Fatalf("create table: %v", err)
 	}
-	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
 	return name
 }

@@ -76,7 +76,9 @@ func (s *stack) output(t *testing.T, id string) string {
 	return v
 }
 
-func (s *stack) lane(t *testing.T, key string) string { return s.output(t, settings.OutputID(Lane, key)) }
+func (s *stack) lane(t *testing.T, key string) string {
+	return s.output(t, settings.OutputID(Lane, key))
+}
 
 // send sends body to the source queue in group, with a deduplication id of
 // its own.

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"maps"
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/infra/deadletter"
+	"github.com/homingdlq/homing/settings"
+)
+
+// The example lane (examples/ in this repository, its own Go module): a
+// FIFO lane of payments captured -> ledger entries, built with the same
+// construct an outside team would use.
+const (
+	// PaymentsLaneID is its construct id; its name, and so the prefix of
+	// its outputs, is "payments".
+	PaymentsLaneID = "Payments"
+	// PaymentsFunction is the directory of its consumer's bootstrap in the
+	// code directory: `make build` writes bin/payments/bootstrap from the
+	// examples module.
+	PaymentsFunction = "payments"
+	// OutputEntriesTableName is the key of the ledger table's output,
+	// settings.OutputID("payments", OutputEntriesTableName).
+	OutputEntriesTableName = "EntriesTableName"
+)
+
+// newPaymentsLane adds the example lane to stack: the ledger's entries
+// table, and a FIFO lane whose consumer is the examples module's bootstrap
+// (props.ConsumerCodeDir, by default CodeDir/payments), told the table in
+// ENTRIES_TABLE and granted exactly the calls package ledger makes on it.
+func newPaymentsLane(stack constructs.Construct, props deadletter.LaneProps) deadletter.Lane {
+	removal := props.RemovalPolicy
+	if removal == "" {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+	entries := awsdynamodb.NewTable(stack, jsii.String("PaymentsEntries"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:      &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		Encryption:   awsdynamodb.TableEncryption_AWS_MANAGED,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		RemovalPolicy:      removal,
+		DeletionProtection: jsii.Bool(removal != awscdk.RemovalPolicy_DESTROY),
+	})
+	props.Fifo = jsii.Bool(true)
+	if props.ConsumerCodeDir == nil {
+		codeDir := deadletter.DefaultCodeDir
+		if props.CodeDir != nil {
+			codeDir = *props.CodeDir
+		}
+		props.ConsumerCodeDir = jsii.String(filepath.Join(codeDir, PaymentsFunction))
+	}
+	props.ConsumerEnvironment = maps.Clone(props.ConsumerEnvironment)
+	if props.ConsumerEnvironment == nil {
+		props.ConsumerEnvironment = map[string]string{}
+	}
+	props.ConsumerEnvironment["ENTRIES_TABLE"] = *entries.TableName()
+	lane := deadletter.NewLane(stack, PaymentsLaneID, &props)
+	// What the consumer calls: an append is a transaction of a Put, an
+	// Update and a Put; the head and a lookup are GetItem.
+	entries.Grant(lane.Consumer(), jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"), jsii.String("dynamodb:UpdateItem"))
+	awscdk.NewCfnOutput(stack, jsii.String(settings.OutputID(lane.Name(), OutputEntriesTableName)), &awscdk.CfnOutputProps{
+		Value:       entries.TableName(),
+		Description: jsii.String("Lane " + lane.Name() + ": the ledger entries the example's consumer appends."),
+	})
+	return lane
+}

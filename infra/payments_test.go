@@ -1,0 +1,51 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// TestPaymentsLane: the local profile's example lane is FIFO end to end,
+// its consumer is the examples module's bootstrap fed by the FIFO source
+// with partial batch failures, told its ledger table, and allowed on that
+// table exactly the calls package ledger makes.
+func TestPaymentsLane(t *testing.T) {
+	s := profile(t, ProfileLocal)
+	for _, q := range []string{"PaymentsSourceQueue", "PaymentsDeadLetterQueue", "PaymentsInvalidQueue", "PaymentsParkingQueue"} {
+		lid := s.paymentsID(t, "AWS::SQS::Queue", q)
+		if got := s.resources[lid]["Properties"].(map[string]any)["FifoQueue"]; got != true {
+			t.Errorf("%s: FifoQueue %v, want true", q, got)
+		}
+	}
+	consumer := s.paymentsID(t, "AWS::Lambda::Function", "PaymentsConsumer")
+	entries := s.paymentsID(t, "AWS::DynamoDB::Table", "PaymentsEntries")
+	check(t, "the FIFO event source mapping reports batch item failures", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), like(obj{
+			"EventSourceArn":                 obj{"Fn::GetAtt": arr{s.paymentsID(t, "AWS::SQS::Queue", "PaymentsSourceQueue"), "Arn"}},
+			"FunctionName":                   obj{"Ref": consumer},
+			"FunctionResponseTypes":          arr{"ReportBatchItemFailures"},
+			"MaximumBatchingWindowInSeconds": assertions.Match_Absent(),
+		}))
+	})
+	check(t, "the consumer knows its ledger table", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), like(obj{
+			"Runtime":     "provided.al2023",
+			"Environment": obj{"Variables": like(obj{"ENTRIES_TABLE": obj{"Ref": entries}, "CONSUMER_NAME": "payments", "DEADLINE_MARGIN": "1s"})},
+		}))
+	})
+	check(t, "the consumer may get, put and update entries, nothing more", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::IAM::Policy"), like(obj{
+			"PolicyDocument": like(obj{"Statement": assertions.Match_ArrayWith(&[]any{obj{
+				"Action":   arr{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+				"Effect":   "Allow",
+				"Resource": arr{obj{"Fn::GetAtt": arr{entries, "Arn"}}},
+			}})}),
+		}))
+	})
+	props := s.resources[entries]["Properties"].(map[string]any)
+	if props["DeletionProtectionEnabled"] != false || s.resources[entries]["DeletionPolicy"] != "Delete" {
+		t.Errorf("entries table of the local profile: %v, DeletionPolicy %v; want deletable", props, s.resources[entries]["DeletionPolicy"])
+	}
+}
