@@ -14,16 +14,16 @@ import (
 func TestPaymentsLane(t *testing.T) {
 	s := profile(t, ProfileLocal)
 	for _, q := range []string{"PaymentsSourceQueue", "PaymentsDeadLetterQueue", "PaymentsInvalidQueue", "PaymentsParkingQueue"} {
-		lid := s.paymentsID(t, "AWS::SQS::Queue", q)
+		lid := s.find(t, "AWS::SQS::Queue", q)
 		if got := s.resources[lid]["Properties"].(map[string]any)["FifoQueue"]; got != true {
 			t.Errorf("%s: FifoQueue %v, want true", q, got)
 		}
 	}
-	consumer := s.paymentsID(t, "AWS::Lambda::Function", "PaymentsConsumer")
-	entries := s.paymentsID(t, "AWS::DynamoDB::Table", "PaymentsEntries")
+	consumer := s.find(t, "AWS::Lambda::Function", "PaymentsConsumer")
+	entries := s.find(t, "AWS::DynamoDB::Table", "PaymentsEntries")
 	check(t, "the FIFO event source mapping reports batch item failures", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), like(obj{
-			"EventSourceArn":                 obj{"Fn::GetAtt": arr{s.paymentsID(t, "AWS::SQS::Queue", "PaymentsSourceQueue"), "Arn"}},
+			"EventSourceArn":                 obj{"Fn::GetAtt": arr{s.find(t, "AWS::SQS::Queue", "PaymentsSourceQueue"), "Arn"}},
 			"FunctionName":                   obj{"Ref": consumer},
 			"FunctionResponseTypes":          arr{"ReportBatchItemFailures"},
 			"MaximumBatchingWindowInSeconds": assertions.Match_Absent(),

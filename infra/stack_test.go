@@ -113,29 +113,18 @@ func profile(t *testing.T, name string) *synthesized {
 	return p.s
 }
 
-// id finds the one resource of typ whose logical id is the lane's construct
-// id plus the CDK's hash, e.g. OrdersSourceQueue1051E0BC.
+// id finds the one resource of typ whose logical id is the order lane's
+// construct id plus the CDK's hash, e.g. OrdersSourceQueue1051E0BC.
 func (s *synthesized) id(t *testing.T, typ, construct string) string {
 	t.Helper()
-	re := regexp.MustCompile(`^Orders` + construct + `[0-9A-F]{8}$`)
-	var found []string
-	for lid, r := range s.resources {
-		if r["Type"] == typ && re.MatchString(lid) {
-			found = append(found, lid)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("%s %s: found %v", typ, construct, found)
-	}
-	return found[0]
+	return s.find(t, typ, "Orders"+construct)
 }
 
-// paymentsID finds the one resource of typ whose logical id is construct
-// plus the CDK's hash, e.g. PaymentsEntries1A2B3C4D or
-// PaymentsSourceQueue1051E0BC.
-func (s *synthesized) paymentsID(t *testing.T, typ, construct string) string {
+// find finds the one resource of typ whose logical id is path plus the
+// CDK's hash, e.g. PaymentsEntries8FB3E591.
+func (s *synthesized) find(t *testing.T, typ, path string) string {
 	t.Helper()
-	re := regexp.MustCompile(`^` + construct + `[0-9A-F]{8}$`)
+	re := regexp.MustCompile(`^` + path + `[0-9A-F]{8}$`)
 	var found []string
 	for lid, r := range s.resources {
 		if r["Type"] == typ && re.MatchString(lid) {
@@ -143,7 +132,7 @@ func (s *synthesized) paymentsID(t *testing.T, typ, construct string) string {
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("%s %s: found %v", typ, construct, found)
+		t.Fatalf("%s %s: found %v", typ, path, found)
 	}
 	return found[0]
 }
@@ -323,7 +312,7 @@ func TestOutputs(t *testing.T) {
 				for key := range byKey {
 					want[settings.OutputID("payments", key)] = obj{}
 				}
-				want["PaymentsEntriesTableName"] = obj{"Ref": s.paymentsID(t, "AWS::DynamoDB::Table", "PaymentsEntries")}
+				want["PaymentsEntriesTableName"] = obj{"Ref": s.find(t, "AWS::DynamoDB::Table", "PaymentsEntries")}
 			}
 			if _, ok := want["OrdersDeadLetterQueueUrl"]; !ok {
 				t.Errorf("outputs %v lack OrdersDeadLetterQueueUrl", want)
