@@ -255,7 +255,8 @@ func (d *demo) report(ctx context.Context, s story, run string, invalidReasons m
 		return fmt.Errorf("not every order is accounted for:\n  %s", strings.Join(problems, "\n  "))
 	}
 	fmt.Println("\nEvery order is accounted for.")
-	look := fmt.Sprintf("bin/dlq inspect; bin/dlq audit --runs 5; bin/dlq audit --order %s", s.valid[0])
+	// The local stack holds two lanes (orders, and the example's payments).
+	look := fmt.Sprintf("export HOMING_LANE=orders; bin/dlq inspect; bin/dlq audit --runs 5; bin/dlq audit --order %s", s.valid[0])
 	if os.Getenv("KEEP") != "" {
 		fmt.Printf("The stack is still up. Look around with the operator's CLI:\n  %s\nand stop it with: make emulator-down\n", look)
 	} else {

@@ -112,7 +112,7 @@ func (s *soak) crashAfterSend(ctx context.Context) (bool, error) {
 // killReplay starts the operator's `dlq replay` and kills it (SIGKILL) after
 // a random 0.3..2 s: at whatever point of a batch it has reached.
 func (s *soak) killReplay(ctx context.Context, k int) error {
-	args := []string{"replay", "--yes", "--max", "200"}
+	args := []string{"--lane", drill.Lane, "replay", "--yes", "--max", "200"}
 	if path := os.Getenv("HOMING_OUTPUTS"); path != "" {
 		args = append(args, "--stack-outputs", path)
 	}
