@@ -267,34 +267,42 @@ func (l *lane) alarmOf(id, description string, metric awscloudwatch.IMetric, thr
 	return a
 }
 
-func (l *lane) addAlarms() {
+// addAlarmTopic adopts LaneProps.AlarmTopic, or creates the lane's topic
+// with its own key, and lets CloudWatch alarms of this account publish.
+func (l *lane) addAlarmTopic() {
 	r := l.props
-	// CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS
-	// key, so the topic has its own key, rotated yearly, that CloudWatch may use.
-	l.topicKey = awskms.NewKey(l.scope(), jsii.String("AlarmTopicKey"), &awskms.KeyProps{
-		Description:       jsii.String("Encrypts the dead-letter lane's alarm topic."),
-		EnableKeyRotation: jsii.Bool(true),
-		RemovalPolicy:     r.removalPolicy,
-		PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
-	})
 	cloudwatch := awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)
-	l.topicKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("CloudWatchAlarmsUseTheKey"),
-		Principals: &[]awsiam.IPrincipal{cloudwatch},
-		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
-		Resources:  jsii.Strings("*"),
-		// Only on behalf of this account's alarms (confused deputy).
-		Conditions: &map[string]any{
-			"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()},
-		},
-	}), nil)
-	l.topic = awssns.NewTopic(l.scope(), jsii.String("AlarmTopic"), &awssns.TopicProps{
-		DisplayName: jsii.String("Dead-letter lane alarms"),
-		MasterKey:   l.topicKey,
-		EnforceSSL:  jsii.Bool(true),
-	})
+	if r.alarmTopic != nil {
+		l.topic = r.alarmTopic
+	} else {
+		// CloudWatch cannot publish to a topic encrypted with the AWS-managed
+		// SNS key, so the topic has its own key, rotated yearly, that
+		// CloudWatch may use.
+		l.topicKey = awskms.NewKey(l.scope(), jsii.String("AlarmTopicKey"), &awskms.KeyProps{
+			Description:       jsii.String("Encrypts the dead-letter lane's alarm topic."),
+			EnableKeyRotation: jsii.Bool(true),
+			RemovalPolicy:     r.removalPolicy,
+			PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
+		})
+		l.topicKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("CloudWatchAlarmsUseTheKey"),
+			Principals: &[]awsiam.IPrincipal{cloudwatch},
+			Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
+			Resources:  jsii.Strings("*"),
+			// Only on behalf of this account's alarms (confused deputy).
+			Conditions: &map[string]any{
+				"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()},
+			},
+		}), nil)
+		l.topic = awssns.NewTopic(l.scope(), jsii.String("AlarmTopic"), &awssns.TopicProps{
+			DisplayName: jsii.String("Dead-letter lane alarms"),
+			MasterKey:   l.topicKey,
+			EnforceSSL:  jsii.Bool(true),
+		})
+	}
 	// The topic policy replaces the default one, so CloudWatch alarms of this
-	// account are allowed to publish explicitly.
+	// account are allowed to publish explicitly. On an imported topic the
+	// CDK adds nothing; two lanes sharing a topic add one statement.
 	l.topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("CloudWatchAlarmsPublish"),
 		Principals: &[]awsiam.IPrincipal{cloudwatch},
@@ -304,6 +312,11 @@ func (l *lane) addAlarms() {
 			"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()},
 		},
 	}))
+}
+
+func (l *lane) addAlarms() {
+	r := l.props
+	l.addAlarmTopic()
 
 	maximum := l.metricOptions("Maximum")
 	sum := l.metricOptions("Sum")

@@ -113,14 +113,25 @@ type Lane interface {
 	// ReplaySchedule is the EventBridge rule that invokes Replay; disabling
 	// it stops scheduled replay (on-demand invocations still run).
 	ReplaySchedule() awsevents.Rule
-	// AlarmTopic receives every alarm and OK transition.
-	AlarmTopic() awssns.Topic
-	// AlarmTopicKey encrypts AlarmTopic.
+	// AlarmTopic receives every alarm and OK transition: LaneProps.AlarmTopic,
+	// or the topic the lane created.
+	AlarmTopic() awssns.ITopic
+	// AlarmTopicKey encrypts the topic the lane created; nil with a
+	// LaneProps.AlarmTopic.
 	AlarmTopicKey() awskms.Key
 	// Alarms are the lane's alarms.
 	Alarms() Alarms
 	// Dashboard shows the queue depths and ages and the functions' health.
 	Dashboard() awscloudwatch.Dashboard
+	// GrantOperator grants principal what the runbook's operator does with
+	// `dlq` and the AWS CLI (docs/OPERATIONS.md), and no more: inspect and
+	// peek the DLQ, invalid and parking queues (the source queue's
+	// attributes only), replay on demand (also from the invalid and parking
+	// queues), audit the ledger, stop and resume the schedule, invoke the
+	// replay function, read the logs, subscribe to the alarm topic. principal must be a role, a user or an
+	// awsiam.ArnPrincipal: its ARN joins the parking queue's senders (`dlq
+	// replay` parks what it cannot replay). It panics with another principal.
+	GrantOperator(principal awsiam.IGrantable)
 }
 
 type lane struct {
@@ -135,10 +146,11 @@ type lane struct {
 	replay                               laneFunction
 	eventSource                          awslambdaeventsources.SqsEventSource
 	schedule                             awsevents.Rule
-	topic                                awssns.Topic
+	topic                                awssns.ITopic
 	topicKey                             awskms.Key
 	alarms                               Alarms
 	dashboard                            awscloudwatch.Dashboard
+	parkingSenders                       *senders
 }
 
 // NewLane adds a lane under scope. Following the CDK convention for invalid
@@ -191,6 +203,10 @@ func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 func (r resolved) validateScope(scope constructs.Construct) []error {
 	var errs []error
 	stack := awscdk.Stack_Of(scope)
+	if q := r.sourceQueue; q != nil && !sameStack(q, stack) {
+		errs = append(errs, fmt.Errorf("SourceQueue %s belongs to stack %s, the lane to %s: the lane sets its redrive policy, which needs the queue in the lane's stack",
+			*q.Node().Path(), *awscdk.Stack_Of(q).StackName(), *stack.StackName()))
+	}
 	if fn := r.consumerFunction; fn != nil && !sameStack(fn, stack) {
 		errs = append(errs, fmt.Errorf("ConsumerFunction %s belongs to stack %s, the lane to %s: define or import it in the lane's stack (they refer to each other)",
 			*fn.Node().Path(), *awscdk.Stack_Of(fn).StackName(), *stack.StackName()))
@@ -217,7 +233,7 @@ func (l *lane) Replay() awslambda.Function                                { retu
 func (l *lane) ReplayRole() awsiam.Role                                   { return l.replay.role }
 func (l *lane) ReplayLogGroup() awslogs.LogGroup                          { return l.replay.logs }
 func (l *lane) ReplaySchedule() awsevents.Rule                            { return l.schedule }
-func (l *lane) AlarmTopic() awssns.Topic                                  { return l.topic }
+func (l *lane) AlarmTopic() awssns.ITopic                                 { return l.topic }
 func (l *lane) AlarmTopicKey() awskms.Key                                 { return l.topicKey }
 func (l *lane) Alarms() Alarms                                            { return l.alarms }
 func (l *lane) Dashboard() awscloudwatch.Dashboard                        { return l.dashboard }
@@ -260,6 +276,12 @@ func (l *lane) addQueues() {
 		MaxLength: jsii.Number(float64(80 - len(suffix))),
 		Separator: jsii.String("-"),
 	}) + suffix
+	// An adopted queue has a name of its own (Validate checks it).
+	var adopted awssqs.CfnQueue
+	if r.sourceQueue != nil {
+		adopted = r.sourceQueue.Node().DefaultChild().(awssqs.CfnQueue)
+		sourceName = *adopted.QueueName()
+	}
 	sourceRef := awssqs.Queue_FromQueueAttributes(l.scope(), jsii.String("SourceQueueRef"), &awssqs.QueueAttributes{
 		QueueArn:  stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("sqs"), Resource: jsii.String(sourceName)}),
 		QueueName: jsii.String(sourceName),
@@ -274,19 +296,16 @@ func (l *lane) addQueues() {
 			SourceQueues:      &[]awssqs.IQueue{sourceRef},
 		},
 	})
-	// No other queue may name the source queue as its DLQ and push its
-	// failures into the lane.
-	l.source = l.queue("SourceQueue", &awssqs.QueueProps{
-		QueueName:           jsii.String(sourceName),
-		RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
-		RetentionPeriod:     seconds2duration(r.sourceRetention),
-		VisibilityTimeout:   seconds2duration(r.visibility),
-		MaxMessageSizeBytes: jsii.Number(SourceMaxMessageBytes),
-		DeadLetterQueue: &awssqs.DeadLetterQueue{
-			Queue:           l.deadLetter,
-			MaxReceiveCount: jsii.Number(r.maxReceiveCount),
-		},
-	})
+	if adopted != nil {
+		// The one property the lane sets on the team's queue.
+		adopted.SetRedrivePolicy(map[string]any{
+			"deadLetterTargetArn": l.deadLetter.QueueArn(),
+			"maxReceiveCount":     r.maxReceiveCount,
+		})
+		l.source = r.sourceQueue.(awssqs.Queue)
+	} else {
+		l.addSourceQueue(sourceName)
+	}
 	// Neither lane of last resort may become another queue's DLQ.
 	l.invalid = l.queue("InvalidQueue", &awssqs.QueueProps{
 		RetentionPeriod:     seconds2duration(r.deadLetterRetention),
@@ -303,6 +322,23 @@ func (l *lane) addQueues() {
 			"This queue is itself a lane of last resort (invalid messages, or dead letters whose replays are exhausted): "+
 				"it is watched by a depth alarm and drained by operators, and a DLQ behind it would only hide messages further.")
 	}
+}
+
+// addSourceQueue creates the lane's own source queue, named name. No other
+// queue may name it as its DLQ and push its failures into the lane.
+func (l *lane) addSourceQueue(name string) {
+	r := l.props
+	l.source = l.queue("SourceQueue", &awssqs.QueueProps{
+		QueueName:           jsii.String(name),
+		RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
+		RetentionPeriod:     seconds2duration(r.sourceRetention),
+		VisibilityTimeout:   seconds2duration(r.visibility),
+		MaxMessageSizeBytes: jsii.Number(SourceMaxMessageBytes),
+		DeadLetterQueue: &awssqs.DeadLetterQueue{
+			Queue:           l.deadLetter,
+			MaxReceiveCount: jsii.Number(r.maxReceiveCount),
+		},
+	})
 }
 
 func (l *lane) table(id string, sortKey bool) awsdynamodb.Table {

@@ -54,8 +54,8 @@ func (l *lane) addOutputs() {
 // addTags tags every resource of the lane with settings.TagLane (the lane's
 // name), and each of its queues, tables and functions with settings.TagRole,
 // so that `dlq` finds a lane by tag where there are no stack outputs. A
-// ConsumerFunction of the team's gets both tags too (an imported one has no
-// resource in the stack to tag).
+// ConsumerFunction and a SourceQueue of the team's get both tags too (an
+// imported function has no resource in the stack to tag).
 func (l *lane) addTags() {
 	tag := func(c constructs.IConstruct, key, value, only string) {
 		var props *awscdk.TagProps
@@ -65,8 +65,12 @@ func (l *lane) addTags() {
 		awscdk.Tags_Of(c).Add(jsii.String(key), jsii.String(value), props)
 	}
 	tag(l, settings.TagLane, l.props.name, "")
+	// The team's own resources outside the lane's scope.
 	if l.props.consumerFunction != nil {
 		tag(l.consumer, settings.TagLane, l.props.name, "")
+	}
+	if l.props.sourceQueue != nil {
+		tag(l.source, settings.TagLane, l.props.name, "")
 	}
 	// The role tag on the resource itself, not on what the CDK adds under
 	// it (a function's event source mapping).

@@ -1,6 +1,7 @@
 package deadletter
 
 import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
@@ -42,16 +43,12 @@ const (
 // as a service principal, it would not be denied; service principals have
 // no Allow here either, so no other service can deliver to these queues.
 func (l *lane) restrictSenders() {
-	onlyFrom := func(q awssqs.Queue, senders ...string) {
+	onlyFrom := func(q awssqs.Queue, senders any) {
 		conditions := map[string]any{
 			"Bool": map[string]any{"aws:PrincipalIsAWSService": "false"},
 		}
-		if len(senders) > 0 {
-			arns := make([]any, len(senders))
-			for i, s := range senders {
-				arns[i] = s
-			}
-			conditions["ArnNotLike"] = map[string]any{"aws:PrincipalArn": arns}
+		if senders != nil {
+			conditions["ArnNotLike"] = map[string]any{"aws:PrincipalArn": senders}
 		}
 		q.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:        jsii.String(SidOnlyLaneSends),
@@ -62,13 +59,19 @@ func (l *lane) restrictSenders() {
 			Conditions: &conditions,
 		}))
 	}
-	onlyFrom(l.deadLetter)
+	onlyFrom(l.deadLetter, nil)
 	// An imported consumer without a role cannot be named: its invalid
 	// queue keeps the TLS-only policy alone.
 	if l.consumerRole != nil {
-		onlyFrom(l.invalid, *l.consumerRole.RoleArn())
+		onlyFrom(l.invalid, []any{l.consumerRole.RoleArn()})
 	}
-	onlyFrom(l.parking, append([]string{*l.replay.role.RoleArn()}, l.props.operatorArns...)...)
+	// The parking queue's senders grow with GrantOperator, which may be
+	// called after NewLane: the list is resolved at synthesis.
+	l.parkingSenders = &senders{arns: []*string{l.replay.role.RoleArn()}}
+	for _, arn := range l.props.operatorArns {
+		l.parkingSenders.arns = append(l.parkingSenders.arns, jsii.String(arn))
+	}
+	onlyFrom(l.parking, awscdk.Lazy_List(l.parkingSenders, nil))
 
 	// Native redrive (StartMessageMoveTask) is authorised on its source
 	// queue, the DLQ. The invalid and parking queues cannot be its source:
@@ -85,3 +88,10 @@ func (l *lane) restrictSenders() {
 		}))
 	}
 }
+
+// senders are the principal ARNs a queue policy lets send; the CDK reads
+// them when it synthesizes the policy (awscdk.Lazy_List).
+type senders struct{ arns []*string }
+
+// Produce implements awscdk.IStableListProducer.
+func (s *senders) Produce() *[]*string { return &s.arns }

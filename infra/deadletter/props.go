@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/homingdlq/homing/settings"
@@ -120,8 +122,30 @@ type LaneProps struct {
 
 	// Fifo makes all four queues FIFO queues (names end in .fifo) with
 	// content-based deduplication off: producers set MessageDeduplicationId.
-	// Default false (standard queues).
+	// Default false (standard queues), or the SourceQueue's type.
 	Fifo *bool
+
+	// SourceQueue is an existing source queue, the team's own, instead of
+	// one the lane creates. The lane's promise (a message that keeps
+	// failing reaches the DLQ after MaxReceiveCount receives) rests on the
+	// queue's redrive policy, which the lane must set, and CloudFormation can
+	// only set it on a queue of the lane's own stack. So the queue must be an
+	// awssqs.Queue defined in the lane's stack (to adopt a deployed queue,
+	// `cdk import` it into the stack first), with a QueueName of its own
+	// (the DLQ's redrive allow-policy names it by name: by reference it
+	// would be a cycle) and without a DeadLetterQueue (the lane brings it).
+	//
+	// On that queue the lane sets its RedrivePolicy (the DLQ, with
+	// MaxReceiveCount) and the lane's tags, and nothing else. What it cannot
+	// set it checks instead: the queue's visibility timeout is at least 6x
+	// ConsumerTimeout (plus MaxBatchingWindow), its retention is shorter than
+	// DeadLetterRetention, its MaximumMessageSize leaves room for the
+	// lane's metadata (at most SourceMaxMessageBytes), and its type is the
+	// lane's (Fifo). SourceRetention and VisibilityTimeout are the lane's
+	// own queue's props and must be unset; the queue's encryption, policy and
+	// redrive allow-policy stay the team's (cdk-nag checks them as any
+	// other queue of the stack). Default nil: the lane creates the queue.
+	SourceQueue awssqs.IQueue
 
 	// SourceRetention is how long the source queue keeps a message.
 	// Default 4 days; 60 s..14 days.
@@ -218,6 +242,13 @@ type LaneProps struct {
 	// AlarmPeriod is the period over which every alarm evaluates its metric.
 	// Default 1 minute.
 	AlarmPeriod awscdk.Duration
+	// AlarmTopic is an existing topic that receives the lane's alarm and OK
+	// transitions instead of one the lane creates (with its own KMS key).
+	// The lane adds a statement to its policy that lets CloudWatch alarms of
+	// this account publish; an imported topic's policy (and its KMS key,
+	// if it has one) must allow that already, since the CDK cannot change
+	// an imported topic. Default nil: the lane creates the topic.
+	AlarmTopic awssns.ITopic
 
 	// Metrics and the alarms that page early (issue 11; see [Alarms]).
 
@@ -457,15 +488,24 @@ func (r replayResolved) variables() map[string]string {
 // resolved is LaneProps with every default applied and every duration in
 // seconds, as Validate checks it and NewLane builds from it.
 type resolved struct {
-	name                string
-	fifo                bool
+	name        string
+	fifo        bool
+	sourceQueue awssqs.IQueue
+	// sourceProblems are the reasons the SourceQueue cannot be adopted.
+	sourceProblems []string
+	// ownSourceProps are the set props of the lane's own source queue (an
+	// error with a SourceQueue).
+	ownSourceProps      []string
+	alarmTopic          awssns.ITopic
 	sourceRetention     float64
 	deadLetterRetention float64
 	maxReceiveCount     float64
 	visibility          float64
 	codeDir             string
 	consumerFunction    awslambda.IFunction
-	consumerCodeDir     string
+	// sourceMaxBytes is an adopted SourceQueue's MaximumMessageSize.
+	sourceMaxBytes  float64
+	consumerCodeDir string
 	// ownConsumerProps are the set props that configure the consumer the
 	// lane builds (an error with a ConsumerFunction).
 	ownConsumerProps []string
@@ -536,6 +576,50 @@ func kebab(id string) string {
 	return strings.Trim(b.String(), "-")
 }
 
+// adoptSource reads what the lane needs of p.SourceQueue and notes why it
+// cannot use it, if so.
+func (r *resolved) adoptSource(p *LaneProps) {
+	r.sourceQueue = p.SourceQueue
+	for _, f := range [...]struct {
+		name string
+		set  bool
+	}{{"SourceRetention", p.SourceRetention != nil}, {"VisibilityTimeout", p.VisibilityTimeout != nil}} {
+		if f.set {
+			r.ownSourceProps = append(r.ownSourceProps, f.name)
+		}
+	}
+	if f := p.SourceQueue.Fifo(); p.Fifo == nil && f != nil {
+		r.fifo = *f
+	}
+	q, ok := p.SourceQueue.(awssqs.Queue)
+	var cfn awssqs.CfnQueue
+	if ok {
+		cfn, ok = q.Node().DefaultChild().(awssqs.CfnQueue)
+	}
+	if !ok {
+		r.sourceProblems = append(r.sourceProblems, "is imported: the lane cannot set an imported queue's redrive policy; define the queue in the lane's stack (`cdk import` a deployed one)")
+		return
+	}
+	if q.DeadLetterQueue() != nil || cfn.RedrivePolicy() != nil {
+		r.sourceProblems = append(r.sourceProblems, "has a dead-letter queue already; the lane brings its own")
+	}
+	if name := cfn.QueueName(); name == nil || *awscdk.Token_IsUnresolved(name) {
+		r.sourceProblems = append(r.sourceProblems, "has no QueueName of its own: the DLQ's redrive allow-policy must name it, and by reference that would be a cycle")
+	}
+	known := func(v *float64, def float64) float64 {
+		if v == nil {
+			return def
+		}
+		if *awscdk.Token_IsUnresolved(v) {
+			return math.NaN()
+		}
+		return *v
+	}
+	r.sourceRetention = known(cfn.MessageRetentionPeriod(), DefaultSourceRetentionDays*24*3600)
+	r.visibility = known(cfn.VisibilityTimeout(), 30)
+	r.sourceMaxBytes = known(cfn.MaximumMessageSize(), 262144)
+}
+
 // resolve applies the defaults; id is the lane's construct id, the source
 // of the default Name.
 func (p *LaneProps) resolve(id string) resolved {
@@ -590,6 +674,10 @@ func (p *LaneProps) resolve(id string) resolved {
 		}
 	}
 	r.visibility = seconds(p.VisibilityTimeout, VisibilityFactor*r.timeout+r.batchingWindow)
+	r.alarmTopic = p.AlarmTopic
+	if p.SourceQueue != nil {
+		r.adoptSource(p)
+	}
 	if p.CodeDir != nil {
 		r.codeDir = *p.CodeDir
 	}
@@ -675,27 +763,45 @@ func (r resolved) validate() []error {
 		whole("ReservedConcurrency", *r.reservedConcurrency, 1, math.MaxInt32)
 	}
 
+	// An adopted queue's settings are named as the queue's; NaN is a token,
+	// which CloudFormation checks.
+	sourceRetention, visibility := "SourceRetention", "VisibilityTimeout"
+	if r.sourceQueue != nil {
+		sourceRetention, visibility = "SourceQueue's MessageRetentionPeriod", "SourceQueue's VisibilityTimeout"
+		for _, problem := range r.sourceProblems {
+			bad("SourceQueue %s", problem)
+		}
+		if len(r.ownSourceProps) > 0 {
+			bad("%s configure the queue the lane creates; with a SourceQueue, set them on that queue", strings.Join(r.ownSourceProps, ", "))
+		}
+		if f := r.sourceQueue.Fifo(); f != nil && *f != r.fifo {
+			bad("SourceQueue is FIFO: %v, but Fifo is %v: all four queues are of one type", *f, r.fifo)
+		}
+		if r.sourceMaxBytes > SourceMaxMessageBytes {
+			bad("SourceQueue's MaximumMessageSize is %v, want at most %d: the invalid and parking queues need room for the lane's metadata", r.sourceMaxBytes, SourceMaxMessageBytes)
+		}
+	}
 	for _, f := range [...]struct {
 		name string
 		v    float64
-	}{{"SourceRetention", r.sourceRetention}, {"DeadLetterRetention", r.deadLetterRetention}} {
+	}{{sourceRetention, r.sourceRetention}, {"DeadLetterRetention", r.deadLetterRetention}} {
 		if f.v < MinRetentionSeconds || f.v > MaxRetentionSeconds {
 			bad("%s is %s, want %s..%s", f.name, human(f.v), human(MinRetentionSeconds), human(MaxRetentionSeconds))
 		}
 	}
 	if r.deadLetterRetention <= r.sourceRetention {
-		bad("DeadLetterRetention (%s) must be longer than SourceRetention (%s): SQS keeps a message's original enqueue time when it moves it to the DLQ",
-			human(r.deadLetterRetention), human(r.sourceRetention))
+		bad("DeadLetterRetention (%s) must be longer than %s (%s): SQS keeps a message's original enqueue time when it moves it to the DLQ",
+			human(r.deadLetterRetention), sourceRetention, human(r.sourceRetention))
 	}
 
 	if r.timeout < 1 || r.timeout > MaxConsumerTimeoutSeconds {
 		bad("ConsumerTimeout is %s, want 1s..%s", human(r.timeout), human(MaxConsumerTimeoutSeconds))
 	}
 	if r.visibility < VisibilityFactor*r.timeout {
-		bad("VisibilityTimeout is %s, want at least %dx ConsumerTimeout (%s)", human(r.visibility), VisibilityFactor, human(VisibilityFactor*r.timeout))
+		bad("%s is %s, want at least %dx ConsumerTimeout (%s)", visibility, human(r.visibility), VisibilityFactor, human(VisibilityFactor*r.timeout))
 	}
 	if r.visibility > MaxVisibilitySeconds {
-		bad("VisibilityTimeout is %s, want at most %s", human(r.visibility), human(MaxVisibilitySeconds))
+		bad("%s is %s, want at most %s", visibility, human(r.visibility), human(MaxVisibilitySeconds))
 	}
 	if r.memory < 128 || r.memory > 10240 || r.memory != math.Trunc(r.memory) {
 		bad("ConsumerMemorySize is %v, want a whole number of MB in 128..10240", r.memory)

@@ -1,0 +1,282 @@
+package deadletter_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/infra/deadletter"
+	"github.com/homingdlq/homing/settings"
+)
+
+// teamQueue is a team's own source queue, defined in the lane's stack with
+// a name of its own.
+func teamQueue(stack awscdk.Stack, props *awssqs.QueueProps) awssqs.Queue {
+	if props.QueueName == nil {
+		props.QueueName = jsii.String("payments-captured")
+	}
+	props.Encryption = awssqs.QueueEncryption_SQS_MANAGED
+	props.EnforceSSL = jsii.Bool(true)
+	return awssqs.NewQueue(stack, jsii.String("Captured"), props)
+}
+
+// TestExistingSourceQueue: the lane sets the team's queue's redrive policy
+// (its DLQ, MaxReceiveCount) and tags, nothing else, and the DLQ's
+// allow-policy names the queue.
+func TestExistingSourceQueue(t *testing.T) {
+	stack := newStack()
+	q := teamQueue(stack, &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+	p := baseProps()
+	p.SourceQueue = q
+	p.MaxReceiveCount = jsii.Number(4)
+	s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
+	source := s.ref(q.QueueArn())
+	if got := s.ref(s.lane.SourceQueue().QueueArn()); got != source {
+		t.Fatalf("SourceQueue() is %s, want the team's %s", got, source)
+	}
+	dlq := s.ref(s.lane.DeadLetterQueue().QueueArn())
+	if got, want := mustJSON(props(s.resources[source])["RedrivePolicy"]), mustJSON(obj{"deadLetterTargetArn": getAtt(dlq, "Arn"), "maxReceiveCount": 4}); got != want {
+		t.Errorf("the team's queue's RedrivePolicy is %s, want %s", got, want)
+	}
+	qp := props(s.resources[source])
+	for _, untouched := range []string{"MessageRetentionPeriod", "MaximumMessageSize", "RedriveAllowPolicy"} {
+		if v, ok := qp[untouched]; ok {
+			t.Errorf("the lane set %s=%v on the team's queue", untouched, v)
+		}
+	}
+	if qp["VisibilityTimeout"] != 180.0 || qp["QueueName"] != "payments-captured" {
+		t.Errorf("the team's queue changed: %s", mustJSON(qp))
+	}
+	if got := mustJSON(props(s.resources[dlq])["RedriveAllowPolicy"]); got != mustJSON(obj{"redrivePermission": "byQueue", "sourceQueueArns": arr{sourceArnFor("payments-captured")}}) {
+		t.Errorf("DLQ allow-policy %s", got)
+	}
+	if n := len(s.ofType("AWS::SQS::Queue")); n != 4 {
+		t.Errorf("%d queues, want the team's and the lane's three", n)
+	}
+	check(t, "the mapping consumes the team's queue", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), like(obj{"EventSourceArn": getAtt(source, "Arn")}))
+	})
+	check(t, "the team's queue carries the lane's tags", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::SQS::Queue"), like(obj{
+			"QueueName": "payments-captured",
+			"Tags":      arrayWith(obj{"Key": settings.TagLane, "Value": "payments"}, obj{"Key": settings.TagRole, "Value": settings.RoleSource}),
+		}))
+	})
+	check(t, "the output names the team's queue", func() {
+		s.template.HasOutput(jsii.String("PaymentsSourceQueueUrl"), like(obj{"Value": refTo(source)}))
+	})
+}
+
+func TestExistingSourceQueueValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(stack awscdk.Stack, p *deadletter.LaneProps)
+		want  []string
+	}{
+		{"imported", func(stack awscdk.Stack, p *deadletter.LaneProps) {
+			p.SourceQueue = awssqs.Queue_FromQueueArn(stack, jsii.String("Imported"), jsii.String("arn:aws:sqs:us-east-1:123456789012:captured"))
+		}, []string{"SourceQueue is imported: the lane cannot set an imported queue's redrive policy"}},
+		{"without a name", func(stack awscdk.Stack, p *deadletter.LaneProps) {
+			p.SourceQueue = awssqs.NewQueue(stack, jsii.String("Unnamed"), &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+		}, []string{"SourceQueue has no QueueName of its own"}},
+		{"with a DLQ of its own", func(stack awscdk.Stack, p *deadletter.LaneProps) {
+			own := awssqs.NewQueue(stack, jsii.String("OwnDLQ"), nil)
+			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
+				VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3)),
+				DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: own, MaxReceiveCount: jsii.Number(5)},
+			})
+		}, []string{"SourceQueue has a dead-letter queue already; the lane brings its own"}},
+		{"visibility too short, retention too long, messages too large", func(stack awscdk.Stack, p *deadletter.LaneProps) {
+			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
+				RetentionPeriod:     awscdk.Duration_Days(jsii.Number(14)),
+				MaxMessageSizeBytes: jsii.Number(1048576),
+			})
+		}, []string{
+			"SourceQueue's VisibilityTimeout is 30s, want at least 6x ConsumerTimeout (3m)",
+			"DeadLetterRetention (14d) must be longer than SourceQueue's MessageRetentionPeriod (14d)",
+			"SourceQueue's MaximumMessageSize is 1.048576e+06, want at most 983040",
+		}},
+		{"props of the lane's own queue", func(stack awscdk.Stack, p *deadletter.LaneProps) {
+			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+			p.VisibilityTimeout = awscdk.Duration_Minutes(jsii.Number(5))
+			p.SourceRetention = awscdk.Duration_Days(jsii.Number(1))
+		}, []string{"SourceRetention, VisibilityTimeout configure the queue the lane creates; with a SourceQueue, set them on that queue"}},
+		{"FIFO queue, standard lane", func(stack awscdk.Stack, p *deadletter.LaneProps) {
+			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{QueueName: jsii.String("captured.fifo"), Fifo: jsii.Bool(true), VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+			p.Fifo = jsii.Bool(false)
+		}, []string{"SourceQueue is FIFO: true, but Fifo is false"}},
+		{"a queue of another stack", func(stack awscdk.Stack, p *deadletter.LaneProps) {
+			other := awscdk.NewStack(awscdk.App_Of(stack), jsii.String("Queues"), nil)
+			p.SourceQueue = teamQueue(other, &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+		}, []string{"SourceQueue Queues/Captured belongs to stack Queues, the lane to Test"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stack := newStack()
+			p := baseProps()
+			tc.build(stack, p)
+			err := panicOf(func() { deadletter.NewLane(stack, "Payments", p) })
+			if !errors.Is(err, deadletter.ErrInvalidProps) {
+				t.Fatalf("NewLane panicked with %v, want ErrInvalidProps", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+
+	t.Run("a FIFO queue makes a FIFO lane", func(t *testing.T) {
+		stack := newStack()
+		p := baseProps()
+		p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{QueueName: jsii.String("captured.fifo"), Fifo: jsii.Bool(true), VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+		s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
+		check(t, "four FIFO queues", func() {
+			s.template.ResourcePropertiesCountIs(jsii.String("AWS::SQS::Queue"), like(obj{"FifoQueue": true}), jsii.Number(4))
+		})
+	})
+}
+
+// TestExistingAlarmTopic: the alarms notify the team's topic; the lane
+// creates no topic and no key, and lets CloudWatch publish to it.
+func TestExistingAlarmTopic(t *testing.T) {
+	stack := newStack()
+	topic := awssns.NewTopic(stack, jsii.String("Pager"), &awssns.TopicProps{EnforceSSL: jsii.Bool(true)})
+	p := baseProps()
+	p.AlarmTopic = topic
+	s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
+	id := s.ref(topic.TopicArn())
+	if s.lane.AlarmTopicKey() != nil {
+		t.Error("AlarmTopicKey is not nil")
+	}
+	check(t, "one topic, no key", func() {
+		s.template.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(1))
+		s.template.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(0))
+	})
+	for _, a := range s.lane.Alarms().All() {
+		r := props(s.resources[s.ref(a.AlarmArn())])
+		if !strings.Contains(mustJSON(r["AlarmActions"]), id) || !strings.Contains(mustJSON(r["OKActions"]), id) {
+			t.Errorf("alarm %s notifies %s / %s", s.ref(a.AlarmArn()), mustJSON(r["AlarmActions"]), mustJSON(r["OKActions"]))
+		}
+	}
+	check(t, "CloudWatch may publish", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::SNS::TopicPolicy"), like(obj{
+			"Topics": arr{refTo(id)},
+			"PolicyDocument": like(obj{"Statement": arrayWith(like(obj{
+				"Sid": "CloudWatchAlarmsPublish", "Principal": obj{"Service": "cloudwatch.amazonaws.com"}, "Action": "sns:Publish",
+			}))}),
+		}))
+		s.template.HasOutput(jsii.String("PaymentsAlarmTopicArn"), like(obj{"Value": refTo(id)}))
+	})
+}
+
+// TestGrantOperator: the operator's role gets exactly the runbook's actions
+// on the lane's resources, and may send to the parking queue.
+func TestGrantOperator(t *testing.T) {
+	stack := newStack()
+	lane := deadletter.NewLane(stack, "Orders", baseProps())
+	operator := awsiam.NewRole(stack, jsii.String("Operator"), &awsiam.RoleProps{AssumedBy: awsiam.NewAccountRootPrincipal()})
+	lane.GrantOperator(operator)
+	s := synthesize(stack, lane)
+	id := s.ids()
+	role := s.ref(operator.RoleName())
+
+	got := map[string][]string{} // resource -> actions
+	for _, r := range s.resources {
+		if r["Type"] != "AWS::IAM::Policy" || !strings.Contains(mustJSON(props(r)["Roles"]), role) {
+			continue
+		}
+		for _, st := range props(r)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			if st["Effect"] != "Allow" {
+				t.Errorf("statement %s", mustJSON(st))
+			}
+			for _, res := range asList(st["Resource"]) {
+				for _, a := range asList(st["Action"]) {
+					got[mustJSON(res)] = append(got[mustJSON(res)], a.(string))
+				}
+			}
+		}
+	}
+	queue := func(id string) string { return mustJSON(getAtt(id, "Arn")) }
+	want := map[string][]string{
+		queue(id.source):                        {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"},
+		queue(id.dlq):                           {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"},
+		queue(id.invalid):                       {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"},
+		queue(id.parking):                       {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage"},
+		mustJSON(getAtt(id.ledger, "Arn")):      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
+		mustJSON(getAtt(id.idempotency, "Arn")): {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
+		mustJSON(getAtt(id.replay, "Arn")):      {"lambda:InvokeFunction"},
+		mustJSON(getAtt(id.consumer, "Arn")):    {"lambda:GetFunctionConfiguration", "lambda:GetFunctionConcurrency"},
+		mustJSON(getAtt(id.schedule, "Arn")):    {"events:DescribeRule", "events:DisableRule", "events:EnableRule"},
+		mustJSON(refTo(id.topic)):               {"sns:Subscribe"},
+		mustJSON(refTo("AWS::StackId")):         {"cloudformation:DescribeStacks"},
+	}
+	// Both log groups, by their ARN and the ARN of the group itself (without
+	// ":*"), as LogGroup.GrantRead names them.
+	readLogs := []string{"logs:FilterLogEvents", "logs:GetLogEvents", "logs:GetLogGroupFields", "logs:DescribeLogGroups", "logs:DescribeLogStreams"}
+	for _, group := range []string{id.logs, id.replayLogs} {
+		want[mustJSON(getAtt(group, "Arn"))] = readLogs
+		want[mustJSON(obj{"Fn::Join": arr{"", arr{"arn:", refTo("AWS::Partition"), ":logs:", refTo("AWS::Region"), ":", refTo("AWS::AccountId"), ":log-group:", refTo(group)}}})] = readLogs
+	}
+	for res, actions := range want {
+		if mustJSON(sorted(got[res])) != mustJSON(sorted(actions)) {
+			t.Errorf("on %s: %v\nwant %v", res, sorted(got[res]), sorted(actions))
+		}
+	}
+	for res, actions := range got {
+		if _, ok := want[res]; !ok {
+			t.Errorf("unexpected grant on %s: %v", res, actions)
+		}
+	}
+
+	check(t, "the parking queue lets the operator send", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), like(obj{
+			"Queues": arr{refTo(id.parking)},
+			"PolicyDocument": like(obj{"Statement": arrayWith(like(obj{
+				"Sid":       deadletter.SidOnlyLaneSends,
+				"Condition": like(obj{"ArnNotLike": obj{"aws:PrincipalArn": arr{getAtt(id.replayRole, "Arn"), getAtt(role, "Arn")}}}),
+			}))}),
+		}))
+	})
+	check(t, "the DLQ still denies every sender", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), like(obj{
+			"Queues": arr{refTo(id.dlq)},
+			"PolicyDocument": like(obj{"Statement": arrayWith(like(obj{
+				"Sid":       deadletter.SidOnlyLaneSends,
+				"Condition": assertions.Match_ObjectEquals(&obj{"Bool": obj{"aws:PrincipalIsAWSService": "false"}}),
+			}))}),
+		}))
+	})
+	annotations := assertions.Annotations_FromStack(stack)
+	for _, m := range *annotations.FindError(jsii.String("*"), assertions.Match_AnyValue()) {
+		t.Errorf("error: %s", mustJSON(m))
+	}
+	for _, m := range *annotations.FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+		t.Errorf("warning: %s", mustJSON(m))
+	}
+
+	err := panicOf(func() { lane.GrantOperator(awsiam.NewServicePrincipal(jsii.String("ec2.amazonaws.com"), nil)) })
+	if err == nil || !strings.Contains(err.Error(), "no role, user or ArnPrincipal") {
+		t.Errorf("GrantOperator to a service principal: %v", err)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package deadletter
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// operatorActions are the actions [Lane.GrantOperator] grants, by the
+// resource they are granted on, each for a step of the runbook
+// (docs/OPERATIONS.md):
+//
+//   - find the lane: cloudformation:DescribeStacks on the lane's stack
+//     (`dlq --stack`), sqs:GetQueueUrl on its queues. Finding a lane by tag
+//     alone (`dlq --lane` without outputs) needs tag:GetResources, which IAM
+//     grants only on "*": add it yourself if you use it;
+//   - inspect and peek: sqs:GetQueueAttributes on the four queues (only that
+//     on the source queue: receiving there would steal the consumer's
+//     messages), sqs:ReceiveMessage and sqs:ChangeMessageVisibility on the
+//     DLQ, the invalid and the parking queue;
+//   - replay on demand (`dlq replay`, the replay engine run by the operator,
+//     also --from invalid and --from parking): sqs:DeleteMessage on those
+//     three, sqs:SendMessage on the source and the parking queue (and the
+//     principal's ARN joins the parking queue policy's senders); GetItem,
+//     PutItem, UpdateItem and Query on the ledger; BatchGetItem (the canary
+//     gate) on the idempotency table; lambda:InvokeFunction on the replay
+//     function (an on-demand run of the function itself);
+//   - audit: Query and GetItem on the ledger, GetItem on the idempotency
+//     table (was the order invoiced?);
+//   - stop and resume scheduled replay: events:DescribeRule, DisableRule
+//     and EnableRule on the replay schedule;
+//   - read the logs: the log groups' read actions (aws logs tail) on the
+//     replay function's and, when the lane built it, the consumer's; read
+//     the consumer's configuration and concurrency;
+//   - subscribe to the alarm topic: sns:Subscribe.
+//
+// Nothing else: no SendMessage on the DLQ (its policy denies it to
+// everyone), no StartMessageMoveTask, no write on the idempotency table, no
+// receive on the source queue.
+var operatorActions = map[string][]string{
+	"stack":       {"cloudformation:DescribeStacks"},
+	"source":      {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"},
+	"dead-letter": {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"},
+	"invalid":     {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"},
+	"parking":     {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage"},
+	"ledger":      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
+	"idempotency": {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
+	"replay":      {"lambda:InvokeFunction"},
+	"consumer":    {"lambda:GetFunctionConfiguration", "lambda:GetFunctionConcurrency"},
+	"schedule":    {"events:DescribeRule", "events:DisableRule", "events:EnableRule"},
+	"alarm-topic": {"sns:Subscribe"},
+}
+
+// GrantOperator: see [Lane].
+func (l *lane) GrantOperator(principal awsiam.IGrantable) {
+	arn, ok := principalArn(principal.GrantPrincipal())
+	if !ok {
+		panic(fmt.Errorf("deadletter: %s.GrantOperator: the principal is no role, user or ArnPrincipal, so the parking queue's policy cannot name it", *l.Node().Path()))
+	}
+	l.parkingSenders.arns = append(l.parkingSenders.arns, arn)
+
+	onArns := func(key string, arns ...*string) {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+			Grantee:      principal,
+			Actions:      jsii.Strings(operatorActions[key]...),
+			ResourceArns: &arns,
+		})
+	}
+	onArns("stack", awscdk.Aws_STACK_ID())
+	l.source.Grant(principal, pointers(operatorActions["source"])...)
+	l.deadLetter.Grant(principal, pointers(operatorActions["dead-letter"])...)
+	l.invalid.Grant(principal, pointers(operatorActions["invalid"])...)
+	l.parking.Grant(principal, pointers(operatorActions["parking"])...)
+	l.ledger.Grant(principal, pointers(operatorActions["ledger"])...)
+	l.idempotency.Grant(principal, pointers(operatorActions["idempotency"])...)
+	// The function's ARN alone: GrantInvoke would add its versions (":*").
+	onArns("replay", l.replay.fn.FunctionArn())
+	onArns("consumer", l.consumer.FunctionArn())
+	onArns("schedule", l.schedule.RuleArn())
+	onArns("alarm-topic", l.topic.TopicArn())
+	l.replay.logs.GrantRead(principal)
+	if l.consumerLogs != nil {
+		l.consumerLogs.GrantRead(principal)
+	}
+}
+
+// principalArn is the ARN by which a queue policy names p: a role's, a
+// user's or an ArnPrincipal's.
+func principalArn(p awsiam.IPrincipal) (*string, bool) {
+	switch v := p.(type) {
+	case awsiam.IRole:
+		return v.RoleArn(), true
+	case awsiam.IUser:
+		return v.UserArn(), true
+	case awsiam.ArnPrincipal:
+		return v.Arn(), true
+	}
+	return nil, false
+}
+
+func pointers(ss []string) []*string {
+	out := make([]*string, len(ss))
+	for i, s := range ss {
+		out[i] = jsii.String(s)
+	}
+	return out
+}
