@@ -60,7 +60,7 @@ func deployed(t *testing.T) *deployedStack {
 }
 
 func (s *deployedStack) orderBody(t *testing.T, id string) string {
-	b, err := os.ReadFile("../../events/order-valid.json")
+	b, err := os.ReadFile("../events/order-valid.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,28 +2,79 @@ package deadletter_test
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/homingdlq/homing/infra/deadletter"
 )
 
-// A lane with the production defaults, then a fast one for an emulator.
+// A lane around a team's existing consumer, here a Node.js function, with
+// the team's source queue and pager topic. The lane wires the queue to the
+// function (partial batch failures, batch size, max concurrency), grants it
+// the invalid queue and the idempotency table, sets its INVALID_QUEUE_URL,
+// IDEMPOTENCY_TABLE and CONSUMER_NAME, and declares the outputs
+// (PaymentsSourceQueueUrl, PaymentsDeadLetterQueueUrl...) that
+// `dlq --lane payments` reads. The replay function's bootstrap comes from
+// homing itself:
+//
+//	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc \
+//	  -o bin/replay/bootstrap github.com/homingdlq/homing/functions/replay
+func ExampleNewLane_existingConsumer() {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("Payments"), nil)
+
+	consumer := awslambda.NewFunction(stack, jsii.String("Consumer"), &awslambda.FunctionProps{
+		Runtime: awslambda.Runtime_NODEJS_22_X(),
+		Handler: jsii.String("index.handler"),
+		Code:    awslambda.Code_FromAsset(jsii.String("consumer/dist"), nil),
+		Timeout: awscdk.Duration_Seconds(jsii.Number(20)),
+	})
+	queue := awssqs.NewQueue(stack, jsii.String("Captured"), &awssqs.QueueProps{
+		QueueName:         jsii.String("payments-captured.fifo"), // the DLQ's allow-policy names it
+		Fifo:              jsii.Bool(true),
+		VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(2)), // at least 6x the consumer's timeout
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+	})
+	pager := awssns.Topic_FromTopicArn(stack, jsii.String("Pager"), jsii.String("arn:aws:sns:eu-west-1:123456789012:pager"))
+
+	lane := deadletter.NewLane(stack, "Payments", &deadletter.LaneProps{
+		ConsumerFunction: consumer,
+		SourceQueue:      queue, // FIFO: the lane's DLQ, invalid and parking queues are FIFO too
+		AlarmTopic:       pager,
+		HealthURL:        jsii.String("https://ledger.example.com"), // replay holds while GET /health fails
+		CodeDir:          jsii.String("bin"),                        // bin/replay/bootstrap
+		MaxReceiveCount:  jsii.Number(5),
+	})
+
+	// The on-call role may inspect, peek, replay, audit and park.
+	oncall := awsiam.Role_FromRoleArn(stack, jsii.String("OnCall"), jsii.String("arn:aws:iam::123456789012:role/payments-oncall"), nil)
+	lane.GrantOperator(oncall)
+	app.Synth(nil)
+}
+
+// A lane that builds its consumer from a Go bootstrap, with the production
+// defaults, then a fast one for an emulator.
 func ExampleNewLane() {
 	app := awscdk.NewApp(nil)
 	stack := awscdk.NewStack(app, jsii.String("Orders"), nil)
 
 	// The lane declares its outputs itself: InvoiceSourceQueueUrl...
 	deadletter.NewLane(stack, "Invoice", &deadletter.LaneProps{
-		HealthURL: jsii.String("https://tax.example.com"),
-		CodeDir:   jsii.String("../bin"), // bin/{consumer,replay}/bootstrap from `make build ARCH=arm64`
+		CodeDir:             jsii.String("../bin"), // bin/{consumer,replay}/bootstrap from `make build ARCH=arm64`
+		ConsumerEnvironment: map[string]string{"TAX_SERVICE_URL": "https://tax.example.com"},
+		HealthURL:           jsii.String("https://tax.example.com"),
 	})
 
 	deadletter.NewLane(stack, "InvoiceFast", &deadletter.LaneProps{
-		HealthURL:         jsii.String("http://127.0.0.1:4580"),
-		MaxReceiveCount:   jsii.Number(3),
-		ConsumerTimeout:   awscdk.Duration_Seconds(jsii.Number(5)),
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(30)),
-		RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
+		ConsumerEnvironment: map[string]string{"TAX_SERVICE_URL": "http://127.0.0.1:4580"},
+		MaxReceiveCount:     jsii.Number(3),
+		ConsumerTimeout:     awscdk.Duration_Seconds(jsii.Number(5)),
+		VisibilityTimeout:   awscdk.Duration_Seconds(jsii.Number(30)),
+		RemovalPolicy:       awscdk.RemovalPolicy_DESTROY,
 		Replay: &deadletter.ReplayProps{
 			Schedule:    jsii.String("rate(1 minute)"),
 			Timeout:     awscdk.Duration_Seconds(jsii.Number(30)),
