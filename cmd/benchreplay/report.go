@@ -46,6 +46,7 @@ type verdict struct {
 	pass      bool
 	unit      string // "×" or " msgs/s"
 	missingOf string // what was not measured, when !measured
+	note      string // why the target cannot pass, when it cannot
 }
 
 // target is one of the engine's targets (issue 9).
@@ -70,6 +71,9 @@ func targets(r results, profiles []profile, w int) []target {
 			v.measured = true
 			v.value = a / b
 			v.pass = v.value >= min
+			if strings.HasPrefix(num, "engine") && b*min > replay.MaxRate {
+				v.note = fmt.Sprintf("%.1f× %s is %s msgs/s, above replay.MaxRate, %s", min, den, number(b*min), number(replay.MaxRate))
+			}
 		}
 		return v
 	}
@@ -113,6 +117,8 @@ func (v verdict) String() string {
 		return s + " (no target)"
 	case v.pass:
 		return "**" + s + " pass**"
+	case v.note != "":
+		return s + " FAIL (" + v.note + ")"
 	default:
 		return s + " FAIL"
 	}

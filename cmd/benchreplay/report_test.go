@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homingdlq/homing/replay"
 )
 
 func TestMedian(t *testing.T) {
@@ -70,6 +72,18 @@ func TestTargets(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("targets %v, want %d of them", got, len(want))
+	}
+}
+
+// A ratio the engine's rate bound cannot reach says so.
+func TestTargetsAboveMaxRate(t *testing.T) {
+	bare := profile{name: "bare"}
+	r := results{}
+	r.add(bare.name, "engine-w", replay.MaxRate)
+	r.add(bare.name, "raw-w", 2*replay.MaxRate)
+	v := targets(r, []profile{bare}, 4)[1].verdicts[0]
+	if !strings.Contains(v.String(), "above replay.MaxRate") || v.pass {
+		t.Errorf("engine at MaxRate against a raw loop at twice it: %q", v)
 	}
 }
 
