@@ -143,9 +143,10 @@ func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 	now := l.now()
 	it := toItem(r)
 	var err error
+	var old map[string]types.AttributeValue // the item replaced
 	switch r.State {
 	case replay.Seen:
-		err = l.put(ctx, it, absentOrExpired(now))
+		old, err = l.put(ctx, it, absentOrExpired(now))
 	case replay.Intent:
 		cond := absentOrExpired(now).Or(stateIs(replay.Seen)).Or(stateIs(replay.Intent).And(
 			expression.Name("leaseUntil").LessThanEqual(expression.Value(it.At)).Or(expression.Name("runId").Equal(expression.Value(r.RunID)))))
@@ -153,7 +154,7 @@ func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 			Set(expression.Name("firstSeenAt"), expression.IfNotExists(expression.Name("firstSeenAt"), expression.Value(it.FirstSeenAt))).
 			Set(expression.Name("leaseUntil"), expression.Value(it.LeaseUntil)).
 			Remove(expression.Name("reason"))
-		err = l.update(ctx, it, cond, update)
+		old, err = l.update(ctx, it, cond, update)
 	case replay.Sent, replay.Parked, replay.Resolved:
 		cond := stateIs(replay.Intent).And(expression.Name("runId").Equal(expression.Value(r.RunID))).
 			And(expression.Name(TTLAttribute).GreaterThan(expression.Value(now.Unix())))
@@ -163,14 +164,18 @@ func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 		} else {
 			update = update.Remove(expression.Name("reason"))
 		}
-		err = l.update(ctx, it, cond, update)
+		old, err = l.update(ctx, it, cond, update)
 	default:
 		return replay.MessageRecord{}, false, fmt.Errorf("mark %s in %s: unknown state %q", r.MessageID, l.table, r.State)
 	}
 	var failed *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
-		return replay.MessageRecord{}, true, nil
+		prev, derr := l.live(old, now)
+		if derr != nil {
+			return replay.MessageRecord{}, true, fmt.Errorf("decode the record %s replaced in %s: %w", r.MessageID, l.table, derr)
+		}
+		return prev, true, nil
 	case !errors.As(err, &failed):
 		return replay.MessageRecord{}, false, fmt.Errorf("mark %s %s in %s: %w", r.MessageID, r.State, l.table, err)
 	}
@@ -182,17 +187,26 @@ func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 		}
 		current = out.Item
 	}
-	if len(current) == 0 {
-		return replay.MessageRecord{}, false, nil
-	}
-	var cur messageItem
-	if err := attributevalue.UnmarshalMap(current, &cur); err != nil {
+	cur, err := l.live(current, now)
+	if err != nil {
 		return replay.MessageRecord{}, false, fmt.Errorf("decode %s from %s: %w", r.MessageID, l.table, err)
 	}
-	if cur.ExpiresAt <= now.Unix() {
-		return replay.MessageRecord{}, false, nil
+	return cur, false, nil
+}
+
+// live decodes a message item; zero when there is none or it has expired.
+func (l *Ledger) live(item map[string]types.AttributeValue, now time.Time) (replay.MessageRecord, error) {
+	if len(item) == 0 {
+		return replay.MessageRecord{}, nil
 	}
-	return cur.record(), false, nil
+	var it messageItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return replay.MessageRecord{}, err
+	}
+	if it.ExpiresAt <= now.Unix() {
+		return replay.MessageRecord{}, nil
+	}
+	return it.record(), nil
 }
 
 // fields sets what every transition writes.
@@ -208,35 +222,46 @@ func (l *Ledger) fields(it messageItem) expression.UpdateBuilder {
 		Set(expression.Name(TTLAttribute), expression.Value(it.ExpiresAt))
 }
 
-func (l *Ledger) put(ctx context.Context, it messageItem, cond expression.ConditionBuilder) error {
+// put writes it when cond holds and returns the item it replaced.
+func (l *Ledger) put(ctx context.Context, it messageItem, cond expression.ConditionBuilder) (map[string]types.AttributeValue, error) {
 	item, err := attributevalue.MarshalMap(it)
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", it.MessageID, err)
+		return nil, fmt.Errorf("encode %s: %w", it.MessageID, err)
 	}
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
-		return fmt.Errorf("build condition: %w", err)
+		return nil, fmt.Errorf("build condition: %w", err)
 	}
-	_, err = l.api.PutItem(ctx, &dynamodb.PutItemInput{
+	out, err := l.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(l.table), Item: item,
 		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return out.Attributes, nil
 }
 
-func (l *Ledger) update(ctx context.Context, it messageItem, cond expression.ConditionBuilder, update expression.UpdateBuilder) error {
+// update applies update when cond holds and returns the item as it was
+// before (empty when there was none).
+func (l *Ledger) update(ctx context.Context, it messageItem, cond expression.ConditionBuilder, update expression.UpdateBuilder) (map[string]types.AttributeValue, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(update).Build()
 	if err != nil {
-		return fmt.Errorf("build update: %w", err)
+		return nil, fmt.Errorf("build update: %w", err)
 	}
-	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.table), Key: l.key(it.PK, it.SK),
 		ConditionExpression: expr.Condition(), UpdateExpression: expr.Update(),
 		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return out.Attributes, nil
 }
 
 // query runs a consistent query of one partition for the live items whose

@@ -117,7 +117,7 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, prev
 				return g
 			}
 			b.Trips++
-			b.ProbeAt = r.now().Add(r.e.policy.ceiling(b.Trips - 1))
+			b.ProbeAt = r.now().Add(r.e.opts.Policy.ceiling(b.Trips - 1))
 			p.rs.Probe = true
 			return limited(detail + "; probing")
 		}
@@ -175,7 +175,7 @@ func (r *run) watch(ctx context.Context, p *pass, items []*item, now time.Time) 
 		b = &Breaker{}
 		p.rs.Breaker = b
 	}
-	b.Open, b.Trips, b.ProbeAt = true, 1, now.Add(r.e.policy.ceiling(0))
+	b.Open, b.Trips, b.ProbeAt = true, 1, now.Add(r.e.opts.Policy.ceiling(0))
 	for _, run := range slices.Backward(p.suspects) {
 		b.addFailed(run)
 	}

@@ -28,13 +28,12 @@
 // ([ReasonAlreadyApplied]): it is work for nobody.
 //
 // The replay budget belongs to the message, not to its order: two events
-// of one order each get their replays. The replay count of a message is the
-// larger of the count in our metadata attribute ([AttributeName], packed
-// beside the producer's attributes by internal/envelope) and the highest
-// count of the SENT records the ledger holds for the same original message
-// (its earlier DLQ copies; an INTENT is a send that may never have
-// happened and does not count), less a replay given back by the [Breaker].
-// Then, in this order ([Policy.Decide]):
+// of one order each get their replays. Decisions come from what the
+// message carries, so the hot path reads nothing per message: the replay
+// count is the one in our metadata attribute ([AttributeName], packed
+// beside the producer's attributes by internal/envelope, kept by SQS's
+// redrive), less a replay given back by the [Breaker]. Then, in this order
+// ([Policy.Decide]):
 //
 //   - count >= MaxReplays: park with reason [ReasonReplayExhausted];
 //   - not due yet (due = last replay, or the time it was dead-lettered, plus
@@ -48,9 +47,9 @@
 //     a message that no longer fits the source queue's MaximumMessageSize
 //     with our attribute is parked instead ([ReasonTooLarge]).
 //
-// The rescue does not depend on the ledger: when the ledger cannot be read
-// or written for a message, it is decided on its metadata alone; it is not
-// replayed then, but it is parked when it is about to expire.
+// The rescue does not depend on the ledger: when the ledger cannot be
+// written for a message, it is not replayed, but it is parked when it is
+// about to expire.
 //
 // The jitter is derived from the original message id and the count, so a
 // message's due time is the same in every run instead of being re-drawn.
@@ -69,21 +68,39 @@
 //
 // # Exactly once in effect
 //
-// Every DLQ message has a record in the [Ledger], keyed by its DLQ message id
-// inside its order's partition (the key is bounded whatever the id:
-// [OrderKey]). A move goes SEEN -> INTENT (a conditional write leased until
-// the message's visibility ends) -> send -> SENT or PARKED (conditional on
-// our INTENT) -> delete. A run never sends a message whose lease it no
-// longer holds: before each send call it renews the lease of every message
-// whose lease ends within half the decision window (its visibility, then
-// its INTENT), and does not send a message it cannot renew, so a
-// concurrent run that took it over is the only one to send it. A run that finds a SENT or PARKED
-// record for a message still in the DLQ deletes it without sending again
-// ("recovered"): that covers a crash or a failed delete between send and
-// delete. A crash between the send and the SENT write leaves INTENT; the next
-// run, once the lease has passed, sends again; the duplicate is absorbed by
-// the idempotent consumer (and, for FIFO, by the deterministic deduplication
-// id within SQS's 5-minute window).
+// Every DLQ message a run acts on has a record in the [Ledger], keyed by
+// its DLQ message id inside its order's partition (the key is bounded
+// whatever the id: [OrderKey]). A move goes INTENT (a conditional write
+// leased until the message's visibility ends) -> send -> SENT, PARKED or
+// RESOLVED (conditional on our INTENT) -> delete; a message that stays in
+// the DLQ (delayed, blocked) gets a SEEN record. The INTENT write is also
+// the batch's look-up, in the same round trip: a message whose record is
+// final was sent by an earlier run that could not delete it, and is deleted
+// without sending again ("recovered"); one whose INTENT another run holds
+// is hidden until that lease ends. A run never sends a message whose lease
+// it no longer holds: before each send call it renews the lease of every
+// message whose lease ends within half the decision window (its
+// visibility, then its INTENT), and does not send a message it cannot
+// renew, so a concurrent run that took it over is the only one to send it.
+// A crash between the send and the SENT write leaves INTENT; the next run,
+// once the lease has passed, sends again; the duplicate is absorbed by the
+// idempotent consumer (and, for FIFO, by the deterministic deduplication id
+// within SQS's 5-minute window). The ledger is the audit and the recovery
+// record; the consumer is what makes the effect happen once.
+//
+// # Throughput
+//
+// A route is served by [Options.Workers] receive loops (default 4). Each
+// batch costs a worker four round trips: the receive, the claim (the
+// batch's INTENT writes, with the completions read beside them), the send,
+// and the finish (the final records beside the delete). On a standard
+// route a worker runs the finish of one batch beside the receive and claim
+// of the next, so a batch takes about three round trips, as the raw SDK
+// loop (receive, send, delete) does: at 10 ms a round trip, about 300
+// messages/s per worker, until the rate limit ([Request.Rate],
+// [Options.Rate]) or SQS's throttling bounds it. The workers share the
+// run's rate limit, cap and lock; what a run holds in memory stays bounded
+// by the workers, not by the messages.
 //
 // # FIFO
 //
@@ -95,7 +112,9 @@
 // and once a message of a group is not moved (delayed, skipped, deferred,
 // failed) the later ones of that group in the batch are not sent either. SQS
 // itself does not deliver later messages of a group while an earlier one is
-// in flight, which carries the rule across batches and runs.
+// in flight, which carries the rule across batches, workers and runs: the
+// workers of a FIFO route run in parallel across groups, each finishing a
+// batch (its deletes free its groups) before it receives the next.
 //
 // # Bounds
 //

@@ -66,6 +66,10 @@ func (h *harness) options() replay.Options {
 		Metrics: &h.metrics,
 		Now:     h.clock.Now,
 		Sleep:   h.clock.Sleep,
+		// One worker in lockstep: every call in a fixed order, so that a
+		// test can count and place them (workers_test.go runs several).
+		Workers:  1,
+		Lockstep: true,
 	}
 }
 

@@ -56,8 +56,9 @@ type Ledger interface {
 	//	SENT, PARKED,
 	//	RESOLVED       when INTENT with RunID r.RunID (FirstSeenAt is kept).
 	//
-	// It returns ok=true on success, otherwise ok=false and the stored
-	// record (zero when absent).
+	// It returns ok=true and the record it replaced (zero when there was
+	// none: the message is seen for the first time), otherwise ok=false
+	// and the stored record (zero when absent).
 	Mark(ctx context.Context, r MessageRecord) (current MessageRecord, ok bool, err error)
 	// OrderHistory returns the records of an order key (see OrderKey), in
 	// no particular order.

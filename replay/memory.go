@@ -80,7 +80,10 @@ func (m *MemoryLedger) Mark(_ context.Context, r MessageRecord) (MessageRecord, 
 		m.orders[r.OrderKey] = msgs
 	}
 	msgs[r.MessageID] = r
-	return MessageRecord{}, true, nil
+	if cur == nil {
+		return MessageRecord{}, true, nil
+	}
+	return *cur, true, nil
 }
 
 // OrderHistory implements [Ledger]; the records come sorted by FirstSeenAt.

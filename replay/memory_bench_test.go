@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 // engine's. Sends, deletes and visibility changes succeed. Every sampleEvery
 // receives it calls sample.
 type streamQueue struct {
+	mu          sync.Mutex // the engine's workers call it concurrently
 	n, next     int
 	sentAt      string
 	sample      func()
@@ -35,6 +37,8 @@ func newStreamQueue(n int, sentAt time.Time) *streamQueue {
 }
 
 func (s *streamQueue) ReceiveMessage(_ context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.receives++
 	if s.sample != nil && s.receives%s.sampleEvery == 0 {
 		s.sample()
@@ -56,6 +60,8 @@ func (s *streamQueue) ReceiveMessage(_ context.Context, in *sqs.ReceiveMessageIn
 }
 
 func (s *streamQueue) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := &sqs.SendMessageBatchOutput{}
 	for _, e := range in.Entries {
 		s.sent++
@@ -85,6 +91,8 @@ func (s *streamQueue) ChangeMessageVisibility(context.Context, *sqs.ChangeMessag
 }
 
 func (s *streamQueue) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{
 		"ApproximateNumberOfMessages": strconv.Itoa(s.n - s.next), "ApproximateNumberOfMessagesNotVisible": "0", "MessageRetentionPeriod": "1209600",
 	}}, nil

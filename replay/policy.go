@@ -24,7 +24,7 @@ const (
 	ReasonAlreadyApplied = "already-applied"
 )
 
-// Defaults of [Policy] (and of the matching [Options] fields).
+// Defaults of [Policy].
 const (
 	DefaultMaxReplays         = 3
 	DefaultBackoffBase        = 5 * time.Minute
@@ -32,23 +32,13 @@ const (
 	DefaultExpiryRescueWindow = 24 * time.Hour
 )
 
-// Action is what a [Decision] does with a message.
-type Action string
-
-// The actions.
-const (
-	Replay Action = "replay" // send to the source queue
-	Park   Action = "park"   // send to the parking queue
-	Delay  Action = "delay"  // hide in the DLQ until due
-)
-
 // Policy decides per message. Zero fields take the defaults; it is a value
 // and safe for concurrent use.
 type Policy struct {
-	MaxReplays   int           // default DefaultMaxReplays
-	BackoffBase  time.Duration // backoff ceiling before the first replay; doubles per replay; default DefaultBackoffBase
-	BackoffMax   time.Duration // caps the ceiling; default DefaultBackoffMax
-	RescueWindow time.Duration // park when this close to expiry and not replayable; default DefaultExpiryRescueWindow
+	MaxReplays         int           // default DefaultMaxReplays
+	BackoffBase        time.Duration // backoff ceiling before the first replay; doubles per replay; default DefaultBackoffBase
+	BackoffMax         time.Duration // caps the ceiling; default DefaultBackoffMax
+	ExpiryRescueWindow time.Duration // park when this close to expiry and not replayable; default DefaultExpiryRescueWindow
 }
 
 // Facts are what a decision depends on.
@@ -62,10 +52,10 @@ type Facts struct {
 
 // Decision is the verdict for one message.
 type Decision struct {
-	Action Action
-	Reason string    // Park only: the parking reason
-	Due    time.Time // when the message may be replayed (zero when parked for exhaustion)
-	Until  time.Time // Delay only: hide it until then (Due, or the start of its rescue window when earlier)
+	Outcome Outcome   // OutcomeReplayed, OutcomeParked or OutcomeDelayed
+	Reason  string    // parked only: the parking reason
+	Due     time.Time // when the message may be replayed (zero when parked for exhaustion)
+	Until   time.Time // delayed only: hide it until then (Due, or the start of its rescue window when earlier)
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -88,8 +78,8 @@ func (p Policy) withDefaults() Policy {
 	if p.BackoffBase > p.BackoffMax {
 		p.BackoffBase = p.BackoffMax
 	}
-	if p.RescueWindow <= 0 {
-		p.RescueWindow = DefaultExpiryRescueWindow
+	if p.ExpiryRescueWindow <= 0 {
+		p.ExpiryRescueWindow = DefaultExpiryRescueWindow
 	}
 	return p
 }
@@ -98,7 +88,7 @@ func (p Policy) withDefaults() Policy {
 func (p Policy) Decide(f Facts, now time.Time) Decision {
 	p = p.withDefaults()
 	if f.ReplayCount >= p.MaxReplays {
-		return Decision{Action: Park, Reason: ReasonReplayExhausted}
+		return Decision{Outcome: OutcomeParked, Reason: ReasonReplayExhausted}
 	}
 	ref := f.LastReplayAt
 	if ref.IsZero() {
@@ -107,24 +97,24 @@ func (p Policy) Decide(f Facts, now time.Time) Decision {
 	due := ref.Add(p.Backoff(f.ReplayCount, f.JitterKey))
 	if now.Before(due) {
 		if p.Expiring(f, now) {
-			return Decision{Action: Park, Reason: ReasonExpiryRescue, Due: due}
+			return Decision{Outcome: OutcomeParked, Reason: ReasonExpiryRescue, Due: due}
 		}
 		// A hide never reaches past the start of the rescue window: the
 		// message must be seen again before it can expire.
 		until := due
 		if !f.ExpiresAt.IsZero() {
-			until = minTime(until, f.ExpiresAt.Add(-p.RescueWindow))
+			until = minTime(until, f.ExpiresAt.Add(-p.ExpiryRescueWindow))
 		}
-		return Decision{Action: Delay, Due: due, Until: until}
+		return Decision{Outcome: OutcomeDelayed, Due: due, Until: until}
 	}
-	return Decision{Action: Replay, Due: due}
+	return Decision{Outcome: OutcomeReplayed, Due: due}
 }
 
 // Expiring reports whether the message is within the rescue window of its
 // expiry at now. Unknown expiry is never expiring.
 func (p Policy) Expiring(f Facts, now time.Time) bool {
 	p = p.withDefaults()
-	return !f.ExpiresAt.IsZero() && !now.Before(f.ExpiresAt.Add(-p.RescueWindow))
+	return !f.ExpiresAt.IsZero() && !now.Before(f.ExpiresAt.Add(-p.ExpiryRescueWindow))
 }
 
 // Backoff is the wait before replay number count+1: exponential backoff with

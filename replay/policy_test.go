@@ -9,27 +9,27 @@ import (
 
 func TestPolicyDecide(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	p := replay.Policy{MaxReplays: 3, BackoffBase: 5 * time.Minute, BackoffMax: 4 * time.Hour, RescueWindow: 24 * time.Hour}
+	p := replay.Policy{MaxReplays: 3, BackoffBase: 5 * time.Minute, BackoffMax: 4 * time.Hour, ExpiryRescueWindow: 24 * time.Hour}
 	tests := []struct {
 		name   string
 		facts  replay.Facts
-		action replay.Action
+		action replay.Outcome
 		reason string
 	}{
-		{"never replayed, dead-lettered long ago", replay.Facts{DeadLetteredAt: now.Add(-time.Hour), JitterKey: "a"}, replay.Replay, ""},
-		{"never replayed, just dead-lettered", replay.Facts{DeadLetteredAt: now.Add(-time.Nanosecond), JitterKey: "a"}, replay.Delay, ""},
-		{"last replay counts, not the dead-lettering", replay.Facts{ReplayCount: 2, DeadLetteredAt: now.Add(-48 * time.Hour), LastReplayAt: now.Add(-time.Second), JitterKey: "a"}, replay.Delay, ""},
-		{"due after the capped backoff", replay.Facts{ReplayCount: 2, LastReplayAt: now.Add(-4 * time.Hour), JitterKey: "a"}, replay.Replay, ""},
-		{"exhausted", replay.Facts{ReplayCount: 3, DeadLetteredAt: now.Add(-time.Hour)}, replay.Park, replay.ReasonReplayExhausted},
-		{"exhausted beats expiring", replay.Facts{ReplayCount: 5, ExpiresAt: now.Add(time.Hour)}, replay.Park, replay.ReasonReplayExhausted},
-		{"not due and expiring", replay.Facts{ReplayCount: 1, LastReplayAt: now, ExpiresAt: now.Add(23 * time.Hour), JitterKey: "a"}, replay.Park, replay.ReasonExpiryRescue},
-		{"not due, expiry outside the window", replay.Facts{ReplayCount: 1, LastReplayAt: now, ExpiresAt: now.Add(25 * time.Hour), JitterKey: "a"}, replay.Delay, ""},
-		{"due and expiring: replayed", replay.Facts{ReplayCount: 1, LastReplayAt: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour), JitterKey: "a"}, replay.Replay, ""},
+		{"never replayed, dead-lettered long ago", replay.Facts{DeadLetteredAt: now.Add(-time.Hour), JitterKey: "a"}, replay.OutcomeReplayed, ""},
+		{"never replayed, just dead-lettered", replay.Facts{DeadLetteredAt: now.Add(-time.Nanosecond), JitterKey: "a"}, replay.OutcomeDelayed, ""},
+		{"last replay counts, not the dead-lettering", replay.Facts{ReplayCount: 2, DeadLetteredAt: now.Add(-48 * time.Hour), LastReplayAt: now.Add(-time.Second), JitterKey: "a"}, replay.OutcomeDelayed, ""},
+		{"due after the capped backoff", replay.Facts{ReplayCount: 2, LastReplayAt: now.Add(-4 * time.Hour), JitterKey: "a"}, replay.OutcomeReplayed, ""},
+		{"exhausted", replay.Facts{ReplayCount: 3, DeadLetteredAt: now.Add(-time.Hour)}, replay.OutcomeParked, replay.ReasonReplayExhausted},
+		{"exhausted beats expiring", replay.Facts{ReplayCount: 5, ExpiresAt: now.Add(time.Hour)}, replay.OutcomeParked, replay.ReasonReplayExhausted},
+		{"not due and expiring", replay.Facts{ReplayCount: 1, LastReplayAt: now, ExpiresAt: now.Add(23 * time.Hour), JitterKey: "a"}, replay.OutcomeParked, replay.ReasonExpiryRescue},
+		{"not due, expiry outside the window", replay.Facts{ReplayCount: 1, LastReplayAt: now, ExpiresAt: now.Add(25 * time.Hour), JitterKey: "a"}, replay.OutcomeDelayed, ""},
+		{"due and expiring: replayed", replay.Facts{ReplayCount: 1, LastReplayAt: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour), JitterKey: "a"}, replay.OutcomeReplayed, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := p.Decide(tt.facts, now)
-			if d.Action != tt.action || d.Reason != tt.reason {
+			if d.Outcome != tt.action || d.Reason != tt.reason {
 				t.Fatalf("decision = %+v, want %s %s", d, tt.action, tt.reason)
 			}
 		})

@@ -102,7 +102,7 @@ func (l *lane) engine() *replay.Engine { return l.engineOn(l.sqs) }
 // engineOn is engine on q, the lane's queues seen through a wrapper.
 func (l *lane) engineOn(q replay.Queue) *replay.Engine {
 	return replay.New(q, l.ledger, replay.Options{
-		BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, DecisionWindow: time.Second,
+		Policy: replay.Policy{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}, DecisionWindow: time.Second,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 }

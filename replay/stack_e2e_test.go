@@ -215,7 +215,7 @@ func TestDeployedCrashBetweenSendAndDelete(t *testing.T) {
 	s.send(t, s.out[settings.OutputDeadLetterQueueURL], s.orderBody(t, id), nil)
 
 	ledger := dynamo.NewLedger(dynamodb.NewFromConfig(cfg), s.out[settings.OutputLedgerTableName], time.Now)
-	crashing := replay.New(s.sqs, ledger, replay.Options{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+	crashing := replay.New(s.sqs, ledger, replay.Options{Policy: replay.Policy{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}})
 	errCrash := errors.New("crash between send and delete")
 	replay.SetAfterSend(crashing, func(string, []string) error { return errCrash })
 	route := replay.Route{Name: "crash-test", DLQURL: s.out[settings.OutputDeadLetterQueueURL], SourceURL: s.out[settings.OutputSourceQueueURL], ParkingURL: s.out[settings.OutputParkingQueueURL]}

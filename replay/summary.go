@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"time"
 )
 
@@ -45,52 +44,6 @@ type RouteSummary struct {
 	// Breaker is the route's circuit breaker as this run left it; nil
 	// while it has never opened (see [Breaker]).
 	Breaker *Breaker `json:"breaker,omitempty"`
-}
-
-// Counts are per-message outcomes. Every examined message has one outcome:
-// replayed, parked, recovered, delayed, blocked, skipped, deferred, or an
-// error before it was moved. A message moved but not deleted from the DLQ
-// counts as replayed (or parked) and as an error; the next run deletes it.
-type Counts struct {
-	Examined     int            `json:"examined"`     // distinct messages received
-	DeadLettered int            `json:"deadLettered"` // seen for the first time (a skipped message is not looked up)
-	Replayed     int            `json:"replayed"`     // sent to the source queue
-	Parked       map[string]int `json:"parked"`       // sent to the parking queue, by reason
-	Recovered    int            `json:"recovered"`    // sent by an earlier run, deleted now without sending
-	Applied      int            `json:"applied"`      // the consumer had completed the order with the same payload: removed without sending
-	Delayed      int            `json:"delayed"`      // hidden until due
-	Blocked      int            `json:"blocked"`      // FIFO: an earlier message of the group was not moved
-	Skipped      int            `json:"skipped"`      // rejected by the filter
-	Deferred     int            `json:"deferred"`     // left for a later run: cap or canary limit reached
-	Errors       int            `json:"errors"`
-}
-
-// ParkedTotal is the number of parked messages, all reasons.
-func (c Counts) ParkedTotal() int {
-	n := 0
-	for _, v := range c.Parked {
-		n += v
-	}
-	return n
-}
-
-func (c *Counts) add(o Counts) {
-	c.Examined += o.Examined
-	c.DeadLettered += o.DeadLettered
-	c.Replayed += o.Replayed
-	if c.Parked == nil {
-		c.Parked = map[string]int{}
-	}
-	for k, v := range o.Parked {
-		c.Parked[k] += v
-	}
-	c.Recovered += o.Recovered
-	c.Applied += o.Applied
-	c.Delayed += o.Delayed
-	c.Blocked += o.Blocked
-	c.Skipped += o.Skipped
-	c.Deferred += o.Deferred
-	c.Errors += o.Errors
 }
 
 // StopReason says why a route's pass ended.
@@ -239,15 +192,4 @@ func logSummary(ctx context.Context, l *slog.Logger, s Summary, err error) {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	l.LogAttrs(ctx, level, "replay run", attrs...)
-}
-
-func newCounts() Counts { return Counts{Parked: map[string]int{}} }
-
-// clone returns a deep copy, so a summary handed out is not shared.
-func (c Counts) clone() Counts {
-	c.Parked = maps.Clone(c.Parked)
-	if c.Parked == nil {
-		c.Parked = map[string]int{}
-	}
-	return c
 }

@@ -82,7 +82,7 @@ func benchmarkThroughput(b *testing.B, rtt time.Duration) {
 
 	b.Run("engine", func(b *testing.B) {
 		e := replay.New(q, ledger, replay.Options{
-			BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, Rate: replay.MaxRate, MaxPerRun: batch,
+			Policy: replay.Policy{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}, Rate: replay.MaxRate, MaxPerRun: batch,
 			RefillThreshold: 1 << 30, // every iteration refills the DLQ on purpose
 			Logger:          slog.New(slog.DiscardHandler),
 		})

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -32,7 +33,8 @@ func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 type invocation struct {
 	id       string
 	deadline time.Time
-	dead     bool
+	mu       sync.Mutex // the replay engine's goroutines read it
+	killed   bool
 	why      string
 	cancel   context.CancelFunc // replay runs only
 
@@ -52,11 +54,29 @@ func invocationOf(ctx context.Context) *invocation {
 
 // kill ends the invocation: every later call of its ports fails.
 func (inv *invocation) kill(why string) {
-	if inv.dead {
+	inv.mu.Lock()
+	if inv.killed {
+		inv.mu.Unlock()
 		return
 	}
-	inv.dead, inv.why = true, why
+	inv.killed = true
+	inv.why = why
+	inv.mu.Unlock()
 	if inv.cancel != nil {
 		inv.cancel()
 	}
+}
+
+// dead reports whether the invocation was killed.
+func (inv *invocation) dead() bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.killed
+}
+
+// reason says why it was killed.
+func (inv *invocation) reason() string {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.why
 }

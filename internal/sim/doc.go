@@ -43,7 +43,13 @@
 // fixed amounts whose sum does not depend on the interleaving). Message ids,
 // run ids and claim tokens are counters. The same seed therefore gives the
 // same run, and a failing seed prints its trace (time, actor, operation,
-// message and order ids) and the command that replays it:
+// message and order ids) and the command that replays it. One seed in
+// three (concurrentSeed) runs the engine as production does, with several
+// workers per route and each batch's finish overlapping the next receive:
+// those seeds check the same invariants under real interleavings, and
+// replay their configuration and faults but not necessarily every
+// interleaving; the others run one worker in lockstep (Options.Lockstep)
+// and replay event for event:
 //
 //	go test ./internal/sim -run 'TestSim/seed=123'
 //	make sim SEED=123

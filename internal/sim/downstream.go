@@ -127,7 +127,7 @@ func (s *Service) wait(ctx context.Context, d time.Duration) bool {
 // IssueInvoice implements invoicing.Invoicer.
 func (s *Service) IssueInvoice(ctx context.Context, req tax.InvoiceRequest) (tax.Invoice, error) {
 	inv := invocationOf(ctx)
-	if inv != nil && inv.dead {
+	if inv != nil && inv.dead() {
 		return tax.Invoice{}, errKilled
 	}
 	key := req.OrderID
@@ -175,7 +175,7 @@ func (s *Service) IssueInvoice(ctx context.Context, req tax.InvoiceRequest) (tax
 	if s.duringCall != nil {
 		s.duringCall(ctx, key)
 	}
-	if inv != nil && inv.dead {
+	if inv != nil && inv.dead() {
 		return tax.Invoice{}, errKilled
 	}
 	s.mu.Lock()
@@ -216,7 +216,7 @@ func (s *Service) apply(key string, req tax.InvoiceRequest) *effect {
 // orderID, and which: the in-doubt resolution of a takeover. It fails like
 // an invoice call while the service is down.
 func (s *Service) LookupInvoice(ctx context.Context, orderID string) (tax.Invoice, bool, error) {
-	if inv := invocationOf(ctx); inv != nil && inv.dead {
+	if inv := invocationOf(ctx); inv != nil && inv.dead() {
 		return tax.Invoice{}, false, errKilled
 	}
 	if err := checkHeader(orderID); err != nil {

@@ -82,13 +82,13 @@ func (s *Sim) poll() int {
 		s.stats.DoubleInvokes++
 		again := &invocation{id: inv.id + "-again", deadline: s.clock.Now().Add(s.cfg.Consumer.Timeout), invalid: inv.invalid, records: ev.Records}
 		s.trace.add(s.clock.Now(), "esm", "invoke again "+again.id, s.ids(out.Messages), "")
-		if r2 := s.invoke(again, ev); !again.dead {
+		if r2 := s.invoke(again, ev); !again.dead() {
 			resp, inv = r2, again
 		}
 	}
-	if inv.dead || s.clock.Now().After(inv.deadline) {
+	if inv.dead() || s.clock.Now().After(inv.deadline) {
 		s.stats.Abandoned++
-		s.trace.add(s.clock.Now(), "esm", "abandoned "+inv.id, "", inv.why)
+		s.trace.add(s.clock.Now(), "esm", "abandoned "+inv.id, "", inv.reason())
 		return len(out.Messages)
 	}
 	failed := map[string]bool{}
@@ -146,7 +146,7 @@ func (s *Sim) copyDuringCall(ctx context.Context, orderID string) {
 	twin := &invocation{id: inv.id + "-copy", deadline: s.clock.Now().Add(s.cfg.Consumer.Timeout), invalid: map[string]bool{}}
 	s.trace.add(s.clock.Now(), "esm", "copy to "+twin.id, s.subject(rec.MessageId, s.sqs.pubOf(rec.MessageId)), "")
 	resp := s.invoke(twin, events.SQSEvent{Records: []events.SQSMessage{rec}})
-	if len(resp.BatchItemFailures) == 0 && !twin.dead {
+	if len(resp.BatchItemFailures) == 0 && !twin.dead() {
 		n := s.sqs.pubOf(rec.MessageId)
 		if !twin.invalid[rec.MessageId] && n >= 0 {
 			s.ackedPubs[n] = true

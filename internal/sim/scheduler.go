@@ -144,7 +144,7 @@ type queue struct {
 }
 
 func (q *queue) fault(op string) error {
-	if q.run.inv.dead {
+	if q.run.inv.dead() {
 		return errCrashed
 	}
 	if q.s.dice.chance("replay-sqs-"+op, q.run.id, q.s.cfg.Faults.ReplayQueueError) {
@@ -156,6 +156,8 @@ func (q *queue) fault(op string) error {
 
 func (q *queue) crashNow(why string) {
 	q.run.inv.kill(why)
+	q.s.book.Lock()
+	defer q.s.book.Unlock()
 	q.s.stats.RunCrashes++
 	q.s.trace.add(q.s.clock.Now(), "replay/"+q.run.id, "crash", "", why)
 }
@@ -171,6 +173,7 @@ func (q *queue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput,
 	}
 	n := q.run.recvs.Add(1)
 	q.s.sqs.received(out.Messages)
+	q.run.mu.Lock()
 	for _, m := range out.Messages {
 		id := aws.ToString(m.MessageId)
 		orig := id
@@ -179,6 +182,7 @@ func (q *queue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput,
 		}
 		q.run.orig[orig] = id
 	}
+	q.run.mu.Unlock()
 	if len(out.Messages) > 0 {
 		q.s.trace.add(q.s.clock.Now(), "replay/"+q.run.id, "receive", q.s.ids(out.Messages), "")
 	}
@@ -193,10 +197,13 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 	if err := q.fault("SendMessageBatch"); err != nil {
 		return nil, err
 	}
+	q.run.mu.Lock()
 	q.run.sends++
-	if q.run.overlap != nil {
-		f := q.run.overlap
-		q.run.overlap = nil
+	sends := q.run.sends
+	f := q.run.overlap
+	q.run.overlap = nil
+	q.run.mu.Unlock()
+	if f != nil {
 		if err := f(ctx); err != nil {
 			return nil, fmt.Errorf("SendMessageBatch: %w", err)
 		}
@@ -224,6 +231,7 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 	if err != nil {
 		return nil, err
 	}
+	q.s.book.Lock()
 	for _, ok := range out.Successful {
 		e := byEntry[aws.ToString(ok.Id)]
 		id := aws.ToString(ok.MessageId)
@@ -235,7 +243,8 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 		}
 		q.s.replayed(q.run, n, id, e.meta, dedup)
 	}
-	if q.run.crash.Op == "after-send" && q.run.sends == q.run.crash.At {
+	q.s.book.Unlock()
+	if q.run.crash.Op == "after-send" && sends == q.run.crash.At {
 		q.crashNow("between the send and the SENT mark")
 	}
 	return out, nil
@@ -243,8 +252,11 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 
 // DeleteMessageBatch implements replay.Queue.
 func (q *queue) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	q.run.mu.Lock()
 	q.run.deletes++
-	if q.run.crash.Op == "before-delete" && q.run.deletes == q.run.crash.At {
+	deletes := q.run.deletes
+	q.run.mu.Unlock()
+	if q.run.crash.Op == "before-delete" && deletes == q.run.crash.At {
 		q.crashNow("between the SENT mark and the delete")
 	}
 	if err := q.fault("DeleteMessageBatch"); err != nil {
@@ -254,6 +266,8 @@ func (q *queue) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBat
 	if err != nil {
 		return nil, err
 	}
+	q.s.book.Lock()
+	defer q.s.book.Unlock()
 	receipts := map[string]string{}
 	for _, e := range in.Entries {
 		receipts[aws.ToString(e.Id)] = aws.ToString(e.ReceiptHandle)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -74,8 +75,11 @@ func RandomConfig(seed uint64, orders int) Config {
 		Consumer: Consumer{Timeout: 30 * time.Second, BatchSize: 10},
 		Replay: Replay{
 			Options: replay.Options{
-				MaxReplays: 3, BackoffBase: pick(time.Minute, 5*time.Minute), BackoffMax: pick(30*time.Minute, time.Hour, 4*time.Hour, 12*time.Hour),
-				Rate: 50, MaxPerRun: 1000, CanaryLimit: 5, RefillThreshold: 100, DeadlineMargin: 5 * time.Second, DecisionWindow: 30 * time.Second,
+				Policy: replay.Policy{MaxReplays: 3, BackoffBase: pick(time.Minute, 5*time.Minute), BackoffMax: pick(30*time.Minute, time.Hour, 4*time.Hour, 12*time.Hour)},
+				Rate:   50, MaxPerRun: 1000, CanaryLimit: 5, RefillThreshold: 100, DeadlineMargin: 5 * time.Second, DecisionWindow: 30 * time.Second,
+				// One worker in lockstep: every call of a run in a fixed
+				// order, so that a seed replays (see concurrentSeed).
+				Workers: 1, Lockstep: true,
 			},
 			Schedule: 5 * time.Minute, Timeout: 2 * time.Minute, Health: true, Canary: true,
 		},
@@ -92,6 +96,14 @@ func RandomConfig(seed uint64, orders int) Config {
 	if seed%2 == 1 {
 		c.Service = Counting
 	}
+	if concurrentSeed(seed) {
+		// The engine as it runs in production: several workers per
+		// route, each finishing a batch beside the next receive. Such a
+		// seed checks the same invariants, but its goroutines interleave
+		// as the scheduler pleases: it may not replay event for event.
+		c.Replay.Options.Workers = 2 + int(seed/3%3)
+		c.Replay.Options.Lockstep = false
+	}
 	c.Replay.Options.ExpiryRescueWindow = min(pick(time.Hour, 2*time.Hour, 24*time.Hour), c.Queues.DLQRetention/3)
 	outage := time.Duration(10+rng.IntN(50)) * time.Minute
 	c.Phases = append(c.Phases, Phase{From: outage, To: outage + time.Duration(10+rng.IntN(80))*time.Minute, Mode: "down", LyingHealth: rng.IntN(10) < 3})
@@ -103,6 +115,11 @@ func RandomConfig(seed uint64, orders int) Config {
 	}
 	return c
 }
+
+// concurrentSeed reports whether seed runs the replay engine with several
+// workers and overlapped batches (one seed in three) rather than one
+// worker in lockstep.
+func concurrentSeed(seed uint64) bool { return seed%3 == 2 }
 
 // Stats are what a simulation counted.
 type Stats struct {
@@ -175,6 +192,11 @@ type Sim struct {
 	invocations  int
 	copying      bool
 
+	// book guards the bookkeeping the replay engine's goroutines write
+	// through the port wrappers (stats, replayCounts, removed, ...); vmu
+	// the violations.
+	book         sync.Mutex
+	vmu          sync.Mutex
 	stats        Stats
 	violations   []Violation
 	seen         map[string]bool
@@ -404,6 +426,8 @@ func (s *Sim) jump(d time.Duration) {
 
 // violate records a broken invariant once per kind and subject.
 func (s *Sim) violate(kind, subject, detail string) {
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
 	k := kind + "\x00" + subject
 	if s.seen[k] {
 		return

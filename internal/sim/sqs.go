@@ -236,7 +236,7 @@ func (is invalidSender) SendMessage(ctx context.Context, in *sqs.SendMessageInpu
 	meta, _, _, _ := invalid.Read(in.MessageAttributes)
 	inv := invocationOf(ctx)
 	switch {
-	case inv != nil && inv.dead:
+	case inv != nil && inv.dead():
 		return nil, errKilled
 	case s.dice.chance("invalid-send", meta.MessageID, s.cfg.Faults.InvalidSendError):
 		s.trace.add(s.clock.Now(), "sqs", "invalid send failed", meta.MessageID, "injected")

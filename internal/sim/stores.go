@@ -29,7 +29,7 @@ var _ idempotency.Store = (*store)(nil)
 // fault returns the error of a call, or nil when it may go ahead.
 func (st *store) fault(ctx context.Context, op, key string) error {
 	s := st.s
-	if inv := invocationOf(ctx); inv != nil && inv.dead {
+	if inv := invocationOf(ctx); inv != nil && inv.dead() {
 		return errKilled
 	}
 	if len(key) > maxPartitionKeyBytes {
@@ -99,9 +99,9 @@ type runState struct {
 	sends   int
 	deletes int
 	recvs   atomic.Int64
-	orig    map[string]string // original message id -> DLQ message id, from this run's receives
 
-	mu      sync.Mutex
+	mu      sync.Mutex          // the engine's goroutines share the fields below (and sends, deletes, overlap, orig)
+	orig    map[string]string   // original message id -> DLQ message id, from this run's receives
 	intents map[string][]string // original message id -> DLQ message ids this run marked INTENT
 }
 
@@ -123,7 +123,7 @@ type ledger struct {
 
 func (l *ledger) fault(op, key string, counted bool) error {
 	s := l.s
-	if l.run.inv.dead {
+	if l.run.inv.dead() {
 		return errCrashed
 	}
 	hit := s.clock.Now().Before(s.start.Add(s.cfg.Faults.LedgerOutage))

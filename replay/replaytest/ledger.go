@@ -62,6 +62,30 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 		}
 	})
 
+	t.Run("a mark returns the record it replaced", func(t *testing.T) {
+		l, _ := fresh(t)
+		in := rec(replay.Intent, "run-a", t0)
+		in.LeaseUntil = t0.Add(time.Minute)
+		if prev := mark(t, l, in, true); prev.State != "" {
+			t.Fatalf("first INTENT replaced %+v, want nothing: the message is seen for the first time", prev)
+		}
+		sent := rec(replay.Sent, "run-a", t0.Add(time.Second))
+		if prev := mark(t, l, sent, true); prev.State != replay.Intent || prev.RunID != "run-a" {
+			t.Fatalf("SENT replaced %+v, want the INTENT of run-a", prev)
+		}
+		seen := rec(replay.Seen, "run-b", t0)
+		seen.MessageID = "dlq-2"
+		if prev := mark(t, l, seen, true); prev.State != "" {
+			t.Fatalf("first SEEN replaced %+v", prev)
+		}
+		again := rec(replay.Intent, "run-b", t0.Add(time.Second))
+		again.MessageID = "dlq-2"
+		again.LeaseUntil = again.At.Add(time.Minute)
+		if prev := mark(t, l, again, true); prev.State != replay.Seen {
+			t.Fatalf("INTENT over SEEN replaced %+v, want the SEEN record", prev)
+		}
+	})
+
 	t.Run("a live intent stands and a passed one is taken over", func(t *testing.T) {
 		l, _ := fresh(t)
 		a := rec(replay.Intent, "run-a", t0)

@@ -1,0 +1,476 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/envelope"
+)
+
+// The batched actions on a planned batch, in the order a worker takes
+// them: claim (and, beside it, the completions read), send, then finish
+// (settle, remove, release). Each takes one round trip per batch: the
+// ledger marks of a batch go out together, the queue calls carry up to 10
+// messages each.
+
+// finishTimeout bounds the ledger marks and the delete that follow a send,
+// which run even when the run's context is done.
+const finishTimeout = 5 * time.Second
+
+// maxHeld bounds the messages a pass holds; past it the oldest are
+// released early. About 0.5 KiB each (id and receipt handle).
+const maxHeld = 1000
+
+// each runs f for the items want selects, concurrently (at most MaxBatch).
+func each(items []*item, want func(*item) bool, f func(*item)) {
+	var wg sync.WaitGroup
+	for _, it := range items {
+		if want(it) {
+			wg.Go(func() { f(it) })
+		}
+	}
+	wg.Wait()
+}
+
+// claim writes the INTENT records of the batch's movers, leased until the
+// messages' visibility ends; beside it, it reads which movers' orders are
+// already applied. The INTENT write is also the batch's look-up: a mover
+// whose record is final was sent by an earlier run (recovered: deleted
+// without sending); one whose INTENT another run holds is hidden until
+// that lease ends. A park goes on without the ledger (the rescue must not
+// depend on it); a replay does not, unless it is about to expire (then it
+// is parked). A dry run writes nothing: it reads the messages' records.
+func (r *run) claim(ctx context.Context, p *pass, b *batch) {
+	var wg sync.WaitGroup
+	check := r.appliedCandidates(b) // before the claims change outcomes
+	wg.Go(func() { r.applied(ctx, check) })
+	if r.req.DryRun {
+		each(b.items, looked, func(it *item) { r.look(ctx, b, it) })
+	} else {
+		each(b.items, func(it *item) bool { return it.outcome.moves() }, func(it *item) { r.intend(ctx, p, b, it) })
+	}
+	wg.Wait()
+	for _, it := range b.items {
+		// A removal needs the ledger (its RESOLVED record); without it the
+		// message moves as planned.
+		if it.done && it.outcome.moves() && (it.intent || r.req.DryRun) {
+			it.outcome = OutcomeApplied
+			it.reason = ReasonAlreadyApplied
+		}
+	}
+	if p.route.FIFO() {
+		blockBehind(b.items)
+	}
+}
+
+// looked reports whether a dry run looks up the item's record: the ones a
+// real run would claim or see.
+func looked(it *item) bool { return it.outcome != OutcomeSkipped && it.outcome != OutcomeDeferred }
+
+// look is a dry run's claim: it reads the message's record and decides as
+// the INTENT write would.
+func (r *run) look(ctx context.Context, b *batch, it *item) {
+	history, err := r.e.ledger.OrderHistory(ctx, OrderKey(it.msg.orderID, it.msg.originalID()))
+	if err != nil {
+		it.warn = fmt.Errorf("read the history of %s: %w", it.msg.id, err)
+		return
+	}
+	i := slices.IndexFunc(history, func(rec MessageRecord) bool { return rec.MessageID == it.msg.id })
+	if i < 0 {
+		it.first = true
+		return
+	}
+	switch own := history[i]; {
+	case own.State.final():
+		it.outcome = OutcomeRecovered
+		it.vis = hold
+	case own.State == Intent && b.plan.now.Before(own.LeaseUntil) && it.outcome.moves():
+		it.outcome = OutcomeDelayed
+		it.vis = hold
+	}
+}
+
+// see writes the SEEN records of the messages that stay in the DLQ and
+// were not claimed: a message is seen for the first time when it had no
+// record.
+func (r *run) see(ctx context.Context, p *pass, b *batch) {
+	each(b.items, func(it *item) bool {
+		return !it.claimed && (it.outcome == OutcomeDelayed || it.outcome == OutcomeBlocked)
+	}, func(it *item) {
+		_, ok, err := r.e.ledger.Mark(ctx, r.record(p, it, Seen, b.plan.now))
+		switch {
+		case err != nil:
+			it.warn = fmt.Errorf("mark %s seen: %w", it.msg.id, err)
+		case ok:
+			it.first = true
+		}
+	})
+}
+
+// intend writes the INTENT record of a mover.
+func (r *run) intend(ctx context.Context, p *pass, b *batch, it *item) {
+	now := b.plan.now
+	rec := r.record(p, it, Intent, now)
+	rec.LeaseUntil = b.receivedAt.Add(r.visibility)
+	it.lease = rec.LeaseUntil
+	it.claimed = true
+	cur, ok, err := r.e.ledger.Mark(ctx, rec)
+	switch {
+	case err != nil && it.outcome == OutcomeParked:
+		it.warn = fmt.Errorf("mark %s intent: %w", it.msg.id, err)
+	case err != nil && b.plan.rescue(it):
+		it.warn = fmt.Errorf("mark %s intent: %w", it.msg.id, err)
+	case err != nil:
+		it.fail(fmt.Errorf("mark %s intent: %w", it.msg.id, err))
+	case ok:
+		it.intent = true
+		it.first = cur.State == "" // it replaced no record
+	case cur.State.final():
+		it.outcome = OutcomeRecovered
+		it.vis = keep
+	case cur.State == Intent:
+		it.outcome = OutcomeDelayed
+		it.vis = hide(cur.LeaseUntil, now, b.receivedAt)
+	default:
+		it.fail(fmt.Errorf("mark %s intent: the ledger holds %q", it.msg.id, cur.State))
+	}
+}
+
+func (r *run) record(p *pass, it *item, s State, now time.Time) MessageRecord {
+	return MessageRecord{
+		OrderKey: OrderKey(it.msg.orderID, it.msg.originalID()), MessageID: it.msg.id, State: s,
+		Route: p.route.Name, OrderID: it.msg.orderID, OriginalMessageID: it.msg.originalID(), RunID: r.id,
+		FirstSeenAt: now, At: now, ExpiresAt: now.Add(r.e.opts.RecordLifetime),
+	}
+}
+
+// appliedCandidates returns the movers whose removal as already applied
+// the completions read decides, with their payload hashes.
+func (r *run) appliedCandidates(b *batch) map[*item]string {
+	if r.e.opts.Completions == nil || r.e.opts.PayloadHash == nil {
+		return nil
+	}
+	hashes := map[*item]string{}
+	for _, it := range b.items {
+		if !it.outcome.moves() || it.msg.orderID == "" {
+			continue
+		}
+		if h, ok := r.e.opts.PayloadHash(it.msg.body); ok {
+			hashes[it] = h
+		}
+	}
+	return hashes
+}
+
+// applied finds the candidates whose order the consumer has completed with
+// the same payload (it sets done; claim turns them into OutcomeApplied):
+// nobody needs them, so they are removed rather than replayed or parked.
+// A different payload still goes back (the consumer routes the conflict).
+// One read per batch; when it fails, the messages move as planned.
+func (r *run) applied(ctx context.Context, hashes map[*item]string) {
+	if len(hashes) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(hashes))
+	for it := range hashes {
+		ids = append(ids, it.msg.orderID)
+	}
+	done, err := r.e.opts.Completions.Completed(ctx, ids)
+	if err != nil {
+		r.e.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "replay completions", slog.String("runId", r.id), slog.String("error", err.Error()))
+		return
+	}
+	for it, h := range hashes {
+		if got, ok := done[it.msg.orderID]; ok && got == h {
+			it.done = true
+		}
+	}
+}
+
+// send sends the movers, 10 per SendMessageBatch call per destination. For
+// FIFO routes it sends in rounds of one message per group, so that a failed
+// send stops the later messages of its group.
+func (r *run) send(ctx context.Context, p *pass, b *batch) {
+	var rounds [][]*item
+	depth := map[string]int{}
+	for _, it := range b.items {
+		if !it.outcome.moves() {
+			continue
+		}
+		k := 0
+		if p.route.FIFO() {
+			k = depth[it.msg.group]
+			depth[it.msg.group]++
+		}
+		if k == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[k] = append(rounds[k], it)
+	}
+	failed := map[string]bool{}
+	for _, round := range rounds {
+		for _, dest := range [...]string{p.route.SourceURL, p.route.ParkingURL} {
+			var out []*item
+			for _, it := range round {
+				switch {
+				case it.dest != dest:
+				case p.route.FIFO() && failed[it.msg.group]:
+					it.outcome = OutcomeBlocked
+					it.vis = keep
+				default:
+					out = append(out, it)
+				}
+			}
+			if len(out) == 0 {
+				continue
+			}
+			errs := map[int]error{}
+			if err := r.limiter.wait(ctx, len(out)); err != nil {
+				for i := range out {
+					errs[i] = err
+				}
+			} else if out = r.renew(ctx, p, out); len(out) > 0 {
+				errs = r.sendBatch(ctx, dest, out)
+			}
+			for i, it := range out {
+				if err := errs[i]; err != nil {
+					it.fail(fmt.Errorf("send %s to %s: %w", it.msg.id, dest, err))
+					failed[it.msg.group] = true
+					continue
+				}
+				it.sent = true
+			}
+			for _, it := range round {
+				if it.outcome == OutcomeFailed {
+					failed[it.msg.group] = true // not renewed: stops its group too
+				}
+			}
+		}
+	}
+	for _, it := range b.items {
+		if it.outcome == OutcomeApplied {
+			it.sent = true // nothing to send: removed when the batch finishes
+		}
+	}
+}
+
+// sendBatch sends out to dest in SendMessageBatch calls of at most 10
+// messages and at most envelope.MaxMessageBytes in all (SQS's limit on a
+// batch request), and returns the error of each item (by index) not sent.
+func (r *run) sendBatch(ctx context.Context, dest string, out []*item) map[int]error {
+	errs := map[int]error{}
+	for start := 0; start < len(out); {
+		end, size := start, 0
+		for end < len(out) && end-start < MaxBatch {
+			n := envelope.MessageBytes(len(aws.ToString(out[end].entry.MessageBody)), out[end].entry.MessageAttributes)
+			if end > start && size+n > envelope.MaxMessageBytes {
+				break
+			}
+			size += n
+			end++
+		}
+		chunk := out[start:end]
+		for i, err := range inBatches(len(chunk), func(_ int, ids []string) ([]string, []types.BatchResultErrorEntry, error) {
+			entries := make([]types.SendMessageBatchRequestEntry, len(ids))
+			for i, id := range ids {
+				entries[i] = chunk[i].entry
+				entries[i].Id = aws.String(id)
+			}
+			// The call may not outlast the lease of any message it sends:
+			// a slow call (SDK retries) is cut off rather than sending
+			// after another run may have taken over.
+			lease := chunk[0].lease
+			for _, it := range chunk {
+				lease = minTime(lease, it.lease)
+			}
+			sctx, cancel := context.WithDeadline(ctx, lease)
+			defer cancel()
+			res, err := r.e.queue.SendMessageBatch(sctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dest), Entries: entries})
+			if err != nil {
+				return nil, nil, err
+			}
+			return successful(res.Successful, func(e types.SendMessageBatchResultEntry) *string { return e.Id }), res.Failed, nil
+		}) {
+			errs[start+i] = err
+		}
+		start = end
+	}
+	return errs
+}
+
+// renew makes sure the run holds every item of out for as long as a send
+// may take (half the decision window): a run must never send a message
+// whose lease it no longer holds, or a concurrent run that took it over
+// sends it too. The lease of an item that ends sooner is extended, its
+// visibility first (it fails when another run has received the message
+// since), then its INTENT record (it fails when another run holds or has
+// settled it). An item that cannot be extended is not sent; it fails and
+// is left as it is. It returns the items to send.
+func (r *run) renew(ctx context.Context, p *pass, out []*item) []*item {
+	now := r.now()
+	var due []visibility
+	for _, it := range out {
+		if it.lease.Sub(now) < r.e.opts.DecisionWindow/2 {
+			due = append(due, visibility{id: it.msg.id, receipt: it.msg.receipt, seconds: int32(math.Ceil(r.visibility.Seconds()))})
+		}
+	}
+	if len(due) == 0 {
+		return out
+	}
+	failed := changeVisibility(ctx, r.e.queue, p.route.DLQURL, due)
+	return slices.DeleteFunc(out, func(it *item) bool {
+		if it.lease.Sub(now) >= r.e.opts.DecisionWindow/2 {
+			return false
+		}
+		if err, bad := failed[it.msg.id]; bad {
+			it.fail(fmt.Errorf("lease of %s ran out and could not be renewed: %w", it.msg.id, err))
+			return true
+		}
+		lease := now.Add(r.visibility)
+		if it.intent {
+			rec := r.record(p, it, Intent, now)
+			rec.LeaseUntil = lease
+			if _, ok, err := r.e.ledger.Mark(ctx, rec); err != nil || !ok {
+				it.fail(fmt.Errorf("lease of %s ran out and could not be renewed: ok=%v: %w", it.msg.id, ok, errors.Join(err, errLeaseLost)))
+				return true
+			}
+		}
+		it.lease = lease
+		return false
+	})
+}
+
+// errLeaseLost says another run holds or has settled a message.
+var errLeaseLost = errors.New("another run holds the message")
+
+// finish settles a sent batch: it writes the SENT, PARKED and RESOLVED
+// records over the run's INTENT ones and deletes from the DLQ what left it
+// (the two at once: a record that fails is a warning, a delete that fails
+// leaves the record for the next run to recover), then hides the delayed
+// messages and holds the ones left for a later run. It runs to the end
+// even when ctx is done: what was sent must be recorded and deleted, or
+// the next run finds an expired INTENT and sends it again. An error means
+// the run must stop (the test-only crash hook).
+func (r *run) finish(ctx context.Context, p *pass, b *batch) error {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if !r.req.DryRun {
+		var wg sync.WaitGroup
+		wg.Go(func() { r.see(fctx, p, b) })
+		each(b.items, func(it *item) bool { return it.sent && it.intent }, func(it *item) { r.settle(fctx, p, b, it) })
+		wg.Wait()
+		if r.e.afterSend != nil {
+			var ids []string
+			for _, it := range b.items {
+				if it.sent {
+					ids = append(ids, it.msg.id)
+				}
+			}
+			if err := r.e.afterSend(p.route.Name, ids); err != nil {
+				r.account(p, b)
+				r.logItems(ctx, p, b)
+				return fmt.Errorf("after send: %w", err)
+			}
+		}
+		r.remove(fctx, p, b)
+	} else {
+		for _, it := range b.items {
+			it.vis = hold
+		}
+	}
+	r.release(ctx, p, b)
+	r.account(p, b)
+	r.logItems(ctx, p, b)
+	return nil
+}
+
+// settle writes SENT, PARKED or RESOLVED over the mover's INTENT. A
+// failure is a warning: the message was sent, it is deleted all the same.
+func (r *run) settle(ctx context.Context, p *pass, b *batch, it *item) {
+	rec := r.record(p, it, Sent, b.plan.now)
+	rec.ReplayCount = it.count
+	switch it.outcome {
+	case OutcomeParked:
+		rec.State = Parked
+		rec.Reason = it.reason
+	case OutcomeApplied:
+		rec.State = Resolved
+		rec.Reason = it.reason
+	}
+	_, ok, err := r.e.ledger.Mark(ctx, rec)
+	switch {
+	case err != nil:
+		it.warn = fmt.Errorf("mark %s %s: %w", it.msg.id, rec.State, err)
+	case !ok:
+		it.warn = fmt.Errorf("mark %s %s: the INTENT of run %s is gone", it.msg.id, rec.State, r.id)
+	}
+}
+
+// remove deletes from the DLQ what was sent now or by an earlier run.
+func (r *run) remove(ctx context.Context, p *pass, b *batch) {
+	var gone []*item
+	var ids, receipts []string
+	for _, it := range b.items {
+		if it.sent || it.outcome == OutcomeRecovered {
+			gone = append(gone, it)
+			ids = append(ids, it.msg.id)
+			receipts = append(receipts, it.msg.receipt)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	failed := deleteMessages(ctx, r.e.queue, p.route.DLQURL, ids, receipts)
+	for _, it := range gone {
+		err, bad := failed[it.msg.id]
+		switch {
+		case !bad:
+		case it.sent:
+			it.warn = err // the ledger says SENT: the next run deletes it
+		default:
+			it.fail(err)
+		}
+	}
+}
+
+// release hides delayed messages until due and holds the ones left for a
+// later run until the pass ends (releasing the oldest held ones early when
+// there are too many).
+func (r *run) release(ctx context.Context, p *pass, b *batch) {
+	var changes, held []visibility
+	for _, it := range b.items {
+		switch {
+		case it.sent || it.outcome == OutcomeRecovered || it.vis == keep:
+		case it.vis == hold:
+			held = append(held, visibility{id: it.msg.id, receipt: it.msg.receipt})
+		default:
+			changes = append(changes, visibility{id: it.msg.id, receipt: it.msg.receipt, seconds: it.vis})
+		}
+	}
+	r.changeVisibility(ctx, p, changes, slog.LevelWarn)
+	r.changeVisibility(ctx, p, r.hold(p, held...), slog.LevelDebug)
+}
+
+// changeVisibility applies changes to the route's DLQ. A failure is harmless
+// (the message reappears when its visibility ends) and only logged, at
+// level: releasing a held message fails as a matter of course when its
+// decision window has already ended.
+func (r *run) changeVisibility(ctx context.Context, p *pass, changes []visibility, level slog.Level) {
+	if len(changes) == 0 {
+		return
+	}
+	for id, err := range changeVisibility(ctx, r.e.queue, p.route.DLQURL, changes) {
+		r.e.opts.Logger.LogAttrs(ctx, level, "replay visibility", slog.String("runId", r.id),
+			slog.String("messageId", id), slog.String("queue", p.route.DLQURL), slog.String("error", err.Error()))
+	}
+}

@@ -1,0 +1,146 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/homingdlq/homing/internal/wait"
+)
+
+// Defaults of [Options].
+const (
+	DefaultRate            = 50.0 // messages sent per second
+	DefaultMaxPerRun       = 1000
+	DefaultCanaryLimit     = 5
+	DefaultRefillThreshold = 100
+	DefaultDeadlineMargin  = 5 * time.Second
+	DefaultDecisionWindow  = 30 * time.Second
+	DefaultWorkers         = 4
+)
+
+// MaxWorkers bounds [Options.Workers]: past it a route gains nothing but
+// throttling (SQS answers a receive in about 10 ms in a region; 16 loops
+// of 10 messages reach the 3,000 messages/s of [MaxRate]).
+const MaxWorkers = 16
+
+// Options tune an [Engine]. The zero value gives the defaults. The
+// [Policy] is embedded: its fields are the decision's settings, under
+// their one name (o.MaxReplays, o.ExpiryRescueWindow, ...).
+type Options struct {
+	Policy
+	Rate            float64       // messages sent per second when the request sets none; default DefaultRate
+	MaxPerRun       int           // cap on messages moved when the request sets none; default DefaultMaxPerRun
+	CanaryLimit     int           // replays per route while the canary gate is limited; default DefaultCanaryLimit
+	RefillThreshold int           // DLQ growth since the previous run that closes the refill gate; default DefaultRefillThreshold
+	DeadlineMargin  time.Duration // no batch starts with less time left; default DefaultDeadlineMargin
+	// DecisionWindow is the receive visibility timeout, less the time the
+	// rate limit may hold a batch: the time to decide and move a batch.
+	// Default DefaultDecisionWindow.
+	DecisionWindow time.Duration
+	RecordLifetime time.Duration // of ledger records; default DefaultRecordLifetime
+	// Workers is the number of receive loops per route, 1..MaxWorkers;
+	// default DefaultWorkers. They share the run's rate limit and cap. On
+	// a FIFO route they run in parallel across message groups (SQS hands
+	// out no message of a group while an earlier one is in flight), and a
+	// batch keeps the order of each group.
+	Workers int
+	// Lockstep makes a worker finish a batch (its ledger records, its
+	// deletes) before it receives the next one, instead of overlapping the
+	// two: about one round trip slower per batch, but every call of a
+	// worker then happens in a fixed order, which a deterministic
+	// simulation needs. FIFO routes always run in lockstep: a group is free
+	// again only once the batch's deletes are done.
+	Lockstep bool
+	// Health is the downstream health probe of the health gate; nil skips
+	// the gate.
+	Health func(ctx context.Context) error
+	// Completions reads the consumer's completed orders: the canary gate,
+	// the breaker, and the removal of dead letters already applied. Nil
+	// skips them.
+	Completions Completions
+	// PayloadHash returns the hash the consumer's idempotency record holds
+	// for a message body (ok=false when the body has none, e.g. it does
+	// not parse). With Completions, a dead letter whose order completed
+	// with the same hash is removed instead of replayed (counted as
+	// applied). Nil skips that.
+	PayloadHash func(body string) (hash string, ok bool)
+	// Logger gets one line per message and one summary line per run.
+	// Default slog.Default().
+	Logger *slog.Logger
+	// Metrics gets the Embedded Metric Format lines of each run that is not
+	// a dry run. Nil writes none.
+	Metrics io.Writer
+	// Namespace of the metrics; default Namespace.
+	Namespace string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Sleep waits for the rate limit: d or until ctx ends, returning
+	// ctx.Err() then. Default a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// OnProgress, when set, is called when a route's pass starts (its
+	// depth read, nothing counted yet) and after each batch, from one
+	// goroutine at a time. It must return quickly; nil calls nothing.
+	OnProgress func(Progress)
+}
+
+// Progress is what a run has done so far on one route.
+type Progress struct {
+	RunID  string
+	Route  string
+	Depth  int    // the DLQ's visible messages when the route's pass started
+	Counts Counts // the route's outcomes so far (a copy)
+}
+
+func (o Options) withDefaults() Options {
+	o.Policy = o.Policy.withDefaults()
+	o.Rate = cmpDefault(o.Rate, DefaultRate)
+	o.MaxPerRun = cmpDefault(o.MaxPerRun, DefaultMaxPerRun)
+	o.CanaryLimit = cmpDefault(o.CanaryLimit, DefaultCanaryLimit)
+	o.RefillThreshold = cmpDefault(o.RefillThreshold, DefaultRefillThreshold)
+	o.DeadlineMargin = cmpDefault(o.DeadlineMargin, DefaultDeadlineMargin)
+	o.DecisionWindow = cmpDefault(o.DecisionWindow, DefaultDecisionWindow)
+	o.RecordLifetime = cmpDefault(o.RecordLifetime, DefaultRecordLifetime)
+	o.Workers = cmpDefault(o.Workers, DefaultWorkers)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Namespace == "" {
+		o.Namespace = Namespace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = wait.Sleep
+	}
+	return o
+}
+
+func cmpDefault[T int | float64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Validate reports every option that is out of range after the defaults
+// are applied; [Engine.Run] refuses to run with them.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	var errs []error
+	if math.IsNaN(o.Rate) || o.Rate < MinRate || o.Rate > MaxRate {
+		errs = append(errs, fmt.Errorf("rate %g: want %g..%g messages per second", o.Rate, MinRate, MaxRate))
+	}
+	if o.DecisionWindow > MaxVisibility {
+		errs = append(errs, fmt.Errorf("decision window %s: want at most %s", o.DecisionWindow, MaxVisibility))
+	}
+	if o.Workers > MaxWorkers {
+		errs = append(errs, fmt.Errorf("workers %d: want 1..%d", o.Workers, MaxWorkers))
+	}
+	return errors.Join(errs...)
+}

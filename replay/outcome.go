@@ -1,0 +1,215 @@
+package replay
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+)
+
+// Outcome is what becomes of one examined message: the one word the
+// policy's [Decision], the log line of a message ("outcome") and the
+// [Counts] share.
+type Outcome string
+
+// The outcomes. A [Decision] is one of the first three.
+const (
+	OutcomeReplayed  Outcome = "replayed"  // sent to the source queue
+	OutcomeParked    Outcome = "parked"    // sent to the parking queue
+	OutcomeDelayed   Outcome = "delayed"   // hidden in the DLQ until due
+	OutcomeRecovered Outcome = "recovered" // sent by an earlier run: deleted now without sending
+	OutcomeApplied   Outcome = "applied"   // its order completed with the same payload: deleted without sending
+	OutcomeBlocked   Outcome = "blocked"   // FIFO: an earlier message of its group did not move
+	OutcomeSkipped   Outcome = "skipped"   // rejected by the filter
+	OutcomeDeferred  Outcome = "deferred"  // left for a later run: the cap, the canary or a closed gate
+	OutcomeFailed    Outcome = "failed"    // an error before it moved
+)
+
+// moves reports whether the outcome sends the message to another queue.
+func (o Outcome) moves() bool { return o == OutcomeReplayed || o == OutcomeParked }
+
+// leaves reports whether the message leaves the DLQ: moved, or deleted as
+// recovered or applied. On a FIFO route, a message that does not leave
+// holds up the later ones of its group.
+func (o Outcome) leaves() bool { return o.moves() || o == OutcomeRecovered || o == OutcomeApplied }
+
+// Counts are per-message outcomes. Every examined message has one
+// [Outcome], counted in the field of its name. A message moved but not
+// deleted from the DLQ counts as replayed (or parked) and as an error; the
+// next run deletes it.
+type Counts struct {
+	Examined     int            `json:"examined"`     // distinct messages received
+	DeadLettered int            `json:"deadLettered"` // seen for the first time (a skipped or held message is not looked up)
+	Replayed     int            `json:"replayed"`     // OutcomeReplayed
+	Parked       map[string]int `json:"parked"`       // OutcomeParked, by reason
+	Recovered    int            `json:"recovered"`    // OutcomeRecovered
+	Applied      int            `json:"applied"`      // OutcomeApplied
+	Delayed      int            `json:"delayed"`      // OutcomeDelayed
+	Blocked      int            `json:"blocked"`      // OutcomeBlocked
+	Skipped      int            `json:"skipped"`      // OutcomeSkipped
+	Deferred     int            `json:"deferred"`     // OutcomeDeferred
+	Errors       int            `json:"errors"`       // OutcomeFailed, and failures after a move (its ledger record, its delete)
+}
+
+// count adds one message of outcome o (reason: the parking reason).
+func (c *Counts) count(o Outcome, reason string) {
+	switch o {
+	case OutcomeReplayed:
+		c.Replayed++
+	case OutcomeParked:
+		if c.Parked == nil {
+			c.Parked = map[string]int{}
+		}
+		c.Parked[reason]++
+	case OutcomeRecovered:
+		c.Recovered++
+	case OutcomeApplied:
+		c.Applied++
+	case OutcomeDelayed:
+		c.Delayed++
+	case OutcomeBlocked:
+		c.Blocked++
+	case OutcomeSkipped:
+		c.Skipped++
+	case OutcomeDeferred:
+		c.Deferred++
+	case OutcomeFailed:
+		c.Errors++
+	}
+}
+
+// ParkedTotal is the number of parked messages, all reasons.
+func (c Counts) ParkedTotal() int {
+	n := 0
+	for _, v := range c.Parked {
+		n += v
+	}
+	return n
+}
+
+func (c *Counts) add(o Counts) {
+	c.Examined += o.Examined
+	c.DeadLettered += o.DeadLettered
+	c.Replayed += o.Replayed
+	if c.Parked == nil {
+		c.Parked = map[string]int{}
+	}
+	for k, v := range o.Parked {
+		c.Parked[k] += v
+	}
+	c.Recovered += o.Recovered
+	c.Applied += o.Applied
+	c.Delayed += o.Delayed
+	c.Blocked += o.Blocked
+	c.Skipped += o.Skipped
+	c.Deferred += o.Deferred
+	c.Errors += o.Errors
+}
+
+func newCounts() Counts { return Counts{Parked: map[string]int{}} }
+
+// clone returns a deep copy, so a summary handed out is not shared.
+func (c Counts) clone() Counts {
+	c.Parked = maps.Clone(c.Parked)
+	if c.Parked == nil {
+		c.Parked = map[string]int{}
+	}
+	return c
+}
+
+// maxReplayedOrders bounds RouteSummary.ReplayedOrders.
+const maxReplayedOrders = 100
+
+// account counts the outcomes of a finished batch, gives back the
+// reservations of moves that did not happen, and reports progress. It
+// holds the run's lock.
+func (r *run) account(p *pass, b *batch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := &p.rs.Counts
+	c.Examined += len(b.items)
+	moves, replays := 0, 0
+	for _, it := range b.items {
+		if it.first {
+			c.DeadLettered++
+		}
+		o := it.outcome
+		done := it.sent || r.req.DryRun
+		if (o.moves() || o == OutcomeApplied) && !done {
+			o = "" // not sent, and no failure recorded (a crash stopped the batch)
+		}
+		c.count(o, it.reason)
+		if o.moves() {
+			moves++ // an applied removal is no move: the cap counts replays and parks
+		}
+		if o == OutcomeReplayed {
+			replays++
+			if it.msg.orderID != "" && len(p.rs.ReplayedOrders) < maxReplayedOrders && !slices.Contains(p.rs.ReplayedOrders, it.msg.orderID) {
+				p.rs.ReplayedOrders = append(p.rs.ReplayedOrders, it.msg.orderID)
+			}
+		}
+		if it.warn != nil {
+			c.Errors++
+		}
+	}
+	r.moved += moves - b.moves
+	if p.replayLeft >= 0 {
+		p.replayLeft += b.replays - replays
+	}
+	r.progress(p.rs)
+}
+
+func (r *run) progress(rs *RouteSummary) {
+	if r.e.opts.OnProgress != nil {
+		r.e.opts.OnProgress(Progress{RunID: r.id, Route: rs.Route, Depth: rs.Depth, Counts: rs.Counts.clone()})
+	}
+}
+
+// logItems writes one line per message of a finished batch.
+func (r *run) logItems(ctx context.Context, p *pass, b *batch) {
+	for _, it := range b.items {
+		r.logItem(ctx, p, it)
+	}
+}
+
+func (r *run) logItem(ctx context.Context, p *pass, it *item) {
+	level := slog.LevelDebug
+	switch {
+	case it.outcome == OutcomeFailed || it.warn != nil:
+		level = slog.LevelWarn
+	case it.outcome.leaves():
+		level = slog.LevelInfo
+	}
+	if !r.e.opts.Logger.Enabled(ctx, level) {
+		return
+	}
+	count := it.count
+	if !it.outcome.moves() {
+		count = it.facts.ReplayCount
+	}
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs, slog.String("runId", r.id), slog.String("messageId", it.msg.id), slog.String("outcome", string(it.outcome)),
+		slog.String("queue", p.route.DLQURL), slog.Int("replayCount", count))
+	if it.msg.orderID != "" {
+		attrs = append(attrs, slog.String("orderId", it.msg.orderID))
+	}
+	switch it.outcome {
+	case OutcomeParked, OutcomeApplied:
+		attrs = append(attrs, slog.String("reason", it.reason))
+	case OutcomeSkipped:
+		attrs = append(attrs, slog.String("reason", it.msg.reason))
+	}
+	if it.outcome.moves() {
+		attrs = append(attrs, slog.String("to", it.dest))
+	}
+	if r.req.DryRun {
+		attrs = append(attrs, slog.Bool("dryRun", true))
+	}
+	if it.err != nil {
+		attrs = append(attrs, slog.String("error", it.err.Error()))
+	}
+	if it.warn != nil {
+		attrs = append(attrs, slog.String("warning", it.warn.Error()))
+	}
+	r.e.opts.Logger.LogAttrs(ctx, level, "replay message", attrs...)
+}

@@ -1,0 +1,298 @@
+package replay
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/envelope"
+)
+
+// Visibilities that are not a timeout.
+const (
+	// keep leaves a message as it is: it reappears when the receive
+	// visibility (the decision window) ends.
+	keep = -1
+	// hold keeps a message left for a later run hidden until the route's
+	// pass ends, then releases it (visibility 0). Releasing it at once would
+	// hand it back to the next receive (SQS FIFO always returns the first
+	// message of a group, and the emulator and small standard queues return
+	// the oldest messages first), and the pass would never reach the rest.
+	hold = -2
+)
+
+// item is one received message on its way through a batch: what the plan
+// decided, then what the actions did.
+type item struct {
+	msg     message
+	outcome Outcome // "" while undecided
+	reason  string  // OutcomeParked: the parking reason; OutcomeApplied: ReasonAlreadyApplied
+	vis     int32   // the visibility to set when the batch ends: seconds, keep or hold
+	facts   Facts
+	refund  bool // its last replay failed in a run whose replays all failed: given back
+	dest    string
+	entry   types.SendMessageBatchRequestEntry
+	count   int // the replay count in the metadata sent
+
+	done    bool      // its order completed with the same payload (see applied)
+	claimed bool      // the run tried to write its INTENT record
+	first   bool      // the ledger had no record of it
+	intent  bool      // the run holds its INTENT record
+	lease   time.Time // the run holds the message (visibility, and INTENT when intent) until then
+	sent    bool      // the send succeeded (or, applied, nothing needed sending)
+	err     error     // why it failed (OutcomeFailed)
+	warn    error     // a failure after the move: the ledger record, or the delete
+}
+
+func (it *item) fail(err error) {
+	it.outcome = OutcomeFailed
+	it.err = err
+	it.vis = keep
+}
+
+// batch is one received batch: its items in receive order, and the moves
+// and replays its plan reserved under the run's cap and the canary limit.
+type batch struct {
+	items      []*item
+	receivedAt time.Time
+	plan       *planner
+	moves      int
+	replays    int
+}
+
+// planner decides a batch from what its messages carry (their metadata and
+// system attributes): no call, no lock, no clock of its own. The route loop
+// fills it under the run's lock and takes back what it reserved.
+type planner struct {
+	policy     Policy
+	route      Route
+	runID      string
+	now        time.Time
+	receivedAt time.Time
+	retention  time.Duration // the DLQ's; 0 when unknown
+	sourceMax  int           // the source queue's MaximumMessageSize
+	filter     Filter
+	reset      bool     // Request.ResetCount
+	gated      bool     // a gate is closed: no replays, the rescue goes on
+	breaker    *Breaker // the route's; nil when it never opened
+	movesLeft  int      // moves the run's cap still allows
+	replayLeft int      // replays the canary still allows; -1 unlimited
+}
+
+// plan decides every item in receive order: the filter first, then a
+// closed gate (which holds all but the expiry rescue), the policy, the FIFO
+// order of each group, the cap and the canary limit; and builds the
+// messages to send. It returns the moves and replays it reserved.
+func (pl *planner) plan(items []*item) (moves, replays int) {
+	blocked := map[string]bool{}
+	for _, it := range items {
+		pl.decide(it)
+		if pl.route.FIFO() && blocked[it.msg.group] && it.outcome.moves() {
+			it.outcome = OutcomeBlocked
+			it.vis = keep
+		}
+		switch it.outcome {
+		case OutcomeReplayed:
+			switch {
+			case pl.movesLeft > 0 && pl.replayLeft != 0:
+				replays++
+				if pl.replayLeft > 0 {
+					pl.replayLeft--
+				}
+			case pl.movesLeft > 0 && pl.policy.Expiring(it.facts, pl.now):
+				it.outcome = OutcomeParked
+				it.reason = ReasonExpiryRescue
+			default:
+				it.outcome = OutcomeDeferred
+				it.vis = hold
+			}
+		case OutcomeParked:
+			if pl.movesLeft <= 0 {
+				it.outcome = OutcomeDeferred
+				it.vis = hold
+			}
+		}
+		if it.outcome.moves() {
+			pl.movesLeft--
+			moves++
+			wasReplay := it.outcome == OutcomeReplayed
+			if err := pl.build(it); err != nil {
+				it.fail(err)
+			}
+			if wasReplay && it.outcome != OutcomeReplayed {
+				// Parked as too large after all: the canary's slot is free.
+				replays--
+				if pl.replayLeft >= 0 {
+					pl.replayLeft++
+				}
+			}
+		}
+		if pl.route.FIFO() && !it.outcome.leaves() {
+			blocked[it.msg.group] = true
+		}
+	}
+	return moves, replays
+}
+
+// decide applies the filter, a closed gate and the policy to one item.
+func (pl *planner) decide(it *item) {
+	it.vis = keep
+	if pl.reset {
+		it.msg.meta.ReplayCount = 0
+		it.msg.meta.LastReplayAt = time.Time{}
+		it.msg.meta.ResetAt = pl.now
+	}
+	if !pl.filter.match(it.msg, pl.now) {
+		// Filters apply first: a run for some messages leaves the others
+		// alone, whatever their state.
+		it.outcome = OutcomeSkipped
+		it.vis = hold
+		return
+	}
+	count := it.msg.meta.ReplayCount
+	if pl.breaker.failed(it.msg.meta.RunID) && count > 0 {
+		// Its last replay failed in a run whose replays all failed: the
+		// failure was the system's, so that replay is given back.
+		count--
+		it.refund = true
+	}
+	it.facts = Facts{
+		ReplayCount:    count,
+		DeadLetteredAt: it.msg.deadLetteredAt,
+		LastReplayAt:   it.msg.meta.LastReplayAt,
+		ExpiresAt:      pl.expiresAt(it.msg),
+		JitterKey:      it.msg.originalID(),
+	}
+	if pl.gated && !pl.policy.Expiring(it.facts, pl.now) {
+		// Nothing is replayed: only what is about to expire needs a
+		// decision; the rest is left for a later run without a call.
+		it.outcome = OutcomeDeferred
+		it.vis = hold
+		return
+	}
+	d := pl.policy.Decide(it.facts, pl.now)
+	it.outcome = d.Outcome
+	it.reason = d.Reason
+	if d.Outcome == OutcomeDelayed {
+		it.vis = hide(d.Until, pl.now, pl.receivedAt)
+	}
+}
+
+// expiresAt is when the DLQ drops m; zero when unknown.
+func (pl *planner) expiresAt(m message) time.Time {
+	if m.sentAt.IsZero() || pl.retention <= 0 {
+		return time.Time{}
+	}
+	return m.sentAt.Add(pl.retention)
+}
+
+// hide is the visibility timeout, in seconds, that hides a message received
+// at receivedAt until until: at least 1 s, and within SQS's 12 hours from
+// the receive (with a minute to spare).
+func hide(until, now, receivedAt time.Time) int32 {
+	limit := MaxVisibility - now.Sub(receivedAt) - time.Minute
+	d := min(max(until.Sub(now), time.Second), limit)
+	return int32(math.Ceil(d.Seconds()))
+}
+
+// rescue turns a replay that cannot go out (the ledger is down) into a
+// park for the expiry rescue when the message is about to expire; it
+// reports whether it did.
+func (pl *planner) rescue(it *item) bool {
+	if it.outcome != OutcomeReplayed || !pl.policy.Expiring(it.facts, pl.now) {
+		return false
+	}
+	it.outcome = OutcomeParked
+	it.reason = ReasonExpiryRescue
+	if err := pl.build(it); err != nil {
+		it.fail(err)
+	}
+	return true
+}
+
+// build prepares the message a mover sends: the body and the producer's
+// attributes unchanged, plus our metadata.
+func (pl *planner) build(it *item) error {
+	m := it.msg
+	meta := Metadata{
+		ReplayCount:         it.facts.ReplayCount,
+		FirstDeadLetteredAt: m.firstDeadLettered(),
+		LastReplayAt:        m.meta.LastReplayAt,
+		OriginalMessageID:   m.originalID(),
+		Route:               pl.route.Name,
+		RunID:               pl.runID,
+		ResetAt:             m.meta.ResetAt,
+		Refunds:             m.meta.Refunds,
+	}
+	if it.refund {
+		meta.Refunds++
+	}
+	it.dest = pl.route.ParkingURL
+	if it.outcome == OutcomeReplayed {
+		meta.ReplayCount++
+		meta.LastReplayAt = pl.now
+		it.dest = pl.route.SourceURL
+	} else {
+		meta.Reason = it.reason
+		meta.ParkedAt = pl.now
+	}
+	it.count = meta.ReplayCount
+	attrs, err := envelope.Pack(m.producer, AttributeName, meta)
+	if err != nil {
+		return fmt.Errorf("pack metadata of %s: %w", m.id, err)
+	}
+	if it.outcome == OutcomeReplayed && envelope.MessageBytes(len(m.body), attrs) > pl.sourceMax {
+		// With our metadata it no longer fits its source queue: it would
+		// fail every run until it expired. Park it for an operator.
+		it.outcome = OutcomeParked
+		it.reason = ReasonTooLarge
+		return pl.build(it)
+	}
+	it.entry = types.SendMessageBatchRequestEntry{MessageBody: aws.String(m.body), MessageAttributes: attrs}
+	if pl.route.FIFO() {
+		group := m.group
+		if group == "" {
+			group = pl.route.Name
+		}
+		it.entry.MessageGroupId = aws.String(group)
+		// After a reset the counts start again, so the ids must differ
+		// from those of the first replays, and be the same when the reset
+		// run is retried: the run that resets names the message it resets
+		// (its id in the queue it reads, the same on every retry); later
+		// runs name the reset time their metadata carries.
+		dedup := meta.Reason
+		switch {
+		case pl.reset:
+			dedup += "\nreset of " + m.id
+		case !meta.ResetAt.IsZero():
+			dedup += "\nreset " + meta.ResetAt.UTC().Format(time.RFC3339Nano)
+		}
+		// A replay given back by the breaker is sent again under the same
+		// count: a new send, so a new id (SQS would drop it as a duplicate
+		// within its 5-minute window, and the DLQ copy would be deleted).
+		if meta.Refunds > 0 {
+			dedup += "\nrefunds " + strconv.Itoa(meta.Refunds)
+		}
+		it.entry.MessageDeduplicationId = aws.String(DeduplicationID(m.originalID(), meta.ReplayCount, dedup))
+	}
+	return nil
+}
+
+// blockBehind turns the movers behind a message of their group that does
+// not leave the DLQ into blocked ones, left as they are.
+func blockBehind(items []*item) {
+	stopped := map[string]bool{}
+	for _, it := range items {
+		if stopped[it.msg.group] && it.outcome.moves() {
+			it.outcome = OutcomeBlocked
+			it.vis = keep
+		}
+		if !it.outcome.leaves() {
+			stopped[it.msg.group] = true
+		}
+	}
+}

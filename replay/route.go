@@ -1,0 +1,365 @@
+package replay
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/envelope"
+)
+
+// run is the state of one Run. Its routes are served one after the other;
+// the workers of a route share the run's lock for what they share.
+type run struct {
+	e          *Engine
+	req        Request
+	id         string
+	start      time.Time
+	max        int
+	rate       float64
+	visibility time.Duration // the receive visibility timeout
+	limiter    *limiter
+	health     []Gate
+
+	mu      sync.Mutex    // guards the fields below and the pass's shared state
+	moved   int           // messages moved (or, in a dry run, that would be) or reserved so far
+	longest time.Duration // the longest batch so far: the estimate of the next one
+	seen    *seenFilter
+}
+
+func (e *Engine) newRun(req Request) *run {
+	r := &run{e: e, req: req, id: req.RunID, start: e.opts.Now(), max: req.Max, rate: req.Rate, longest: time.Second, seen: newSeenFilter()}
+	if r.id == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		r.id = "run-" + r.start.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	}
+	if r.max == 0 {
+		r.max = e.opts.MaxPerRun
+	}
+	if r.rate == 0 {
+		r.rate = e.opts.Rate
+	}
+	r.limiter = newLimiter(r.rate, e.opts.Now, e.opts.Sleep)
+	// Long enough to decide, and to wait for the rate limit of one batch
+	// of every worker.
+	r.visibility = e.opts.DecisionWindow + time.Duration(float64(e.opts.Workers*MaxBatch)/r.rate*float64(time.Second))
+	return r
+}
+
+func (r *run) now() time.Time { return r.e.opts.Now() }
+
+// stop says why the run must not start another batch, or "".
+func (r *run) stop(ctx context.Context) StopReason {
+	if ctx.Err() != nil {
+		return StopCanceled
+	}
+	r.mu.Lock()
+	moved, longest := r.moved, r.longest
+	r.mu.Unlock()
+	if moved >= r.max {
+		return StopCap
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		need := r.e.opts.DeadlineMargin + longest
+		if !r.req.DryRun {
+			need += r.limiter.delay()
+		}
+		if deadline.Sub(r.now()) < need {
+			return StopDeadline
+		}
+	}
+	return ""
+}
+
+// pass is the state of one route in a run. The fields after the first
+// group are shared by the route's workers, under the run's lock.
+type pass struct {
+	route     Route
+	retention time.Duration // the DLQ's; 0 when unknown
+	sourceMax int           // the source queue's MaximumMessageSize
+
+	rs         *RouteSummary
+	replayLeft int          // replays the canary allows; -1 unlimited
+	gated      bool         // a gate is closed: no replays, the rescue goes on
+	budget     int          // messages left to receive in this pass
+	held       []visibility // messages left for a later run, released when the pass ends
+	stopped    StopReason   // why the pass ended, once a worker ended it
+	err        error        // the error that ended it
+	// suspects are the latest replaying runs none of whose orders has
+	// completed yet: a message one of them replayed seen back in the DLQ
+	// trips the breaker.
+	suspects []string
+}
+
+// end records why a worker ended the pass: the first reason stands, an
+// error over any other.
+func (r *run) end(p *pass, reason StopReason, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.stopped == "" || err != nil && p.err == nil {
+		p.stopped = reason
+		p.err = err
+	}
+}
+
+// hold adds messages to those the pass holds until it ends and returns the
+// oldest ones past maxHeld, to release now.
+func (r *run) hold(p *pass, vs ...visibility) []visibility {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return p.hold(vs...)
+}
+
+func (p *pass) hold(vs ...visibility) []visibility {
+	p.held = append(p.held, vs...)
+	n := len(p.held) - maxHeld
+	if n <= 0 {
+		return nil
+	}
+	early := append([]visibility(nil), p.held[:n]...)
+	p.held = append(p.held[:0], p.held[n:]...)
+	return early
+}
+
+// route serves one route: it reads the DLQ's attributes, evaluates the
+// route's gates, and runs the workers until the pass ends.
+func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr error) (RouteSummary, error) {
+	rs := RouteSummary{Route: rt.Name, FIFO: rt.FIFO(), Gates: []Gate{}, Counts: newCounts()}
+	if reason := r.stop(ctx); reason != "" {
+		rs.StopReason = reason
+		return rs, nil
+	}
+	out, err := r.e.queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(rt.DLQURL),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameMessageRetentionPeriod,
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		rs.StopReason = StopError
+		rs.Error = err.Error()
+		return rs, fmt.Errorf("read attributes of %s: %w", rt.DLQURL, err)
+	}
+	attr := func(name types.QueueAttributeName) int {
+		n, _ := strconv.Atoi(out.Attributes[string(name)])
+		return n
+	}
+	rs.Depth = attr(types.QueueAttributeNameApproximateNumberOfMessages)
+	rs.InFlight = attr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+	p := &pass{
+		route: rt, rs: &rs, replayLeft: -1, sourceMax: r.sourceMax(ctx, rt),
+		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second,
+		budget:    rs.Depth + MaxBatch,
+	}
+
+	// The refill gate compares with the latest run that read this route's
+	// DLQ; the canary checks the orders of the latest runs that replayed
+	// on it. Runs of other routes (an operator's replay from the parking
+	// queue), runs held before reading, and runs that replayed nothing are
+	// looked past.
+	read := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.Gates) > 0 })
+	replayed := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.ReplayedOrders) > 0 })
+	if b := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return rs.Breaker != nil }); len(b) > 0 {
+		rs.Breaker = b[0].rs.Breaker.clone()
+	}
+	var last *RouteSummary
+	if len(read) > 0 {
+		last = read[0].rs
+	}
+	refill, canary := r.refillGate(rs, last, prevErr), r.canaryGate(ctx, p, replayed, prevErr)
+	rs.Gates = append(rs.Gates, refill, canary)
+	r.logGate(ctx, rt.DLQURL, refill)
+	r.logGate(ctx, rt.DLQURL, canary)
+	if rs.closed(r.health) {
+		// Gates hold replays, never the expiry rescue: the pass goes on
+		// to park what is about to expire.
+		p.gated = true
+		p.replayLeft = 0
+	} else if canary.Decision == GateLimited {
+		p.replayLeft = canary.Limit
+	}
+	r.progress(&rs)
+
+	var wg sync.WaitGroup
+	for range r.e.opts.Workers {
+		wg.Go(func() { r.work(ctx, p) })
+	}
+	wg.Wait()
+	// Release what the pass held, even when ctx has ended.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	r.changeVisibility(rctx, p, p.held, slog.LevelDebug)
+
+	rs.StopReason = p.stopped
+	if p.err != nil {
+		rs.StopReason = StopError
+		rs.Error = p.err.Error()
+		return rs, p.err
+	}
+	if p.gated && (rs.StopReason == StopDrained || rs.StopReason == StopPass) {
+		rs.StopReason = StopGate
+	}
+	return rs, nil
+}
+
+// work is one worker of a route: it receives a batch, plans it, claims it,
+// sends it, and finishes it, until the pass ends. On a standard route the
+// finish of a batch (ledger records, deletes) runs beside the receive and
+// claim of the next one, unless Options.Lockstep; the next send waits for
+// it.
+func (r *run) work(ctx context.Context, p *pass) {
+	overlap := !r.e.opts.Lockstep && !p.route.FIFO()
+	var pending chan error // the previous batch's finish, running
+	join := func() bool {
+		if pending == nil {
+			return true
+		}
+		err := <-pending
+		pending = nil
+		if err != nil {
+			r.end(p, StopError, err)
+			return false
+		}
+		return true
+	}
+	defer join()
+	for {
+		if reason := r.next(ctx, p); reason != "" {
+			r.end(p, reason, nil)
+			return
+		}
+		started := r.now()
+		got, err := r.e.queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(p.route.DLQURL),
+			MaxNumberOfMessages:         MaxBatch,
+			VisibilityTimeout:           int32(math.Ceil(r.visibility.Seconds())),
+			WaitTimeSeconds:             1,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			r.end(p, StopCanceled, nil)
+			return
+		case err != nil:
+			r.end(p, StopError, fmt.Errorf("receive from %s: %w", p.route.DLQURL, err))
+			return
+		case len(got.Messages) == 0:
+			r.end(p, StopDrained, nil)
+			return
+		}
+		b := r.prepare(ctx, p, got.Messages, started)
+		if b == nil {
+			continue
+		}
+		r.claim(ctx, p, b)
+		if !join() {
+			return // the previous batch stopped the run: this one is left as a crash leaves it
+		}
+		if !r.req.DryRun {
+			r.send(ctx, p, b)
+		}
+		if overlap {
+			pending = make(chan error, 1)
+			go func(done chan<- error) {
+				err := r.finish(ctx, p, b)
+				r.took(started)
+				done <- err
+			}(pending)
+			continue
+		}
+		err = r.finish(ctx, p, b)
+		r.took(started)
+		if err != nil {
+			r.end(p, StopError, err)
+			return
+		}
+	}
+}
+
+// next says why the worker must not start another batch, or "".
+func (r *run) next(ctx context.Context, p *pass) StopReason {
+	r.mu.Lock()
+	stopped, budget := p.stopped != "" && p.err != nil, p.budget
+	r.mu.Unlock()
+	switch {
+	case stopped:
+		return StopError
+	case budget <= 0:
+		return StopPass
+	}
+	return r.stop(ctx)
+}
+
+// took notes how long a batch took, from its receive to its end.
+func (r *run) took(started time.Time) {
+	d := r.now().Sub(started)
+	r.mu.Lock()
+	r.longest = max(r.longest, d)
+	r.mu.Unlock()
+}
+
+// prepare reads a received batch and plans it under the run's lock: the
+// cap and the canary limit are the run's, shared by the workers. A message
+// examined before in this run (it reappeared after its decision window) is
+// not examined again: it is held until the pass ends, like the others left
+// for a later run, so the next run finds it visible. It returns nil when
+// nothing is left to examine.
+func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receivedAt time.Time) *batch {
+	now := r.now()
+	items := make([]*item, 0, len(msgs))
+	var early []visibility
+	r.mu.Lock()
+	p.budget -= len(msgs)
+	for _, m := range msgs {
+		if r.seen.add(aws.ToString(m.MessageId)) {
+			early = append(early, p.hold(visibility{id: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle)})...)
+			continue
+		}
+		items = append(items, &item{msg: readMessage(m, now)})
+	}
+	var b *batch
+	if len(items) > 0 {
+		r.watch(ctx, p, items, now)
+		pl := &planner{
+			policy: r.e.opts.Policy, route: p.route, runID: r.id, now: now, receivedAt: receivedAt,
+			retention: p.retention, sourceMax: p.sourceMax, filter: r.req.Filter, reset: r.req.ResetCount,
+			gated: p.gated, breaker: p.rs.Breaker, movesLeft: r.max - r.moved, replayLeft: p.replayLeft,
+		}
+		b = &batch{items: items, receivedAt: receivedAt, plan: pl}
+		b.moves, b.replays = pl.plan(items)
+		r.moved += b.moves
+		p.replayLeft = pl.replayLeft
+	}
+	r.mu.Unlock()
+	r.changeVisibility(ctx, p, early, slog.LevelDebug)
+	return b
+}
+
+// sourceMax returns the source queue's MaximumMessageSize, or SQS's maximum
+// when it cannot be read (a replay too large for the queue then fails and
+// is rescued before it expires).
+func (r *run) sourceMax(ctx context.Context, rt Route) int {
+	out, err := r.e.queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(rt.SourceURL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMaximumMessageSize},
+	})
+	if err == nil {
+		if n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]); err == nil && n > 0 {
+			return n
+		}
+	}
+	return envelope.MaxMessageBytes
+}
