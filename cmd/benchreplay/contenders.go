@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,8 +32,6 @@ type contender struct {
 }
 
 // contenders returns the contenders whose key contains only ("" for all).
-// The engine's W-worker row runs only when replay.Options has a Workers
-// field (see [setWorkers]).
 func contenders(w int, only string) []contender {
 	all := []contender{
 		{key: "engine-1", name: "engine, 1 worker", workers: 1, engine: true},
@@ -50,9 +47,6 @@ func contenders(w int, only string) []contender {
 		}
 		switch {
 		case c.engine:
-			if c.workers > 1 && !setWorkers(&replay.Options{}, c.workers) {
-				continue
-			}
 			c.move = engineMover(c.workers)
 		case c.move == nil:
 			c.move = rawMover(c.workers)
@@ -60,19 +54,6 @@ func contenders(w int, only string) []contender {
 		out = append(out, c)
 	}
 	return out
-}
-
-// setWorkers sets o.Workers to w and reports whether replay.Options has
-// that field. Reflection keeps the benchmark building before and after the
-// engine's Workers option lands.
-// TODO(bench): assign o.Workers directly once replay.Options has it.
-func setWorkers(o *replay.Options, w int) bool {
-	f := reflect.ValueOf(o).Elem().FieldByName("Workers")
-	if !f.IsValid() || !f.CanSet() || f.Kind() != reflect.Int {
-		return false
-	}
-	f.SetInt(int64(w))
-	return true
 }
 
 // engineMover runs the replay engine as the replay function wires it:
@@ -102,9 +83,7 @@ func engineMover(workers int) func(ctx context.Context, c clients, rt route, n i
 		opts.PayloadHash = invoicing.PayloadHash
 		opts.Completions = dynamo.NewCompletions(c.db, cfg.IdempotencyTable, cfg.ConsumerName, nil)
 		opts.Logger = logger
-		if !setWorkers(&opts, workers) && workers > 1 {
-			return errors.New("replay.Options has no Workers field")
-		}
+		opts.Workers = workers
 		e := replay.New(c.sqs, dynamo.NewLedger(c.db, cfg.LedgerTable, nil), opts)
 		sum, err := e.Run(ctx, replay.Request{Routes: cfg.Routes})
 		if err != nil {

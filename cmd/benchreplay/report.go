@@ -103,9 +103,6 @@ func targets(r results, profiles []profile, w int) []target {
 
 func (v verdict) String() string {
 	if !v.measured {
-		if v.missingOf == "engine-w" && !setWorkers(&replay.Options{}, 2) {
-			return "n/a (replay.Options has no Workers yet)"
-		}
 		return "n/a (" + v.missingOf + " not run)"
 	}
 	s := number(v.value) + v.unit
