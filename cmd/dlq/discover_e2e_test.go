@@ -189,8 +189,8 @@ func TestE2ECloudFormationTagsReachTheTaggingAPI(t *testing.T) {
 	}
 }
 
-// The deployed stack's lane, by its tags, once the construct tags it: the
-// same DLQ as its outputs name.
+// The deployed stack's lanes, by their tags (the construct tags them): the
+// queues and tables their outputs name.
 func TestE2EDeployedLaneByTags(t *testing.T) {
 	l := deployedLane(t)
 	cf := cloudformation.NewFromConfig(emulatortest.Config(t))
@@ -214,11 +214,30 @@ func TestE2EDeployedLaneByTags(t *testing.T) {
 		})
 	}
 	if !tagged {
-		t.Skipf("the deployed stack's template tags no queue %s=%s: this stack predates the construct's lane tags", settings.TagLane, sampleLane)
+		t.Fatalf("the deployed stack's template tags no queue %s=%s: the construct tags every lane's resources", settings.TagLane, sampleLane)
 	}
 	r := runDLQ(t, withoutOrigin, "--lane", sampleLane, "-o", "json", "inspect")
 	r.want(t, exitOK)
-	if rep := decode[inspectReport](t, r); rep.Queues[0].URL != l.out[outDLQ] || len(rep.Queues) != 3 {
-		t.Fatalf("by tag: report = %+v, want the DLQ %s", rep, l.out[outDLQ])
+	if rep := decode[inspectReport](t, r); rep.Queues[0].URL != l.out[outDLQ] || len(rep.Queues) != 3 ||
+		rep.Queues[1].URL != l.out[outParking] || rep.Queues[2].URL != l.out[outInvalid] {
+		t.Fatalf("by tag: report = %+v, want the lane's queues %v", rep, l.out)
+	}
+	// The ledger table, by its tag: the last runs.
+	runDLQ(t, withoutOrigin, "--lane", sampleLane, "-o", "json", "audit", "--runs", "1").want(t, exitOK)
+	// Every role the construct tags is found, and is what the outputs name.
+	values, err := discoverLane(context.Background(), taggingClient(emulatortest.Config(t)), l.sqs, sampleLane)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range laneKeys {
+		if values[k] != l.out[k] {
+			t.Errorf("by tag, %s = %q; the outputs name %q", k, values[k], l.out[k])
+		}
+	}
+	// The example's FIFO lane beside it.
+	r = runDLQ(t, withoutOrigin, "--lane", "payments", "-o", "json", "inspect")
+	r.want(t, exitOK)
+	if rep := decode[inspectReport](t, r); rep.Queues[0].URL != l.stack[settings.OutputID("payments", outDLQ)] {
+		t.Fatalf("the payments lane by tag: report = %+v", rep)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/settings"
 )
 
 // These tests run the built dlq binary, as an operator would, against the
@@ -53,10 +54,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// sampleLane is the sample stack's lane: its outputs are named
-// settings.OutputID("orders", key) (or, on a stack older than per-lane
-// outputs, without the prefix).
-const sampleLane = "orders"
+// sampleLane is the sample stack's lane that these tests drive; the
+// local stack holds the example's payments lane beside it.
+const sampleLane = emulatortest.SampleLane
 
 type lane struct {
 	stack map[string]string // the stack's outputs, as make deploy-local wrote them (flat)
@@ -242,6 +242,13 @@ func TestE2EWhereTheLaneIs(t *testing.T) {
 		})
 	}
 	runDLQ(t, nil, "--stack", "NoSuchStack", "inspect").want(t, exitError, "read the outputs of stack NoSuchStack with CloudFormation DescribeStacks")
+	// The local stack holds two lanes: without --lane, the error lists them.
+	runDLQ(t, []string{envLane}, "--stack", "Homing", "inspect").want(t, exitUsage, "stack Homing has 2 lanes: orders, payments — pass one of them with --lane NAME")
+	r := runDLQ(t, nil, "--outputs-file", cdk, "--lane", "payments", "-o", "json", "inspect", "--queue", "parking")
+	r.want(t, exitOK)
+	if rep := decode[inspectReport](t, r); rep.Queues[0].URL != l.stack[settings.OutputID("payments", outParking)] || !strings.HasSuffix(rep.Queues[0].URL, ".fifo") {
+		t.Fatalf("the payments lane's parking queue: report = %+v", rep)
+	}
 }
 
 func TestE2ERefusesTheSourceQueue(t *testing.T) {
