@@ -54,7 +54,7 @@ func TestUsageAndResourceErrors(t *testing.T) {
 		{"not an outputs file", []string{"--outputs-file", "LIST", "inspect"}, true, exitError, []string{"not a JSON object of stack outputs", `want {"Stack":{"Key":"value"}}`}},
 		{"stack not in the file", []string{"--stack", "Nope", "inspect"}, false, exitError, []string{"has no stack Nope; its stacks: Homing"}},
 		{"lane not in the file", []string{"--lane", "payments", "inspect"}, false, exitError,
-			[]string{"outputs file", "has no lane payments (--lane PaymentsDeadLetterQueueUrl): its lanes are orders (stack Homing) — pass one of them with --lane"}},
+			[]string{"outputs file", "has no lane payments (--lane: no output PaymentsDeadLetterQueueUrl); its lanes are orders (stack Homing) — pass one of them with --lane"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

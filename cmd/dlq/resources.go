@@ -288,7 +288,7 @@ func (a *app) pickLane(stacks map[string]map[string]string, where string) (*reso
 	case len(lanes) == 0:
 		return nil, fmt.Errorf("%s has no lane: no output named <Lane>%s (check that it is the stack of a dead-letter lane, and that its deploy finished)", where, outDLQ)
 	case len(picked) == 0:
-		return nil, fmt.Errorf("%s has no lane %s (%s %s): its lanes are %s — pass one of them with --lane", where, g.lane, g.laneFrom, settings.OutputID(g.lane, outDLQ), list(lanes))
+		return nil, fmt.Errorf("%s has no lane %s (%s: no output %s); its lanes are %s — pass one of them with --lane", where, g.lane, g.laneFrom, settings.OutputID(g.lane, outDLQ), list(lanes))
 	case len(picked) > 1 && g.lane != "":
 		return nil, usageError("%s has lane %s in several stacks: %s — pass --stack NAME too", where, g.lane, list(picked))
 	case len(picked) > 1:
