@@ -115,6 +115,14 @@ func TestPeek(t *testing.T) {
 	if !strings.Contains(r.stdout, `{"eventType":"order…`) || !strings.Contains(r.stdout, "1 message(s) of dlq") {
 		t.Fatalf("table:\n%s", r.stdout)
 	}
+	// --limit, and --n, its former name, kept for scripts.
+	for _, limit := range []string{"--limit", "--n"} {
+		r = f.run("-o", "json", "peek", limit, "2")
+		r.want(t, exitOK)
+		if n := len(decode[peekReport](t, r).Messages); n != 2 {
+			t.Fatalf("peek %s 2: %d messages", limit, n)
+		}
+	}
 	r = f.run("peek", "--queue", "invalid")
 	r.want(t, exitOK)
 	if !strings.Contains(r.stdout, "No visible messages in invalid") {
