@@ -406,7 +406,7 @@ func (l *lane) addDashboard() {
 			{
 				awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
 					Width: jsii.Number(24), Height: jsii.Number(2),
-					Markdown: jsii.String("## Dead-letter lane\n" +
+					Markdown: jsii.String("## Dead-letter lane `" + r.name + "`\n" +
 						"**DLQ**: transient failures, replayed on schedule. **Invalid**: rejected by the consumer, fix at the producer. " +
 						"**Parking**: replays exhausted, needs an operator."),
 				}),

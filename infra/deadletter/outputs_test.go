@@ -2,6 +2,7 @@ package deadletter_test
 
 import (
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -188,7 +189,7 @@ func TestFIFOLane(t *testing.T) {
 // TestCdkNagTwoLanes: two lanes in one stack (unique construct ids, alarm
 // names and dashboards) raise no finding and no warning.
 func TestCdkNagTwoLanes(t *testing.T) {
-	orders, _ := twoLaneStack(t)
+	orders, payments := twoLaneStack(t)
 	annotations := assertions.Annotations_FromStack(orders.stack)
 	anything := assertions.Match_AnyValue()
 	for _, m := range *annotations.FindError(jsii.String("*"), anything) {
@@ -199,5 +200,11 @@ func TestCdkNagTwoLanes(t *testing.T) {
 	}
 	if n := len(orders.ofType("AWS::CloudWatch::Dashboard")); n != 2 {
 		t.Errorf("%d dashboards, want one per lane", n)
+	}
+	for _, s := range []*synthesized{orders, payments} {
+		body := mustJSON(props(s.resources[s.ref(s.lane.Dashboard().DashboardName())])["DashboardBody"])
+		if !strings.Contains(body, "Dead-letter lane `"+s.lane.Name()+"`") {
+			t.Errorf("the %s dashboard is not titled by its lane: %.200s", s.lane.Name(), body)
+		}
 	}
 }

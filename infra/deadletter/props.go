@@ -298,7 +298,9 @@ type LaneProps struct {
 	// role's arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/*/AWSReservedSSO_Ops_*)
 	// that may send to the parking queue besides the replay function: the
 	// operators who run `dlq replay`, which parks what it cannot replay.
-	// Default none. The DLQ accepts messages only from SQS's redrive, the
+	// This names them in the queue policy only; [Lane.GrantOperator] names
+	// a role of the app and grants it what the runbook needs too. Default
+	// none. The DLQ accepts messages only from SQS's redrive, the
 	// invalid queue only from the consumer.
 	OperatorArns []string
 	// HealthURL gates replay: the replay function (HEALTH_URL) probes
