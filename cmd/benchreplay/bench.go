@@ -130,7 +130,9 @@ func (b *bench) fresh(ctx context.Context, tables bool) (route, func() error, er
 		url := aws.ToString(out.QueueUrl)
 		*q.url = url
 		undo = append(undo, func() error {
-			if _, err := b.setup.sqs.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
+			// A retried delete whose first attempt was applied finds nothing.
+			_, err := b.setup.sqs.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+			if err != nil && !errors.As(err, new(*types.QueueDoesNotExist)) {
 				return fmt.Errorf("delete queue %s: %w", url, err)
 			}
 			return nil
@@ -150,7 +152,8 @@ func (b *bench) fresh(ctx context.Context, tables bool) (route, func() error, er
 		}
 		*t.name = name
 		undo = append(undo, func() error {
-			if _, err := b.setup.db.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+			_, err := b.setup.db.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+			if err != nil && !errors.As(err, new(*dbtypes.ResourceNotFoundException)) {
 				return fmt.Errorf("delete table %s: %w", name, err)
 			}
 			return nil
@@ -171,7 +174,8 @@ func (b *bench) table(ctx context.Context, name string, keys []string) error {
 		in.AttributeDefinitions = append(in.AttributeDefinitions, dbtypes.AttributeDefinition{AttributeName: aws.String(k), AttributeType: dbtypes.ScalarAttributeTypeS})
 		in.KeySchema = append(in.KeySchema, dbtypes.KeySchemaElement{AttributeName: aws.String(k), KeyType: kt})
 	}
-	if _, err := b.setup.db.CreateTable(ctx, in); err != nil {
+	// A retried create whose first attempt was applied finds the table.
+	if _, err := b.setup.db.CreateTable(ctx, in); err != nil && !errors.As(err, new(*dbtypes.ResourceInUseException)) {
 		return fmt.Errorf("create table %s: %w", name, err)
 	}
 	if err := dynamodb.NewTableExistsWaiter(b.setup.db).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
