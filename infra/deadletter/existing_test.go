@@ -213,7 +213,7 @@ func TestGrantOperator(t *testing.T) {
 		queue(id.parking):                       {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage"},
 		mustJSON(getAtt(id.ledger, "Arn")):      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
 		mustJSON(getAtt(id.idempotency, "Arn")): {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
-		mustJSON(getAtt(id.replay, "Arn")):      {"lambda:InvokeFunction"},
+		mustJSON(getAtt(id.replay, "Arn")):      {"lambda:InvokeFunction", "lambda:GetFunctionConfiguration"},
 		mustJSON(getAtt(id.consumer, "Arn")):    {"lambda:GetFunctionConfiguration", "lambda:GetFunctionConcurrency"},
 		mustJSON(getAtt(id.schedule, "Arn")):    {"events:DescribeRule", "events:DisableRule", "events:EnableRule"},
 		mustJSON(refTo(id.topic)):               {"sns:Subscribe"},

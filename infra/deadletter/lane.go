@@ -127,8 +127,8 @@ type Lane interface {
 	// `dlq` and the AWS CLI (docs/OPERATIONS.md), and no more: inspect and
 	// peek the DLQ, invalid and parking queues (the source queue's
 	// attributes only), replay on demand (also from the invalid and parking
-	// queues), audit the ledger, stop and resume the schedule, invoke the
-	// replay function, read the logs, subscribe to the alarm topic. principal must be a role, a user or an
+	// queues), audit the ledger, stop and resume the schedule, read and invoke
+	// the replay function, read the logs, subscribe to the alarm topic. principal must be a role, a user or an
 	// awsiam.ArnPrincipal: its ARN joins the parking queue's senders (`dlq
 	// replay` parks what it cannot replay). It panics with another principal.
 	GrantOperator(principal awsiam.IGrantable)

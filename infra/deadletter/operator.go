@@ -25,8 +25,9 @@ import (
 //     three, sqs:SendMessage on the source and the parking queue (and the
 //     principal's ARN joins the parking queue policy's senders); GetItem,
 //     PutItem, UpdateItem and Query on the ledger; BatchGetItem (the canary
-//     gate) on the idempotency table; lambda:InvokeFunction on the replay
-//     function (an on-demand run of the function itself);
+//     gate) on the idempotency table; lambda:GetFunctionConfiguration on the
+//     replay function (`dlq replay` runs with the function's settings) and
+//     lambda:InvokeFunction (an on-demand run of the function itself);
 //   - audit: Query and GetItem on the ledger, GetItem on the idempotency
 //     table (was the order invoiced?);
 //   - stop and resume scheduled replay: events:DescribeRule, DisableRule
@@ -47,7 +48,7 @@ var operatorActions = map[string][]string{
 	"parking":     {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage"},
 	"ledger":      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
 	"idempotency": {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
-	"replay":      {"lambda:InvokeFunction"},
+	"replay":      {"lambda:InvokeFunction", "lambda:GetFunctionConfiguration"},
 	"consumer":    {"lambda:GetFunctionConfiguration", "lambda:GetFunctionConcurrency"},
 	"schedule":    {"events:DescribeRule", "events:DisableRule", "events:EnableRule"},
 	"alarm-topic": {"sns:Subscribe"},

@@ -1,0 +1,42 @@
+package deadletter_test
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestImportsAnOutsiderCanReach: another team's CDK app `go get`s this
+// package, so it imports only what that app can import: the CDK, cdk-nag,
+// jsii and, of homing, the public settings package; nothing internal.
+func TestImportsAnOutsiderCanReach(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			homing := strings.HasPrefix(path, "github.com/homingdlq/")
+			if strings.Contains(path, "/internal") || homing && path != "github.com/homingdlq/homing/settings" {
+				t.Errorf("%s imports %s, which an outside module cannot (or need not) import", name, path)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no source file checked")
+	}
+}
