@@ -24,6 +24,7 @@ type profile struct {
 	n     int           // messages per contender and round
 	cfg   aws.Config    // its endpoint: the emulator, or the delay proxy
 	delay time.Duration // what the proxy adds; 0 for the bare emulator
+	calls *callCounter  // the API calls of cfg's clients
 }
 
 // clients are the SDK clients of one profile.
@@ -55,22 +56,24 @@ type bench struct {
 // measure runs every contender once per round and profile, each on fresh
 // queues, and returns the rates. The contenders' order rotates from round
 // to round, so that none always runs first on a cold emulator.
-func (b *bench) measure(ctx context.Context, profiles []profile, cs []contender, rounds int) (results, error) {
-	res := results{}
+func (b *bench) measure(ctx context.Context, profiles []profile, cs []contender, rounds int) (*results, error) {
+	res := newResults()
 	for round := range rounds {
 		for _, p := range profiles {
 			c := newClients(p.cfg)
 			for i := range cs {
 				k := cs[(i+round)%len(cs)]
-				rate, err := b.once(ctx, p, c, k)
+				m, err := b.once(ctx, p, c, k)
 				for try := 1; errors.Is(err, errHidden) && try < maxTries; try++ {
 					fmt.Fprintf(b.progress, "  %s: %v; once more on fresh queues\n", k.name, err)
-					rate, err = b.once(ctx, p, c, k)
+					m, err = b.once(ctx, p, c, k)
 				}
 				if err != nil {
 					return nil, fmt.Errorf("round %d, %s, %s: %w", round+1, p.name, k.name, err)
 				}
-				res.add(p.name, k.key, rate)
+				res.add(p.name, k.key, m.rate)
+				res.addCalls(p.name, k.key, m.calls, m.n)
+				rate := m.rate
 				fmt.Fprintf(b.progress, "round %d/%d  %-22s  %-26s  %5d msgs  %6.0f msgs/s\n", round+1, rounds, p.name, k.name, p.n, rate)
 			}
 		}
@@ -78,31 +81,40 @@ func (b *bench) measure(ctx context.Context, profiles []profile, cs []contender,
 	return res, nil
 }
 
+// measurement is one contender's run.
+type measurement struct {
+	n     int            // messages moved
+	rate  float64        // messages per second
+	calls map[string]int // API calls by operation
+}
+
 // once runs one contender on fresh queues holding p.n dead letters and
-// returns its rate in messages per second. The queues are deleted after.
-func (b *bench) once(ctx context.Context, p profile, c clients, k contender) (rate float64, err error) {
+// returns its measurement. The queues are deleted after.
+func (b *bench) once(ctx context.Context, p profile, c clients, k contender) (m measurement, err error) {
 	rt, cleanup, err := b.fresh(ctx, k.engine)
 	defer func() { err = errors.Join(err, cleanup()) }()
 	if err != nil {
-		return 0, err
+		return m, err
 	}
 	n, err := b.fill(ctx, rt.dlq, p.n)
 	if err != nil {
-		return 0, err
+		return m, err
 	}
+	p.calls.take()
 	begin := time.Now()
 	if err := k.move(ctx, c, rt, n, b.logger); err != nil {
-		return 0, err
+		return m, err
 	}
 	elapsed := time.Since(begin)
+	calls := p.calls.take()
 	dups, err := b.check(ctx, rt, n)
 	if err != nil {
-		return 0, err
+		return m, err
 	}
 	if dups > 0 {
 		fmt.Fprintf(b.progress, "  %s: %d duplicates in the source queue (an SDK retry of a batch whose answer was lost)\n", k.name, dups)
 	}
-	return float64(n) / elapsed.Seconds(), nil
+	return measurement{n: n, rate: float64(n) / elapsed.Seconds(), calls: calls}, nil
 }
 
 // fresh creates a route's queues (and, for the engine, its tables) and

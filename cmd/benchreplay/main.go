@@ -126,16 +126,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("load AWS config: %w", err)
 	}
-	profiles := []profile{{name: "bare emulator", n: o.n, cfg: cfg}}
+	// Each profile's clients count their calls; the setup's do not.
+	counted := func(endpoint string) (aws.Config, *callCounter) {
+		c := cfg.Copy()
+		calls := countCalls(cfg.HTTPClient)
+		c.HTTPClient = calls
+		if endpoint != "" {
+			c.BaseEndpoint = aws.String(endpoint)
+		}
+		return c, calls
+	}
+	bare, bareCalls := counted("")
+	profiles := []profile{{name: "bare emulator", n: o.n, cfg: bare, calls: bareCalls}}
 	if o.delay > 0 {
 		proxy, err := delayproxy.Start(upstream, o.delay)
 		if err != nil {
 			return err
 		}
 		defer proxy.Close()
-		delayed := cfg.Copy()
-		delayed.BaseEndpoint = aws.String(proxy.URL())
-		profiles = append(profiles, profile{name: fmt.Sprintf("every call +%s", o.delay), n: o.nDelayed, cfg: delayed, delay: o.delay})
+		delayed, delayedCalls := counted(proxy.URL())
+		profiles = append(profiles, profile{name: fmt.Sprintf("every call +%s", o.delay), n: o.nDelayed, cfg: delayed, delay: o.delay, calls: delayedCalls})
 	}
 	b := &bench{
 		setup:    newClients(cfg), // fills, checks and cleans up at full speed

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -12,21 +13,39 @@ import (
 	"github.com/homingdlq/homing/replay"
 )
 
-// results holds the rates measured, in messages per second, by profile
-// name and contender key, one per round.
-type results map[string]map[string][]float64
+// results holds what the rounds measured.
+type results struct {
+	// rates in messages per second by profile name and contender key, one
+	// per round
+	rates map[string]map[string][]float64
+	// API calls per 100 messages by profile name, contender key and
+	// operation, of the contender's last round
+	calls map[string]map[string]map[string]float64
+}
 
-func (r results) add(profile, key string, rate float64) {
-	if r[profile] == nil {
-		r[profile] = map[string][]float64{}
+func newResults() *results {
+	return &results{rates: map[string]map[string][]float64{}, calls: map[string]map[string]map[string]float64{}}
+}
+
+func (r *results) add(profile, key string, rate float64) {
+	if r.rates[profile] == nil {
+		r.rates[profile] = map[string][]float64{}
 	}
-	r[profile][key] = append(r[profile][key], rate)
+	r.rates[profile][key] = append(r.rates[profile][key], rate)
+}
+
+// addCalls records the API calls of a contender's round of n messages.
+func (r *results) addCalls(profile, key string, counts map[string]int, n int) {
+	if r.calls[profile] == nil {
+		r.calls[profile] = map[string]map[string]float64{}
+	}
+	r.calls[profile][key] = perHundred(counts, n)
 }
 
 // median returns the median rate of profile and key, and false when none
 // was measured.
-func (r results) median(profile, key string) (float64, bool) {
-	rates := slices.Clone(r[profile][key])
+func (r *results) median(profile, key string) (float64, bool) {
+	rates := slices.Clone(r.rates[profile][key])
 	if len(rates) == 0 {
 		return 0, false
 	}
@@ -57,7 +76,7 @@ type target struct {
 
 // targets evaluates the targets on profiles (the bare one first, then the
 // delayed one, whose targets are the +delay ones).
-func targets(r results, profiles []profile, w int) []target {
+func targets(r *results, profiles []profile, w int) []target {
 	ratio := func(p profile, num, den string, min float64, checked bool) verdict {
 		a, okA := r.median(p.name, num)
 		b, okB := r.median(p.name, den)
@@ -135,7 +154,7 @@ func number(f float64) string {
 }
 
 // report prints the rates and the targets as Markdown tables.
-func report(w io.Writer, r results, profiles []profile, cs []contender, o options) error {
+func report(w io.Writer, r *results, profiles []profile, cs []contender, o options) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n`make bench-replay N=%d N_DELAYED=%d W=%d ROUNDS=%d DELAY=%s`: %s, %d CPUs, %s/%s, %s.\n",
 		o.n, o.nDelayed, o.workers, o.rounds, o.delay, time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
@@ -144,11 +163,7 @@ func report(w io.Writer, r results, profiles []profile, cs []contender, o option
 		if i > 0 {
 			b.WriteString(",")
 		}
-		where := "on the " + p.name
-		if p.delay > 0 {
-			where = "with " + p.name
-		}
-		fmt.Fprintf(&b, " %d %s", p.n, where)
+		fmt.Fprintf(&b, " %d %s", p.n, where(p))
 	}
 	b.WriteString(".\n\n| contender |")
 	for _, p := range profiles {
@@ -158,7 +173,7 @@ func report(w io.Writer, r results, profiles []profile, cs []contender, o option
 	for _, c := range cs {
 		fmt.Fprintf(&b, "| %s |", c.name)
 		for _, p := range profiles {
-			rates := slices.Sorted(slices.Values(r[p.name][c.key]))
+			rates := slices.Sorted(slices.Values(r.rates[p.name][c.key]))
 			m, _ := r.median(p.name, c.key)
 			spread := ""
 			if len(rates) > 1 {
@@ -168,6 +183,7 @@ func report(w io.Writer, r results, profiles []profile, cs []contender, o option
 		}
 		b.WriteString("\n")
 	}
+	writeCalls(&b, r, profiles[len(profiles)-1], cs)
 	b.WriteString("\n| target |")
 	for _, p := range profiles {
 		fmt.Fprintf(&b, " %s |", p.name)
@@ -191,4 +207,30 @@ func report(w io.Writer, r results, profiles []profile, cs []contender, o option
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeCalls writes the API calls per 100 messages of each contender's
+// last round on profile p: each call is a round trip.
+func writeCalls(b *strings.Builder, r *results, p profile, cs []contender) {
+	fmt.Fprintf(b, "\nAPI calls per 100 messages in the last round %s; each call is a round trip:\n\n", where(p))
+	b.WriteString("| contender | SQS | DynamoDB | by operation |\n|---|---|---|---|\n")
+	for _, c := range cs {
+		byOp := r.calls[p.name][c.key]
+		byService := map[string]float64{}
+		var ops []string
+		for _, op := range slices.Sorted(maps.Keys(byOp)) {
+			service, name, _ := strings.Cut(op, " ")
+			byService[service] += byOp[op]
+			ops = append(ops, fmt.Sprintf("%s %s", name, strconv.FormatFloat(byOp[op], 'f', 1, 64)))
+		}
+		fmt.Fprintf(b, "| %s | %.1f | %.1f | %s |\n", c.name, byService["SQS"], byService["DynamoDB"], strings.Join(ops, ", "))
+	}
+}
+
+// where says where a profile ran: "on the bare emulator", "with every call +10ms".
+func where(p profile) string {
+	if p.delay > 0 {
+		return "with " + p.name
+	}
+	return "on the " + p.name
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func TestMedian(t *testing.T) {
-	r := results{}
+	r := newResults()
 	for _, v := range []float64{30, 10, 20} {
 		r.add("bare", "raw-1", v)
 	}
@@ -26,7 +26,7 @@ func TestMedian(t *testing.T) {
 			t.Errorf("median of %s = %g, %v; want %g, %v", tc.key, got, ok, tc.want, tc.ok)
 		}
 	}
-	if r["bare"]["raw-1"][0] != 30 {
+	if r.rates["bare"]["raw-1"][0] != 30 {
 		t.Error("median sorted the rates in place")
 	}
 }
@@ -42,7 +42,7 @@ func TestNumber(t *testing.T) {
 func TestTargets(t *testing.T) {
 	bare := profile{name: "bare emulator"}
 	slow := profile{name: "every call +10ms", delay: 10 * time.Millisecond}
-	r := results{}
+	r := newResults()
 	for key, rates := range map[string][2]float64{ // bare, slow
 		"engine-1": {900, 200},
 		"raw-1":    {1000, 230},
@@ -78,7 +78,7 @@ func TestTargets(t *testing.T) {
 // A ratio the engine's rate bound cannot reach says so.
 func TestTargetsAboveMaxRate(t *testing.T) {
 	bare := profile{name: "bare"}
-	r := results{}
+	r := newResults()
 	r.add(bare.name, "engine-w", replay.MaxRate)
 	r.add(bare.name, "raw-w", 2*replay.MaxRate)
 	v := targets(r, []profile{bare}, 4)[1].verdicts[0]
@@ -89,7 +89,7 @@ func TestTargetsAboveMaxRate(t *testing.T) {
 
 func TestTargetsNotMeasured(t *testing.T) {
 	slow := profile{name: "slow", delay: time.Millisecond}
-	r := results{}
+	r := newResults()
 	r.add(slow.name, "raw-w", 800)
 	r.add(slow.name, "naive", 24)
 	for _, tg := range targets(r, []profile{slow}, 4) {
@@ -102,7 +102,7 @@ func TestTargetsNotMeasured(t *testing.T) {
 
 func TestReportCountsFailures(t *testing.T) {
 	bare := profile{name: "bare emulator", n: 100}
-	r := results{}
+	r := newResults()
 	for key, rate := range map[string]float64{"engine-1": 100, "raw-1": 1000, "engine-w": 100, "raw-w": 1000, "naive": 50} {
 		r.add(bare.name, key, rate)
 	}
