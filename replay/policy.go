@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"strconv"
 	"time"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // Parking reasons, and the reason of a message that carries none of ours.
@@ -24,12 +26,14 @@ const (
 	ReasonAlreadyApplied = "already-applied"
 )
 
-// Defaults of [Policy].
-const (
-	DefaultMaxReplays         = 3
-	DefaultBackoffBase        = 5 * time.Minute
-	DefaultBackoffMax         = 4 * time.Hour
-	DefaultExpiryRescueWindow = 24 * time.Hour
+// Defaults of [Policy]: the replay function's settings' defaults, as
+// package settings declares them (MAX_REPLAYS, BACKOFF_BASE, BACKOFF_MAX,
+// EXPIRY_RESCUE_WINDOW). Read them; never assign.
+var (
+	DefaultMaxReplays         = settings.MaxReplays.Default
+	DefaultBackoffBase        = settings.BackoffBase.Default
+	DefaultBackoffMax         = settings.BackoffMax.Default
+	DefaultExpiryRescueWindow = settings.ExpiryRescueWindow.Default
 )
 
 // Policy decides per message. Zero fields take the defaults; it is a value

@@ -7,23 +7,27 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/homingdlq/homing/settings"
 )
 
-// Limits of a [Request].
-const (
-	MinRate       = 0.1
-	MaxRate       = 3000.0 // SQS FIFO batched throughput per action
-	MaxVisibility = 12 * time.Hour
+// Limits of a [Request]'s rate, as settings.Rate declares them (3000: SQS
+// FIFO batched throughput per action). Read them; never assign.
+var (
+	MinRate = settings.Rate.Min
+	MaxRate = settings.Rate.Max
 )
+
+// MaxVisibility is SQS's longest visibility timeout.
+const MaxVisibility = 12 * time.Hour
 
 // ErrInvalidRequest is wrapped by [Engine.Run] when the request is invalid;
 // nothing has been done then.
 var ErrInvalidRequest = errors.New("replay: invalid request")
 
 // Route is one dead-letter queue with its source and parking queues, all of
-// the same type (FIFO when the URLs end in ".fifo").
+// the same type (FIFO when the URLs end in settings.FIFOSuffix, ".fifo").
 type Route struct {
 	Name       string `json:"name"`
 	DLQURL     string `json:"dlqUrl"`
@@ -32,7 +36,7 @@ type Route struct {
 }
 
 // FIFO reports whether the route's queues are FIFO queues.
-func (r Route) FIFO() bool { return strings.HasSuffix(r.DLQURL, ".fifo") }
+func (r Route) FIFO() bool { return settings.IsFIFO(r.DLQURL) }
 
 // Validate reports every missing URL and a mix of queue types.
 func (r Route) Validate() error {
@@ -44,7 +48,7 @@ func (r Route) Validate() error {
 		switch {
 		case f.url == "":
 			errs = append(errs, fmt.Errorf("route %q: %s is required", r.Name, f.key))
-		case strings.HasSuffix(f.url, ".fifo") != r.FIFO():
+		case settings.IsFIFO(f.url) != r.FIFO():
 			errs = append(errs, fmt.Errorf("route %q: %s %s: all queues of a route must be FIFO, or none", r.Name, f.key, f.url))
 		}
 	}

@@ -67,6 +67,8 @@ var (
 		Doc: "DLQ growth since the previous run that holds the route"}
 	ReplayDeadlineMargin = Duration{Env: "DEADLINE_MARGIN", Default: 5 * time.Second, Min: AboveZero,
 		Doc: "stop cleanly this long before the invocation deadline"}
+	Workers = Int{Env: "WORKERS", Default: 4, Min: 1, Max: 16,
+		Doc: "receive loops per route, sharing the rate and the cap (FIFO: in parallel across message groups, in order within one)"}
 )
 
 // Consumer lists the consumer function's settings, in the order of its
@@ -102,6 +104,7 @@ var Replay = []Setting{
 	CanaryLimit,
 	RefillThreshold,
 	ReplayDeadlineMargin,
+	Workers,
 	Note(ServiceName, ", beside `Route`"),
 	Note(MetricsNamespace, ": `Replayed`, `Parked`, `Delayed`, `GateClosed`, `DeadLettered`, `Errors`"),
 }

@@ -173,6 +173,7 @@ var (
 			CanaryLimit:         jsii.Number(2),
 			RefillThreshold:     jsii.Number(40),
 			DeadlineMargin:      awscdk.Duration_Millis(jsii.Number(2500)),
+			Workers:             jsii.Number(8),
 			Environment:         map[string]string{"LOG_LEVEL": "debug"},
 		}
 		return p

@@ -325,7 +325,7 @@ type LaneProps struct {
 // ReplayProps configures the lane's replay function (functions/replay) and
 // the EventBridge rule that invokes it. Every field is optional.
 //
-// The tuning fields (MaxReplays through DeadlineMargin) become the function's
+// The tuning fields (MaxReplays through Workers) become the function's
 // environment variables of the same meaning; an unset field sets no
 // variable, so the function's own default, named in the field's comment,
 // applies. Validate checks them against the function's ranges and the lane.
@@ -385,6 +385,9 @@ type ReplayProps struct {
 	// (DEADLINE_MARGIN). Function default 5 s; above 0 and shorter than
 	// Timeout.
 	DeadlineMargin awscdk.Duration
+	// Workers is the number of receive loops per route (WORKERS), sharing
+	// the rate and the cap. Function default 4; 1..16.
+	Workers *float64
 
 	// Environment adds further variables of the replay function. It must
 	// not set the variables the construct wires (REPLAY_ROUTES,
@@ -454,6 +457,7 @@ func (p *ReplayProps) resolve(lane string) replayResolved {
 			{field: "CanaryLimit", key: settings.CanaryLimit.Env, value: p.CanaryLimit},
 			{field: "RefillThreshold", key: settings.RefillThreshold.Env, value: p.RefillThreshold},
 			{field: "DeadlineMargin", key: settings.ReplayDeadlineMargin.Env, value: optionalSeconds(p.DeadlineMargin), duration: true},
+			{field: "Workers", key: settings.Workers.Env, value: p.Workers},
 		},
 	}
 	if p.RouteName != nil {
@@ -901,7 +905,7 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 	for _, f := range []struct {
 		field string
 		decl  settings.Int
-	}{{"MaxReplays", settings.MaxReplays}, {"MaxPerRun", settings.MaxPerRun}, {"CanaryLimit", settings.CanaryLimit}, {"RefillThreshold", settings.RefillThreshold}} {
+	}{{"MaxReplays", settings.MaxReplays}, {"MaxPerRun", settings.MaxPerRun}, {"CanaryLimit", settings.CanaryLimit}, {"RefillThreshold", settings.RefillThreshold}, {"Workers", settings.Workers}} {
 		whole(f.field, r.setting(f.field, float64(f.decl.Default)), float64(f.decl.Min), float64(f.decl.Upper()))
 	}
 	if rate := r.setting("Rate", settings.Rate.Default); settings.Rate.Check(rate) != nil {

@@ -160,6 +160,7 @@ func TestReplayTuning(t *testing.T) {
 				"MAX_PER_RUN":                  "200",
 				"CANARY_LIMIT":                 "2",
 				"REFILL_THRESHOLD":             "40",
+				"WORKERS":                      "8",
 				"DEADLINE_MARGIN":              "2.5s",
 				"LOG_LEVEL":                    "debug",
 			})},

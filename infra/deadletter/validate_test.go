@@ -135,6 +135,7 @@ func TestValidate(t *testing.T) {
 				r.MaxPerRun = jsii.Number(0)
 				r.CanaryLimit = jsii.Number(1.5)
 				r.RefillThreshold = jsii.Number(-1)
+				r.Workers = jsii.Number(17)
 				r.Rate = jsii.Number(0.05)
 				r.MemorySize = jsii.Number(64)
 			})
@@ -143,6 +144,7 @@ func TestValidate(t *testing.T) {
 			"Replay.MaxPerRun is 0, want a whole number in 1..",
 			"Replay.CanaryLimit is 1.5, want a whole number",
 			"Replay.RefillThreshold is -1, want a whole number",
+			"Replay.Workers is 17, want a whole number in 1..16",
 			"Replay.Rate is 0.05, want 0.1..3000 messages per second",
 			"Replay.MemorySize is 64, want a whole number of MB in 128..10240",
 		}},

@@ -17,6 +17,7 @@ import (
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
+	"github.com/homingdlq/homing/settings"
 )
 
 // Queues are the settings of the lane's queues.
@@ -62,7 +63,7 @@ func newSQS(c clock, qs Queues) (*sqsModel, error) {
 	m.q.NewID = func() string { m.ids++; return fmt.Sprintf("m-%07d", m.ids) } // under the queue's lock
 	suffix := ""
 	if qs.FIFO {
-		suffix = ".fifo"
+		suffix = settings.FIFOSuffix
 	}
 	secs := func(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
 	var err error

@@ -24,7 +24,8 @@ type Config struct {
 	ConsumerName     string         // CONSUMER_NAME: the consumer's idempotency scope
 	HealthURL        string         // HEALTH_URL: "" for no health gate
 	// Engine holds the tuning the environment sets: the policy, the rate,
-	// the per-run cap, the gates' limits and the deadline margin. Its ports
+	// the per-run cap, the gates' limits, the deadline margin and the
+	// workers per route. Its ports
 	// and hooks are unset: [New] and [Config.Options] callers add them.
 	Engine           replay.Options
 	MetricsNamespace string // POWERTOOLS_METRICS_NAMESPACE
@@ -52,6 +53,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.Engine.CanaryLimit = env.Int(settings.CanaryLimit)
 	c.Engine.RefillThreshold = env.Int(settings.RefillThreshold)
 	c.Engine.DeadlineMargin = env.Duration(settings.ReplayDeadlineMargin)
+	c.Engine.Workers = env.Int(settings.Workers)
 	var errs []error
 	if v := getenv(settings.ReplayRoutes.Env); v != "" {
 		dec := json.NewDecoder(strings.NewReader(v))
@@ -82,6 +84,7 @@ func (c Config) Validate() error {
 		settings.CanaryLimit.Check(o.CanaryLimit),
 		settings.RefillThreshold.Check(o.RefillThreshold),
 		settings.ReplayDeadlineMargin.Check(o.DeadlineMargin),
+		settings.Workers.Check(o.Workers),
 		metrics.Config{Namespace: c.MetricsNamespace, Lane: c.Lane}.Validate(),
 	}
 	if len(c.Routes) == 0 {

@@ -29,8 +29,8 @@ func TestLoad(t *testing.T) {
 		{name: "routes not JSON", env: map[string]string{"REPLAY_ROUTES": "orders"}, wantErr: []string{"REPLAY_ROUTES: not a JSON array"}},
 		{name: "misspelt route field", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlq_url":"d"}]`}, wantErr: []string{`unknown field "dlq_url"`}},
 		{name: "mixed queue types", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlqUrl":"d.fifo","sourceUrl":"s.fifo","parkingUrl":"p"}]`}, wantErr: []string{"all queues of a route must be FIFO"}},
-		{name: "bad numbers", env: map[string]string{"MAX_REPLAYS": "0", "RATE": "fast", "MAX_PER_RUN": "-1", "CANARY_LIMIT": "x", "REFILL_THRESHOLD": "0"},
-			wantErr: []string{"MAX_REPLAYS=0", `RATE="fast"`, "MAX_PER_RUN=-1", `CANARY_LIMIT="x"`, "REFILL_THRESHOLD=0"}},
+		{name: "bad numbers", env: map[string]string{"MAX_REPLAYS": "0", "RATE": "fast", "MAX_PER_RUN": "-1", "CANARY_LIMIT": "x", "REFILL_THRESHOLD": "0", "WORKERS": "17"},
+			wantErr: []string{"MAX_REPLAYS=0", `RATE="fast"`, "MAX_PER_RUN=-1", `CANARY_LIMIT="x"`, "REFILL_THRESHOLD=0", "WORKERS=17: want 1..16"}},
 		{name: "bad durations", env: map[string]string{"BACKOFF_BASE": "10h", "BACKOFF_MAX": "1h", "EXPIRY_RESCUE_WINDOW": "soon", "DEADLINE_MARGIN": "0s"},
 			wantErr: []string{"BACKOFF_BASE=10h, BACKOFF_MAX=1h: want base <= max", `EXPIRY_RESCUE_WINDOW="soon"`, "DEADLINE_MARGIN=0s"}},
 		{name: "rate not a number", env: map[string]string{"RATE": "NaN"}, wantErr: []string{"RATE=NaN"}},
@@ -68,6 +68,7 @@ func TestLoad(t *testing.T) {
 				want.Engine.CanaryLimit = 5
 				want.Engine.RefillThreshold = 100
 				want.Engine.DeadlineMargin = 5 * time.Second
+				want.Engine.Workers = 4
 				if fmt.Sprint(cfg) != fmt.Sprint(want) {
 					t.Fatalf("cfg = %+v\nwant %+v", cfg, want)
 				}
