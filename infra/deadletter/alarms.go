@@ -326,8 +326,8 @@ func (l *lane) addAlarms() {
 			"Messages reached the DLQ after exhausting their receives on the source queue; the scheduled replay returns them when the cause is gone.",
 			l.deadLetter.MetricApproximateNumberOfMessagesVisible(maximum), 0),
 		DeadLetterAge: l.alarm("DeadLetterAgeAlarm",
-			fmt.Sprintf("The oldest DLQ message is older than %.0f%% of the DLQ retention (%.0f s): it expires unseen unless it is replayed or parked.",
-				DeadLetterAgeAlarmRatio*100, r.deadLetterRetention),
+			fmt.Sprintf("The oldest DLQ message is older than %.0f%% of the DLQ retention (%s of %s): it expires unseen unless it is replayed or parked.",
+				DeadLetterAgeAlarmRatio*100, human(ageThreshold), human(r.deadLetterRetention)),
 			l.deadLetter.MetricApproximateAgeOfOldestMessage(maximum), ageThreshold),
 		InvalidDepth: l.alarm("InvalidDepthAlarm",
 			"The consumer rejected messages as invalid; fix them at the producer, they are never replayed as is.",
@@ -343,11 +343,11 @@ func (l *lane) addAlarms() {
 			l.consumer.MetricThrottles(sum), 0),
 		ReplayErrors: l.alarm("ReplayErrorsAlarm",
 			"A replay run failed; its run summary in the replay log group says why. To stop scheduled replay during an incident, "+
-				"disable the rule named by the ReplayScheduleName output (aws events disable-rule --name <name>).",
+				"disable the rule named by the "+settings.OutputID(r.name, settings.OutputReplayScheduleName)+" output (aws events disable-rule --name <name>).",
 			l.replay.fn.MetricErrors(sum), 0),
 		SourceAge: l.earlyAlarm("SourceAgeAlarm",
-			fmt.Sprintf("The source queue's oldest message is older than %.0f s: the consumer is not keeping up or its records keep failing "+
-				"(a downstream outage). Read the consumer's RecordsFailed and its log lines with outcome failed.", r.alarms.sourceAge),
+			fmt.Sprintf("The source queue's oldest message is older than %s: the consumer is not keeping up or its records keep failing "+
+				"(a downstream outage). Read the consumer's RecordsFailed and its log lines with outcome failed.", human(r.alarms.sourceAge)),
 			l.source.MetricApproximateAgeOfOldestMessage(maximum), r.alarms.sourceAge),
 	}
 	if r.alarms.metricMath {

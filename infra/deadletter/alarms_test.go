@@ -143,3 +143,23 @@ func TestValidateEarlyAlarmProps(t *testing.T) {
 		}
 	}
 }
+
+// TestAlarmDescriptionsWriteDurations: the alarms' descriptions give their
+// thresholds as people write durations, and name the lane's own outputs.
+func TestAlarmDescriptionsWriteDurations(t *testing.T) {
+	s := defaults.get(t)
+	a := s.lane.Alarms()
+	for _, c := range []struct {
+		alarm interface{ AlarmArn() *string }
+		want  string
+	}{
+		{a.DeadLetterAge, "older than 75% of the DLQ retention (252h of 14d)"},
+		{a.SourceAge, "older than 2m:"},
+		{a.ReplayErrors, "disable the rule named by the OrdersReplayScheduleName output"},
+	} {
+		got, _ := props(s.resources[s.ref(c.alarm.AlarmArn())])["AlarmDescription"].(string)
+		if !strings.Contains(got, c.want) {
+			t.Errorf("AlarmDescription %q\nwant it to contain %q", got, c.want)
+		}
+	}
+}
