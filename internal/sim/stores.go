@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/settings"
 )
 
 // store is the idempotency store as DynamoDB would behave under load: the
@@ -213,8 +213,8 @@ func (l *ledger) Runs(ctx context.Context, n int) ([]replay.Summary, error) {
 // unscoped is a store key without its scope: the orderId (or its hash), as
 // traces name orders.
 func unscoped(key string) string {
-	if i := strings.IndexByte(key, '#'); i >= 0 {
-		return key[i+1:]
+	if _, id, ok := settings.SplitKey(key); ok {
+		return id
 	}
 	return key
 }
