@@ -21,10 +21,6 @@ const StackName = "Homing"
 // prefix of its outputs (settings.OutputID), is "orders".
 const OrdersLaneID = "Orders"
 
-// OrdersConsumerName scopes the order lane's idempotency keys (its
-// CONSUMER_NAME): the invoice consumer, as it always was.
-const OrdersConsumerName = "invoice"
-
 // ErrInvalidStackProps is wrapped by the value NewHomingStack panics with
 // when HomingStackProps itself (not a lane's props) is invalid.
 var ErrInvalidStackProps = errors.New("invalid HomingStackProps")
@@ -44,7 +40,8 @@ type HomingStackProps struct {
 	AllowPlainHTTP *bool
 	// Orders configures the order lane. The stack wires the tax service into
 	// it (ConsumerEnvironment TAX_SERVICE_URL, HealthURL) and names its
-	// consumer OrdersConsumerName unless Orders.ConsumerName is set.
+	// consumer settings.ConsumerName.Default ("invoice", the function's own
+	// default) unless Orders.ConsumerName is set.
 	Orders deadletter.LaneProps
 	// Payments, when set, adds the example lane (examples/: payments
 	// captured -> ledger entries, FIFO) beside the order lane; see
@@ -82,7 +79,7 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 	orders.ConsumerEnvironment[settings.TaxServiceURL.Env] = *taxURL
 	orders.HealthURL = taxURL
 	if orders.ConsumerName == nil {
-		orders.ConsumerName = jsii.String(OrdersConsumerName)
+		orders.ConsumerName = jsii.String(settings.ConsumerName.Default)
 	}
 	deadletter.NewLane(stack, OrdersLaneID, &orders)
 	if props.Payments != nil {

@@ -16,10 +16,12 @@ import (
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/invoicing"
+	"github.com/homingdlq/homing/settings"
 )
 
-// consumerName scopes the idempotency keys, as CONSUMER_NAME does.
-const consumerName = "invoice"
+// consumerName scopes the idempotency keys, as CONSUMER_NAME does by
+// default.
+var consumerName = settings.ConsumerName.Default
 
 // Consumer are the settings of the consumer function and its event source
 // mapping.
