@@ -34,6 +34,7 @@ type LedgerAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 // Ledger is a replay.Ledger on one DynamoDB table with the String partition
@@ -66,6 +67,7 @@ type Ledger struct {
 	api   LedgerAPI
 	table string
 	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
 }
 
 // NewLedger returns a ledger on table whose clock (for expiry) is now; nil
@@ -74,10 +76,10 @@ func NewLedger(api LedgerAPI, table string, now func() time.Time) *Ledger {
 	if now == nil {
 		now = time.Now
 	}
-	return &Ledger{api: api, table: table, now: now}
+	return &Ledger{api: api, table: table, now: now, sleep: wait.Sleep}
 }
 
-var _ replay.Ledger = (*Ledger)(nil)
+var _ replay.BatchLedger = (*Ledger)(nil)
 
 type messageItem struct {
 	PK                string `dynamodbav:"pk"`
@@ -138,35 +140,62 @@ func stateIs(s replay.State) expression.ConditionBuilder {
 	return expression.Name("state").Equal(expression.Value(string(s)))
 }
 
+// change is the conditional write of one transition: a put (SEEN, from
+// absent) or an update.
+type change struct {
+	it     messageItem
+	put    bool
+	cond   expression.ConditionBuilder
+	update expression.UpdateBuilder
+}
+
+// change returns the write of r at now under Mark's rule; fresh narrows an
+// INTENT's condition to "absent" (MarkBatch's first try, which tells a
+// first sighting without reading).
+func (l *Ledger) change(r replay.MessageRecord, now time.Time, fresh bool) (change, error) {
+	c := change{it: toItem(r)}
+	switch r.State {
+	case replay.Seen:
+		c.put = true
+		c.cond = absentOrExpired(now)
+	case replay.Intent:
+		c.cond = absentOrExpired(now).Or(stateIs(replay.Seen)).Or(stateIs(replay.Intent).And(
+			expression.Name("leaseUntil").LessThanEqual(expression.Value(c.it.At)).Or(expression.Name("runId").Equal(expression.Value(r.RunID)))))
+		if fresh {
+			c.cond = absentOrExpired(now)
+		}
+		c.update = l.fields(c.it).
+			Set(expression.Name("firstSeenAt"), expression.IfNotExists(expression.Name("firstSeenAt"), expression.Value(c.it.FirstSeenAt))).
+			Set(expression.Name("leaseUntil"), expression.Value(c.it.LeaseUntil)).
+			Remove(expression.Name("reason"))
+	case replay.Sent, replay.Parked, replay.Resolved:
+		c.cond = stateIs(replay.Intent).And(expression.Name("runId").Equal(expression.Value(r.RunID))).
+			And(expression.Name(TTLAttribute).GreaterThan(expression.Value(now.Unix())))
+		c.update = l.fields(c.it).Remove(expression.Name("leaseUntil"))
+		if r.Reason != "" {
+			c.update = c.update.Set(expression.Name("reason"), expression.Value(r.Reason))
+		} else {
+			c.update = c.update.Remove(expression.Name("reason"))
+		}
+	default:
+		return change{}, fmt.Errorf("mark %s in %s: unknown state %q", r.MessageID, l.table, r.State)
+	}
+	return c, nil
+}
+
 // Mark implements replay.Ledger.
 func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
 	now := l.now()
-	it := toItem(r)
-	var err error
+	c, err := l.change(r, now, false)
+	if err != nil {
+		return replay.MessageRecord{}, false, err
+	}
+	it := c.it
 	var old map[string]types.AttributeValue // the item replaced
-	switch r.State {
-	case replay.Seen:
-		old, err = l.put(ctx, it, absentOrExpired(now))
-	case replay.Intent:
-		cond := absentOrExpired(now).Or(stateIs(replay.Seen)).Or(stateIs(replay.Intent).And(
-			expression.Name("leaseUntil").LessThanEqual(expression.Value(it.At)).Or(expression.Name("runId").Equal(expression.Value(r.RunID)))))
-		update := l.fields(it).
-			Set(expression.Name("firstSeenAt"), expression.IfNotExists(expression.Name("firstSeenAt"), expression.Value(it.FirstSeenAt))).
-			Set(expression.Name("leaseUntil"), expression.Value(it.LeaseUntil)).
-			Remove(expression.Name("reason"))
-		old, err = l.update(ctx, it, cond, update)
-	case replay.Sent, replay.Parked, replay.Resolved:
-		cond := stateIs(replay.Intent).And(expression.Name("runId").Equal(expression.Value(r.RunID))).
-			And(expression.Name(TTLAttribute).GreaterThan(expression.Value(now.Unix())))
-		update := l.fields(it).Remove(expression.Name("leaseUntil"))
-		if r.Reason != "" {
-			update = update.Set(expression.Name("reason"), expression.Value(r.Reason))
-		} else {
-			update = update.Remove(expression.Name("reason"))
-		}
-		old, err = l.update(ctx, it, cond, update)
-	default:
-		return replay.MessageRecord{}, false, fmt.Errorf("mark %s in %s: unknown state %q", r.MessageID, l.table, r.State)
+	if c.put {
+		old, err = l.put(ctx, it, c.cond)
+	} else {
+		old, err = l.update(ctx, it, c.cond, c.update)
 	}
 	var failed *types.ConditionalCheckFailedException
 	switch {
@@ -192,6 +221,158 @@ func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 		return replay.MessageRecord{}, false, fmt.Errorf("decode %s from %s: %w", r.MessageID, l.table, err)
 	}
 	return cur, false, nil
+}
+
+// transactLimit is DynamoDB's limit of items per TransactWriteItems call.
+const transactLimit = 100
+
+// MarkBatch implements replay.BatchLedger with TransactWriteItems calls of
+// up to 100 records, conditional as Mark's writes. A transaction is all or
+// nothing: when some conditions fail, the answer names them (with the
+// stored item), and the others are written again without them. An INTENT is
+// first tried as a first sighting (the record absent); one that finds a
+// record it may replace (SEEN, a passed lease, its own) is tried again
+// under the full rule, so the result says what it replaced without a read.
+func (l *Ledger) MarkBatch(ctx context.Context, records []replay.MessageRecord) []replay.Marked {
+	out := make([]replay.Marked, len(records))
+	for start := 0; start < len(records); start += transactLimit {
+		end := min(start+transactLimit, len(records))
+		l.markBatch(ctx, records[start:end], out[start:end])
+	}
+	return out
+}
+
+// markBatch marks records (at most transactLimit) into out.
+func (l *Ledger) markBatch(ctx context.Context, records []replay.MessageRecord, out []replay.Marked) {
+	now := l.now()
+	pending := make([]int, 0, len(records))
+	fresh := make([]bool, len(records))                    // tried as a first sighting
+	replaced := make([]replay.MessageRecord, len(records)) // what a full-rule write replaces
+	for i, r := range records {
+		pending = append(pending, i)
+		fresh[i] = r.State == replay.Intent
+		if r.State.Final() {
+			replaced[i] = replay.MessageRecord{OrderKey: r.OrderKey, MessageID: r.MessageID, State: replay.Intent, RunID: r.RunID}
+		}
+	}
+	const attempts = 6
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt == attempts {
+			for _, i := range pending {
+				out[i].Err = fmt.Errorf("mark %s %s in %s: transaction still cancelled after %d attempts", records[i].MessageID, records[i].State, l.table, attempts)
+			}
+			return
+		}
+		items := make([]types.TransactWriteItem, 0, len(pending))
+		for _, i := range pending {
+			c, err := l.change(records[i], now, fresh[i])
+			if err == nil {
+				var item types.TransactWriteItem
+				item, err = l.transactItem(c)
+				items = append(items, item)
+			}
+			if err != nil {
+				out[i].Err = err
+				return
+			}
+		}
+		_, err := l.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		var cancelled *types.TransactionCanceledException
+		switch {
+		case err == nil:
+			for _, i := range pending {
+				out[i].OK = true
+				out[i].Record = replaced[i] // zero for a first sighting
+			}
+			return
+		case !errors.As(err, &cancelled) || len(cancelled.CancellationReasons) != len(pending):
+			for _, i := range pending {
+				out[i].Err = fmt.Errorf("mark %s %s in %s: %w", records[i].MessageID, records[i].State, l.table, err)
+			}
+			return
+		}
+		var again []int
+		for k, reason := range cancelled.CancellationReasons {
+			i := pending[k]
+			switch code := aws.ToString(reason.Code); code {
+			case "", "None":
+				again = append(again, i) // cancelled for another item
+			case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded":
+				again = append(again, i)
+			case "ConditionalCheckFailed":
+				cur, err := l.standing(ctx, records[i], reason.Item, now)
+				switch {
+				case err != nil:
+					out[i].Err = err
+				case fresh[i] && cur.State != "" && replay.Transition(&cur, records[i]):
+					// A record the INTENT may replace: try again under the
+					// full rule, which checks it again atomically.
+					fresh[i] = false
+					replaced[i] = cur
+					again = append(again, i)
+				default:
+					out[i].Record = cur
+				}
+			default:
+				out[i].Err = fmt.Errorf("mark %s %s in %s: %s: %s", records[i].MessageID, records[i].State, l.table, code, aws.ToString(reason.Message))
+			}
+		}
+		pending = again
+		if len(pending) > 0 && attempt > 0 {
+			if err := l.sleep(ctx, time.Duration(25<<attempt)*time.Millisecond); err != nil {
+				for _, i := range pending {
+					out[i].Err = fmt.Errorf("mark %s %s in %s: %w", records[i].MessageID, records[i].State, l.table, err)
+				}
+				return
+			}
+		}
+	}
+}
+
+// transactItem is c as a member of a transaction.
+func (l *Ledger) transactItem(c change) (types.TransactWriteItem, error) {
+	if c.put {
+		item, err := attributevalue.MarshalMap(c.it)
+		if err != nil {
+			return types.TransactWriteItem{}, fmt.Errorf("encode %s: %w", c.it.MessageID, err)
+		}
+		expr, err := expression.NewBuilder().WithCondition(c.cond).Build()
+		if err != nil {
+			return types.TransactWriteItem{}, fmt.Errorf("build condition: %w", err)
+		}
+		return types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(l.table), Item: item,
+			ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}, nil
+	}
+	expr, err := expression.NewBuilder().WithCondition(c.cond).WithUpdate(c.update).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("build update: %w", err)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: aws.String(l.table), Key: l.key(c.it.PK, c.it.SK),
+		ConditionExpression: expr.Condition(), UpdateExpression: expr.Update(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, nil
+}
+
+// standing is the live record a failed condition met: item, as the answer
+// gave it, or read when the answer had none.
+func (l *Ledger) standing(ctx context.Context, r replay.MessageRecord, item map[string]types.AttributeValue, now time.Time) (replay.MessageRecord, error) {
+	if len(item) == 0 { // not every implementation returns the item
+		out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: l.key(r.OrderKey, messagePrefix+r.MessageID), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return replay.MessageRecord{}, fmt.Errorf("get %s from %s: %w", r.MessageID, l.table, err)
+		}
+		item = out.Item
+	}
+	cur, err := l.live(item, now)
+	if err != nil {
+		return replay.MessageRecord{}, fmt.Errorf("decode %s from %s: %w", r.MessageID, l.table, err)
+	}
+	return cur, nil
 }
 
 // live decodes a message item; zero when there is none or it has expired.

@@ -18,10 +18,12 @@ import (
 // fakeLedgerAPI fails conditional writes without the standing item, as some
 // DynamoDB implementations do, and serves that item from GetItem.
 type fakeLedgerAPI struct {
-	standing map[string]types.AttributeValue
-	queryErr error
-	gets     int
-	updates  []*dynamodb.UpdateItemInput
+	standing  map[string]types.AttributeValue
+	queryErr  error
+	gets      int
+	updates   []*dynamodb.UpdateItemInput
+	transacts []*dynamodb.TransactWriteItemsInput
+	answers   []error // of the TransactWriteItems calls, in turn; nil succeeds
 }
 
 func (f *fakeLedgerAPI) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -43,6 +45,17 @@ func (f *fakeLedgerAPI) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ 
 
 func (f *fakeLedgerAPI) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	return nil, f.queryErr
+}
+
+// TransactWriteItems answers with the next of transacts, recording each call.
+func (f *fakeLedgerAPI) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	f.transacts = append(f.transacts, in)
+	if len(f.answers) == 0 {
+		return &dynamodb.TransactWriteItemsOutput{}, nil
+	}
+	err := f.answers[0]
+	f.answers = f.answers[1:]
+	return &dynamodb.TransactWriteItemsOutput{}, err
 }
 
 var ledgerNow = time.Unix(1_800_000_000, 0).UTC()
@@ -179,5 +192,45 @@ func TestCompletionsGiveUpOnKeysLeftUnprocessed(t *testing.T) {
 	c.sleep = func(context.Context, time.Duration) error { return nil }
 	if _, err := c.Completed(context.Background(), []string{"ORD-1", "ORD-2"}); err == nil || !strings.Contains(err.Error(), "unprocessed") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A batch is one transaction; the records whose condition failed are
+// answered from the cancellation, an INTENT over a record it may replace is
+// tried again under the full rule, and the others are written again
+// without them.
+func TestMarkBatchIsOneTransactionAndSortsOutItsCancellation(t *testing.T) {
+	seen := sentItem(ledgerNow.Add(time.Hour))
+	seen["state"] = &types.AttributeValueMemberS{Value: "SEEN"}
+	seen["sk"] = &types.AttributeValueMemberS{Value: "message#m-3"}
+	seen["messageId"] = &types.AttributeValueMemberS{Value: "m-3"}
+	api := &fakeLedgerAPI{answers: []error{&types.TransactionCanceledException{CancellationReasons: []types.CancellationReason{
+		{Code: aws.String("None")},
+		{Code: aws.String("ConditionalCheckFailed"), Item: sentItem(ledgerNow.Add(time.Hour))},
+		{Code: aws.String("ConditionalCheckFailed"), Item: seen},
+	}}}}
+	l := NewLedger(api, "ledger", func() time.Time { return ledgerNow })
+	recs := []replay.MessageRecord{record(replay.Intent), record(replay.Intent), record(replay.Intent)}
+	recs[0].MessageID = "m-2"
+	recs[2].MessageID = "m-3"
+	got := l.MarkBatch(context.Background(), recs)
+	if len(api.transacts) != 2 || len(api.transacts[0].TransactItems) != 3 || len(api.transacts[1].TransactItems) != 2 {
+		t.Fatalf("%d calls", len(api.transacts))
+	}
+	if !got[0].OK || got[0].Record.State != "" || got[0].Err != nil {
+		t.Errorf("m-2: %+v, want marked as a first sighting", got[0])
+	}
+	if got[1].OK || got[1].Record.State != replay.Sent || got[1].Err != nil {
+		t.Errorf("m-1: %+v, want refused with the SENT record", got[1])
+	}
+	if !got[2].OK || got[2].Record.State != replay.Seen || got[2].Err != nil {
+		t.Errorf("m-3: %+v, want marked over its SEEN record", got[2])
+	}
+	cause := errors.New("throttled")
+	api = &fakeLedgerAPI{answers: []error{cause}}
+	for _, m := range NewLedger(api, "ledger", nil).MarkBatch(context.Background(), recs) {
+		if !errors.Is(m.Err, cause) || m.OK {
+			t.Fatalf("a failed call: %+v", m)
+		}
 	}
 }

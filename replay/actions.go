@@ -57,7 +57,7 @@ func (r *run) claim(ctx context.Context, p *pass, b *batch) {
 	if r.req.DryRun {
 		each(b.items, looked, func(it *item) { r.look(ctx, b, it) })
 	} else {
-		each(b.items, func(it *item) bool { return it.outcome.moves() }, func(it *item) { r.intend(ctx, p, b, it) })
+		r.intend(ctx, p, b)
 	}
 	wg.Wait()
 	for _, it := range b.items {
@@ -91,7 +91,7 @@ func (r *run) look(ctx context.Context, b *batch, it *item) {
 		return
 	}
 	switch own := history[i]; {
-	case own.State.final():
+	case own.State.Final():
 		it.outcome = OutcomeRecovered
 		it.vis = hold
 	case own.State == Intent && b.plan.now.Before(own.LeaseUntil) && it.outcome.moves():
@@ -104,45 +104,80 @@ func (r *run) look(ctx context.Context, b *batch, it *item) {
 // were not claimed: a message is seen for the first time when it had no
 // record.
 func (r *run) see(ctx context.Context, p *pass, b *batch) {
-	each(b.items, func(it *item) bool {
-		return !it.claimed && (it.outcome == OutcomeDelayed || it.outcome == OutcomeBlocked)
-	}, func(it *item) {
-		_, ok, err := r.e.ledger.Mark(ctx, r.record(p, it, Seen, b.plan.now))
+	var stay []*item
+	var recs []MessageRecord
+	for _, it := range b.items {
+		if !it.claimed && (it.outcome == OutcomeDelayed || it.outcome == OutcomeBlocked) {
+			stay = append(stay, it)
+			recs = append(recs, r.record(p, it, Seen, b.plan.now))
+		}
+	}
+	for k, m := range r.mark(ctx, recs) {
+		it := stay[k]
 		switch {
-		case err != nil:
-			it.warn = fmt.Errorf("mark %s seen: %w", it.msg.id, err)
-		case ok:
+		case m.Err != nil:
+			it.warn = fmt.Errorf("mark %s seen: %w", it.msg.id, m.Err)
+		case m.OK:
 			it.first = true
 		}
-	})
+	}
 }
 
-// intend writes the INTENT record of a mover.
-func (r *run) intend(ctx context.Context, p *pass, b *batch, it *item) {
+// mark writes records: in one call when the ledger is a [BatchLedger],
+// else one Mark per record, concurrently.
+func (r *run) mark(ctx context.Context, recs []MessageRecord) []Marked {
+	if len(recs) == 0 {
+		return nil
+	}
+	if bl, ok := r.e.ledger.(BatchLedger); ok {
+		return bl.MarkBatch(ctx, recs)
+	}
+	out := make([]Marked, len(recs))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		wg.Go(func() { out[i].Record, out[i].OK, out[i].Err = r.e.ledger.Mark(ctx, rec) })
+	}
+	wg.Wait()
+	return out
+}
+
+// intend writes the INTENT records of the batch's movers.
+func (r *run) intend(ctx context.Context, p *pass, b *batch) {
 	now := b.plan.now
-	rec := r.record(p, it, Intent, now)
-	rec.LeaseUntil = b.receivedAt.Add(r.visibility)
-	it.lease = rec.LeaseUntil
-	it.claimed = true
-	cur, ok, err := r.e.ledger.Mark(ctx, rec)
-	switch {
-	case err != nil && it.outcome == OutcomeParked:
-		it.warn = fmt.Errorf("mark %s intent: %w", it.msg.id, err)
-	case err != nil && b.plan.rescue(it):
-		it.warn = fmt.Errorf("mark %s intent: %w", it.msg.id, err)
-	case err != nil:
-		it.fail(fmt.Errorf("mark %s intent: %w", it.msg.id, err))
-	case ok:
-		it.intent = true
-		it.first = cur.State == "" // it replaced no record
-	case cur.State.final():
-		it.outcome = OutcomeRecovered
-		it.vis = keep
-	case cur.State == Intent:
-		it.outcome = OutcomeDelayed
-		it.vis = hide(cur.LeaseUntil, now, b.receivedAt)
-	default:
-		it.fail(fmt.Errorf("mark %s intent: the ledger holds %q", it.msg.id, cur.State))
+	var movers []*item
+	var recs []MessageRecord
+	for _, it := range b.items {
+		if !it.outcome.moves() {
+			continue
+		}
+		rec := r.record(p, it, Intent, now)
+		rec.LeaseUntil = b.receivedAt.Add(r.visibility)
+		it.lease = rec.LeaseUntil
+		it.claimed = true
+		movers = append(movers, it)
+		recs = append(recs, rec)
+	}
+	for k, m := range r.mark(ctx, recs) {
+		it := movers[k]
+		switch cur := m.Record; {
+		case m.Err != nil && it.outcome == OutcomeParked:
+			it.warn = fmt.Errorf("mark %s intent: %w", it.msg.id, m.Err)
+		case m.Err != nil && b.plan.rescue(it):
+			it.warn = fmt.Errorf("mark %s intent: %w", it.msg.id, m.Err)
+		case m.Err != nil:
+			it.fail(fmt.Errorf("mark %s intent: %w", it.msg.id, m.Err))
+		case m.OK:
+			it.intent = true
+			it.first = cur.State == "" // it replaced no record
+		case cur.State.Final():
+			it.outcome = OutcomeRecovered
+			it.vis = keep
+		case cur.State == Intent:
+			it.outcome = OutcomeDelayed
+			it.vis = hide(cur.LeaseUntil, now, b.receivedAt)
+		default:
+			it.fail(fmt.Errorf("mark %s intent: the ledger holds %q", it.msg.id, cur.State))
+		}
 	}
 }
 
@@ -354,39 +389,44 @@ func (r *run) renew(ctx context.Context, p *pass, out []*item) []*item {
 var errLeaseLost = errors.New("another run holds the message")
 
 // finish settles a sent batch: it writes the SENT, PARKED and RESOLVED
-// records over the run's INTENT ones and deletes from the DLQ what left it
-// (the two at once: a record that fails is a warning, a delete that fails
-// leaves the record for the next run to recover), then hides the delayed
-// messages and holds the ones left for a later run. It runs to the end
-// even when ctx is done: what was sent must be recorded and deleted, or
-// the next run finds an expired INTENT and sends it again. An error means
-// the run must stop (the test-only crash hook).
+// records over the run's INTENT ones and the SEEN records of what stays,
+// and deletes from the DLQ what left it, the three at once (a record that
+// fails is a warning; a delete that fails leaves the record for the next
+// run to recover; a delete before its record is written and a crash leave
+// the message gone with its INTENT, the audit of a move that happened).
+// In lockstep, and under the test-only crash hook, the records go first and
+// the deletes after them. Then it hides the delayed messages and holds the
+// ones left for a later run. It runs to the end even when ctx is done:
+// what was sent must be recorded and deleted, or the next run finds an
+// expired INTENT and sends it again. An error means the run must stop (the
+// crash hook).
 func (r *run) finish(ctx context.Context, p *pass, b *batch) error {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	if !r.req.DryRun {
-		var wg sync.WaitGroup
-		wg.Go(func() { r.see(fctx, p, b) })
-		each(b.items, func(it *item) bool { return it.sent && it.intent }, func(it *item) { r.settle(fctx, p, b, it) })
-		wg.Wait()
-		if r.e.afterSend != nil {
-			var ids []string
-			for _, it := range b.items {
-				if it.sent {
-					ids = append(ids, it.msg.id)
-				}
-			}
-			if err := r.e.afterSend(p.route.Name, ids); err != nil {
-				r.account(p, b)
-				r.logItems(ctx, p, b)
-				return fmt.Errorf("after send: %w", err)
-			}
-		}
-		r.remove(fctx, p, b)
-	} else {
+	if r.req.DryRun {
 		for _, it := range b.items {
 			it.vis = hold
 		}
+	} else {
+		var wg sync.WaitGroup
+		var deleted map[string]error
+		remove := func() { deleted = r.remove(fctx, p, b) }
+		together := !r.e.opts.Lockstep && r.e.afterSend == nil
+		if together {
+			wg.Go(remove)
+		}
+		wg.Go(func() { r.see(fctx, p, b) })
+		r.settle(fctx, p, b)
+		wg.Wait()
+		if !together {
+			if err := r.crashHook(p, b); err != nil {
+				r.account(p, b)
+				r.logItems(ctx, p, b)
+				return err
+			}
+			remove()
+		}
+		r.removed(b, deleted)
 	}
 	r.release(ctx, p, b)
 	r.account(p, b)
@@ -394,49 +434,81 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch) error {
 	return nil
 }
 
-// settle writes SENT, PARKED or RESOLVED over the mover's INTENT. A
-// failure is a warning: the message was sent, it is deleted all the same.
-func (r *run) settle(ctx context.Context, p *pass, b *batch, it *item) {
-	rec := r.record(p, it, Sent, b.plan.now)
-	rec.ReplayCount = it.count
-	switch it.outcome {
-	case OutcomeParked:
-		rec.State = Parked
-		rec.Reason = it.reason
-	case OutcomeApplied:
-		rec.State = Resolved
-		rec.Reason = it.reason
+// crashHook calls the test-only hook with the ids of the messages sent.
+func (r *run) crashHook(p *pass, b *batch) error {
+	if r.e.afterSend == nil {
+		return nil
 	}
-	_, ok, err := r.e.ledger.Mark(ctx, rec)
-	switch {
-	case err != nil:
-		it.warn = fmt.Errorf("mark %s %s: %w", it.msg.id, rec.State, err)
-	case !ok:
-		it.warn = fmt.Errorf("mark %s %s: the INTENT of run %s is gone", it.msg.id, rec.State, r.id)
+	var ids []string
+	for _, it := range b.items {
+		if it.sent {
+			ids = append(ids, it.msg.id)
+		}
+	}
+	if err := r.e.afterSend(p.route.Name, ids); err != nil {
+		return fmt.Errorf("after send: %w", err)
+	}
+	return nil
+}
+
+// settle writes SENT, PARKED or RESOLVED over the movers' INTENT. A
+// failure is a warning: the message was sent, it is deleted all the same.
+func (r *run) settle(ctx context.Context, p *pass, b *batch) {
+	var done []*item
+	var recs []MessageRecord
+	for _, it := range b.items {
+		if !it.sent || !it.intent {
+			continue
+		}
+		rec := r.record(p, it, Sent, b.plan.now)
+		rec.ReplayCount = it.count
+		switch it.outcome {
+		case OutcomeParked:
+			rec.State = Parked
+			rec.Reason = it.reason
+		case OutcomeApplied:
+			rec.State = Resolved
+			rec.Reason = it.reason
+		}
+		done = append(done, it)
+		recs = append(recs, rec)
+	}
+	for k, m := range r.mark(ctx, recs) {
+		it, state := done[k], recs[k].State
+		switch {
+		case m.Err != nil:
+			it.warn = fmt.Errorf("mark %s %s: %w", it.msg.id, state, m.Err)
+		case !m.OK:
+			it.warn = fmt.Errorf("mark %s %s: the INTENT of run %s is gone", it.msg.id, state, r.id)
+		}
 	}
 }
 
-// remove deletes from the DLQ what was sent now or by an earlier run.
-func (r *run) remove(ctx context.Context, p *pass, b *batch) {
-	var gone []*item
+// remove deletes from the DLQ what was sent now or by an earlier run, and
+// returns the error of each message (by id) not deleted.
+func (r *run) remove(ctx context.Context, p *pass, b *batch) map[string]error {
 	var ids, receipts []string
 	for _, it := range b.items {
 		if it.sent || it.outcome == OutcomeRecovered {
-			gone = append(gone, it)
 			ids = append(ids, it.msg.id)
 			receipts = append(receipts, it.msg.receipt)
 		}
 	}
-	if len(gone) == 0 {
-		return
+	if len(ids) == 0 {
+		return nil
 	}
-	failed := deleteMessages(ctx, r.e.queue, p.route.DLQURL, ids, receipts)
-	for _, it := range gone {
+	return deleteMessages(ctx, r.e.queue, p.route.DLQURL, ids, receipts)
+}
+
+// removed notes the deletes that failed: a warning for a message sent (the
+// ledger says SENT: the next run deletes it), a failure for a recovered one.
+func (r *run) removed(b *batch, failed map[string]error) {
+	for _, it := range b.items {
 		err, bad := failed[it.msg.id]
 		switch {
-		case !bad:
+		case !bad || !it.sent && it.outcome != OutcomeRecovered:
 		case it.sent:
-			it.warn = err // the ledger says SENT: the next run deletes it
+			it.warn = errors.Join(it.warn, err)
 		default:
 			it.fail(err)
 		}

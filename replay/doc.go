@@ -90,17 +90,20 @@
 //
 // # Throughput
 //
-// A route is served by [Options.Workers] receive loops (default 4). Each
-// batch costs a worker four round trips: the receive, the claim (the
-// batch's INTENT writes, with the completions read beside them), the send,
-// and the finish (the final records beside the delete). On a standard
-// route a worker runs the finish of one batch beside the receive and claim
-// of the next, so a batch takes about three round trips, as the raw SDK
-// loop (receive, send, delete) does: at 10 ms a round trip, about 300
-// messages/s per worker, until the rate limit ([Request.Rate],
-// [Options.Rate]) or SQS's throttling bounds it. The workers share the
-// run's rate limit, cap and lock; what a run holds in memory stays bounded
-// by the workers, not by the messages.
+// A route is served by [Options.Workers] receive loops (default 4). A
+// batch costs a worker four round trips: the receive; the claim (the
+// batch's INTENT records in one call when the ledger is a [BatchLedger],
+// as dynamo's is: one TransactWriteItems; the completions read beside
+// it); the send; and the finish (the final records, the SEEN records and
+// the delete, together). On a standard route a worker runs the finish of
+// one batch beside the receive and claim of the next, so a batch takes
+// about three round trips, as the raw SDK loop (receive, send, delete)
+// does: at 10 ms a round trip, about 300 messages/s per worker, until the
+// rate limit ([Request.Rate], [Options.Rate]), SQS's throttling or the
+// ledger's capacity bounds it. The workers share the run's rate limit, cap
+// and lock; what a run holds in memory is bounded by the workers (a batch
+// and a finishing one each), not by the messages. Receives are short polls
+// while messages come.
 //
 // # FIFO
 //
@@ -123,7 +126,9 @@
 // when less than the deadline margin plus the longest batch so far (plus any
 // rate-limit wait) is left. A route's pass ends when a receive comes back
 // empty or when it has received as many messages as the DLQ held at the
-// start (plus one batch). A message received again in the same pass (it
+// start (plus one batch); an empty short poll before the starting depth
+// is reached is confirmed by a long poll of a second. A message received
+// again in the same pass (it
 // reappeared after its decision window) is recognised with a fixed-size
 // probabilistic filter, not examined again, and held with the messages left
 // for a later run.

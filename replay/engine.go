@@ -40,6 +40,16 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 		return Summary{}, fmt.Errorf("%w: options: %w", ErrInvalidRequest, err)
 	}
 	r := e.newRun(req)
+	// The recent runs (the routes' gates) are read beside the health probe.
+	type runs struct {
+		recent []Summary
+		err    error
+	}
+	read := make(chan runs, 1)
+	go func() {
+		recent, err := e.ledger.Runs(ctx, gateHistory)
+		read <- runs{recent, err}
+	}()
 	sum := Summary{
 		RunID: r.id, DryRun: req.DryRun, StartedAt: r.start, Max: r.max, Rate: r.rate,
 		Gates: []Gate{r.healthGate(ctx)}, Routes: []RouteSummary{}, Total: newCounts(),
@@ -52,7 +62,8 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 	r.logGate(ctx, "", sum.Gates[0])
 
 	var errs []error
-	recent, prevErr := e.ledger.Runs(ctx, gateHistory)
+	got := <-read
+	recent, prevErr := got.recent, got.err
 	if prevErr != nil {
 		prevErr = fmt.Errorf("read the recent runs from the ledger: %w", prevErr)
 		errs = append(errs, prevErr)

@@ -17,8 +17,8 @@ const (
 	Resolved State = "RESOLVED" // removed without a send: see Reason (ReasonAlreadyApplied)
 )
 
-// final reports whether s ends a DLQ message's history.
-func (s State) final() bool { return s == Sent || s == Parked || s == Resolved }
+// Final reports whether s ends a DLQ message's history.
+func (s State) Final() bool { return s == Sent || s == Parked || s == Resolved }
 
 // DefaultRecordLifetime is how long ledger records live: longer than the
 // longest DLQ retention (14 days) with a margin.
@@ -70,6 +70,27 @@ type Ledger interface {
 	LastRun(ctx context.Context) (s Summary, found bool, err error)
 	// Runs returns up to n summaries, the latest first.
 	Runs(ctx context.Context, n int) ([]Summary, error)
+}
+
+// BatchLedger is a [Ledger] that marks the records of a batch in one call.
+// The engine writes a batch's INTENT, SEEN and final records with it when
+// its ledger implements it, and with Mark per record otherwise.
+type BatchLedger interface {
+	Ledger
+	// MarkBatch applies Mark's rule to each record (records of distinct
+	// messages): each transition is atomic on its own, not the set. It
+	// returns one result per record, in order.
+	MarkBatch(ctx context.Context, records []MessageRecord) []Marked
+}
+
+// Marked is what [BatchLedger.MarkBatch] did with one record: what Mark
+// returns for it.
+type Marked struct {
+	// Record is, when OK, the record replaced (zero when there was none);
+	// otherwise the stored record (zero when absent).
+	Record MessageRecord
+	OK     bool
+	Err    error
 }
 
 // Completions tells which orders the consumer has completed (for the invoice

@@ -37,7 +37,7 @@ func NewMemoryLedger(now func() time.Time) *MemoryLedger {
 	return &MemoryLedger{now: now, orders: map[string]map[string]MessageRecord{}}
 }
 
-var _ Ledger = (*MemoryLedger)(nil)
+var _ BatchLedger = (*MemoryLedger)(nil)
 
 // maxPartitionKey is DynamoDB's limit on a partition key, in bytes; the
 // memory ledger enforces it too, so that a key that grows with its input
@@ -84,6 +84,15 @@ func (m *MemoryLedger) Mark(_ context.Context, r MessageRecord) (MessageRecord, 
 		return MessageRecord{}, true, nil
 	}
 	return *cur, true, nil
+}
+
+// MarkBatch implements [BatchLedger].
+func (m *MemoryLedger) MarkBatch(ctx context.Context, records []MessageRecord) []Marked {
+	out := make([]Marked, len(records))
+	for i, r := range records {
+		out[i].Record, out[i].OK, out[i].Err = m.Mark(ctx, r)
+	}
+	return out
 }
 
 // OrderHistory implements [Ledger]; the records come sorted by FirstSeenAt.

@@ -93,6 +93,7 @@ type pass struct {
 	replayLeft int          // replays the canary allows; -1 unlimited
 	gated      bool         // a gate is closed: no replays, the rescue goes on
 	budget     int          // messages left to receive in this pass
+	received   int          // messages received in this pass
 	held       []visibility // messages left for a later run, released when the pass ends
 	stopped    StopReason   // why the pass ended, once a worker ended it
 	err        error        // the error that ended it
@@ -140,6 +141,9 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 		rs.StopReason = reason
 		return rs, nil
 	}
+	// The source queue's size limit is read beside the DLQ's attributes.
+	sourceMax := make(chan int, 1)
+	go func() { sourceMax <- r.sourceMax(ctx, rt) }()
 	out, err := r.e.queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(rt.DLQURL),
 		AttributeNames: []types.QueueAttributeName{
@@ -148,6 +152,7 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
 		},
 	})
+	maxSize := <-sourceMax
 	if err != nil {
 		rs.StopReason = StopError
 		rs.Error = err.Error()
@@ -160,7 +165,7 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	rs.Depth = attr(types.QueueAttributeNameApproximateNumberOfMessages)
 	rs.InFlight = attr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 	p := &pass{
-		route: rt, rs: &rs, replayLeft: -1, sourceMax: r.sourceMax(ctx, rt),
+		route: rt, rs: &rs, replayLeft: -1, sourceMax: maxSize,
 		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second,
 		budget:    rs.Depth + MaxBatch,
 	}
@@ -216,10 +221,11 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 }
 
 // work is one worker of a route: it receives a batch, plans it, claims it,
-// sends it, and finishes it, until the pass ends. On a standard route the
-// finish of a batch (ledger records, deletes) runs beside the receive and
-// claim of the next one, unless Options.Lockstep; the next send waits for
-// it.
+// sends it, and finishes it, until the pass ends. On a standard route,
+// unless Options.Lockstep, the worker keeps one batch ahead: the receive
+// of the next batch goes out beside the send of this one, and the finish
+// of this one (records, deletes) beside the next one's claim; the next
+// send waits for that finish.
 func (r *run) work(ctx context.Context, p *pass) {
 	overlap := !r.e.opts.Lockstep && !p.route.FIFO()
 	var pending chan error // the previous batch's finish, running
@@ -236,38 +242,48 @@ func (r *run) work(ctx context.Context, p *pass) {
 		return true
 	}
 	defer join()
+	var ahead chan received // the next batch's receive, running
+	var wait int32          // a short poll, as long as messages come
 	for {
-		if reason := r.next(ctx, p); reason != "" {
-			r.end(p, reason, nil)
-			return
+		var got received
+		if ahead != nil {
+			got = <-ahead
+			ahead = nil
+		} else {
+			if reason := r.next(ctx, p); reason != "" {
+				r.end(p, reason, nil)
+				return
+			}
+			got = r.receive(ctx, p, wait)
 		}
-		started := r.now()
-		got, err := r.e.queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(p.route.DLQURL),
-			MaxNumberOfMessages:         MaxBatch,
-			VisibilityTimeout:           int32(math.Ceil(r.visibility.Seconds())),
-			WaitTimeSeconds:             1,
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		})
 		switch {
-		case err != nil && ctx.Err() != nil:
+		case got.err != nil && ctx.Err() != nil:
 			r.end(p, StopCanceled, nil)
 			return
-		case err != nil:
-			r.end(p, StopError, fmt.Errorf("receive from %s: %w", p.route.DLQURL, err))
+		case got.err != nil:
+			r.end(p, StopError, fmt.Errorf("receive from %s: %w", p.route.DLQURL, got.err))
 			return
-		case len(got.Messages) == 0:
+		case len(got.msgs) == 0 && wait == 0 && r.short(p):
+			// A short poll samples some of SQS's servers: with fewer
+			// messages received than the DLQ held, a long poll makes sure.
+			wait = 1
+			continue
+		case len(got.msgs) == 0:
 			r.end(p, StopDrained, nil)
 			return
 		}
-		b := r.prepare(ctx, p, got.Messages, started)
+		wait = 0
+		b := r.prepare(ctx, p, got.msgs, got.at)
 		if b == nil {
 			continue
 		}
 		r.claim(ctx, p, b)
 		if !join() {
 			return // the previous batch stopped the run: this one is left as a crash leaves it
+		}
+		if overlap && r.next(ctx, p) == "" {
+			ahead = make(chan received, 1)
+			go func(next chan<- received) { next <- r.receive(ctx, p, 0) }(ahead)
 		}
 		if !r.req.DryRun {
 			r.send(ctx, p, b)
@@ -276,18 +292,42 @@ func (r *run) work(ctx context.Context, p *pass) {
 			pending = make(chan error, 1)
 			go func(done chan<- error) {
 				err := r.finish(ctx, p, b)
-				r.took(started)
+				r.took(got.at)
 				done <- err
 			}(pending)
 			continue
 		}
-		err = r.finish(ctx, p, b)
-		r.took(started)
+		err := r.finish(ctx, p, b)
+		r.took(got.at)
 		if err != nil {
 			r.end(p, StopError, err)
 			return
 		}
 	}
+}
+
+// received is the answer to one receive.
+type received struct {
+	msgs []types.Message
+	at   time.Time // when the receive went out
+	err  error
+}
+
+// receive receives a batch from the route's DLQ, long-polling wait seconds.
+func (r *run) receive(ctx context.Context, p *pass, wait int32) received {
+	at := r.now()
+	out, err := r.e.queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(p.route.DLQURL),
+		MaxNumberOfMessages:         MaxBatch,
+		VisibilityTimeout:           int32(math.Ceil(r.visibility.Seconds())),
+		WaitTimeSeconds:             wait,
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+	})
+	if err != nil {
+		return received{at: at, err: err}
+	}
+	return received{msgs: out.Messages, at: at}
 }
 
 // next says why the worker must not start another batch, or "".
@@ -302,6 +342,14 @@ func (r *run) next(ctx context.Context, p *pass) StopReason {
 		return StopPass
 	}
 	return r.stop(ctx)
+}
+
+// short reports whether the pass has received fewer messages than the DLQ
+// held when it started.
+func (r *run) short(p *pass) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return p.received < p.rs.Depth
 }
 
 // took notes how long a batch took, from its receive to its end.
@@ -324,6 +372,7 @@ func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receiv
 	var early []visibility
 	r.mu.Lock()
 	p.budget -= len(msgs)
+	p.received += len(msgs)
 	for _, m := range msgs {
 		if r.seen.add(aws.ToString(m.MessageId)) {
 			early = append(early, p.hold(visibility{id: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle)})...)

@@ -175,6 +175,16 @@ func (l *ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 	return cur, ok, err
 }
 
+// MarkBatch implements replay.BatchLedger: each record as Mark, with its
+// faults, so that the engine's batched path runs in the simulation.
+func (l *ledger) MarkBatch(ctx context.Context, records []replay.MessageRecord) []replay.Marked {
+	out := make([]replay.Marked, len(records))
+	for i, r := range records {
+		out[i].Record, out[i].OK, out[i].Err = l.Mark(ctx, r)
+	}
+	return out
+}
+
 // OrderHistory implements replay.Ledger.
 func (l *ledger) OrderHistory(ctx context.Context, orderKey string) ([]replay.MessageRecord, error) {
 	if err := l.fault("history", orderKey, false); err != nil {

@@ -86,6 +86,62 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 		}
 	})
 
+	t.Run("a batch mark applies the rule to each record", func(t *testing.T) {
+		l, _ := fresh(t)
+		bl, ok := l.(replay.BatchLedger)
+		if !ok {
+			t.Skip("not a replay.BatchLedger")
+		}
+		at := t0.Add(time.Minute)
+		held := rec(replay.Intent, "run-a", t0)
+		held.MessageID = "held"
+		held.LeaseUntil = t0.Add(time.Hour)
+		done := rec(replay.Intent, "run-a", t0)
+		done.MessageID = "done"
+		done.LeaseUntil = t0.Add(time.Minute)
+		seen := rec(replay.Seen, "run-a", t0)
+		seen.MessageID = "seen"
+		for _, r := range []replay.MessageRecord{held, done, seen} {
+			mark(t, l, r, true)
+		}
+		final := rec(replay.Sent, "run-a", t0)
+		final.MessageID = "done"
+		mark(t, l, final, true)
+		var batch []replay.MessageRecord
+		for _, id := range []string{"new", "held", "done", "seen"} {
+			r := rec(replay.Intent, "run-b", at)
+			r.MessageID = id
+			r.LeaseUntil = at.Add(time.Minute)
+			batch = append(batch, r)
+		}
+		got := bl.MarkBatch(ctx, batch)
+		if len(got) != 4 {
+			t.Fatalf("%d results for 4 records", len(got))
+		}
+		for i, want := range []struct {
+			ok    bool
+			state replay.State
+		}{{true, ""}, {false, replay.Intent}, {false, replay.Sent}, {true, replay.Seen}} {
+			if got[i].Err != nil || got[i].OK != want.ok || got[i].Record.State != want.state {
+				t.Errorf("%s: %+v, want ok=%v with the record %q", batch[i].MessageID, got[i], want.ok, want.state)
+			}
+		}
+		h := history(t, l, held.OrderKey)
+		if h["new"].RunID != "run-b" || h["seen"].State != replay.Intent || h["held"].RunID != "run-a" || h["done"].State != replay.Sent {
+			t.Fatalf("history after the batch: %+v", h)
+		}
+		var settle []replay.MessageRecord
+		for _, id := range []string{"new", "held"} {
+			r := rec(replay.Sent, "run-b", at)
+			r.MessageID = id
+			settle = append(settle, r)
+		}
+		got = bl.MarkBatch(ctx, settle)
+		if got[0].Err != nil || !got[0].OK || got[1].Err != nil || got[1].OK || got[1].Record.RunID != "run-a" {
+			t.Fatalf("settling: %+v", got)
+		}
+	})
+
 	t.Run("a live intent stands and a passed one is taken over", func(t *testing.T) {
 		l, _ := fresh(t)
 		a := rec(replay.Intent, "run-a", t0)
