@@ -360,14 +360,14 @@ type ReplayProps struct {
 	// (MAX_REPLAYS). Function default 3; 1..100.
 	MaxReplays *float64
 	// BackoffBase is the backoff ceiling before the first replay, doubled per
-	// replay (BACKOFF_BASE). Function default 5 minutes; above 0.
+	// replay (BACKOFF_BASE). Function default 5m; above 0.
 	BackoffBase awscdk.Duration
 	// BackoffMax caps the backoff ceiling (BACKOFF_MAX). Function default
-	// 4 hours; at least BackoffBase.
+	// 4h; at least BackoffBase.
 	BackoffMax awscdk.Duration
 	// ExpiryRescueWindow: a DLQ message this close to its expiry that cannot
 	// be replayed is parked (EXPIRY_RESCUE_WINDOW). Function default
-	// 24 hours; above 0 and shorter than DeadLetterRetention.
+	// 24h; above 0 and shorter than DeadLetterRetention.
 	ExpiryRescueWindow awscdk.Duration
 	// Rate is the messages sent per second (RATE). Function default 50;
 	// 0.1..3000.
@@ -382,7 +382,7 @@ type ReplayProps struct {
 	// the route (REFILL_THRESHOLD). Function default 100; >= 1.
 	RefillThreshold *float64
 	// DeadlineMargin: no batch starts with less time left
-	// (DEADLINE_MARGIN). Function default 5 s; above 0 and shorter than
+	// (DEADLINE_MARGIN). Function default 5s; above 0 and shorter than
 	// Timeout.
 	DeadlineMargin awscdk.Duration
 	// Workers is the number of receive loops per route (WORKERS), sharing
