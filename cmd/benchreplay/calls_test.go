@@ -8,7 +8,9 @@ import (
 
 type okClient struct{}
 
-func (okClient) Do(*http.Request) (*http.Response, error) { return &http.Response{StatusCode: 200}, nil }
+func (okClient) Do(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200}, nil
+}
 
 func TestCallCounter(t *testing.T) {
 	c := countCalls(okClient{})

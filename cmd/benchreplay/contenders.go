@@ -9,13 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/drill"
 	"github.com/homingdlq/homing/internal/invoicing"
+	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
 	"github.com/homingdlq/homing/settings"
@@ -101,7 +104,7 @@ func engineMover(workers int) func(ctx context.Context, c clients, rt route, n i
 const receiptHandleIsInvalid = "ReceiptHandleIsInvalid"
 
 // naive is the mover of blog-post scripts: receive one message, send it,
-// delete it, until a receive comes back empty.
+// delete it, until the DLQ is empty.
 func naive(ctx context.Context, c clients, rt route, _ int, _ *slog.Logger) error {
 	for {
 		out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
@@ -111,7 +114,10 @@ func naive(ctx context.Context, c clients, rt route, _ int, _ *slog.Logger) erro
 			return fmt.Errorf("receive: %w", err)
 		}
 		if len(out.Messages) == 0 {
-			return nil
+			if done, err := drained(ctx, c.sqs, rt.dlq); done || err != nil {
+				return err
+			}
+			continue
 		}
 		m := out.Messages[0]
 		if _, err := c.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(rt.source), MessageBody: m.Body, MessageAttributes: m.MessageAttributes}); err != nil {
@@ -125,8 +131,8 @@ func naive(ctx context.Context, c clients, rt route, _ int, _ *slog.Logger) erro
 
 // rawMover is the loop the SDK's batch calls allow with no bookkeeping:
 // workers goroutines, each receiving 10 (no long poll), sending them with
-// SendMessageBatch and deleting them with DeleteMessageBatch, until a
-// receive comes back empty.
+// SendMessageBatch and deleting them with DeleteMessageBatch, until the
+// DLQ is empty.
 func rawMover(workers int) func(ctx context.Context, c clients, rt route, n int, logger *slog.Logger) error {
 	return func(ctx context.Context, c clients, rt route, _ int, _ *slog.Logger) error {
 		errs := make([]error, workers)
@@ -148,7 +154,10 @@ func rawLoop(ctx context.Context, q *sqs.Client, rt route) error {
 			return fmt.Errorf("receive: %w", err)
 		}
 		if len(out.Messages) == 0 {
-			return nil
+			if done, err := drained(ctx, q, rt.dlq); done || err != nil {
+				return err
+			}
+			continue
 		}
 		sends := make([]types.SendMessageBatchRequestEntry, len(out.Messages))
 		deletes := make([]types.DeleteMessageBatchRequestEntry, len(out.Messages))
@@ -174,4 +183,28 @@ func rawLoop(ctx context.Context, q *sqs.Client, rt route) error {
 			}
 		}
 	}
+}
+
+// drainedPoll is how long a mover whose receive came back empty waits
+// before it receives again while the DLQ still holds messages.
+const drainedPoll = 100 * time.Millisecond
+
+// drained is what a mover does when a receive comes back empty: it reports
+// true when the DLQ holds nothing, visible or not; otherwise it waits
+// drainedPoll and reports false, to receive again. Messages still held
+// are another worker's, or those of a receive whose answer was lost (see
+// [bench.check]): the DLQ's short visibility timeout ([dlqVisibility])
+// brings them back.
+func drained(ctx context.Context, q *sqs.Client, dlq string) (bool, error) {
+	d, err := drill.QueueDepth(ctx, q, dlq)
+	if err != nil {
+		return false, err
+	}
+	if d.Total() == 0 {
+		return true, nil
+	}
+	if err := wait.Sleep(ctx, drainedPoll); err != nil {
+		return false, fmt.Errorf("wait for the DLQ to drain: %w", err)
+	}
+	return false, nil
 }
