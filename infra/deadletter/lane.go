@@ -56,10 +56,11 @@ const (
 
 // Lane is one dead-letter lane for one source queue: the queues, the tables,
 // the consumer function with its event source mapping, the replay function
-// with its schedule, the alarms and the dashboard. Every resource is
-// reachable through a getter so that a stack can output it and a later
-// construct can grant on it. A Lane is built once by [NewLane] and is not
-// safe for concurrent use (no construct is).
+// with its schedule, the alarms and the dashboard. It declares its own stack
+// outputs (settings.OutputID(Name, key) per settings.Output* key) and tags.
+// Every resource is reachable through a getter so that a later construct
+// can grant on it or output more. A Lane is built once by [NewLane] and is
+// not safe for concurrent use (no construct is).
 type Lane interface {
 	constructs.Construct
 	// Name is the lane's name (LaneProps.Name): its settings.TagLane tag and
