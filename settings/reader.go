@@ -8,9 +8,10 @@ import (
 )
 
 // Reader reads declared settings through getenv, collecting every malformed
-// value so that one error lists them all. It parses; it does not check
-// bounds (a configuration's Validate does, with each declaration's Check).
-// It is not safe for concurrent use.
+// value so that one error lists them all; a malformed value reads as the
+// setting's default, so that it is reported once. It parses; it does not
+// check bounds (a configuration's Validate does, with each declaration's
+// Check). It is not safe for concurrent use.
 type Reader struct {
 	getenv func(string) string
 	errs   []error
@@ -62,6 +63,7 @@ func read[T any](r *Reader, key string, def T, conv func(string) (T, error), wan
 	t, err := conv(v)
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("%s=%q: not %s", key, v, want))
+		return def // so that a check of the value reports nothing more
 	}
 	return t
 }

@@ -113,7 +113,9 @@ func TestReader(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatalf("no malformed value read yet: %v", err)
 	}
-	r.Int(settings.MaxPerRun)
+	if got := r.Int(settings.MaxPerRun); got != settings.MaxPerRun.Default {
+		t.Errorf("malformed MAX_PER_RUN = %v, want its default", got)
+	}
 	r.Duration(settings.BackoffMax)
 	err := r.Err()
 	if err == nil || !strings.Contains(err.Error(), `MAX_PER_RUN="seven": not an integer`) || !strings.Contains(err.Error(), `BACKOFF_MAX="soon": not a duration`) {

@@ -162,3 +162,25 @@ func TestWithinCaps(t *testing.T) {
 		})
 	}
 }
+
+// A malformed value is reported once, as malformed: not again as out of
+// range.
+func TestLoadReportsAMalformedValueOnce(t *testing.T) {
+	env := map[string]string{
+		"REPLAY_ROUTES":     `[{"name":"orders","dlqUrl":"https://sqs/q-dlq","sourceUrl":"https://sqs/q","parkingUrl":"https://sqs/q-parking"}]`,
+		"LEDGER_TABLE":      "ledger",
+		"IDEMPOTENCY_TABLE": "idem",
+		"RATE":              "fast",
+		"BACKOFF_BASE":      "soon",
+	}
+	_, err := handler.LoadConfig(func(k string) string { return env[k] })
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	if got := strings.Count(err.Error(), "RATE="); got != 1 || !strings.Contains(err.Error(), `RATE="fast": not a number`) {
+		t.Errorf("RATE reported %d times: %v", got, err)
+	}
+	if got := strings.Count(err.Error(), "BACKOFF_BASE="); got != 1 {
+		t.Errorf("BACKOFF_BASE reported %d times: %v", got, err)
+	}
+}
