@@ -25,8 +25,8 @@ type Config struct {
 	HealthURL        string         // HEALTH_URL: "" for no health gate
 	// Engine holds the tuning the environment sets: the policy, the rate,
 	// the per-run cap, the gates' limits, the deadline margin and the
-	// workers per route. Its ports
-	// and hooks are unset: [New] and [Config.Options] callers add them.
+	// workers per route. Its ports and hooks are unset: [New] and the
+	// callers of [Config.Options] add them.
 	Engine           replay.Options
 	MetricsNamespace string // POWERTOOLS_METRICS_NAMESPACE
 	Lane             string // POWERTOOLS_SERVICE_NAME: the Lane dimension of the run's metrics
