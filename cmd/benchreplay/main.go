@@ -16,7 +16,8 @@
 // the bare emulator and through a TCP proxy (internal/delayproxy) that
 // delays every client write, SQS and DynamoDB calls alike, by -delay
 // (10 ms: about an in-region round trip). The medians of -rounds rounds
-// are printed as Markdown tables with the targets of the replay engine
+// are printed as Markdown tables, with each contender's API calls per 100
+// messages (each a round trip) and the targets of the replay engine
 // (issue 9) marked pass or fail; the exit status is 1 when a contender
 // failed to move its messages, not when a target is missed.
 //
@@ -41,6 +42,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/homingdlq/homing/internal/delayproxy"
+	"github.com/homingdlq/homing/replay"
 )
 
 func main() {
@@ -79,8 +81,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.n < 10 || o.nDelayed < 10 {
 		errs = append(errs, fmt.Errorf("-n %d, -n-delayed %d: want at least 10 each", o.n, o.nDelayed))
 	}
-	if o.workers < 2 {
-		errs = append(errs, fmt.Errorf("-workers %d: want at least 2 (the 1-worker rows always run)", o.workers))
+	if o.workers < 2 || o.workers > replay.MaxWorkers {
+		errs = append(errs, fmt.Errorf("-workers %d: want 2..%d (the 1-worker rows always run; replay.MaxWorkers)", o.workers, replay.MaxWorkers))
 	}
 	if o.rounds < 1 {
 		errs = append(errs, fmt.Errorf("-rounds %d: want at least 1", o.rounds))

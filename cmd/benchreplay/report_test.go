@@ -144,6 +144,10 @@ func TestParse(t *testing.T) {
 	if err != nil || o.n != 1000 || o.nDelayed != 300 || o.workers != 4 || o.rounds != 3 || o.delay != 10*time.Millisecond {
 		t.Errorf("defaults %+v, %v", o, err)
 	}
+	_, err = parse([]string{"-workers", "17"}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "-workers 17") {
+		t.Errorf("parse error %v, want one for more workers than the engine allows", err)
+	}
 	_, err = parse([]string{"-n", "5", "-workers", "1", "-rounds", "0", "-delay", "-1ms"}, &bytes.Buffer{})
 	for _, want := range []string{"-n 5", "-workers 1", "-rounds 0", "-delay -1ms"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
