@@ -8,6 +8,22 @@
 // store never depends on DynamoDB's TTL deletion, which lags by up to 48 hours
 // and which emulators do not run.
 //
+// [Ledger] implements replay.Ledger (and replay.BatchLedger: a batch's
+// records in one TransactWriteItems) on a table with partition key
+// [KeyAttribute] and sort key [SortKeyAttribute]; [Completions] implements
+// replay.Completions by reading the idempotency table that
+// [IdempotencyStore] writes. Each takes only the DynamoDB client methods it
+// calls ([IdempotencyAPI], [LedgerAPI], [CompletionsAPI]), so a
+// *dynamodb.Client or a hand-written fake fits.
+//
+// Errors: a failed write condition is an answer, not a failure: Claim and
+// Mark return the standing record with false; Complete and Release return
+// idempotency.ErrLeaseLost when the caller no longer holds the key, and a
+// claim that keeps losing races returns idempotency.ErrInProgress (both
+// found with errors.Is). Any other failure is the SDK's error wrapped with
+// the operation, the key and the table. Every type here is safe for
+// concurrent use.
+//
 // Items of the idempotency table:
 //
 //	pk            S  "<consumer>#<orderId>"

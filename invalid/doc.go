@@ -13,6 +13,12 @@
 // and the others), so a message the source queue accepted always fits the
 // invalid queue.
 //
+// Errors: [Stamp] fails only when the producer's attributes are more than SQS
+// delivers (ten); [Read] fails when our attribute is not what Stamp writes
+// (not JSON, a field that does not decode, an overflow Stamp could not have
+// written), and then returns no attributes smuggled in that way. Both are
+// pure functions, safe for concurrent use, and never modify their argument.
+//
 // The package needs no Lambda types: the publisher is batch.InvalidQueue (the
 // consumer side), and the replay engine and the operator CLI read verdicts
 // with [Read].

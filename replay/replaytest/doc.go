@@ -13,4 +13,11 @@
 //   - [MemoryCompletions] and [RunCompletions], the same for
 //     replay.Completions;
 //   - [Clock], a manual clock whose Sleep advances it.
+//
+// The twins are safe for concurrent use and fail as the real services do
+// (MemoryQueue returns the SQS error types, e.g. *types.QueueDoesNotExist,
+// and reports batch entries in Successful or Failed). Each Run* suite takes
+// the *testing.T of a test function and runs one named subtest per rule, so a
+// failure names the rule; implementations declare their known gaps
+// ([QueueFeatures], idempotencytest.Gap) rather than fail or pass silently.
 package replaytest
