@@ -78,9 +78,14 @@ func DeduplicationID(sourceQueue, messageID string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ErrCorrupt is wrapped by [Read] when the message carries our attribute but
+// not as [Stamp] writes it (a forgery, or a message cut by hand).
+var ErrCorrupt = envelope.ErrCorrupt
+
 // Read returns the metadata of a message received from the invalid queue and
 // the producer's attributes as they were before publishing. found is false
-// when the message carries no metadata.
+// when the message carries no metadata; an attribute of our name that does
+// not decode is an error wrapping [ErrCorrupt].
 func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer map[string]types.MessageAttributeValue, found bool, err error) {
 	producer, found, err = envelope.Unpack(attrs, AttributeName, &meta)
 	if err != nil {

@@ -1,6 +1,7 @@
 package invalid_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -42,5 +43,12 @@ func TestStampRead(t *testing.T) {
 func TestReadWithoutMetadata(t *testing.T) {
 	if _, _, found, err := invalid.Read(map[string]types.MessageAttributeValue{}); found || err != nil {
 		t.Fatalf("found %v, err %v", found, err)
+	}
+}
+
+func TestReadCorrupt(t *testing.T) {
+	attrs := map[string]types.MessageAttributeValue{invalid.AttributeName: {DataType: aws.String("String"), StringValue: aws.String("{not ours")}}
+	if _, _, _, err := invalid.Read(attrs); !errors.Is(err, invalid.ErrCorrupt) {
+		t.Fatalf("err %v, want ErrCorrupt", err)
 	}
 }
