@@ -94,6 +94,7 @@ type pass struct {
 	gated      bool         // a gate is closed: no replays, the rescue goes on
 	budget     int          // messages left to receive in this pass
 	received   int          // messages received in this pass
+	active     int          // workers still receiving
 	held       []visibility // messages left for a later run, released when the pass ends
 	stopped    StopReason   // why the pass ended, once a worker ended it
 	err        error        // the error that ended it
@@ -199,8 +200,14 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	r.progress(&rs)
 
 	var wg sync.WaitGroup
+	p.active = r.e.opts.Workers
 	for range r.e.opts.Workers {
-		wg.Go(func() { r.work(ctx, p) })
+		wg.Go(func() {
+			r.work(ctx, p)
+			r.mu.Lock()
+			p.active--
+			r.mu.Unlock()
+		})
 	}
 	wg.Wait()
 	// Release what the pass held, even when ctx has ended.
@@ -327,6 +334,9 @@ func (r *run) receive(ctx context.Context, p *pass, wait int32) received {
 	if err != nil {
 		return received{at: at, err: err}
 	}
+	r.mu.Lock()
+	p.received += len(out.Messages)
+	r.mu.Unlock()
 	return received{msgs: out.Messages, at: at}
 }
 
@@ -345,11 +355,12 @@ func (r *run) next(ctx context.Context, p *pass) StopReason {
 }
 
 // short reports whether the pass has received fewer messages than the DLQ
-// held when it started.
+// held when it started and the asking worker is the last one receiving
+// (the others would receive what is left).
 func (r *run) short(p *pass) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return p.received < p.rs.Depth
+	return p.received < p.rs.Depth && p.active <= 1
 }
 
 // took notes how long a batch took, from its receive to its end.
@@ -372,7 +383,6 @@ func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receiv
 	var early []visibility
 	r.mu.Lock()
 	p.budget -= len(msgs)
-	p.received += len(msgs)
 	for _, m := range msgs {
 		if r.seen.add(aws.ToString(m.MessageId)) {
 			early = append(early, p.hold(visibility{id: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle)})...)
