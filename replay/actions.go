@@ -50,14 +50,14 @@ func each(items []*item, want func(*item) bool, f func(*item)) {
 // that lease ends. A park goes on without the ledger (the rescue must not
 // depend on it); a replay does not, unless it is about to expire (then it
 // is parked). A dry run writes nothing: it reads the messages' records.
-func (r *run) claim(ctx context.Context, p *pass, b *batch) {
+func (r *run) claim(ctx context.Context, p *pass, b *batch, c *carry) {
 	var wg sync.WaitGroup
 	check := r.appliedCandidates(b) // before the claims change outcomes
 	wg.Go(func() { r.applied(ctx, check) })
 	if r.req.DryRun {
 		each(b.items, looked, func(it *item) { r.look(ctx, b, it) })
 	} else {
-		r.intend(ctx, p, b)
+		r.intend(ctx, p, b, c)
 	}
 	wg.Wait()
 	for _, it := range b.items {
@@ -141,11 +141,21 @@ func (r *run) mark(ctx context.Context, recs []MessageRecord) []Marked {
 	return out
 }
 
-// intend writes the INTENT records of the batch's movers.
-func (r *run) intend(ctx context.Context, p *pass, b *batch) {
+// intend writes the INTENT records of the batch's movers, with the final
+// records of the previous batch that c carries, if any (in one call when
+// the ledger is a BatchLedger).
+func (r *run) intend(ctx context.Context, p *pass, b *batch, c *carry) {
 	now := b.plan.now
 	var movers []*item
 	var recs []MessageRecord
+	if c != nil {
+		recs = append(recs, c.recs...)
+		// What was sent must be recorded even when the run's context is
+		// done: the carried records are written without its cancellation.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		defer cancel()
+		ctx = fctx
+	}
 	for _, it := range b.items {
 		if !it.outcome.moves() {
 			continue
@@ -157,7 +167,12 @@ func (r *run) intend(ctx context.Context, p *pass, b *batch) {
 		movers = append(movers, it)
 		recs = append(recs, rec)
 	}
-	for k, m := range r.mark(ctx, recs) {
+	marked := r.mark(ctx, recs)
+	if c != nil {
+		c.done <- marked[:len(c.recs)]
+		marked = marked[len(c.recs):]
+	}
+	for k, m := range marked {
 		it := movers[k]
 		switch cur := m.Record; {
 		case m.Err != nil && it.outcome == OutcomeParked:
@@ -400,7 +415,7 @@ var errLeaseLost = errors.New("another run holds the message")
 // what was sent must be recorded and deleted, or the next run finds an
 // expired INTENT and sends it again. An error means the run must stop (the
 // crash hook).
-func (r *run) finish(ctx context.Context, p *pass, b *batch) error {
+func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) error {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	if r.req.DryRun {
@@ -416,8 +431,13 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch) error {
 			wg.Go(remove)
 		}
 		wg.Go(func() { r.see(fctx, p, b) })
-		r.settle(fctx, p, b)
+		if c == nil {
+			r.settle(fctx, p, b)
+		}
 		wg.Wait()
+		if c != nil {
+			c.apply(r, <-c.done) // written by the next batch's claim, or flushed
+		}
 		if !together {
 			if err := r.crashHook(p, b); err != nil {
 				r.account(p, b)
@@ -454,8 +474,22 @@ func (r *run) crashHook(p *pass, b *batch) error {
 // settle writes SENT, PARKED or RESOLVED over the movers' INTENT. A
 // failure is a warning: the message was sent, it is deleted all the same.
 func (r *run) settle(ctx context.Context, p *pass, b *batch) {
-	var done []*item
-	var recs []MessageRecord
+	c := r.carryOf(p, b)
+	c.apply(r, r.mark(ctx, c.recs))
+}
+
+// carry is the final records of a sent batch on their way to the ledger:
+// written by settle, or carried by the next batch's claim, which writes them
+// with its INTENT records in one call.
+type carry struct {
+	items []*item
+	recs  []MessageRecord
+	done  chan []Marked // the results, once written
+}
+
+// carryOf returns the final records of b's movers that the run holds.
+func (r *run) carryOf(p *pass, b *batch) *carry {
+	c := &carry{done: make(chan []Marked, 1)}
 	for _, it := range b.items {
 		if !it.sent || !it.intent {
 			continue
@@ -470,16 +504,28 @@ func (r *run) settle(ctx context.Context, p *pass, b *batch) {
 			rec.State = Resolved
 			rec.Reason = it.reason
 		}
-		done = append(done, it)
-		recs = append(recs, rec)
+		c.items = append(c.items, it)
+		c.recs = append(c.recs, rec)
 	}
-	for k, m := range r.mark(ctx, recs) {
-		it, state := done[k], recs[k].State
+	return c
+}
+
+// flush writes the records of a carry no claim took.
+func (c *carry) flush(ctx context.Context, r *run) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	c.done <- r.mark(fctx, c.recs)
+}
+
+// apply notes what the ledger answered for the carried records.
+func (c *carry) apply(r *run, marked []Marked) {
+	for k, m := range marked {
+		it, state := c.items[k], c.recs[k].State
 		switch {
 		case m.Err != nil:
-			it.warn = fmt.Errorf("mark %s %s: %w", it.msg.id, state, m.Err)
+			it.warn = errors.Join(it.warn, fmt.Errorf("mark %s %s: %w", it.msg.id, state, m.Err))
 		case !m.OK:
-			it.warn = fmt.Errorf("mark %s %s: the INTENT of run %s is gone", it.msg.id, state, r.id)
+			it.warn = errors.Join(it.warn, fmt.Errorf("mark %s %s: the INTENT of run %s is gone", it.msg.id, state, r.id))
 		}
 	}
 }

@@ -230,9 +230,10 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 // work is one worker of a route: it receives a batch, plans it, claims it,
 // sends it, and finishes it, until the pass ends. On a standard route,
 // unless Options.Lockstep, the worker keeps one batch ahead: the receive
-// of the next batch goes out beside the send of this one, and the finish
-// of this one (records, deletes) beside the next one's claim; the next
-// send waits for that finish.
+// of the next batch goes out beside the send of this one, the finish of
+// this one (deletes) beside the next one's claim, and this one's final
+// records go to the ledger with the next one's INTENT records, in one
+// call; the next send waits for that finish.
 func (r *run) work(ctx context.Context, p *pass) {
 	overlap := !r.e.opts.Lockstep && !p.route.FIFO()
 	var pending chan error // the previous batch's finish, running
@@ -248,7 +249,13 @@ func (r *run) work(ctx context.Context, p *pass) {
 		}
 		return true
 	}
-	defer join()
+	var carried *carry // the previous batch's final records, for the next claim
+	defer func() {
+		if carried != nil {
+			carried.flush(ctx, r)
+		}
+		join()
+	}()
 	var ahead chan received // the next batch's receive, running
 	var wait int32          // a short poll, as long as messages come
 	for {
@@ -284,7 +291,8 @@ func (r *run) work(ctx context.Context, p *pass) {
 		if b == nil {
 			continue
 		}
-		r.claim(ctx, p, b)
+		r.claim(ctx, p, b, carried)
+		carried = nil
 		if !join() {
 			return // the previous batch stopped the run: this one is left as a crash leaves it
 		}
@@ -296,15 +304,20 @@ func (r *run) work(ctx context.Context, p *pass) {
 			r.send(ctx, p, b)
 		}
 		if overlap {
+			var c *carry
+			if !r.req.DryRun && r.e.afterSend == nil {
+				c = r.carryOf(p, b)
+				carried = c
+			}
 			pending = make(chan error, 1)
 			go func(done chan<- error) {
-				err := r.finish(ctx, p, b)
+				err := r.finish(ctx, p, b, c)
 				r.took(got.at)
 				done <- err
 			}(pending)
 			continue
 		}
-		err := r.finish(ctx, p, b)
+		err := r.finish(ctx, p, b, nil)
 		r.took(got.at)
 		if err != nil {
 			r.end(p, StopError, err)
