@@ -140,8 +140,8 @@ func stateIs(s replay.State) expression.ConditionBuilder {
 	return expression.Name("state").Equal(expression.Value(string(s)))
 }
 
-// change is the conditional write of one transition: a put (SEEN, from
-// absent) or an update.
+// change is the conditional write of one transition: a put (from absent)
+// or an update.
 type change struct {
 	it     messageItem
 	put    bool
@@ -162,7 +162,11 @@ func (l *Ledger) change(r replay.MessageRecord, now time.Time, fresh bool) (chan
 		c.cond = absentOrExpired(now).Or(stateIs(replay.Seen)).Or(stateIs(replay.Intent).And(
 			expression.Name("leaseUntil").LessThanEqual(expression.Value(c.it.At)).Or(expression.Name("runId").Equal(expression.Value(r.RunID)))))
 		if fresh {
+			// Absent (or expired): the whole item is written, which costs
+			// DynamoDB less than an update expression.
+			c.put = true
 			c.cond = absentOrExpired(now)
+			return c, nil
 		}
 		c.update = l.fields(c.it).
 			Set(expression.Name("firstSeenAt"), expression.IfNotExists(expression.Name("firstSeenAt"), expression.Value(c.it.FirstSeenAt))).
