@@ -311,6 +311,11 @@ func (r *run) send(ctx context.Context, p *pass, b *batch) {
 		if it.outcome == OutcomeApplied {
 			it.sent = true // nothing to send: removed when the batch finishes
 		}
+		// What is left to do needs the ids, not the bodies: a run's memory
+		// stays that of the batches on their way.
+		it.entry = types.SendMessageBatchRequestEntry{}
+		it.msg.body = ""
+		it.msg.producer = nil
 	}
 }
 

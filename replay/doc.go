@@ -95,14 +95,14 @@
 // batch's INTENT records in one call when the ledger is a [BatchLedger],
 // as dynamo's is: one TransactWriteItems; the completions read beside
 // it); the send; and the finish (the final records, the SEEN records and
-// the delete, together). On a standard route a worker keeps one batch
-// ahead: the next receive goes out beside this send, this batch's deletes
-// beside the next claim, and this batch's final records ride in the next
-// claim's ledger call. A batch then costs a worker about two round trips
-// on its path (claim, send) where the raw SDK loop (receive, send,
+// the delete, together). On a standard route a worker runs this batch's
+// deletes beside the next receive and claim, and this batch's final
+// records ride in the next claim's ledger call; a lone worker also sends
+// the next receive out beside this send. A batch then costs a worker two
+// or three round trips on its path where the raw SDK loop (receive, send,
 // delete) takes three, and two DynamoDB calls (a TransactWriteItems and the
 // completions' BatchGetItem) beside its three SQS calls: at 10 ms a round
-// trip, 300 to 500 messages/s per worker, until the rate limit
+// trip, about 300 messages/s per worker, until the rate limit
 // ([Request.Rate], [Options.Rate]), SQS's throttling or the ledger's
 // capacity bounds it. The workers share the run's rate limit, cap
 // and lock. On AWS (in-region round trips of 5 to 10 ms) four workers

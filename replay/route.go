@@ -229,11 +229,11 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 
 // work is one worker of a route: it receives a batch, plans it, claims it,
 // sends it, and finishes it, until the pass ends. On a standard route,
-// unless Options.Lockstep, the worker keeps one batch ahead: the receive
-// of the next batch goes out beside the send of this one, the finish of
-// this one (deletes) beside the next one's claim, and this one's final
-// records go to the ledger with the next one's INTENT records, in one
-// call; the next send waits for that finish.
+// unless Options.Lockstep, the finish of a batch (its deletes) runs beside
+// the next one's receive and claim, and its final records go to the
+// ledger with the next one's INTENT records, in one call; the next send
+// waits for that finish. A lone worker also sends out the next receive
+// beside this send.
 func (r *run) work(ctx context.Context, p *pass) {
 	overlap := !r.e.opts.Lockstep && !p.route.FIFO()
 	var pending chan error // the previous batch's finish, running
@@ -287,7 +287,9 @@ func (r *run) work(ctx context.Context, p *pass) {
 			return
 		}
 		wait = 0
-		b := r.prepare(ctx, p, got.msgs, got.at)
+		at := got.at
+		b := r.prepare(ctx, p, got.msgs, at)
+		got = received{} // the batch holds what it needs: the raw messages may go
 		if b == nil {
 			continue
 		}
@@ -296,7 +298,10 @@ func (r *run) work(ctx context.Context, p *pass) {
 		if !join() {
 			return // the previous batch stopped the run: this one is left as a crash leaves it
 		}
-		if overlap && r.next(ctx, p) == "" {
+		if overlap && r.e.opts.Workers == 1 && r.next(ctx, p) == "" {
+			// A lone worker keeps one receive ahead; several already
+			// overlap each other's round trips, and each batch ahead is
+			// memory held.
 			ahead = make(chan received, 1)
 			go func(next chan<- received) { next <- r.receive(ctx, p, 0) }(ahead)
 		}
@@ -312,13 +317,13 @@ func (r *run) work(ctx context.Context, p *pass) {
 			pending = make(chan error, 1)
 			go func(done chan<- error) {
 				err := r.finish(ctx, p, b, c)
-				r.took(got.at)
+				r.took(at)
 				done <- err
 			}(pending)
 			continue
 		}
 		err := r.finish(ctx, p, b, nil)
-		r.took(got.at)
+		r.took(at)
 		if err != nil {
 			r.end(p, StopError, err)
 			return
