@@ -19,9 +19,11 @@ import (
 
 // The batched actions on a planned batch, in the order a worker takes
 // them: claim (and, beside it, the completions read), send, then finish
-// (settle, remove, release). Each takes one round trip per batch: the
-// ledger marks of a batch go out together, the queue calls carry up to 10
-// messages each.
+// (settle, see, remove, then release). Each takes one round trip per
+// batch: the ledger marks of a batch go out together (one call with a
+// [BatchLedger]), the queue calls carry up to 10 messages each. Outside
+// lockstep a batch's final records ride in the next batch's claim (see
+// carry).
 
 // finishTimeout bounds the ledger marks and the delete that follow a send,
 // which run even when the run's context is done.
@@ -49,7 +51,9 @@ func each(items []*item, want func(*item) bool, f func(*item)) {
 // without sending); one whose INTENT another run holds is hidden until
 // that lease ends. A park goes on without the ledger (the rescue must not
 // depend on it); a replay does not, unless it is about to expire (then it
-// is parked). A dry run writes nothing: it reads the messages' records.
+// is parked). The claim also writes the final records c carries (the
+// previous batch's), when c is not nil. A dry run writes nothing: it reads
+// the messages' records.
 func (r *run) claim(ctx context.Context, p *pass, b *batch, c *carry) {
 	var wg sync.WaitGroup
 	check := r.appliedCandidates(b) // before the claims change outcomes
