@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,13 +212,13 @@ func TestRefusedInvocationsRunNothing(t *testing.T) {
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, nil)
-			calls := 0
-			f.q.CallFault = func(string, string) error { calls++; return nil }
+			var n atomic.Int64 // the engine calls SQS from several goroutines
+			f.q.CallFault = func(string, string) error { n.Add(1); return nil }
 			_, err := f.invoke(t, []byte(tt.payload))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
 			}
-			if calls != 0 {
+			if calls := n.Load(); calls != 0 {
 				t.Fatalf("%d SQS calls for a refused invocation", calls)
 			}
 		})
@@ -242,9 +243,10 @@ func TestOnDemandCaps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.env)
-			calls := 0
-			f.q.CallFault = func(string, string) error { calls++; return nil }
+			var n atomic.Int64 // the engine calls SQS from several goroutines
+			f.q.CallFault = func(string, string) error { n.Add(1); return nil }
 			s, err := f.invoke(t, []byte(tt.payload))
+			calls := n.Load()
 			if tt.want == "" {
 				if err != nil || calls == 0 {
 					t.Fatalf("summary %+v, err = %v, %d SQS calls; want a run", s, err, calls)

@@ -65,7 +65,9 @@ type MemoryQueue struct {
 	now func() time.Time
 
 	// CallFault, when set, fails a whole call: op is the SQS operation
-	// ("SendMessageBatch", ...); a non-nil error is returned as is.
+	// ("SendMessageBatch", ...); a non-nil error is returned as is. It is
+	// called from several goroutines at once (the engine's workers, its
+	// parallel reads): it must be safe for concurrent use.
 	CallFault func(op, queueURL string) error
 	// EntryFault, when set, fails one entry of a batch call: msg is the
 	// message the entry is about (for SendMessageBatch the one being sent,
