@@ -16,7 +16,7 @@ import (
 // Profiles of the stack.
 const (
 	// ProfileAWS is the production-grade profile: 10 receives, 30 s consumer
-	// timeout, replay every 15 minutes with backoff 5m..4h and a 5 minute
+	// timeout, replay every 15 minutes with backoff 5m..4h and a 10 minute
 	// timeout, arm64, data retained when the stack is deleted.
 	ProfileAWS = "aws"
 	// ProfileLocal is the emulator profile: fast failure (3 receives, 3 s
@@ -103,6 +103,11 @@ func localLane(codeDir *string) deadletter.LaneProps {
 			BackoffMax:         awscdk.Duration_Seconds(jsii.Number(10)),
 			ExpiryRescueWindow: awscdk.Duration_Hours(jsii.Number(24)),
 			DeadlineMargin:     awscdk.Duration_Seconds(jsii.Number(3)),
+			// The rate and cap the demo and the e2e tests were written
+			// against (the function's defaults before issue 9): an
+			// on-demand request above them is refused.
+			Rate:      jsii.Number(50),
+			MaxPerRun: jsii.Number(1000),
 		},
 	}
 }

@@ -183,9 +183,9 @@ func TestProfiles(t *testing.T) {
 		replayTuning    obj // exactly the replay tuning variables
 	}{
 		{ProfileAWS, 10, 180, 30, "arm64", "Retain", true, 30, obj{"Ref": "TaxServiceUrl"}, nil,
-			"rate(15 minutes)", 300, obj{}},
+			"rate(15 minutes)", 600, obj{}},
 		{ProfileLocal, 3, 18, 3, hostArch, "Delete", false, 1, DefaultLocalTaxServiceURL, obj{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"},
-			"rate(1 minute)", 30, obj{"MAX_REPLAYS": "3", "BACKOFF_BASE": "2s", "BACKOFF_MAX": "10s", "EXPIRY_RESCUE_WINDOW": "24h", "DEADLINE_MARGIN": "3s"}},
+			"rate(1 minute)", 30, obj{"MAX_REPLAYS": "3", "BACKOFF_BASE": "2s", "BACKOFF_MAX": "10s", "EXPIRY_RESCUE_WINDOW": "24h", "DEADLINE_MARGIN": "3s", "RATE": "50", "MAX_PER_RUN": "1000"}},
 	} {
 		t.Run(tc.profile, func(t *testing.T) {
 			s := profile(t, tc.profile)

@@ -528,7 +528,7 @@ func TestRateLimit(t *testing.T) {
 		// the time the previous one used: 35 messages = 4 batches.
 		{optionRate: 10, want: 3 * time.Second},
 		{optionRate: 10, requestRate: 5, want: 6 * time.Second},
-		{want: 600 * time.Millisecond}, // default 50/s
+		{want: time.Duration(30 / replay.DefaultRate * float64(time.Second))}, // the default rate: 3 waits of 10 messages
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%g-%g", tt.optionRate, tt.requestRate), func(t *testing.T) {

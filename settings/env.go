@@ -57,9 +57,9 @@ var (
 		Doc: "cap of the backoff ceiling; at least `BACKOFF_BASE`"}
 	ExpiryRescueWindow = Duration{Env: "EXPIRY_RESCUE_WINDOW", Default: 24 * time.Hour, Min: AboveZero, Max: 14 * 24 * time.Hour,
 		Doc: "park what would expire by the DLQ retention within this window (shorter than the DLQ retention)"}
-	Rate = Float{Env: "RATE", Default: 50, Min: 0.1, Max: 3000, Unit: "messages per second",
-		Doc: "messages sent per second (at most 3000: SQS FIFO batched throughput per action)"}
-	MaxPerRun = Int{Env: "MAX_PER_RUN", Default: 1000, Min: 1,
+	Rate = Float{Env: "RATE", Default: 250, Min: 0.1, Max: 3000, Unit: "messages per second",
+		Doc: "messages sent per second; keep it under what the consumer completes (at most 3000: SQS FIFO batched throughput per action)"}
+	MaxPerRun = Int{Env: "MAX_PER_RUN", Default: 100000, Min: 1,
 		Doc: "messages moved per run"}
 	CanaryLimit = Int{Env: "CANARY_LIMIT", Default: 5, Min: 1,
 		Doc: "replays per route while the previous run's replayed orders are not completed (the canary)"}

@@ -18,7 +18,7 @@ func ExampleReader() {
 	fmt.Println(maxPerRun)
 	fmt.Println(errors.Join(r.Err(), settings.Rate.Check(rate)))
 	// Output:
-	// 1000
+	// 100000
 	// MAX_REPLAYS="three": not an integer
 	// RATE=5000: want 0.1..3000 messages per second
 }

@@ -52,8 +52,12 @@ const (
 	VisibilityFactor = 6
 	// DefaultReplaySchedule is the replay function's EventBridge schedule.
 	DefaultReplaySchedule = "rate(15 minutes)"
-	// DefaultReplayTimeoutSeconds is the replay function's timeout.
-	DefaultReplayTimeoutSeconds = 5 * 60
+	// DefaultReplayTimeoutSeconds is the replay function's timeout: at the
+	// function's default RATE it leaves room for a run of MAX_PER_RUN
+	// (100,000 messages at 250 msgs/s take 400 s) and ends before the
+	// next scheduled run starts (docs/OPERATIONS.md, "How long a backlog
+	// takes").
+	DefaultReplayTimeoutSeconds = 10 * 60
 	// DefaultReplayMemoryMB is the replay function's memory size.
 	DefaultReplayMemoryMB = 256
 	// DeadLetterAgeAlarmRatio is the fraction of the DLQ retention at which the
@@ -342,7 +346,8 @@ type ReplayProps struct {
 	// enable-rule to resume. CloudFormation does not notice that change; only
 	// a deploy that changes the rule applies this state again.
 	Enabled *bool
-	// Timeout of the replay function. Default 5 minutes; 10 s..15 min.
+	// Timeout of the replay function. Default 10 minutes; 10 s..15 min.
+	// Keep it shorter than the Schedule's interval.
 	Timeout awscdk.Duration
 	// MemorySize in MB. Default 256.
 	MemorySize *float64
@@ -369,11 +374,11 @@ type ReplayProps struct {
 	// be replayed is parked (EXPIRY_RESCUE_WINDOW). Function default
 	// 24h; above 0 and shorter than DeadLetterRetention.
 	ExpiryRescueWindow awscdk.Duration
-	// Rate is the messages sent per second (RATE). Function default 50;
+	// Rate is the messages sent per second (RATE). Function default 250;
 	// 0.1..3000.
 	Rate *float64
 	// MaxPerRun caps the messages moved per run (MAX_PER_RUN). Function
-	// default 1000; a whole number >= 1.
+	// default 100000; a whole number >= 1.
 	MaxPerRun *float64
 	// CanaryLimit is the replays per run while the previous run's orders
 	// are not completed (CANARY_LIMIT). Function default 5; >= 1.

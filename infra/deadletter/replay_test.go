@@ -32,12 +32,12 @@ func TestReplayFunction(t *testing.T) {
 	id := s.ids()
 	tpl := s.template
 
-	check(t, "provided.al2023 bootstrap on arm64, 5 min, 256 MB, JSON logs, no reserved concurrency, wired environment only", func() {
+	check(t, "provided.al2023 bootstrap on arm64, 10 min, 256 MB, JSON logs, no reserved concurrency, wired environment only", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), like(obj{
 			"Runtime":                      "provided.al2023",
 			"Handler":                      "bootstrap",
 			"Architectures":                arr{"arm64"},
-			"Timeout":                      300,
+			"Timeout":                      600,
 			"MemorySize":                   256,
 			"ReservedConcurrentExecutions": assertions.Match_Absent(),
 			"Role":                         getAtt(id.replayRole, "Arn"),

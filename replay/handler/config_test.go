@@ -63,8 +63,8 @@ func TestLoad(t *testing.T) {
 				want.Engine.BackoffBase = 5 * time.Minute
 				want.Engine.BackoffMax = 4 * time.Hour
 				want.Engine.ExpiryRescueWindow = 24 * time.Hour
-				want.Engine.Rate = 50
-				want.Engine.MaxPerRun = 1000
+				want.Engine.Rate = 250
+				want.Engine.MaxPerRun = 100000
 				want.Engine.CanaryLimit = 5
 				want.Engine.RefillThreshold = 100
 				want.Engine.DeadlineMargin = 5 * time.Second

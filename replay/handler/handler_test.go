@@ -211,7 +211,8 @@ func TestHealthGateUsesTheProbe(t *testing.T) {
 func TestRefusedInvocationsRunNothing(t *testing.T) {
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, nil)
+			// The caps of the table's configuration (invocation_test.go).
+			f := newFixture(t, map[string]string{"MAX_PER_RUN": "1000", "RATE": "50"})
 			var n atomic.Int64 // the engine calls SQS from several goroutines
 			f.q.CallFault = func(string, string) error { n.Add(1); return nil }
 			_, err := f.invoke(t, []byte(tt.payload))
@@ -233,8 +234,8 @@ func TestOnDemandCaps(t *testing.T) {
 		env           map[string]string
 		want          string // "" means accepted
 	}{
-		{"the issue's payload, default caps", `{"max":100000000,"rate":3000}`, nil, "max 100000000: above the configured cap MAX_PER_RUN=1000"},
-		{"rate above the default", `{"rate":51}`, nil, "rate 51: above the configured cap RATE=50"},
+		{"the issue's payload, default caps", `{"max":100000000,"rate":3000}`, nil, "max 100000000: above the configured cap MAX_PER_RUN=100000"},
+		{"rate above the default", `{"rate":251}`, nil, "rate 251: above the configured cap RATE=250"},
 		{"max above a configured cap", `{"dryRun":true,"max":21}`, map[string]string{"MAX_PER_RUN": "20"}, "MAX_PER_RUN=20"},
 		{"rate above a configured cap", `{"rate":10.5}`, map[string]string{"RATE": "10"}, "RATE=10"},
 		{"at the configured caps", `{"dryRun":true,"max":20,"rate":10}`, map[string]string{"MAX_PER_RUN": "20", "RATE": "10"}, ""},

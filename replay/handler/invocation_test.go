@@ -12,7 +12,8 @@ import (
 	"github.com/homingdlq/homing/replay/handler"
 )
 
-// config has two routes, orders and payments, and the default caps.
+// config has two routes, orders and payments, and caps of 1000 messages at
+// 50 per second (the table refused pins them).
 func config(t *testing.T) handler.Config {
 	t.Helper()
 	var c handler.Config
