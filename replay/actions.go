@@ -153,7 +153,7 @@ func (r *run) intend(ctx context.Context, p *pass, b *batch, c *carry) {
 	var movers []*item
 	var recs []MessageRecord
 	if c != nil {
-		recs = append(recs, c.recs...)
+		recs = c.records(r)
 		// What was sent must be recorded even when the run's context is
 		// done: the carried records are written without its cancellation.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
@@ -173,8 +173,8 @@ func (r *run) intend(ctx context.Context, p *pass, b *batch, c *carry) {
 	}
 	marked := r.mark(ctx, recs)
 	if c != nil {
-		c.done <- marked[:len(c.recs)]
-		marked = marked[len(c.recs):]
+		c.done <- marked[:len(c.items)]
+		marked = marked[len(c.items):]
 	}
 	for k, m := range marked {
 		it := movers[k]
@@ -484,52 +484,68 @@ func (r *run) crashHook(p *pass, b *batch) error {
 // failure is a warning: the message was sent, it is deleted all the same.
 func (r *run) settle(ctx context.Context, p *pass, b *batch) {
 	c := r.carryOf(p, b)
-	c.apply(r, r.mark(ctx, c.recs))
+	c.apply(r, r.mark(ctx, c.records(r)))
 }
 
 // carry is the final records of a sent batch on their way to the ledger:
 // written by settle, or carried by the next batch's claim, which writes them
-// with its INTENT records in one call.
+// with its INTENT records in one call. It holds the items until then, not
+// the records: those are made when written.
 type carry struct {
+	p     *pass
+	now   time.Time // the batch's
 	items []*item
-	recs  []MessageRecord
 	done  chan []Marked // the results, once written
 }
 
-// carryOf returns the final records of b's movers that the run holds.
+// carryOf returns the carry of the final records of b's movers that the
+// run holds.
 func (r *run) carryOf(p *pass, b *batch) *carry {
-	c := &carry{done: make(chan []Marked, 1)}
+	c := &carry{p: p, now: b.plan.now, done: make(chan []Marked, 1)}
 	for _, it := range b.items {
-		if !it.sent || !it.intent {
-			continue
+		if it.sent && it.intent {
+			c.items = append(c.items, it)
 		}
-		rec := r.record(p, it, Sent, b.plan.now)
-		rec.ReplayCount = it.count
-		switch it.outcome {
-		case OutcomeParked:
-			rec.State = Parked
-			rec.Reason = it.reason
-		case OutcomeApplied:
-			rec.State = Resolved
-			rec.Reason = it.reason
-		}
-		c.items = append(c.items, it)
-		c.recs = append(c.recs, rec)
 	}
 	return c
+}
+
+// records returns the final records of c's items, in their order.
+func (c *carry) records(r *run) []MessageRecord {
+	recs := make([]MessageRecord, len(c.items))
+	for k, it := range c.items {
+		recs[k] = r.record(c.p, it, finalState(it), c.now)
+		recs[k].ReplayCount = it.count
+		if recs[k].State != Sent {
+			recs[k].Reason = it.reason
+		}
+	}
+	return recs
+}
+
+// finalState is the state of the final record of a mover sent.
+func finalState(it *item) State {
+	switch it.outcome {
+	case OutcomeParked:
+		return Parked
+	case OutcomeApplied:
+		return Resolved
+	}
+	return Sent
 }
 
 // flush writes the records of a carry no claim took.
 func (c *carry) flush(ctx context.Context, r *run) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	c.done <- r.mark(fctx, c.recs)
+	c.done <- r.mark(fctx, c.records(r))
 }
 
 // apply notes what the ledger answered for the carried records.
 func (c *carry) apply(r *run, marked []Marked) {
 	for k, m := range marked {
-		it, state := c.items[k], c.recs[k].State
+		it := c.items[k]
+		state := finalState(it)
 		switch {
 		case m.Err != nil:
 			it.warn = errors.Join(it.warn, fmt.Errorf("mark %s %s: %w", it.msg.id, state, m.Err))

@@ -97,8 +97,14 @@
 // it); the send; and the finish (the final records, the SEEN records and
 // the delete, together). On a standard route a worker runs this batch's
 // deletes beside the next receive and claim, and this batch's final
-// records ride in the next claim's ledger call; a lone worker also sends
-// the next receive out beside this send. A batch then costs a worker two
+// records ride in the next claim's ledger call; and a route keeps one
+// receive ahead: a worker, when no other worker of the route has one out,
+// sends the next receive out beside this send and takes it for its next
+// batch. A batch ahead is examined only if the run would start a batch
+// when it arrives (cap, deadline, pass budget, a stop), else held and
+// released when the pass ends; the receive's visibility leaves room for
+// one more batch's rate-limit wait. One batch ahead per route, not per
+// worker: each is a batch more in memory. A batch then costs a worker two
 // or three round trips on its path where the raw SDK loop (receive, send,
 // delete) takes three, and two DynamoDB calls (a TransactWriteItems and the
 // completions' BatchGetItem) beside its three SQS calls: at 10 ms a round
@@ -115,7 +121,8 @@
 // such peaks) and one consistent read of its completion (1 RCU). Within
 // Lambda's 15 minutes a run at 500 messages/s moves 100,000 messages in
 // under 4 minutes. What a run holds in memory is bounded by the workers (a batch
-// and a finishing one each), not by the messages. Receives are short polls
+// and a finishing one each, and the route's batch ahead), not by the
+// messages. Receives are short polls
 // while messages come.
 //
 // # FIFO

@@ -52,8 +52,13 @@ func (e *Engine) newRun(req Request) *run {
 	}
 	r.limiter = newLimiter(r.rate, e.opts.Now, e.opts.Sleep)
 	// Long enough to decide, and to wait for the rate limit of one batch
-	// of every worker.
-	r.visibility = e.opts.DecisionWindow + time.Duration(float64(e.opts.Workers*MaxBatch)/r.rate*float64(time.Second))
+	// of every worker; outside lockstep a batch received ahead also waits
+	// behind its worker's batch in hand, so twice that.
+	ahead := 1
+	if !e.opts.Lockstep {
+		ahead = 2
+	}
+	r.visibility = e.opts.DecisionWindow + time.Duration(float64(ahead*e.opts.Workers*MaxBatch)/r.rate*float64(time.Second))
 	return r
 }
 
@@ -95,6 +100,7 @@ type pass struct {
 	budget     int          // messages left to receive in this pass
 	received   int          // messages received in this pass
 	active     int          // workers still receiving
+	ahead      int          // batches received ahead, not yet taken up by their worker (at most 1)
 	held       []visibility // messages left for a later run, released when the pass ends
 	stopped    StopReason   // why the pass ended, once a worker ended it
 	err        error        // the error that ended it
@@ -105,11 +111,13 @@ type pass struct {
 }
 
 // end records why a worker ended the pass: the first reason stands, an
-// error over any other.
+// error over any other, and the cap over "drained" (a worker that found the
+// DLQ empty while the others held its last messages must not hide that the
+// cap left some for a later run: one worker would have stopped at the cap).
 func (r *run) end(p *pass, reason StopReason, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p.stopped == "" || err != nil && p.err == nil {
+	if p.stopped == "" || err != nil && p.err == nil || reason == StopCap && p.stopped == StopDrained && p.err == nil {
 		p.stopped = reason
 		p.err = err
 	}
@@ -229,11 +237,15 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 
 // work is one worker of a route: it receives a batch, plans it, claims it,
 // sends it, and finishes it, until the pass ends. On a standard route,
-// unless Options.Lockstep, the finish of a batch (its deletes) runs beside
-// the next one's receive and claim, and its final records go to the
-// ledger with the next one's INTENT records, in one call; the next send
-// waits for that finish. A lone worker also sends out the next receive
-// beside this send.
+// unless Options.Lockstep, the worker pipelines: the finish of a batch
+// (its deletes) runs beside the next one's receive and claim, its final
+// records go to the ledger with the next one's INTENT records, in one
+// call, and, when no other worker of the route has one out, the next
+// receive goes out beside this batch's send (one batch ahead per route,
+// taken by the worker that sent it out). A batch ahead is examined only
+// if the run would start a batch when it arrives (cap, deadline, pass
+// budget, a stop); otherwise it is held, untouched, and released when the
+// pass ends, like the other messages left for a later run.
 func (r *run) work(ctx context.Context, p *pass) {
 	overlap := !r.e.opts.Lockstep && !p.route.FIFO()
 	var pending chan error // the previous batch's finish, running
@@ -249,20 +261,32 @@ func (r *run) work(ctx context.Context, p *pass) {
 		}
 		return true
 	}
-	var carried *carry // the previous batch's final records, for the next claim
+	var carried *carry      // the previous batch's final records, for the next claim
+	var ahead chan received // the next batch's receive, running
 	defer func() {
+		if ahead != nil {
+			r.holdAll(ctx, p, r.takeAhead(p, ahead))
+		}
 		if carried != nil {
 			carried.flush(ctx, r)
 		}
 		join()
 	}()
-	var ahead chan received // the next batch's receive, running
-	var wait int32          // a short poll, as long as messages come
+	var wait int32 // a short poll, as long as messages come
 	for {
 		var got received
 		if ahead != nil {
-			got = <-ahead
+			got = r.takeAhead(p, ahead)
 			ahead = nil
+			if reason := r.next(ctx, p); reason != "" {
+				// Received ahead, but the run would not have started this
+				// batch now: it goes back untouched, and the pass ends for
+				// the reason it would have ended (not "drained" because the
+				// receive ahead came back empty).
+				r.holdAll(ctx, p, got)
+				r.end(p, reason, nil)
+				return
+			}
 		} else {
 			if reason := r.next(ctx, p); reason != "" {
 				r.end(p, reason, nil)
@@ -298,10 +322,10 @@ func (r *run) work(ctx context.Context, p *pass) {
 		if !join() {
 			return // the previous batch stopped the run: this one is left as a crash leaves it
 		}
-		if overlap && r.e.opts.Workers == 1 && r.next(ctx, p) == "" {
-			// A lone worker keeps one receive ahead; several already
-			// overlap each other's round trips, and each batch ahead is
-			// memory held.
+		if overlap && r.next(ctx, p) == "" && r.reserveAhead(p) {
+			// The next receive goes out now: by the time this batch is
+			// sent it is in, and this worker's next batch costs its path
+			// the claim and the send, not the receive too.
 			ahead = make(chan received, 1)
 			go func(next chan<- received) { next <- r.receive(ctx, p, 0) }(ahead)
 		}
@@ -329,6 +353,44 @@ func (r *run) work(ctx context.Context, p *pass) {
 			return
 		}
 	}
+}
+
+// reserveAhead reports whether the worker may send out a receive ahead:
+// a route keeps at most one batch ahead at a time (each is one batch more
+// in memory; BenchmarkEngineMemory's 1 MiB leaves room for one).
+func (r *run) reserveAhead(p *pass) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.ahead >= 1 {
+		return false
+	}
+	p.ahead++
+	return true
+}
+
+// takeAhead waits for the batch received ahead and frees its place.
+func (r *run) takeAhead(p *pass, ahead <-chan received) received {
+	got := <-ahead
+	r.mu.Lock()
+	p.ahead--
+	r.mu.Unlock()
+	return got
+}
+
+// holdAll holds the messages of a batch received ahead that the worker
+// will not examine: like the others left for a later run, they are
+// released when the pass ends.
+func (r *run) holdAll(ctx context.Context, p *pass, got received) {
+	if len(got.msgs) == 0 {
+		return
+	}
+	vs := make([]visibility, len(got.msgs))
+	for i, m := range got.msgs {
+		vs[i] = visibility{id: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle)}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	r.changeVisibility(rctx, p, r.hold(p, vs...), slog.LevelDebug)
 }
 
 // received is the answer to one receive.
@@ -418,6 +480,9 @@ func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receiv
 		}
 		b = &batch{items: items, receivedAt: receivedAt, plan: pl}
 		b.moves, b.replays = pl.plan(items)
+		for _, it := range items {
+			it.msg.producer = nil // the plan built what is sent: a batch on its way holds no copy
+		}
 		r.moved += b.moves
 		p.replayLeft = pl.replayLeft
 	}
