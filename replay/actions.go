@@ -427,13 +427,13 @@ var errLeaseLost = errors.New("another run holds the message")
 func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) error {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
+	var deleted map[string]error // the deletes that failed
 	if r.req.DryRun {
 		for _, it := range b.items {
 			it.vis = hold
 		}
 	} else {
 		var wg sync.WaitGroup
-		var deleted map[string]error
 		remove := func() { deleted = r.remove(fctx, p, b) }
 		together := !r.e.opts.Lockstep && r.e.afterSend == nil
 		if together {
@@ -457,10 +457,23 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) error {
 		}
 		r.removed(b, deleted)
 	}
+	r.forget(b, deleted)
 	r.release(ctx, p, b)
 	r.account(p, b)
 	r.logItems(ctx, p, b)
 	return nil
+}
+
+// forget ends the way of a batch's messages in the run's memory of the ids
+// it examined (see seen): before any is released, so none is examined
+// again. failed are the deletes that failed.
+func (r *run) forget(b *batch, failed map[string]error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range b.items {
+		_, bad := failed[it.msg.id]
+		r.seen.done(it.msg.id, !r.req.DryRun && (it.sent || it.outcome == OutcomeRecovered) && !bad)
+	}
 }
 
 // crashHook calls the test-only hook with the ids of the messages sent.

@@ -65,6 +65,35 @@ func TestSeenFilter(t *testing.T) {
 	}
 }
 
+// A run remembers the ids on their way exactly and those left in their DLQ
+// in the filter, made when the first is left; a deleted message is
+// forgotten.
+func TestSeenForgetsWhatLeftTheDLQ(t *testing.T) {
+	s := newSeen()
+	for _, id := range []string{"deleted", "left"} {
+		if s.add(id) {
+			t.Fatalf("%s seen before it was added", id)
+		}
+		if !s.add(id) {
+			t.Fatalf("%s on its way not seen again", id)
+		}
+	}
+	s.done("deleted", true)
+	if s.left != nil {
+		t.Fatal("a filter was made with nothing left in the DLQ")
+	}
+	s.done("left", false)
+	if s.left == nil || !s.add("left") {
+		t.Fatal("a message left in the DLQ was not remembered")
+	}
+	if len(s.inFlight) != 0 {
+		t.Fatalf("%d ids still on their way", len(s.inFlight))
+	}
+	if s.add("deleted") {
+		t.Fatal("a deleted message was remembered")
+	}
+}
+
 func TestInBatchesAccountsForEveryEntry(t *testing.T) {
 	cause := errors.New("throttled")
 	var calls []int

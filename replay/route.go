@@ -34,11 +34,11 @@ type run struct {
 	mu      sync.Mutex    // guards the fields below and the pass's shared state
 	moved   int           // messages moved (or, in a dry run, that would be) or reserved so far
 	longest time.Duration // the longest batch so far: the estimate of the next one
-	seen    *seenFilter
+	seen    *seen
 }
 
 func (e *Engine) newRun(req Request) *run {
-	r := &run{e: e, req: req, id: req.RunID, start: e.opts.Now(), max: req.Max, rate: req.Rate, longest: time.Second, seen: newSeenFilter()}
+	r := &run{e: e, req: req, id: req.RunID, start: e.opts.Now(), max: req.Max, rate: req.Rate, longest: time.Second, seen: newSeen()}
 	if r.id == "" {
 		var b [8]byte
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
@@ -100,7 +100,6 @@ type pass struct {
 	budget     int          // messages left to receive in this pass
 	received   int          // messages received in this pass
 	active     int          // workers still receiving
-	ahead      int          // batches received ahead, not yet taken up by their worker (at most 1)
 	held       []visibility // messages left for a later run, released when the pass ends
 	stopped    StopReason   // why the pass ended, once a worker ended it
 	err        error        // the error that ended it
@@ -240,12 +239,12 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 // unless Options.Lockstep, the worker pipelines: the finish of a batch
 // (its deletes) runs beside the next one's receive and claim, its final
 // records go to the ledger with the next one's INTENT records, in one
-// call, and, when no other worker of the route has one out, the next
-// receive goes out beside this batch's send (one batch ahead per route,
-// taken by the worker that sent it out). A batch ahead is examined only
-// if the run would start a batch when it arrives (cap, deadline, pass
-// budget, a stop); otherwise it is held, untouched, and released when the
-// pass ends, like the other messages left for a later run.
+// call, and the next receive goes out beside this batch's send (one batch
+// ahead per worker, taken by the worker that sent it out). A batch ahead
+// is examined only if the run would start a batch when it arrives (cap,
+// deadline, pass budget, a stop); otherwise it is held, untouched, and
+// released when the pass ends, like the other messages left for a later
+// run.
 func (r *run) work(ctx context.Context, p *pass) {
 	overlap := !r.e.opts.Lockstep && !p.route.FIFO()
 	var pending chan error // the previous batch's finish, running
@@ -265,7 +264,7 @@ func (r *run) work(ctx context.Context, p *pass) {
 	var ahead chan received // the next batch's receive, running
 	defer func() {
 		if ahead != nil {
-			r.holdAll(ctx, p, r.takeAhead(p, ahead))
+			r.holdAll(ctx, p, <-ahead)
 		}
 		if carried != nil {
 			carried.flush(ctx, r)
@@ -276,7 +275,7 @@ func (r *run) work(ctx context.Context, p *pass) {
 	for {
 		var got received
 		if ahead != nil {
-			got = r.takeAhead(p, ahead)
+			got = <-ahead
 			ahead = nil
 			if reason := r.next(ctx, p); reason != "" {
 				// Received ahead, but the run would not have started this
@@ -322,7 +321,7 @@ func (r *run) work(ctx context.Context, p *pass) {
 		if !join() {
 			return // the previous batch stopped the run: this one is left as a crash leaves it
 		}
-		if overlap && r.next(ctx, p) == "" && r.reserveAhead(p) {
+		if overlap && r.next(ctx, p) == "" {
 			// The next receive goes out now: by the time this batch is
 			// sent it is in, and this worker's next batch costs its path
 			// the claim and the send, not the receive too.
@@ -353,28 +352,6 @@ func (r *run) work(ctx context.Context, p *pass) {
 			return
 		}
 	}
-}
-
-// reserveAhead reports whether the worker may send out a receive ahead:
-// a route keeps at most one batch ahead at a time (each is one batch more
-// in memory; BenchmarkEngineMemory's 1 MiB leaves room for one).
-func (r *run) reserveAhead(p *pass) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p.ahead >= 1 {
-		return false
-	}
-	p.ahead++
-	return true
-}
-
-// takeAhead waits for the batch received ahead and frees its place.
-func (r *run) takeAhead(p *pass, ahead <-chan received) received {
-	got := <-ahead
-	r.mu.Lock()
-	p.ahead--
-	r.mu.Unlock()
-	return got
 }
 
 // holdAll holds the messages of a batch received ahead that the worker
