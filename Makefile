@@ -120,12 +120,12 @@ bench: ## benchmarks with allocations, 6 runs each (compare runs with benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee .local/bench.txt
 
 # N dead letters per contender and round on the bare emulator (default 1000),
-# N_DELAYED through the delay proxy (default 300), W workers (default 4),
+# N_DELAYED through the delay proxy (default 1000), W workers (default 4),
 # ROUNDS rounds (default 3; the tables show medians), DELAY added to every
 # client write by the proxy (default 10ms).
 bench-replay: ## replay engine vs naive mover vs raw SDK batch loop (1 and W workers), bare and every call +10 ms, on the emulator; tables of msgs/s and the targets; tears down
 	@rc=0; $(MAKE) --no-print-directory emulator-up && \
-	  $(EMULATOR_ENV) $(GO) run ./cmd/benchreplay -n $(or $(N),1000) -n-delayed $(or $(N_DELAYED),300) -workers $(or $(W),4) \
+	  $(EMULATOR_ENV) $(GO) run ./cmd/benchreplay -n $(or $(N),1000) -n-delayed $(or $(N_DELAYED),1000) -workers $(or $(W),4) \
 	    -rounds $(or $(ROUNDS),3) -delay $(or $(DELAY),10ms) $(if $(ONLY),-only $(ONLY)) || rc=$$?; \
 	  $(MAKE) --no-print-directory emulator-down; exit $$rc
 

@@ -69,7 +69,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("benchreplay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.n, "n", 1000, "dead letters per contender and round on the bare emulator")
-	fs.IntVar(&o.nDelayed, "n-delayed", 300, "dead letters per contender and round through the delay proxy")
+	fs.IntVar(&o.nDelayed, "n-delayed", 1000, "dead letters per contender and round through the delay proxy")
 	fs.IntVar(&o.workers, "workers", 4, "W: the workers of the engine's and the raw loop's W-worker rows")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; every contender runs once per round and profile, the tables show medians")
 	fs.DurationVar(&o.delay, "delay", 10*time.Millisecond, "delay the proxy adds to every client write (0: no proxied profile)")

@@ -141,7 +141,7 @@ func TestLoopback(t *testing.T) {
 
 func TestParse(t *testing.T) {
 	o, err := parse(nil, &bytes.Buffer{})
-	if err != nil || o.n != 1000 || o.nDelayed != 300 || o.workers != 4 || o.rounds != 3 || o.delay != 10*time.Millisecond {
+	if err != nil || o.n != 1000 || o.nDelayed != 1000 || o.workers != 4 || o.rounds != 3 || o.delay != 10*time.Millisecond {
 		t.Errorf("defaults %+v, %v", o, err)
 	}
 	_, err = parse([]string{"-workers", "17"}, &bytes.Buffer{})
