@@ -29,10 +29,6 @@ import (
 // which run even when the run's context is done.
 const finishTimeout = 5 * time.Second
 
-// maxHeld bounds the messages a pass holds; past it the oldest are
-// released early. About 0.5 KiB each (id and receipt handle).
-const maxHeld = 1000
-
 // each runs f for the items want selects, concurrently (at most MaxBatch).
 func each(items []*item, want func(*item) bool, f func(*item)) {
 	var wg sync.WaitGroup
@@ -203,7 +199,7 @@ func (r *run) intend(ctx context.Context, p *pass, b *batch, c *carry) {
 func (r *run) record(p *pass, it *item, s State, now time.Time) MessageRecord {
 	return MessageRecord{
 		OrderKey: OrderKey(it.msg.orderID, it.msg.originalID()), MessageID: it.msg.id, State: s,
-		Route: p.route.Name, OrderID: it.msg.orderID, OriginalMessageID: it.msg.originalID(), RunID: r.id,
+		Route: p.route.Name, OrderID: boundedOrderID(it.msg.orderID), OriginalMessageID: BoundedID(it.msg.originalID()), RunID: r.id,
 		FirstSeenAt: now, At: now, ExpiresAt: now.Add(r.e.opts.RecordLifetime),
 	}
 }
@@ -216,8 +212,8 @@ func (r *run) appliedCandidates(b *batch) map[*item]string {
 	}
 	hashes := map[*item]string{}
 	for _, it := range b.items {
-		if !it.outcome.moves() || it.msg.orderID == "" {
-			continue
+		if !it.outcome.moves() || it.msg.orderID == "" || len(it.msg.orderID) > MaxKeyID {
+			continue // an id over the bound is no consumer's key either
 		}
 		if h, ok := r.e.opts.PayloadHash(it.msg.body); ok {
 			hashes[it] = h
@@ -251,16 +247,34 @@ func (r *run) applied(ctx context.Context, hashes map[*item]string) {
 	}
 }
 
-// send sends the movers, 10 per SendMessageBatch call per destination. For
-// FIFO routes it sends in rounds of one message per group, so that a failed
-// send stops the later messages of its group.
+// send sends the movers, 10 per SendMessageBatch call per destination. The
+// batch waits for the rate limit once, for all its movers, then renews the
+// lease of every one that needs it, then sends them back to back: a batch
+// that both replays and parks never waits between its sends, so no lease
+// runs out between a send and the batch's records and deletes. For FIFO
+// routes it sends in rounds of one message per group, so that a failed send
+// stops the later messages of its group.
 func (r *run) send(ctx context.Context, p *pass, b *batch) {
+	defer drop(b)
+	var movers []*item
+	for _, it := range b.items {
+		if it.outcome.moves() {
+			movers = append(movers, it)
+		}
+	}
+	if len(movers) == 0 {
+		return
+	}
+	if err := r.limiter.wait(ctx, len(movers)); err != nil {
+		for _, it := range movers {
+			it.fail(fmt.Errorf("send %s: %w", it.msg.id, err))
+		}
+		return
+	}
+	r.renew(ctx, p, movers) // an item whose lease cannot be renewed fails
 	var rounds [][]*item
 	depth := map[string]int{}
-	for _, it := range b.items {
-		if !it.outcome.moves() {
-			continue
-		}
+	for _, it := range movers {
 		k := 0
 		if p.route.FIFO() {
 			k = depth[it.msg.group]
@@ -273,11 +287,16 @@ func (r *run) send(ctx context.Context, p *pass, b *batch) {
 	}
 	failed := map[string]bool{}
 	for _, round := range rounds {
+		for _, it := range round {
+			if it.outcome == OutcomeFailed {
+				failed[it.msg.group] = true // not renewed: stops its group too
+			}
+		}
 		for _, dest := range [...]string{p.route.SourceURL, p.route.ParkingURL} {
 			var out []*item
 			for _, it := range round {
 				switch {
-				case it.dest != dest:
+				case it.dest != dest || it.outcome == OutcomeFailed:
 				case p.route.FIFO() && failed[it.msg.group]:
 					it.outcome = OutcomeBlocked
 					it.vis = keep
@@ -288,14 +307,7 @@ func (r *run) send(ctx context.Context, p *pass, b *batch) {
 			if len(out) == 0 {
 				continue
 			}
-			errs := map[int]error{}
-			if err := r.limiter.wait(ctx, len(out)); err != nil {
-				for i := range out {
-					errs[i] = err
-				}
-			} else if out = r.renew(ctx, p, out); len(out) > 0 {
-				errs = r.sendBatch(ctx, dest, out)
-			}
+			errs := r.sendBatch(ctx, dest, out)
 			for i, it := range out {
 				if err := errs[i]; err != nil {
 					it.fail(fmt.Errorf("send %s to %s: %w", it.msg.id, dest, err))
@@ -304,19 +316,19 @@ func (r *run) send(ctx context.Context, p *pass, b *batch) {
 				}
 				it.sent = true
 			}
-			for _, it := range round {
-				if it.outcome == OutcomeFailed {
-					failed[it.msg.group] = true // not renewed: stops its group too
-				}
-			}
 		}
 	}
+}
+
+// drop ends the sends of a batch: an applied removal counts as sent
+// (nothing to send: removed when the batch finishes), and what is left to
+// do needs the ids, not the bodies, so a run's memory stays that of the
+// batches on their way.
+func drop(b *batch) {
 	for _, it := range b.items {
 		if it.outcome == OutcomeApplied {
-			it.sent = true // nothing to send: removed when the batch finishes
+			it.sent = true
 		}
-		// What is left to do needs the ids, not the bodies: a run's memory
-		// stays that of the batches on their way.
 		it.entry = types.SendMessageBatchRequestEntry{}
 		it.msg.body = ""
 		it.msg.producer = nil
@@ -373,27 +385,28 @@ func (r *run) sendBatch(ctx context.Context, dest string, out []*item) map[int]e
 // sends it too. The lease of an item that ends sooner is extended, its
 // visibility first (it fails when another run has received the message
 // since), then its INTENT record (it fails when another run holds or has
-// settled it). An item that cannot be extended is not sent; it fails and
-// is left as it is. It returns the items to send.
-func (r *run) renew(ctx context.Context, p *pass, out []*item) []*item {
+// settled it). An item that cannot be extended is not sent: it fails and is
+// left as it is.
+func (r *run) renew(ctx context.Context, p *pass, out []*item) {
 	now := r.now()
+	short := func(it *item) bool { return it.lease.Sub(now) < r.e.opts.DecisionWindow/2 }
 	var due []visibility
 	for _, it := range out {
-		if it.lease.Sub(now) < r.e.opts.DecisionWindow/2 {
+		if short(it) {
 			due = append(due, visibility{id: it.msg.id, receipt: it.msg.receipt, seconds: int32(math.Ceil(r.visibility.Seconds()))})
 		}
 	}
 	if len(due) == 0 {
-		return out
+		return
 	}
 	failed := changeVisibility(ctx, r.e.queue, p.route.DLQURL, due)
-	return slices.DeleteFunc(out, func(it *item) bool {
-		if it.lease.Sub(now) >= r.e.opts.DecisionWindow/2 {
-			return false
+	for _, it := range out {
+		if !short(it) {
+			continue
 		}
 		if err, bad := failed[it.msg.id]; bad {
 			it.fail(fmt.Errorf("lease of %s ran out and could not be renewed: %w", it.msg.id, err))
-			return true
+			continue
 		}
 		lease := now.Add(r.visibility)
 		if it.intent {
@@ -401,12 +414,11 @@ func (r *run) renew(ctx context.Context, p *pass, out []*item) []*item {
 			rec.LeaseUntil = lease
 			if _, ok, err := r.e.ledger.Mark(ctx, rec); err != nil || !ok {
 				it.fail(fmt.Errorf("lease of %s ran out and could not be renewed: ok=%v: %w", it.msg.id, ok, errors.Join(err, errLeaseLost)))
-				return true
+				continue
 			}
 		}
 		it.lease = lease
-		return false
-	})
+	}
 }
 
 // errLeaseLost says another run holds or has settled a message.
@@ -600,21 +612,25 @@ func (r *run) removed(b *batch, failed map[string]error) {
 }
 
 // release hides delayed messages until due and holds the ones left for a
-// later run until the pass ends (releasing the oldest held ones early when
-// there are too many).
+// later run until the pass ends (see hold.go).
 func (r *run) release(ctx context.Context, p *pass, b *batch) {
 	var changes, held []visibility
+	now := r.now()
+	r.mu.Lock()
+	end := r.holdEnd(ctx, p, now)
 	for _, it := range b.items {
 		switch {
 		case it.sent || it.outcome == OutcomeRecovered || it.vis == keep:
 		case it.vis == hold:
-			held = append(held, visibility{id: it.msg.id, receipt: it.msg.receipt})
+			held = append(held, r.holding(p, it.msg.id, it.msg.receipt, it.msg.sentAt, b.receivedAt, now, end))
 		default:
 			changes = append(changes, visibility{id: it.msg.id, receipt: it.msg.receipt, seconds: it.vis})
 		}
 	}
+	held = p.hold(held)
+	r.mu.Unlock()
 	r.changeVisibility(ctx, p, changes, slog.LevelWarn)
-	r.changeVisibility(ctx, p, r.hold(p, held...), slog.LevelDebug)
+	r.changeVisibility(ctx, p, held, slog.LevelDebug)
 }
 
 // changeVisibility applies changes to the route's DLQ. A failure is harmless

@@ -17,7 +17,9 @@ import (
 // BackoffBase up to BackoffMax), and the breaker closes when an order a
 // probe replayed completes. The replays of the failed runs are given back
 // to their messages: they do not count toward MaxReplays
-// ([Metadata.Refunds] counts them). A run that replayed a single order
+// ([Metadata.Refunds] counts them), up to MaxReplays refunds per message,
+// so that messages failing on their own while the breaker takes their
+// failures for an outage are still parked in the end. A run that replayed a single order
 // that failed is no evidence either way (a bad message, or an outage): it
 // neither opens the breaker nor gives its replay back, so a message that
 // keeps failing alone is parked after MaxReplays replays.

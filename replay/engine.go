@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -14,6 +15,9 @@ type Engine struct {
 	ledger Ledger
 	opts   Options
 
+	keyMu sync.Mutex
+	key   []byte // the seal key, once read (see seal.go)
+
 	// afterSend, when set (by tests only, see export_test.go), is called
 	// after a batch's sends and ledger marks and before its deletes; an
 	// error stops the run there, as a crash would.
@@ -23,6 +27,21 @@ type Engine struct {
 // New returns an Engine on the queues of q and the ledger l.
 func New(q Queue, l Ledger, opts Options) *Engine {
 	return &Engine{queue: q, ledger: l, opts: opts.withDefaults()}
+}
+
+// sealKey returns the seal key, read from the ledger once per engine.
+func (e *Engine) sealKey(ctx context.Context) ([]byte, error) {
+	e.keyMu.Lock()
+	defer e.keyMu.Unlock()
+	if e.key != nil {
+		return e.key, nil
+	}
+	key, err := SealKey(ctx, e.ledger, e.opts.Now())
+	if err != nil {
+		return nil, err
+	}
+	e.key = key
+	return key, nil
 }
 
 // Run runs req and returns its summary. It returns an error wrapping
@@ -50,9 +69,15 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 		recent, err := e.ledger.Runs(ctx, gateHistory)
 		read <- runs{recent, err}
 	}()
+	sealed := make(chan Gate, 1)
+	go func() { sealed <- r.sealGate(ctx) }()
 	sum := Summary{
 		RunID: r.id, DryRun: req.DryRun, StartedAt: r.start, Max: r.max, Rate: r.rate,
 		Gates: []Gate{r.healthGate(ctx)}, Routes: []RouteSummary{}, Total: newCounts(),
+	}
+	if g := <-sealed; g.Decision == GateClosed {
+		sum.Gates = append(sum.Gates, g)
+		r.logGate(ctx, "", g)
 	}
 	if !req.Filter.empty() {
 		f := req.Filter
@@ -77,6 +102,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 		rs.Counts = rs.Counts.clone()
 		sum.Routes = append(sum.Routes, rs)
 	}
+	sum.bound()
 	sum.FinishedAt = e.opts.Now()
 	sum.DurationMS = sum.FinishedAt.Sub(sum.StartedAt).Milliseconds()
 

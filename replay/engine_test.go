@@ -110,7 +110,8 @@ func TestRunReplaysDueMessagesWithBodyAndAttributesUnchanged(t *testing.T) {
 		if len(want.attrs) > 0 && !reflect.DeepEqual(m.producer, want.attrs) {
 			t.Errorf("producer attributes = %v, want %v", m.producer, want.attrs)
 		}
-		wantMeta := replay.Metadata{ReplayCount: 1, FirstDeadLetteredAt: start, LastReplayAt: start.Add(due), OriginalMessageID: ids[want.body], Route: "orders", RunID: "run-1"}
+		wantMeta := replay.Metadata{ReplayCount: 1, FirstDeadLetteredAt: start, LastReplayAt: start.Add(due), OriginalMessageID: ids[want.body], Route: "orders", RunID: "run-1"}.
+			Sealed(h.sealKey(), want.body, h.route.SourceURL)
 		if !m.hasMeta || !reflect.DeepEqual(m.meta, wantMeta) {
 			t.Errorf("metadata = %+v\n      want %+v", m.meta, wantMeta)
 		}

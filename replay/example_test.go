@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
@@ -25,13 +24,19 @@ func ExampleEngine_Run() {
 	route.SourceURL, _ = q.CreateQueue("orders", nil)
 	route.ParkingURL, _ = q.CreateQueue("orders-parking", nil)
 
+	ledger := replay.NewMemoryLedger(clock.Now) // in production: dynamo.NewLedger
+
 	ctx := context.Background()
 	_, _ = q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(route.DLQURL), MessageBody: aws.String(`{"orderId":"ORD-1"}`)})
-	thrice, _ := envelope.Pack(nil, replay.AttributeName, replay.Metadata{ReplayCount: 3, OriginalMessageID: "m-0"})
-	_, _ = q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(route.DLQURL), MessageBody: aws.String(`{"orderId":"ORD-2"}`), MessageAttributes: thrice})
+	// The metadata the engine wrote on a third replay: sealed with the
+	// ledger's key for the body and the source queue it was sent to.
+	key, _ := replay.SealKey(ctx, ledger, clock.Now())
+	body := `{"orderId":"ORD-2"}`
+	thrice, _ := replay.Attributes(nil, replay.Metadata{ReplayCount: 3, OriginalMessageID: "m-0"}.Sealed(key, body, route.SourceURL))
+	_, _ = q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(route.DLQURL), MessageBody: aws.String(body), MessageAttributes: thrice})
 	clock.Advance(time.Hour)
 
-	e := replay.New(q, replay.NewMemoryLedger(clock.Now), replay.Options{
+	e := replay.New(q, ledger, replay.Options{
 		Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Sleep: clock.Sleep,
 	})
 	s, err := e.Run(ctx, replay.Request{Routes: []replay.Route{route}})

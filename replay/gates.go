@@ -48,6 +48,17 @@ func (r *run) healthGate(ctx context.Context) Gate {
 	return g
 }
 
+// sealGate reads the seal key into the run; it closes when the key cannot
+// be read (see [GateSeal]).
+func (r *run) sealGate(ctx context.Context) Gate {
+	key, err := r.e.sealKey(ctx)
+	if err != nil {
+		return Gate{Name: GateSeal, Decision: GateClosed, Detail: err.Error()}
+	}
+	r.key = key
+	return Gate{Name: GateSeal, Decision: GateOpen}
+}
+
 // refillGate closes when the DLQ holds more than RefillThreshold messages
 // more than the previous run left in it (its depth at the start, visible and
 // in flight, minus what it moved).

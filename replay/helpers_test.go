@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,7 @@ type harness struct {
 	logs    bytes.Buffer
 	metrics bytes.Buffer
 	seq     int
+	sleepMu sync.Mutex // see sleepUntil
 }
 
 func newHarness(t *testing.T, fifo bool, dlqAttrs map[string]string) *harness {
@@ -104,7 +106,20 @@ type msg struct {
 	body  string
 	group string
 	attrs map[string]types.MessageAttributeValue
-	meta  *replay.Metadata
+	meta  *replay.Metadata // sealed as the engine seals it, unless forged
+	// forged leaves meta unsealed: a producer's well-formed copy of our
+	// attribute, not the engine's.
+	forged bool
+}
+
+// sealKey is the seal key of the harness's ledger.
+func (h *harness) sealKey() []byte {
+	h.t.Helper()
+	key, err := replay.SealKey(context.Background(), h.ledger, h.clock.Now())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return key
 }
 
 func order(id string) string {
@@ -116,8 +131,18 @@ func (h *harness) deadLetter(route replay.Route, m msg) string {
 	h.t.Helper()
 	attrs := m.attrs
 	if m.meta != nil {
+		meta := *m.meta
+		if !m.forged {
+			// As the engine writes it: a replay came through the route's
+			// source queue, a parked message sits in the queue it reads.
+			dest := route.SourceURL
+			if meta.Reason != "" {
+				dest = route.DLQURL
+			}
+			meta = meta.Sealed(h.sealKey(), m.body, dest)
+		}
 		var err error
-		if attrs, err = envelope.Pack(attrs, replay.AttributeName, m.meta); err != nil {
+		if attrs, err = envelope.Pack(attrs, replay.AttributeName, meta); err != nil {
 			h.t.Fatal(err)
 		}
 	}

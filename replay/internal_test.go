@@ -134,3 +134,35 @@ func TestHideStaysWithinTwelveHoursOfTheReceive(t *testing.T) {
 		}
 	}
 }
+
+// The pass reports the reason of the worker that ended it last: "drained"
+// from a worker that found the DLQ empty does not hide a later deadline or
+// cap; the first error stands over everything.
+func TestTheStopReasonIsTheOneThatEndedThePass(t *testing.T) {
+	tests := []struct {
+		name  string
+		stops []StopReason
+		want  StopReason
+	}{
+		{"drained then deadline", []StopReason{StopDrained, StopDeadline}, StopDeadline},
+		{"drained then cap", []StopReason{StopDrained, StopCap}, StopCap},
+		{"deadline then drained", []StopReason{StopDeadline, StopDrained}, StopDeadline},
+		{"drained twice", []StopReason{StopDrained, StopDrained}, StopDrained},
+		{"error then deadline", []StopReason{StopError, StopDeadline}, StopError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, p := &run{}, &pass{}
+			for _, s := range tt.stops {
+				var err error
+				if s == StopError {
+					err = errors.New("boom")
+				}
+				r.end(p, s, err)
+			}
+			if p.stopped != tt.want {
+				t.Fatalf("stopped %s, want %s", p.stopped, tt.want)
+			}
+		})
+	}
+}

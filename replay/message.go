@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -37,15 +38,21 @@ type Metadata struct {
 	// ([Request.ResetCount]): the ledger's replays of the message before it
 	// are not counted.
 	ResetAt time.Time `json:"resetAt,omitzero"`
+	// Seal authenticates the rest (see seal.go): metadata without a seal
+	// that verifies is not the engine's, whatever it says.
+	Seal string `json:"seal,omitempty"`
 	// Refunds counts the replays given back because they failed in a run
 	// whose replays all failed (the [Breaker]: the failure was the
-	// system's, not the message's).
+	// system's, not the message's). At most MaxReplays replays are given
+	// back: a message is replayed at most 2 x MaxReplays times in all
+	// (between two resets of its count).
 	Refunds int `json:"refunds,omitempty"`
 }
 
 // Read returns the metadata of a message and the producer's attributes as
 // they were before we added ours. found is false when the message carries no
-// metadata. An attribute of our name that does not decode, or whose
+// metadata. Read decodes; it does not verify the seal (the engine does, see
+// seal.go), so what it returns describes a message, it is not evidence. An attribute of our name that does not decode, or whose
 // metadata is not what the engine writes (no original message id, a
 // negative count), is an error wrapping envelope.ErrCorrupt: it is not
 // ours (the engine keeps such an attribute as the producer's data).
@@ -60,6 +67,19 @@ func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer
 	return meta, producer, found, nil
 }
 
+// Attributes returns producer's attributes with meta added in the one
+// attribute [AttributeName], as the engine sends a message: meta is trusted
+// by the engine only when sealed ([Metadata.Sealed]). It returns an error
+// when meta does not fit beside producer (see the limits of SQS in
+// package envelope's MaxAttributes and MaxMetadataBytes).
+func Attributes(producer map[string]types.MessageAttributeValue, meta Metadata) (map[string]types.MessageAttributeValue, error) {
+	attrs, err := envelope.Pack(producer, AttributeName, meta)
+	if err != nil {
+		return nil, fmt.Errorf("add replay metadata: %w", err)
+	}
+	return attrs, nil
+}
+
 // OrderKey is the ledger key of an order's history: "order#<orderId>", or
 // "message#<originalMessageId>" for a body without an orderId. An id is
 // bounded by [BoundedID], so a key never grows with the input (DynamoDB
@@ -69,6 +89,15 @@ func OrderKey(orderID, originalMessageID string) string {
 		return settings.ScopedKey("order", BoundedID(orderID))
 	}
 	return settings.ScopedKey("message", BoundedID(originalMessageID))
+}
+
+// boundedOrderID is what a ledger record or a summary stores of an order
+// id: [BoundedID] of it, "" for none.
+func boundedOrderID(id string) string {
+	if id == "" {
+		return ""
+	}
+	return BoundedID(id)
 }
 
 // MaxKeyID is the longest id a key embeds as it is.
@@ -87,10 +116,12 @@ func BoundedID(id string) string {
 }
 
 // DeduplicationID is the FIFO deduplication id of the message sent for
-// replay number count of the original message (or, with a reason, of its
-// parking): the same send always gets the same id.
-func DeduplicationID(originalMessageID string, count int, reason string) string {
-	sum := sha256.Sum256([]byte(originalMessageID + "\n" + strconv.Itoa(count) + "\n" + reason))
+// replay number count (or, with a reason, the parking) of the message whose
+// id is messageID in the queue the engine reads: the same send always gets
+// the same id, and two different messages never share one (SQS message ids
+// are unique; nothing a producer writes goes into it).
+func DeduplicationID(messageID string, count int, reason string) string {
+	sum := sha256.Sum256([]byte(messageID + "\n" + strconv.Itoa(count) + "\n" + reason))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -114,7 +145,7 @@ type message struct {
 	deadLetteredAt time.Time
 }
 
-func readMessage(m types.Message, now time.Time) message {
+func readMessage(m types.Message, now time.Time, t trust) message {
 	msg := message{
 		id:      aws.ToString(m.MessageId),
 		receipt: aws.ToString(m.ReceiptHandle),
@@ -124,11 +155,14 @@ func readMessage(m types.Message, now time.Time) message {
 	}
 	var err error
 	msg.meta, msg.producer, msg.hasMeta, err = Read(m.MessageAttributes)
+	if err == nil && msg.hasMeta && !t.ours(msg.meta, msg.body) {
+		err = errNotOurs
+	}
 	if err != nil {
-		// Not ours: the engine only ever writes metadata that reads back.
-		// A producer's attribute of our name is kept as data under a
-		// neutral name, never decoded as our metadata; the message is
-		// treated as one that carries none.
+		// Not ours: the engine only ever writes metadata that reads back
+		// and verifies (see seal.go). A producer's attribute of our name
+		// is kept as data under a neutral name, never taken as our
+		// metadata; the message is treated as one that carries none.
 		msg.meta, msg.hasMeta, msg.foreign = Metadata{}, false, true
 		msg.producer = maps.Clone(m.MessageAttributes)
 		delete(msg.producer, AttributeName)
@@ -142,6 +176,9 @@ func readMessage(m types.Message, now time.Time) message {
 	}
 	return msg
 }
+
+// errNotOurs says a well-formed metadata attribute does not verify.
+var errNotOurs = errors.New("replay metadata not sealed by the engine")
 
 // originalID is the id of the message as first dead-lettered.
 func (m message) originalID() string {

@@ -79,6 +79,7 @@ type planner struct {
 	reset      bool     // Request.ResetCount
 	gated      bool     // a gate is closed: no replays, the rescue goes on
 	breaker    *Breaker // the route's; nil when it never opened
+	key        []byte   // the seal key (see seal.go)
 	movesLeft  int      // moves the run's cap still allows
 	replayLeft int      // replays the canary still allows; -1 unlimited
 }
@@ -154,9 +155,11 @@ func (pl *planner) decide(it *item) {
 		return
 	}
 	count := it.msg.meta.ReplayCount
-	if pl.breaker.failed(it.msg.meta.RunID) && count > 0 {
+	if pl.breaker.failed(it.msg.meta.RunID) && count > 0 && pl.policy.refundable(it.msg.meta.Refunds) {
 		// Its last replay failed in a run whose replays all failed: the
-		// failure was the system's, so that replay is given back.
+		// failure was the system's, so that replay is given back (at most
+		// MaxReplays times: then its replays count again, and it is
+		// parked after MaxReplays more).
 		count--
 		it.refund = true
 	}
@@ -241,6 +244,7 @@ func (pl *planner) build(it *item) error {
 		meta.ParkedAt = pl.now
 	}
 	it.count = meta.ReplayCount
+	meta = meta.Sealed(pl.key, m.body, it.dest)
 	attrs, err := envelope.Pack(m.producer, AttributeName, meta)
 	if err != nil {
 		return fmt.Errorf("pack metadata of %s: %w", m.id, err)
@@ -277,7 +281,7 @@ func (pl *planner) build(it *item) error {
 		if meta.Refunds > 0 {
 			dedup += "\nrefunds " + strconv.Itoa(meta.Refunds)
 		}
-		it.entry.MessageDeduplicationId = aws.String(DeduplicationID(m.originalID(), meta.ReplayCount, dedup))
+		it.entry.MessageDeduplicationId = aws.String(DeduplicationID(m.id, meta.ReplayCount, dedup))
 	}
 	return nil
 }

@@ -29,8 +29,13 @@ func TestPlan(t *testing.T) {
 	msg := func(id string, m in) types.Message {
 		attrs := map[string]types.MessageAttributeValue{}
 		if m.meta != nil {
+			body := m.body
+			if body == "" {
+				body = `{"orderId":"ORD-` + id + `"}`
+			}
+			sealed := m.meta.Sealed(testKey, body, "s") // a replay comes through the source
 			var err error
-			if attrs, err = envelope.Pack(nil, AttributeName, m.meta); err != nil {
+			if attrs, err = envelope.Pack(nil, AttributeName, sealed); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -47,7 +52,7 @@ func TestPlan(t *testing.T) {
 	base := func() planner {
 		return planner{
 			policy: Policy{}.withDefaults(), route: Route{Name: "orders", DLQURL: "d", SourceURL: "s", ParkingURL: "p"}, runID: "run-1",
-			now: now, receivedAt: now, retention: 96 * time.Hour, sourceMax: envelope.MaxMessageBytes, movesLeft: 100, replayLeft: -1,
+			now: now, receivedAt: now, retention: 96 * time.Hour, sourceMax: envelope.MaxMessageBytes, movesLeft: 100, replayLeft: -1, key: testKey,
 		}
 	}
 	fifo := Route{Name: "orders", DLQURL: "d.fifo", SourceURL: "s.fifo", ParkingURL: "p.fifo"}
@@ -85,7 +90,7 @@ func TestPlan(t *testing.T) {
 			}
 			items := make([]*item, len(tt.msgs))
 			for i, m := range tt.msgs {
-				items[i] = &item{msg: readMessage(msg(string(rune('a'+i)), m), now)}
+				items[i] = &item{msg: readMessage(msg(string(rune('a'+i)), m), now, newTrust(testKey, pl.route))}
 			}
 			moves, replays := pl.plan(items)
 			for i, it := range items {
@@ -102,3 +107,6 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// testKey is the seal key of the package's internal tests.
+var testKey = []byte("0123456789abcdef0123456789abcdef")

@@ -114,6 +114,15 @@ func (p Policy) Decide(f Facts, now time.Time) Decision {
 	return Decision{Outcome: OutcomeReplayed, Due: due}
 }
 
+// refundable reports whether a message whose replays were given back
+// refunds times may have one more given back: a message's replays, refunds
+// included, stay under 2 x MaxReplays, so a message that fails on its own
+// in runs whose other replays fail too (the breaker takes them all for an
+// outage) is parked in the end rather than replayed for ever.
+func (p Policy) refundable(refunds int) bool {
+	return refunds < p.withDefaults().MaxReplays
+}
+
 // Expiring reports whether the message is within the rescue window of its
 // expiry at now. Unknown expiry is never expiring.
 func (p Policy) Expiring(f Facts, now time.Time) bool {

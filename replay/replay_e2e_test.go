@@ -20,7 +20,6 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/emulatortest"
-	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
@@ -187,7 +186,12 @@ func TestReplayOnTheEmulator(t *testing.T) {
 
 func TestMaxReplaysParkOnTheEmulator(t *testing.T) {
 	l := newLane(t, false)
-	attrs, err := envelope.Pack(nil, replay.AttributeName, replay.Metadata{ReplayCount: 3, OriginalMessageID: "orig", LastReplayAt: time.Now()})
+	key, err := replay.SealKey(context.Background(), l.ledger, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := replay.Metadata{ReplayCount: 3, OriginalMessageID: "orig", LastReplayAt: time.Now()}.Sealed(key, order("ORD-P"), l.route.SourceURL)
+	attrs, err := replay.Attributes(nil, meta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +205,7 @@ func TestMaxReplaysParkOnTheEmulator(t *testing.T) {
 	if len(parked) != 1 {
 		t.Fatalf("%d in the parking queue", len(parked))
 	}
-	meta, _, _, err := replay.Read(parked[0].MessageAttributes)
+	meta, _, _, err = replay.Read(parked[0].MessageAttributes)
 	if err != nil || meta.Reason != replay.ReasonReplayExhausted || meta.ReplayCount != 3 || meta.OriginalMessageID != "orig" {
 		t.Fatalf("metadata = %+v, %v", meta, err)
 	}

@@ -106,6 +106,9 @@ func (f Filter) match(m message, now time.Time) bool {
 		(len(f.OrderIDs) == 0 || m.orderID != "" && slices.Contains(f.OrderIDs, m.orderID))
 }
 
+// MaxFilterValues bounds each list of a [Filter].
+const MaxFilterValues = 100
+
 // Request is one run.
 type Request struct {
 	Routes []Route
@@ -150,6 +153,16 @@ func (r Request) Validate() error {
 	}
 	if len(r.RunID) > 128 {
 		errs = append(errs, errors.New("runId longer than 128 characters"))
+	}
+	// The filter is part of the run's summary, a DynamoDB item of at most
+	// 400 KB: its lists are bounded.
+	for name, list := range map[string][]string{"orderIds": r.Filter.OrderIDs, "reasons": r.Filter.Reasons} {
+		if len(list) > MaxFilterValues {
+			errs = append(errs, fmt.Errorf("filter %s: %d values, want at most %d", name, len(list), MaxFilterValues))
+		}
+		if i := slices.IndexFunc(list, func(v string) bool { return len(v) > MaxKeyID }); i >= 0 {
+			errs = append(errs, fmt.Errorf("filter %s: value %d is %d bytes, want at most %d", name, i, len(list[i]), MaxKeyID))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)

@@ -30,6 +30,7 @@ type run struct {
 	visibility time.Duration // the receive visibility timeout
 	limiter    *limiter
 	health     []Gate
+	key        []byte // the seal key; nil when it could not be read (see seal.go)
 
 	mu      sync.Mutex    // guards the fields below and the pass's shared state
 	moved   int           // messages moved (or, in a dry run, that would be) or reserved so far
@@ -100,7 +101,9 @@ type pass struct {
 	budget     int          // messages left to receive in this pass
 	received   int          // messages received in this pass
 	active     int          // workers still receiving
-	held       []visibility // messages left for a later run, released when the pass ends
+	started    time.Time    // when the pass started
+	trust      trust        // tells our metadata from a producer's
+	held       []visibility // the first maxHeld messages held (see hold.go), released when the pass ends
 	stopped    StopReason   // why the pass ended, once a worker ended it
 	err        error        // the error that ended it
 	// suspects are the latest replaying runs none of whose orders has
@@ -109,36 +112,20 @@ type pass struct {
 	suspects []string
 }
 
-// end records why a worker ended the pass: the first reason stands, an
-// error over any other, and the cap over "drained" (a worker that found the
-// DLQ empty while the others held its last messages must not hide that the
-// cap left some for a later run: one worker would have stopped at the cap).
+// end records why a worker ended the pass. The pass ends when its last
+// worker does, so a later reason replaces an earlier one: the first error
+// stands over everything, and "drained" replaces nothing (a worker that
+// found the DLQ empty while the others went on to the cap or the deadline
+// must not hide that the run left messages for a later one).
 func (r *run) end(p *pass, reason StopReason, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p.stopped == "" || err != nil && p.err == nil || reason == StopCap && p.stopped == StopDrained && p.err == nil {
+	switch {
+	case p.err != nil:
+	case err != nil, p.stopped == "", reason != StopDrained:
 		p.stopped = reason
 		p.err = err
 	}
-}
-
-// hold adds messages to those the pass holds until it ends and returns the
-// oldest ones past maxHeld, to release now.
-func (r *run) hold(p *pass, vs ...visibility) []visibility {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return p.hold(vs...)
-}
-
-func (p *pass) hold(vs ...visibility) []visibility {
-	p.held = append(p.held, vs...)
-	n := len(p.held) - maxHeld
-	if n <= 0 {
-		return nil
-	}
-	early := append([]visibility(nil), p.held[:n]...)
-	p.held = append(p.held[:0], p.held[n:]...)
-	return early
 }
 
 // route serves one route: it reads the DLQ's attributes, evaluates the
@@ -173,7 +160,7 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	rs.Depth = attr(types.QueueAttributeNameApproximateNumberOfMessages)
 	rs.InFlight = attr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 	p := &pass{
-		route: rt, rs: &rs, replayLeft: -1, sourceMax: maxSize,
+		route: rt, rs: &rs, replayLeft: -1, sourceMax: maxSize, started: r.now(), trust: newTrust(r.key, rt),
 		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second,
 		budget:    rs.Depth + MaxBatch,
 	}
@@ -354,22 +341,6 @@ func (r *run) work(ctx context.Context, p *pass) {
 	}
 }
 
-// holdAll holds the messages of a batch received ahead that the worker
-// will not examine: like the others left for a later run, they are
-// released when the pass ends.
-func (r *run) holdAll(ctx context.Context, p *pass, got received) {
-	if len(got.msgs) == 0 {
-		return
-	}
-	vs := make([]visibility, len(got.msgs))
-	for i, m := range got.msgs {
-		vs[i] = visibility{id: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle)}
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
-	r.changeVisibility(rctx, p, r.hold(p, vs...), slog.LevelDebug)
-}
-
 // received is the answer to one receive.
 type received struct {
 	msgs []types.Message
@@ -437,23 +408,24 @@ func (r *run) took(started time.Time) {
 func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receivedAt time.Time) *batch {
 	now := r.now()
 	items := make([]*item, 0, len(msgs))
-	var early []visibility
+	var again []types.Message
 	r.mu.Lock()
 	p.budget -= len(msgs)
 	for _, m := range msgs {
 		if r.seen.add(aws.ToString(m.MessageId)) {
-			early = append(early, p.hold(visibility{id: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle)})...)
+			again = append(again, m)
 			continue
 		}
-		items = append(items, &item{msg: readMessage(m, now)})
+		items = append(items, &item{msg: readMessage(m, now, p.trust)})
 	}
+	early := r.holdMessages(ctx, p, again, receivedAt)
 	var b *batch
 	if len(items) > 0 {
 		r.watch(ctx, p, items, now)
 		pl := &planner{
 			policy: r.e.opts.Policy, route: p.route, runID: r.id, now: now, receivedAt: receivedAt,
 			retention: p.retention, sourceMax: p.sourceMax, filter: r.req.Filter, reset: r.req.ResetCount,
-			gated: p.gated, breaker: p.rs.Breaker, movesLeft: r.max - r.moved, replayLeft: p.replayLeft,
+			gated: p.gated, breaker: p.rs.Breaker, key: r.key, movesLeft: r.max - r.moved, replayLeft: p.replayLeft,
 		}
 		b = &batch{items: items, receivedAt: receivedAt, plan: pl}
 		b.moves, b.replays = pl.plan(items)

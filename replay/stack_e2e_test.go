@@ -21,7 +21,6 @@ import (
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/emulatortest"
-	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/settings"
 )
@@ -173,13 +172,22 @@ func TestDeployedOutageThenReplay(t *testing.T) {
 func TestDeployedReplayExhaustedIsParked(t *testing.T) {
 	s := deployed(t)
 	id := "ORD-" + s.run + "-TIRED"
-	attrs, err := envelope.Pack(nil, replay.AttributeName, replay.Metadata{
-		ReplayCount: 3, FirstDeadLetteredAt: time.Now().Add(-time.Hour), LastReplayAt: time.Now().Add(-10 * time.Minute), OriginalMessageID: "orig-" + s.run,
-	})
+	// The metadata the deployed function wrote on a third replay: sealed
+	// with the key of the stack's ledger for the source queue.
+	cfg := emulatortest.Config(t)
+	key, err := replay.SealKey(context.Background(), dynamo.NewLedger(dynamodb.NewFromConfig(cfg), s.out[settings.OutputLedgerTableName], time.Now), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.send(t, s.out[settings.OutputDeadLetterQueueURL], s.orderBody(t, id), attrs)
+	body := s.orderBody(t, id)
+	meta := replay.Metadata{
+		ReplayCount: 3, FirstDeadLetteredAt: time.Now().Add(-time.Hour), LastReplayAt: time.Now().Add(-10 * time.Minute), OriginalMessageID: "orig-" + s.run,
+	}.Sealed(key, body, s.out[settings.OutputSourceQueueURL])
+	attrs, err := replay.Attributes(nil, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.send(t, s.out[settings.OutputDeadLetterQueueURL], body, attrs)
 	var parked []types.Message
 	emulatortest.Eventually(t, 90*time.Second, func() (bool, string) {
 		sum := s.invoke(t, `{}`)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/homingdlq/homing/internal/clip"
 )
 
 // Summary is the report of one run: the function's response, the CLI's
@@ -84,7 +86,32 @@ const (
 	GateHealth = "health"
 	GateCanary = "canary"
 	GateRefill = "refill"
+	// GateSeal closes a run that cannot read the seal key from the ledger
+	// (see [SealKey]): it cannot tell its own metadata from a producer's,
+	// so it replays nothing; the expiry rescue goes on.
+	GateSeal = "seal"
 )
+
+// maxDetail bounds each text a summary quotes (an error, a gate's detail):
+// the run's record is one DynamoDB item, of at most 400 KB, whatever a
+// probe or a service answered.
+const maxDetail = 1024
+
+// bound clips the texts of s to maxDetail bytes each. With the bounded
+// lists (ReplayedOrders, Breaker.FailedRuns, the filter's), the summary's
+// size does not grow with the messages a run examines.
+func (s *Summary) bound() {
+	clipGates := func(gs []Gate) {
+		for i := range gs {
+			gs[i].Detail = clip.String(gs[i].Detail, maxDetail)
+		}
+	}
+	clipGates(s.Gates)
+	for i := range s.Routes {
+		s.Routes[i].Error = clip.String(s.Routes[i].Error, maxDetail)
+		clipGates(s.Routes[i].Gates)
+	}
+}
 
 // closed reports whether a closed gate stops the route.
 func (r RouteSummary) closed(run []Gate) bool {

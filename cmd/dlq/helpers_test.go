@@ -23,7 +23,6 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
-	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 	"github.com/homingdlq/homing/settings"
@@ -221,12 +220,21 @@ func order(id string) string {
 	return fmt.Sprintf(`{"eventType":"order.created","version":1,"orderId":%q,"total":"99.80"}`, id)
 }
 
-// send puts a message in url, with our metadata when meta is set.
+// send puts a message in url, with our metadata when meta is set, sealed
+// as the engine seals it: a replay for the source queue it came through, a
+// parked message for the queue it sits in.
 func (f *fixture) send(url, body string, meta *replay.Metadata, attrs map[string]types.MessageAttributeValue) {
 	f.t.Helper()
 	if meta != nil {
-		var err error
-		if attrs, err = envelope.Pack(attrs, replay.AttributeName, meta); err != nil {
+		key, err := replay.SealKey(context.Background(), f.ledger, f.clock.Now())
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		dest := f.source
+		if meta.Reason != "" {
+			dest = url
+		}
+		if attrs, err = replay.Attributes(attrs, meta.Sealed(key, body, dest)); err != nil {
 			f.t.Fatal(err)
 		}
 	}

@@ -52,9 +52,10 @@
 //
 // The team's own resources: a consumer function in any runtime
 // ([LaneProps].ConsumerFunction), a source queue of the lane's stack
-// ([LaneProps].SourceQueue: the lane sets its redrive policy, and checks
-// what it cannot set) and an alarm topic. The downstream's health gate is an
-// optional URL ([LaneProps].HealthURL). [Lane].GrantOperator gives the
+// ([LaneProps].SourceQueue: the lane sets its redrive policy, and its
+// MaximumMessageSize to [SourceMaxMessageBytes] with a warning if it is
+// unset, and checks what it cannot set) and an alarm topic. The
+// downstream's health gate is an optional URL ([LaneProps].HealthURL). [Lane].GrantOperator gives the
 // on-call role what the runbook (docs/OPERATIONS.md) has it do, and nothing
 // more.
 //

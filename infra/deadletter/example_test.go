@@ -33,11 +33,12 @@ func ExampleNewLane_existingConsumer() {
 		Timeout: awscdk.Duration_Seconds(jsii.Number(20)),
 	})
 	queue := awssqs.NewQueue(stack, jsii.String("Captured"), &awssqs.QueueProps{
-		QueueName:         jsii.String("payments-captured.fifo"), // the DLQ's allow-policy names it
-		Fifo:              jsii.Bool(true),
-		VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(2)), // at least 6x the consumer's timeout
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
+		QueueName:           jsii.String("payments-captured.fifo"), // the DLQ's allow-policy names it
+		Fifo:                jsii.Bool(true),
+		VisibilityTimeout:   awscdk.Duration_Minutes(jsii.Number(2)),       // at least 6x the consumer's timeout
+		MaxMessageSizeBytes: jsii.Number(deadletter.SourceMaxMessageBytes), // room for the lane's metadata (unset, the lane sets it and warns)
+		Encryption:          awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:          jsii.Bool(true),
 	})
 	pager := awssns.Topic_FromTopicArn(stack, jsii.String("Pager"), jsii.String("arn:aws:sns:eu-west-1:123456789012:pager"))
 

@@ -28,11 +28,14 @@ func teamQueue(stack awscdk.Stack, props *awssqs.QueueProps) awssqs.Queue {
 }
 
 // TestExistingSourceQueue: the lane sets the team's queue's redrive policy
-// (its DLQ, MaxReceiveCount) and tags, nothing else, and the DLQ's
-// allow-policy names the queue.
+// (its DLQ, MaxReceiveCount) and tags, nothing else when the queue sets its
+// MaximumMessageSize, and the DLQ's allow-policy names the queue.
 func TestExistingSourceQueue(t *testing.T) {
 	stack := newStack()
-	q := teamQueue(stack, &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+	q := teamQueue(stack, &awssqs.QueueProps{
+		VisibilityTimeout:   awscdk.Duration_Minutes(jsii.Number(3)),
+		MaxMessageSizeBytes: jsii.Number(262144),
+	})
 	p := baseProps()
 	p.SourceQueue = q
 	p.MaxReceiveCount = jsii.Number(4)
@@ -46,12 +49,12 @@ func TestExistingSourceQueue(t *testing.T) {
 		t.Errorf("the team's queue's RedrivePolicy is %s, want %s", got, want)
 	}
 	qp := props(s.resources[source])
-	for _, untouched := range []string{"MessageRetentionPeriod", "MaximumMessageSize", "RedriveAllowPolicy"} {
+	for _, untouched := range []string{"MessageRetentionPeriod", "RedriveAllowPolicy"} {
 		if v, ok := qp[untouched]; ok {
 			t.Errorf("the lane set %s=%v on the team's queue", untouched, v)
 		}
 	}
-	if qp["VisibilityTimeout"] != 180.0 || qp["QueueName"] != "payments-captured" {
+	if qp["VisibilityTimeout"] != 180.0 || qp["MaximumMessageSize"] != 262144.0 || qp["QueueName"] != "payments-captured" {
 		t.Errorf("the team's queue changed: %s", mustJSON(qp))
 	}
 	if got := mustJSON(props(s.resources[dlq])["RedriveAllowPolicy"]); got != mustJSON(obj{"redrivePermission": "byQueue", "sourceQueueArns": arr{sourceArnFor("payments-captured")}}) {
@@ -72,6 +75,61 @@ func TestExistingSourceQueue(t *testing.T) {
 	check(t, "the output names the team's queue", func() {
 		s.template.HasOutput(jsii.String("PaymentsSourceQueueUrl"), like(obj{"Value": refTo(source)}))
 	})
+}
+
+// TestExistingSourceQueueMessageSize: a team's queue that leaves
+// MaximumMessageSize unset (SQS's default, MaxMessageBytes) gets
+// SourceMaxMessageBytes and a warning that says why and how to silence it;
+// a size of its own, at most SourceMaxMessageBytes, stays, without a warning.
+func TestExistingSourceQueueMessageSize(t *testing.T) {
+	about := assertions.Match_StringLikeRegexp(jsii.String("MaximumMessageSize"))
+	for _, tc := range []struct {
+		name string
+		set  *float64
+		want float64
+		warn bool
+	}{
+		{"unset is set to the limit", nil, deadletter.SourceMaxMessageBytes, true},
+		{"256 KiB stays", jsii.Number(262144), 262144, false},
+		{"the limit stays", jsii.Number(deadletter.SourceMaxMessageBytes), deadletter.SourceMaxMessageBytes, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stack := newStack()
+			q := teamQueue(stack, &awssqs.QueueProps{
+				VisibilityTimeout:   awscdk.Duration_Minutes(jsii.Number(3)),
+				MaxMessageSizeBytes: tc.set,
+			})
+			p := baseProps()
+			p.SourceQueue = q
+			s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
+			if got := props(s.resources[s.ref(q.QueueArn())])["MaximumMessageSize"]; got != tc.want {
+				t.Errorf("the team's queue's MaximumMessageSize is %v, want %v", got, tc.want)
+			}
+			warnings := *assertions.Annotations_FromStack(stack).FindWarning(jsii.String("*"), about)
+			if !tc.warn {
+				for _, m := range warnings {
+					t.Errorf("warning: %s", mustJSON(m))
+				}
+				return
+			}
+			if len(warnings) != 1 {
+				t.Fatalf("%d warnings about MaximumMessageSize, want 1: %s", len(warnings), mustJSON(warnings))
+			}
+			if got, want := *warnings[0].Id, "/"+*q.Node().Path(); got != want {
+				t.Errorf("the warning is on %s, want the team's queue %s", got, want)
+			}
+			msg := mustJSON(warnings[0].Entry.Data)
+			for _, w := range []string{
+				"set this queue's MaximumMessageSize to 983040",
+				"SQS's default of 1048576 bytes",
+				"set MaxMessageSizeBytes on the queue yourself, at most 983040",
+			} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("warning %s\nwant it to contain %q", msg, w)
+				}
+			}
+		})
+	}
 }
 
 func TestExistingSourceQueueValidation(t *testing.T) {

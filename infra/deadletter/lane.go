@@ -40,7 +40,8 @@ const (
 // Message sizes of the lane's queues, in the bytes SQS counts (body plus
 // attribute names, types and values).
 const (
-	// MaxMessageBytes is SQS's largest message, the size of the DLQ, the
+	// MaxMessageBytes is SQS's largest message and the size of a queue
+	// that does not set MaximumMessageSize; the size of the DLQ, the
 	// invalid and the parking queues.
 	MaxMessageBytes = 1048576
 	// MetadataReserveBytes is what the consumer and the replay function may
@@ -50,7 +51,8 @@ const (
 	MetadataReserveBytes = 65536
 	// SourceMaxMessageBytes is the source queue's MaximumMessageSize: any
 	// message it accepts still fits the invalid and parking queues with our
-	// metadata.
+	// metadata. The lane sets it on its own source queue and on an adopted
+	// one that leaves it unset.
 	SourceMaxMessageBytes = MaxMessageBytes - MetadataReserveBytes
 )
 
@@ -298,12 +300,16 @@ func (l *lane) addQueues() {
 		},
 	})
 	if adopted != nil {
-		// The one property the lane sets on the team's queue.
+		// The properties the lane sets on the team's queue: its redrive
+		// policy, and its message size if the team left it unset.
 		adopted.SetRedrivePolicy(map[string]any{
 			"deadLetterTargetArn": l.deadLetter.QueueArn(),
 			"maxReceiveCount":     r.maxReceiveCount,
 		})
 		l.source = r.sourceQueue.(awssqs.Queue)
+		if r.sourceMaxBytes == nil {
+			sizeSourceMessages(l.source, adopted)
+		}
 	} else {
 		l.addSourceQueue(sourceName)
 	}
@@ -323,6 +329,26 @@ func (l *lane) addQueues() {
 			"This queue is itself a lane of last resort (invalid messages, or dead letters whose replays are exhausted): "+
 				"it is watched by a depth alarm and drained by operators, and a DLQ behind it would only hide messages further.")
 	}
+}
+
+// warnSourceMessageSize is the id of the warning on an adopted source
+// queue whose MaximumMessageSize the lane set.
+const warnSourceMessageSize = "homing-deadletter:SourceQueueMaximumMessageSize"
+
+// sizeSourceMessages sets the MaximumMessageSize that the team's queue q
+// (cfn its resource) leaves unset to SourceMaxMessageBytes, and says so in
+// a warning. Unset, it is SQS's default, MaxMessageBytes: such a message
+// would not fit the invalid or the parking queue with the lane's metadata,
+// so it would be retried into the DLQ, fail every replay and expire
+// unparked. The property updates without interruption.
+func sizeSourceMessages(q awssqs.Queue, cfn awssqs.CfnQueue) {
+	cfn.SetMaximumMessageSize(jsii.Number(SourceMaxMessageBytes))
+	awscdk.Annotations_Of(q).AddWarningV2(jsii.String(warnSourceMessageSize), jsii.String(fmt.Sprintf(
+		"the dead-letter lane set this queue's MaximumMessageSize to %d (deadletter.SourceMaxMessageBytes): "+
+			"unset, it is SQS's default of %d bytes, and a message that large would not fit the invalid or the parking queue "+
+			"(%d bytes) once the lane adds its metadata (up to %d bytes). "+
+			"To silence this warning, set MaxMessageSizeBytes on the queue yourself, at most %d.",
+		SourceMaxMessageBytes, MaxMessageBytes, MaxMessageBytes, MetadataReserveBytes, SourceMaxMessageBytes)), nil)
 }
 
 // addSourceQueue creates the lane's own source queue, named name. No other

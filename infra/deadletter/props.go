@@ -140,15 +140,20 @@ type LaneProps struct {
 	// would be a cycle) and without a DeadLetterQueue (the lane brings it).
 	//
 	// On that queue the lane sets its RedrivePolicy (the DLQ, with
-	// MaxReceiveCount) and the lane's tags, and nothing else. What it cannot
-	// set it checks instead: the queue's visibility timeout is at least 6x
-	// ConsumerTimeout (plus MaxBatchingWindow), its retention is shorter than
-	// DeadLetterRetention, its MaximumMessageSize leaves room for the
-	// lane's metadata (at most SourceMaxMessageBytes), and its type is the
-	// lane's (Fifo). SourceRetention and VisibilityTimeout are the lane's
-	// own queue's props and must be unset; the queue's encryption, policy and
-	// redrive allow-policy stay the team's (cdk-nag checks them as any
-	// other queue of the stack). Default nil: the lane creates the queue.
+	// MaxReceiveCount) and the lane's tags, and its MaximumMessageSize only
+	// if the queue leaves it unset: SQS's default, MaxMessageBytes, would
+	// accept messages that the invalid and parking queues cannot take with
+	// the lane's metadata, so the lane sets SourceMaxMessageBytes (an update
+	// without interruption) and warns at synth; set MaxMessageSizeBytes on
+	// the queue, at most SourceMaxMessageBytes, to silence the warning. What
+	// it cannot set it checks instead: the queue's visibility timeout is at
+	// least 6x ConsumerTimeout (plus MaxBatchingWindow), its retention is
+	// shorter than DeadLetterRetention, a MaximumMessageSize of its own
+	// leaves room for the lane's metadata (at most SourceMaxMessageBytes),
+	// and its type is the lane's (Fifo). SourceRetention and
+	// VisibilityTimeout are the lane's own queue's props and must be unset;
+	// the queue's encryption, policy and redrive allow-policy stay the
+	// team's (cdk-nag checks them as any other queue of the stack). Default nil: the lane creates the queue.
 	SourceQueue awssqs.IQueue
 
 	// SourceRetention is how long the source queue keeps a message.
@@ -514,8 +519,10 @@ type resolved struct {
 	visibility          float64
 	codeDir             string
 	consumerFunction    awslambda.IFunction
-	// sourceMaxBytes is an adopted SourceQueue's MaximumMessageSize.
-	sourceMaxBytes  float64
+	// sourceMaxBytes is an adopted SourceQueue's MaximumMessageSize, NaN
+	// when it is a token, nil when the queue leaves it unset (SQS's default,
+	// MaxMessageBytes) and the lane sets it to SourceMaxMessageBytes.
+	sourceMaxBytes  *float64
 	consumerCodeDir string
 	// ownConsumerProps are the set props that configure the consumer the
 	// lane builds (an error with a ConsumerFunction).
@@ -628,7 +635,10 @@ func (r *resolved) adoptSource(p *LaneProps) {
 	}
 	r.sourceRetention = known(cfn.MessageRetentionPeriod(), DefaultSourceRetentionDays*24*3600)
 	r.visibility = known(cfn.VisibilityTimeout(), 30)
-	r.sourceMaxBytes = known(cfn.MaximumMessageSize(), 262144)
+	if v := cfn.MaximumMessageSize(); v != nil {
+		b := known(v, MaxMessageBytes)
+		r.sourceMaxBytes = &b
+	}
 }
 
 // resolve applies the defaults; id is the lane's construct id, the source
@@ -788,8 +798,8 @@ func (r resolved) validate() []error {
 		if f := r.sourceQueue.Fifo(); f != nil && *f != r.fifo {
 			bad("SourceQueue is FIFO: %v, but Fifo is %v: all four queues are of one type", *f, r.fifo)
 		}
-		if r.sourceMaxBytes > SourceMaxMessageBytes {
-			bad("SourceQueue's MaximumMessageSize is %v, want at most %d: the invalid and parking queues need room for the lane's metadata", r.sourceMaxBytes, SourceMaxMessageBytes)
+		if b := r.sourceMaxBytes; b != nil && *b > SourceMaxMessageBytes {
+			bad("SourceQueue's MaximumMessageSize is %v, want at most %d: the invalid and parking queues need room for the lane's metadata", *b, SourceMaxMessageBytes)
 		}
 	}
 	for _, f := range [...]struct {
