@@ -245,9 +245,12 @@ func TestMixedBatchesKeepTheirLeasesAtSlowRates(t *testing.T) {
 	}{{true, 1, 0.1}, {false, 1, 0.1}, {true, 1, 0.5}, {false, 1, 0.5}, {true, 1, 1}, {false, 1, 1}} {
 		t.Run(fmt.Sprintf("lockstep=%v,workers=%d,rate=%g", tt.lockstep, tt.workers, tt.rate), func(t *testing.T) {
 			h := newHarness(t, false, nil)
+			// A first batch of replays only, so that the next ones start
+			// with the limiter a batch ahead; then batches that replay 9
+			// and park 1.
 			for i := range 40 {
 				m := msg{body: order(fmt.Sprintf("ORD-MIX-%03d", i))}
-				if i%10 == 9 {
+				if i%10 == 9 && i > 9 {
 					meta := replay.Metadata{ReplayCount: replay.DefaultMaxReplays, OriginalMessageID: fmt.Sprintf("orig-%d", i), FirstDeadLetteredAt: h.clock.Now(), LastReplayAt: h.clock.Now(), Route: h.route.Name}
 					m.meta = &meta
 				}
@@ -265,8 +268,8 @@ func TestMixedBatchesKeepTheirLeasesAtSlowRates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Total.Replayed != 36 || s.Total.Parked[replay.ReasonReplayExhausted] != 4 {
-				t.Fatalf("replayed %d, parked %v; want 36 and 4 (counts %+v, logs:\n%s)", s.Total.Replayed, s.Total.Parked, countsOf(s.Total), h.logLines("replay message"))
+			if s.Total.Replayed != 37 || s.Total.Parked[replay.ReasonReplayExhausted] != 3 {
+				t.Fatalf("replayed %d, parked %v; want 37 and 3 (counts %+v, logs:\n%s)", s.Total.Replayed, s.Total.Parked, countsOf(s.Total), h.logLines("replay message"))
 			}
 			if len(l.bad) > 0 {
 				t.Fatalf("final records written after the lease ran out:\n%s", strings.Join(l.bad, "\n"))
