@@ -23,9 +23,15 @@
 // # Decisions
 //
 // Filters apply first: a message a [Filter] rejects is left alone, whatever
-// its state. An attribute of our name that does not read back as our
-// metadata is the producer's ([Read]): it travels on as data under
-// "homing-replay.prev" and the message counts as one without metadata. A
+// its state. The engine trusts only the metadata it wrote: each is sealed
+// ([Metadata.Seal]: an HMAC under a key kept in the ledger, see [SealKey],
+// over the metadata, the body and the queue it was sent to). An attribute
+// of our name that does not decode, is not sealed for this message and
+// this route's queue, or holds more than the engine writes, is the
+// producer's: it travels on as data under "homing-replay.prev" and the
+// message counts as one without metadata. A run that cannot read the key
+// closes the seal gate. FIFO deduplication ids derive from the id of the
+// message in the queue the engine reads, so two messages never share one. A
 // message whose order the consumer has already
 // completed with the same payload ([Options.PayloadHash] against
 // [Completions]) is removed with a RESOLVED ledger record
@@ -36,7 +42,9 @@
 // message carries, so the hot path reads nothing per message: the replay
 // count is the one in our metadata attribute ([AttributeName], packed
 // beside the producer's attributes by internal/envelope, kept by SQS's
-// redrive), less a replay given back by the [Breaker]. Then, in this order
+// redrive), less a replay given back by the [Breaker] (at most MaxReplays
+// are given back to a message, so it is replayed at most 2 x MaxReplays
+// times between two resets). Then, in this order
 // ([Policy.Decide]):
 //
 //   - count >= MaxReplays: park with reason [ReasonReplayExhausted];
@@ -154,7 +162,10 @@
 // again in the same pass (it
 // reappeared after its decision window) is recognised with a fixed-size
 // probabilistic filter, not examined again, and held with the messages left
-// for a later run.
+// for a later run. The summary's StopReason is the reason of the worker
+// that ended the pass last ("drained" hides no cap or deadline). Every text
+// a summary quotes is clipped to 1 KiB and its lists are bounded, so a run
+// record stays a small DynamoDB item.
 //
 // # Gates
 //
@@ -168,7 +179,9 @@
 //     CanaryLimit messages; the [Breaker] -> closed while it is open, limited
 //     to a probe when one is due;
 //   - refill: the DLQ holds more than RefillThreshold messages more than the
-//     previous run left in it -> closed for that route.
+//     previous run left in it -> closed for that route;
+//   - seal: the seal key cannot be read from the ledger -> closed for the
+//     run (it cannot tell its metadata from a producer's).
 //
 // # Filters and dry runs
 //
@@ -179,13 +192,18 @@
 // reports everything but sends, deletes and writes nothing: no ledger record
 // at all, not even the run summary, and no metrics.
 //
-// Messages left for a later run (skipped, deferred by the cap or the canary,
-// every message of a dry run) are released (visibility 0) when the route's
-// pass ends, not when their batch ends: a message released at once comes
-// straight back in the next receive (SQS FIFO returns the first message of a
-// group; the emulator, and often SQS for small queues, the oldest messages),
-// and the pass would go round the same messages instead of reaching the
-// rest. At most 1000 are held; past that the oldest are released early.
+// Messages left for a later run (skipped, deferred by a gate, the cap or
+// the canary, every message of a dry run) are held: hidden until the pass
+// expects to end (the run's deadline; without one, three times the rest of
+// the pass at its pace so far), never past the start of the message's
+// rescue window. Released at once, a message would come straight back in
+// the next receive (SQS FIFO returns the first message of a group; the
+// emulator, and often SQS for small queues, the oldest messages), and the
+// pass would go round the same messages instead of reaching the rest. So a
+// pass examines every message its DLQ held at its start, however many it
+// holds, in bounded memory: it remembers the first 1000 it holds and
+// releases them (visibility 0) when it ends; the others become visible when
+// their hide ends.
 //
 // An operator who fixed the cause of parked messages brings them back with a
 // run whose route streams the parking queue and [Request.ResetCount]: the

@@ -70,8 +70,8 @@ func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer
 // Attributes returns producer's attributes with meta added in the one
 // attribute [AttributeName], as the engine sends a message: meta is trusted
 // by the engine only when sealed ([Metadata.Sealed]). It returns an error
-// when meta does not fit beside producer (see the limits of SQS in
-// package envelope's MaxAttributes and MaxMetadataBytes).
+// when meta does not fit beside producer: more than the 10 attributes SQS
+// carries, or metadata over 16 KiB.
 func Attributes(producer map[string]types.MessageAttributeValue, meta Metadata) (map[string]types.MessageAttributeValue, error) {
 	attrs, err := envelope.Pack(producer, AttributeName, meta)
 	if err != nil {
