@@ -115,6 +115,11 @@ func TestAPassCoversADeepDLQBehindAClosedGate(t *testing.T) {
 	if rs.StopReason != replay.StopGate {
 		t.Errorf("stop reason %s, want %s", rs.StopReason, replay.StopGate)
 	}
+	// The expiry backstop's figures: the oldest dead letter examined is an
+	// old one, 8 h from its expiry, and the 3 were inside their window.
+	if x := rs.Expiry; x == nil || x.InRescueWindow != 3 || x.ExpiresAt.Sub(x.OldestSentAt) != 48*time.Hour || s.StartedAt.Sub(x.OldestSentAt) < 40*time.Hour {
+		t.Errorf("expiry %+v; want the old ones' (sent 40 h before the run, 3 in the rescue window)", rs.Expiry)
+	}
 	// What the pass held becomes visible again for the next run: the
 	// first ones when the pass ends, the rest when the hide it expected
 	// ends (the run's deadline).

@@ -128,6 +128,16 @@ func (r *run) account(p *pass, b *batch) {
 	defer r.mu.Unlock()
 	c := &p.rs.Counts
 	c.Examined += len(b.items)
+	for _, it := range b.items {
+		if it.msg.sentAt.IsZero() {
+			continue
+		}
+		if p.rs.Expiry == nil {
+			p.rs.Expiry = &Expiry{}
+		}
+		f := Facts{ExpiresAt: b.plan.expiresAt(it.msg)}
+		p.rs.Expiry.see(it.msg.sentAt, f.ExpiresAt, r.e.opts.Policy.Expiring(f, b.plan.now))
+	}
 	moves, replays := 0, 0
 	for _, it := range b.items {
 		if it.first {

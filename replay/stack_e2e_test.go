@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -259,5 +260,49 @@ func TestDeployedScheduleFiresByItself(t *testing.T) {
 	emulatortest.Eventually(t, 150*time.Second, func() (bool, string) {
 		inv := s.invoices(t)
 		return inv[id] == 1 && s.count(t, s.out[settings.OutputDeadLetterQueueURL]) == 0, fmt.Sprintf("invoices %v", inv)
+	})
+}
+
+// The deployed replay function reports, per route, what the DLQ's own age
+// metric cannot (it leaves out messages received three times or more): the
+// age of its oldest dead letter, the time to its expiry, how many are in
+// the rescue window, and a heartbeat, as EMF lines in its log group.
+func TestDeployedReplayReportsExpiryAndHeartbeat(t *testing.T) {
+	s := deployed(t)
+	id := "ORD-" + s.run + "-EXPIRY"
+	s.send(t, s.out[settings.OutputDeadLetterQueueURL], s.orderBody(t, id), nil)
+	sum := s.invoke(t, `{}`)
+	group := emulatortest.LaneOutput(t, emulatortest.Outputs(t), emulatortest.SampleLane, settings.OutputReplayLogGroupName)
+	logs := cloudwatchlogs.NewFromConfig(emulatortest.Config(t))
+	emulatortest.Eventually(t, 60*time.Second, func() (bool, string) {
+		p := cloudwatchlogs.NewFilterLogEventsPaginator(logs, &cloudwatchlogs.FilterLogEventsInput{
+			LogGroupName: aws.String(group), StartTime: aws.Int64(time.Now().Add(-15 * time.Minute).UnixMilli()),
+		})
+		for p.HasMorePages() {
+			page, err := p.NextPage(t.Context())
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, e := range page.Events {
+				msg := aws.ToString(e.Message)
+				if !strings.Contains(msg, `"_aws"`) || !strings.Contains(msg, `"runId":"`+sum.RunID+`"`) {
+					continue
+				}
+				var line map[string]any
+				if err := json.Unmarshal([]byte(msg), &line); err != nil {
+					t.Fatalf("EMF line is not JSON: %q", msg)
+				}
+				for _, k := range []string{"RunCompleted", "OldestDeadLetterAgeSeconds", "SecondsToExpiry", "InRescueWindow"} {
+					if _, ok := line[k].(float64); !ok {
+						t.Fatalf("EMF line of run %s has no %s: %s", sum.RunID, k, msg)
+					}
+				}
+				if line["RunCompleted"] != 1.0 || line["SecondsToExpiry"].(float64) <= 0 {
+					t.Fatalf("EMF line of run %s: %s", sum.RunID, msg)
+				}
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("no EMF line of run %s in %s yet", sum.RunID, group)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/homingdlq/homing/internal/clip"
@@ -46,6 +47,39 @@ type RouteSummary struct {
 	// Breaker is the route's circuit breaker as this run left it; nil
 	// while it has never opened (see [Breaker]).
 	Breaker *Breaker `json:"breaker,omitempty"`
+	// Expiry is what the run saw of its dead letters' expiry; nil when it
+	// examined none with a SentTimestamp. The DLQ's own
+	// ApproximateAgeOfOldestMessage leaves out messages received three times
+	// or more, and the replay receives every dead letter on every run: this
+	// is the expiry backstop's signal.
+	Expiry *Expiry `json:"expiry,omitempty"`
+}
+
+// Expiry is what a run saw of the expiry of the dead letters it examined on
+// a route.
+type Expiry struct {
+	// OldestSentAt is the SentTimestamp of the oldest dead letter examined:
+	// the start of its retention clock in the DLQ (for a standard queue the
+	// original send; SQS resets it on a FIFO queue's redrive).
+	OldestSentAt time.Time `json:"oldestSentAt"`
+	// ExpiresAt is when that dead letter expires; zero when the DLQ's
+	// retention is unknown.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// InRescueWindow counts the examined dead letters within the rescue
+	// window of their expiry (parked unless replayed at once).
+	InRescueWindow int `json:"inRescueWindow"`
+}
+
+// see adds to e a dead letter sent at sentAt that expires at expiresAt
+// (zero: unknown); rescuing says it is within its rescue window.
+func (e *Expiry) see(sentAt, expiresAt time.Time, rescuing bool) {
+	if e.OldestSentAt.IsZero() || sentAt.Before(e.OldestSentAt) {
+		e.OldestSentAt = sentAt
+		e.ExpiresAt = expiresAt
+	}
+	if rescuing {
+		e.InRescueWindow++
+	}
 }
 
 // StopReason says why a route's pass ended.
@@ -154,13 +188,30 @@ type emfLine struct {
 	GateClosed   int     `json:"GateClosed"`
 	DeadLettered int     `json:"DeadLettered"`
 	Errors       int     `json:"Errors"`
-	RunID        string  `json:"runId"`
+	// RunCompleted is 1 for every run: the heartbeat an alarm watches
+	// (no data for two schedule intervals: the schedule is off, failing
+	// or throttled).
+	RunCompleted int `json:"RunCompleted"`
+	// The expiry figures (see [Expiry]); the first two are absent when
+	// the run examined no dead letter with a SentTimestamp (or, for
+	// SecondsToExpiry, the retention is unknown).
+	OldestDeadLetterAgeSeconds *float64 `json:"OldestDeadLetterAgeSeconds,omitempty"`
+	SecondsToExpiry            *float64 `json:"SecondsToExpiry,omitempty"`
+	InRescueWindow             int      `json:"InRescueWindow"`
+	RunID                      string   `json:"runId"`
 }
 
 var emfMetrics = []emfMetric{
 	{"Replayed", "Count"}, {"Parked", "Count"}, {"Delayed", "Count"},
 	{"GateClosed", "Count"}, {"DeadLettered", "Count"}, {"Errors", "Count"},
+	{"RunCompleted", "Count"}, {"InRescueWindow", "Count"},
 }
+
+// The expiry metrics, present in a line only with their value.
+var (
+	emfOldestAge = emfMetric{"OldestDeadLetterAgeSeconds", "Seconds"}
+	emfToExpiry  = emfMetric{"SecondsToExpiry", "Seconds"}
+)
 
 // WriteEMF writes one Embedded Metric Format line per route of s to w, in
 // namespace ns with the dimension Route. Each line is one Write call. It is
@@ -182,13 +233,25 @@ func WriteLaneEMF(w io.Writer, ns, lane string, s Summary) error {
 		if r.closed(s.Gates) {
 			gateClosed = 1
 		}
+		metrics := slices.Clone(emfMetrics)
 		line := emfLine{
-			AWS: emfMeta{
-				Timestamp:         s.FinishedAt.UnixMilli(),
-				CloudWatchMetrics: []emfDirective{{Namespace: ns, Dimensions: [][]string{dimensions}, Metrics: emfMetrics}},
-			},
 			Lane: lane, Route: r.Route, Replayed: r.Replayed, Parked: r.ParkedTotal(), Delayed: r.Delayed,
-			GateClosed: gateClosed, DeadLettered: r.DeadLettered, Errors: r.Errors, RunID: s.RunID,
+			GateClosed: gateClosed, DeadLettered: r.DeadLettered, Errors: r.Errors, RunCompleted: 1, RunID: s.RunID,
+		}
+		if x := r.Expiry; x != nil {
+			line.InRescueWindow = x.InRescueWindow
+			age := max(0, s.FinishedAt.Sub(x.OldestSentAt).Seconds())
+			line.OldestDeadLetterAgeSeconds = &age
+			metrics = append(metrics, emfOldestAge)
+			if !x.ExpiresAt.IsZero() {
+				left := max(0, x.ExpiresAt.Sub(s.FinishedAt).Seconds())
+				line.SecondsToExpiry = &left
+				metrics = append(metrics, emfToExpiry)
+			}
+		}
+		line.AWS = emfMeta{
+			Timestamp:         s.FinishedAt.UnixMilli(),
+			CloudWatchMetrics: []emfDirective{{Namespace: ns, Dimensions: [][]string{dimensions}, Metrics: metrics}},
 		}
 		b, err := json.Marshal(line)
 		if err != nil {

@@ -51,7 +51,11 @@ func TestMetricsAreOneEMFLinePerRoute(t *testing.T) {
 	}
 	var names []string
 	for _, m := range d.Metrics {
-		if m.Unit != "Count" {
+		if want := "Count"; strings.HasSuffix(m.Name, "Seconds") || m.Name == "SecondsToExpiry" {
+			if m.Unit != "Seconds" {
+				t.Errorf("%s: unit %q", m.Name, m.Unit)
+			}
+		} else if m.Unit != want {
 			t.Errorf("%s: unit %q", m.Name, m.Unit)
 		}
 		if _, ok := values[m.Name].(float64); !ok {
@@ -59,10 +63,17 @@ func TestMetricsAreOneEMFLinePerRoute(t *testing.T) {
 		}
 		names = append(names, m.Name)
 	}
-	if want := []string{"DeadLettered", "Delayed", "Errors", "GateClosed", "Parked", "Replayed"}; !slices.Equal(sortedCopy(names), want) {
+	if want := []string{"DeadLettered", "Delayed", "Errors", "GateClosed", "InRescueWindow", "OldestDeadLetterAgeSeconds", "Parked", "Replayed", "RunCompleted", "SecondsToExpiry"}; !slices.Equal(sortedCopy(names), want) {
 		t.Fatalf("metrics = %v, want %v", names, want)
 	}
-	want := map[string]any{"Route": "orders", "Replayed": 3.0, "Parked": 1.0, "Delayed": 0.0, "GateClosed": 0.0, "DeadLettered": 4.0, "Errors": 0.0, "runId": "run-emf"}
+	// The oldest dead letter was sent `due` before the run, and the DLQ
+	// keeps messages 4 days (the queue's default).
+	age := s.FinishedAt.Sub(s.Routes[0].Expiry.OldestSentAt).Seconds()
+	want := map[string]any{"Route": "orders", "Replayed": 3.0, "Parked": 1.0, "Delayed": 0.0, "GateClosed": 0.0, "DeadLettered": 4.0, "Errors": 0.0,
+		"RunCompleted": 1.0, "InRescueWindow": 0.0, "OldestDeadLetterAgeSeconds": age, "SecondsToExpiry": (96 * time.Hour).Seconds() - age, "runId": "run-emf"}
+	if age != due.Seconds() {
+		t.Errorf("oldest dead letter %s old, want %s", time.Duration(age*float64(time.Second)), due)
+	}
 	for k, v := range want {
 		if values[k] != v {
 			t.Errorf("%s = %v, want %v", k, values[k], v)
@@ -115,7 +126,7 @@ func TestSummaryJSONFieldNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := []string{"applied", "blocked", "deadLettered", "deferred", "delayed", "errors", "examined", "parked", "recovered", "replayed", "skipped"}
-	if got, want := keys(routes[0]), slices.Sorted(slices.Values(append(slices.Clone(counts), "depth", "fifo", "gates", "inFlight", "replayedOrders", "route", "stopReason"))); !slices.Equal(got, want) {
+	if got, want := keys(routes[0]), slices.Sorted(slices.Values(append(slices.Clone(counts), "depth", "expiry", "fifo", "gates", "inFlight", "replayedOrders", "route", "stopReason"))); !slices.Equal(got, want) {
 		t.Fatalf("route keys = %v\nwant %v", got, want)
 	}
 	var total map[string]json.RawMessage
