@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/clip"
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/settings"
@@ -219,7 +220,9 @@ func reason(meta Metadata, attrs map[string]types.MessageAttributeValue) string 
 		return meta.Reason
 	}
 	if inv, _, found, err := invalid.Read(attrs); err == nil && found && inv.Reason != "" {
-		return inv.Reason
+		// The invalid lane's attribute reaches the DLQ with the message
+		// (a producer may write one too): bounded before it is used.
+		return clip.String(inv.Reason, maxMetaString)
 	}
 	return ReasonDeadLettered
 }
