@@ -27,7 +27,13 @@
 //   - The tax and invoice service (downstream.go): phases of outage,
 //     flakiness and slow answers over budget; ambiguous failures (applied,
 //     answer lost); a deduplicating or a counting mode; a lookup by
-//     Idempotency-Key; a health probe that can say up while invoices fail.
+//     Idempotency-Key; a health probe that can say up while invoices fail;
+//     orders it fails for ever with a 503 of their own (KindPoison).
+//   - Producers that put replay metadata the engine did not write on what
+//     they publish (forge.go): well-formed copies of what the engine wrote
+//     on a message it replayed or parked (one copy on two orders, too), and
+//     forgeries (a count or refunds of 99, a last replay a year ahead, a
+//     20 KiB original id).
 //   - Faults in the stores (faults.go, stores.go): DynamoDB throttling on the
 //     idempotency store, the ledger and the completions reader; key-size
 //     limits as DynamoDB enforces them; a crash between the effect and its
@@ -73,14 +79,33 @@
 //   - no message expired unseen, and nothing is left in the DLQ.
 //
 // While it runs, the simulation also checks promises of single steps: a run
-// never sends a message whose ledger lease it no longer holds; a message is
-// parked as replay-exhausted only after its own replays; a dead letter whose
-// order was already completed with the same payload is not parked.
+// never sends a message whose ledger lease it no longer holds, and no two
+// runs send the same message (unless the first crashed or failed to delete
+// it); a message is parked as replay-exhausted only after its own replays; a
+// dead letter whose order was already completed with the same payload is
+// not parked. "Its own replays" are those the simulation saw sent in its
+// lineage (since a reset of its count), never the counts its metadata
+// carries: a message a run sends is told by its body and what the run
+// holds, not by its metadata, which a producer may have copied. And two
+// promises of the whole (invariants.go):
+//
+//   - bounds: no message is replayed more than 2 x MaxReplays times in its
+//     lineage since its publication (or the reset of its count), refunds
+//     included;
+//   - coverage: every message in the DLQ when a pass starts (visible or
+//     not) is examined (its "replay message" line) by that pass or by one
+//     of the next three runs of the route, unless it leaves the DLQ; none
+//     expires there. Exempt: a message the engine hid as delayed, until its
+//     hide ends; on FIFO, the messages behind their group's first (SQS does
+//     not deliver them); and passes that a fault ended (an injected error,
+//     a crash) do not count.
 //
 // # Tests
 //
 // TestSim runs [DefaultSeeds] random seeds in `go test ./...` (fewer orders
 // under the race detector, see race_test.go); `make sim SEEDS=N` runs more,
 // `make sim SEED=N` one. TestScenario/<name> reproduces each path of the
-// issue that opened this package as a named scenario.
+// issue that opened this package, and of issue 15, as a named scenario;
+// the scenarios of 5,000 dead letters run only where SIM_SEEDS is set (make
+// sim), as TestSim/scenario=<name>.
 package sim

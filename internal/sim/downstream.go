@@ -108,6 +108,20 @@ type unavailableError struct{}
 func (unavailableError) Error() string    { return "tax service unavailable (HTTP 503)" }
 func (unavailableError) NotApplied() bool { return true }
 
+// poisonMark in an orderId makes the service answer 503 for that order, and
+// only that order, for ever (KindPoison): a transient failure, as the
+// consumer sees it, that is the message's own and never ends.
+const poisonMark = "POISON"
+
+// errPoison is that answer. Its text differs from errUnavailable's, so the
+// simulation does not count it as a failure in an outage.
+var errPoison error = poisonError{}
+
+type poisonError struct{}
+
+func (poisonError) Error() string    { return "tax service unavailable for this order (HTTP 503)" }
+func (poisonError) NotApplied() bool { return true }
+
 // wait spends d of the caller's time. It reports false when the caller's
 // invocation died on the way (its deadline passed): the clock then stops at
 // the deadline.
@@ -148,6 +162,11 @@ func (s *Service) IssueInvoice(ctx context.Context, req tax.InvoiceRequest) (tax
 		s.wait(ctx, latency)
 		s.trace.add(s.clock.Now(), "tax", "unavailable", key, fmt.Sprintf("call %d", attempt))
 		return tax.Invoice{}, errUnavailable
+	}
+	if strings.Contains(key, poisonMark) {
+		s.wait(ctx, latency)
+		s.trace.add(s.clock.Now(), "tax", "unavailable for this order", key, fmt.Sprintf("call %d", attempt))
+		return tax.Invoice{}, errPoison
 	}
 	if strings.Contains(key, "REJECT") {
 		s.wait(ctx, latency)

@@ -170,9 +170,11 @@ func (h *traceHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 // Handle implements slog.Handler.
 func (h *traceHandler) Handle(ctx context.Context, r slog.Record) error {
-	var id, orderID, outcome, reason, errText string
+	var id, orderID, outcome, reason, errText, queue string
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
+		case "queue":
+			queue = a.Value.String()
 		case "messageId":
 			id = a.Value.String()
 		case "orderId":
@@ -191,6 +193,9 @@ func (h *traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	if r.Message == "record" && h.actor == "consumer" {
 		h.s.record(ctx, id, outcome, errText)
+	}
+	if r.Message == "replay message" && queue == h.s.sqs.dlq {
+		h.s.cov.examined(id, outcome)
 	}
 	op := r.Message
 	if outcome != "" {

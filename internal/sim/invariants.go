@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/order"
@@ -149,6 +152,8 @@ func (s *Sim) check(quiet bool) {
 		}
 	}
 
+	s.checkPoison(parkedAt, places)
+
 	// Invalid orders: in the invalid queue with their reason, never invoiced.
 	for _, p := range s.pubs {
 		if p.Kind != KindInvalid && p.Kind != KindRejected {
@@ -161,6 +166,22 @@ func (s *Sim) check(quiet bool) {
 			if e := s.tax.effectsOf(p.OrderID); len(e) > 0 {
 				s.violate("invalid-invoiced", s.subject("", p.N), fmt.Sprintf("an invalid order was invoiced %d times", len(e)))
 			}
+		}
+	}
+}
+
+// checkPoison checks the orders the tax service fails for ever: never
+// invoiced, and parked in the end (their replays bounded: see lineage).
+func (s *Sim) checkPoison(parkedAt map[int][]string, places [][]string) {
+	for _, p := range s.pubs {
+		if p.Kind != KindPoison || p.N >= s.next {
+			continue
+		}
+		if e := s.tax.effectsOf(p.OrderID); len(e) > 0 {
+			s.violate("poison-invoiced", s.subject("", p.N), fmt.Sprintf("invoiced %d times although the service never applies it", len(e)))
+		}
+		if len(parkedAt[p.N]) == 0 {
+			s.violate("poison-not-parked", s.subject("", p.N), fmt.Sprintf("an order the service always fails ended %v, not in the parking queue", places[p.N]))
 		}
 	}
 }
@@ -184,4 +205,155 @@ func (s *Sim) completedWith(orderID string) string {
 		return ""
 	}
 	return r.PayloadHash
+}
+
+// coverageRuns is how many later runs of the route may leave a message
+// unexamined after the pass it was in the DLQ at the start of (a pass that
+// stopped at its cap or deadline leaves some for a later run).
+const coverageRuns = 3
+
+// coverage checks, while the simulation runs, that the replay covers its
+// DLQ (DESIGN, "Scheduled replay" 7): every message in the DLQ when a pass
+// starts, visible or not, is examined (the engine logs its "replay message"
+// line) by that pass or by one of the next coverageRuns runs of the route,
+// unless it left the DLQ meanwhile; and none expires there. A message the
+// engine hid as delayed (its backoff) is exempt until its hide ends, and on
+// a FIFO DLQ so are the messages of its group, which SQS does not deliver
+// behind it. It is safe for concurrent use.
+type coverage struct {
+	mu      sync.Mutex
+	seq     int                    // runs of the route started
+	pending map[string]*obligation // DLQ message id -> the pass it is owed to
+	present map[string]bool        // the DLQ at the latest pass start
+	hidden  map[string]time.Time   // DLQ message id -> until when a run's latest receive or visibility change hides it
+	delayed map[string]time.Time   // DLQ message id -> until when a run hid it as delayed
+	runs    map[string]int         // run id -> its seq, while it runs
+}
+
+// obligation is a message a pass owes an examination.
+type obligation struct {
+	seq    int      // of the pass it was in the DLQ at the start of
+	missed []string // the runs that ended without examining it
+}
+
+func newCoverage() *coverage {
+	return &coverage{pending: map[string]*obligation{}, present: map[string]bool{}, hidden: map[string]time.Time{},
+		delayed: map[string]time.Time{}, runs: map[string]int{}}
+}
+
+// start notes the DLQ as run finds it and returns how many messages it
+// holds, visible or not.
+func (c *coverage) start(s *Sim, run string) int {
+	now := s.clock.Now()
+	msgs := s.sqs.q.Messages(s.sqs.dlq)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	c.runs[run] = c.seq
+	present := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		present[aws.ToString(m.MessageId)] = true
+	}
+	for id := range c.present {
+		if !present[id] && s.sqs.isLive(id) {
+			s.violate("expired-in-dlq", s.subject(id, s.sqs.pubOf(id)), "it left the DLQ without being deleted: its retention expired")
+		}
+	}
+	for id := range c.pending {
+		if !present[id] {
+			delete(c.pending, id) // it left the DLQ
+		}
+	}
+	heads := map[string]bool{} // FIFO: the groups whose first message is behind
+	for _, m := range msgs {
+		id := aws.ToString(m.MessageId)
+		if s.sqs.fifo {
+			// SQS FIFO hands out a group's messages in order, none while
+			// an earlier one stays: only the first of each group can be
+			// received until it leaves.
+			group := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+			if heads[group] {
+				continue
+			}
+			heads[group] = true
+		}
+		if _, owed := c.pending[id]; owed || c.delayed[id].After(now) {
+			continue
+		}
+		c.pending[id] = &obligation{seq: c.seq}
+	}
+	c.present = present
+	return len(msgs)
+}
+
+// examined notes the engine's line about a message of the DLQ.
+func (c *coverage) examined(id, outcome string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, id)
+	if outcome == string(replay.OutcomeDelayed) {
+		c.delayed[id] = c.hidden[id]
+	}
+}
+
+// hide notes the visibility a receive gave messages of the DLQ.
+func (c *coverage) hide(msgs []types.Message, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range msgs {
+		c.hidden[aws.ToString(m.MessageId)] = until
+	}
+}
+
+// hideID notes a visibility change of a message of the DLQ.
+func (c *coverage) hideID(id string, until time.Time) {
+	if id == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hidden[id] = until
+}
+
+// end notes that run ended: a message owed to it or to an earlier pass,
+// still unexamined, is missed once more; past coverageRuns later runs it is
+// a violation.
+func (c *coverage) end(s *Sim, run string, sum replay.Summary) {
+	detail, failed := run, false
+	for _, r := range sum.Routes {
+		if r.Route == s.sqs.route().Name {
+			detail = fmt.Sprintf("%s (stop=%s, examined %d of depth %d)", run, r.StopReason, r.Examined, r.Depth)
+			// A pass that a fault ended (an injected error, a crash) is no
+			// choice of the engine's: it does not count.
+			failed = r.StopReason == replay.StopError || r.StopReason == replay.StopCanceled
+		}
+	}
+	c.mu.Lock()
+	seq := c.runs[run]
+	delete(c.runs, run)
+	if failed {
+		c.mu.Unlock()
+		return
+	}
+	var late []string
+	for id, ob := range c.pending {
+		if ob.seq > seq {
+			continue
+		}
+		ob.missed = append(ob.missed, detail)
+		if len(ob.missed) > coverageRuns {
+			late = append(late, id)
+		}
+	}
+	misses := map[string][]string{}
+	for _, id := range late {
+		misses[id] = c.pending[id].missed
+		delete(c.pending, id) // owed again from the next pass on
+	}
+	c.mu.Unlock()
+	slices.Sort(late)
+	for _, id := range late {
+		s.violate("not-covered", s.subject(id, s.sqs.pubOf(id)), fmt.Sprintf(
+			"in the DLQ when %d runs of the route started, examined by none of them: %s", len(misses[id]), strings.Join(misses[id], ", ")))
+	}
 }

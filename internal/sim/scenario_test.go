@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func (b *builder) add(p *Publication) *Publication {
 	if p.OrderID == "" {
 		p.OrderID = replay.OrderID(p.Body)
 	}
-	p.Group = fmt.Sprintf("g-%02d", p.N%4)
+	p.Group = group(p, 4)
 	b.pubs = append(b.pubs, p)
 	return p
 }
@@ -69,6 +70,30 @@ func (b *builder) valid(n int, at time.Duration) []*Publication {
 		out = append(out, b.add(&Publication{Kind: KindValid, Body: b.w.validBody(id, 0), At: at + time.Duration(i)*time.Second}))
 	}
 	return out
+}
+
+// spread adds n valid orders published evenly over [from, from+over).
+func (b *builder) spread(n int, from, over time.Duration) []*Publication {
+	var out []*Publication
+	for i := range n {
+		id := fmt.Sprintf("ORD-S-%05d", len(b.pubs))
+		at := from + over*time.Duration(i)/time.Duration(n)
+		out = append(out, b.add(&Publication{Kind: KindValid, Body: b.w.validBody(id, 0), At: at}))
+	}
+	return out
+}
+
+// poison adds an order the tax service fails for ever (KindPoison).
+func (b *builder) poison(at time.Duration) *Publication {
+	id := fmt.Sprintf("ORD-S-%05d-%s", len(b.pubs), poisonMark)
+	return b.add(&Publication{Kind: KindPoison, Body: b.w.validBody(id, 0), At: at})
+}
+
+// forged adds a valid order published with forged replay metadata.
+func (b *builder) forged(at time.Duration, f *Forgery) *Publication {
+	p := b.valid(1, at)[0]
+	p.Forge = f
+	return p
 }
 
 // invalidOrder adds an order with orderId id (raw JSON bytes allowed) that
@@ -86,23 +111,49 @@ type scenario struct {
 	issue string // the path it reproduces
 	cfg   func() Config
 	check func(t *testing.T, rep *Report)
+	// deep marks a scenario of thousands of dead letters: too slow for
+	// `go test ./...`, it runs in `make sim` (see runDeep).
+	deep bool
 }
 
-// TestScenario reproduces each path of the issue "Nothing lost, nothing
-// applied twice, and proven" as a named simulation; every one must keep the
-// invariants.
+// TestScenario reproduces each path of the issues that made this package
+// grow (the first, "Nothing lost, nothing applied twice, and proven", and
+// issue 15, "The net must reach this class") as a named simulation; every
+// one must keep the invariants. The deep ones run in TestSim under
+// `make sim`.
 func TestScenario(t *testing.T) {
 	for _, sc := range scenarios() {
 		t.Run(sc.name, func(t *testing.T) {
+			if sc.deep {
+				t.Skipf("thousands of dead letters: make sim runs it (SIM_SEEDS=1 go test ./internal/sim -run 'TestSim/scenario=%s$')", sc.name)
+			}
 			t.Parallel()
-			rep, err := Run(sc.cfg())
-			if err != nil {
-				t.Fatal(err)
-			}
-			check(t, rep, fmt.Sprintf("go test ./internal/sim -run 'TestScenario/%s$'  (path: %s)", sc.name, sc.issue))
-			if sc.check != nil {
-				sc.check(t, rep)
-			}
+			runScenario(t, sc, fmt.Sprintf("go test ./internal/sim -run 'TestScenario/%s$'  (path: %s)", sc.name, sc.issue))
+		})
+	}
+}
+
+// runScenario runs sc and checks its invariants and its own checks.
+func runScenario(t *testing.T, sc scenario, replay string) {
+	rep, err := Run(sc.cfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, rep, replay)
+	if sc.check != nil {
+		sc.check(t, rep)
+	}
+}
+
+// runDeep runs the deep scenarios as subtests of t (TestSim under make sim).
+func runDeep(t *testing.T) {
+	for _, sc := range scenarios() {
+		if !sc.deep {
+			continue
+		}
+		t.Run("scenario="+sc.name, func(t *testing.T) {
+			t.Parallel()
+			runScenario(t, sc, fmt.Sprintf("SIM_SEEDS=1 go test ./internal/sim -run 'TestSim/scenario=%s$'  (path: %s)", sc.name, sc.issue))
 		})
 	}
 }
@@ -146,7 +197,7 @@ func noParks(reason string) func(t *testing.T, rep *Report) {
 }
 
 func scenarios() []scenario {
-	return []scenario{
+	out := []scenario{
 		{
 			name: "gates-stop-rescue", issue: "1: gates hold replays, never the expiry rescue",
 			cfg: func() Config {
@@ -378,4 +429,269 @@ func scenarios() []scenario {
 			check: noParks(replay.ReasonReplayExhausted),
 		},
 	}
+	return append(out, issue15()...)
+}
+
+// depths are the DLQ depths of the coverage scenarios (15.2): past the 1,000
+// messages a pass remembers to release (replay/hold.go), in `go test`; and
+// five times that, in `make sim`.
+var depths = []struct {
+	n    int
+	deep bool
+}{{1200, false}, {5000, true}}
+
+// issue15 are the paths of issue 15, "The net must reach this class":
+// depths past every in-memory bound of the engine, metadata the engine did
+// not write, messages that fail for ever, and slow rates with mixed
+// batches.
+func issue15() []scenario {
+	var out []scenario
+	for _, d := range depths {
+		out = append(out,
+			scenario{
+				name: fmt.Sprintf("gate-closed-rescue-%d", d.n), issue: "15.2 coverage past 1,000 held", deep: d.deep,
+				cfg: func() Config {
+					// The health probe reports an outage longer than the
+					// DLQ keeps messages: the pass holds every message
+					// behind the closed gate, and each must be parked as
+					// it reaches its rescue window, wherever it sits.
+					c := quiet(1521)
+					c.Queues.DLQRetention = 3 * time.Hour
+					b := newBuilder(1521)
+					b.spread(d.n, time.Minute, 30*time.Minute)
+					c.Publications = b.pubs
+					c.Phases = []Phase{{From: 0, To: 5 * time.Hour, Mode: "down"}}
+					return c
+				},
+				check: func(t *testing.T, rep *Report) {
+					if got := rep.Stats.ParkedUnattended; got[replay.ReasonExpiryRescue] != d.n || len(got) != 1 {
+						t.Errorf("parked %v before the operator brought them back; want all %d as %s", got, d.n, replay.ReasonExpiryRescue)
+					}
+				},
+			},
+			scenario{
+				name: fmt.Sprintf("filter-finds-the-last-%d", d.n), issue: "15.2 coverage past 1,000 held", deep: d.deep,
+				cfg: func() Config {
+					c, last := deepDLQ(1522, d.n)
+					c.Actions = []Action{{At: 2 * time.Hour, Do: func(s *Sim) {
+						s.replayRun("operator", replay.Request{Routes: []replay.Route{s.sqs.route()}, Filter: replay.Filter{OrderIDs: []string{last.OrderID}}}, crashPlan{}, nil)
+					}}}
+					return c
+				},
+				check: func(t *testing.T, rep *Report) {
+					run, ok := findRun(rep, "operator")
+					if !ok {
+						t.Fatal("no operator run")
+					}
+					last := rep.Config.Publications[d.n-1]
+					if !slices.Equal(run.Replayed, []int{last.N}) {
+						t.Errorf("the run filtered to %s (dead-lettered last of %d) replayed publications %v; want [%d] (stop %s, examined %d)",
+							last.OrderID, run.DLQ, run.Replayed, last.N, stopReason(run), run.Summary.Total.Examined)
+					}
+				},
+			},
+			scenario{
+				name: fmt.Sprintf("dry-run-counts-all-%d", d.n), issue: "15.2 coverage past 1,000 held", deep: d.deep,
+				cfg: func() Config {
+					c, _ := deepDLQ(1523, d.n)
+					c.Actions = []Action{{At: 2 * time.Hour, Do: func(s *Sim) {
+						s.replayRun("operator", replay.Request{Routes: []replay.Route{s.sqs.route()}, DryRun: true}, crashPlan{}, nil)
+					}}}
+					return c
+				},
+				check: func(t *testing.T, rep *Report) {
+					run, ok := findRun(rep, "operator")
+					if !ok {
+						t.Fatal("no operator run")
+					}
+					if r := run.Summary.Routes; len(r) != 1 || r[0].Examined != run.DLQ || r[0].Depth != run.DLQ {
+						t.Errorf("a dry run over a DLQ of %d: %+v; want examined = depth = %d (stop %s)", run.DLQ, run.Summary.Total, run.DLQ, stopReason(run))
+					}
+					if len(run.Replayed) > 0 {
+						t.Errorf("a dry run replayed %d messages", len(run.Replayed))
+					}
+				},
+			},
+		)
+	}
+	out = append(out,
+		scenario{
+			name: "poison-after-outage", issue: "15.1 refunds bounded",
+			cfg: func() Config {
+				// An outage the health probe misses opens the breaker;
+				// once it is over, only two orders that the service fails
+				// for ever are left, and the breaker takes their failures
+				// for the system's: their replays, refunds included, must
+				// stay bounded and they must end parked.
+				c := quiet(1511)
+				b := newBuilder(1511)
+				b.valid(30, time.Minute)
+				b.poison(time.Minute + 10*time.Second)
+				b.poison(time.Minute + 20*time.Second)
+				c.Publications = b.pubs
+				c.Phases = []Phase{{From: 0, To: 90 * time.Minute, Mode: "down", LyingHealth: true}}
+				return c
+			},
+		},
+		scenario{
+			name: "poison-only", issue: "15.1 refunds bounded",
+			cfg: func() Config {
+				// Two orders that fail for their own reason, replayed side
+				// by side, after a plain outage: the breaker must not keep
+				// them cycling.
+				c := quiet(1512)
+				b := newBuilder(1512)
+				b.valid(10, time.Minute)
+				b.poison(time.Minute)
+				b.poison(time.Minute + time.Second)
+				c.Publications = b.pubs
+				c.Phases = []Phase{{From: 0, To: 40 * time.Minute, Mode: "down"}}
+				return c
+			},
+		},
+		scenario{
+			name: "outage-never-ends", issue: "15.1 refunds bounded",
+			cfg: func() Config {
+				// The service is down, and the probe says up, until long
+				// after the messages would expire: the breaker probes and
+				// gives replays back, but a message's replays stay bounded
+				// and the system quiesces with everything parked. The
+				// operator brings them back once the service works.
+				c := quiet(1513)
+				c.Queues.DLQRetention = 24 * time.Hour
+				c.DrainLimit = 3 * 24 * time.Hour
+				b := newBuilder(1513)
+				b.spread(40, time.Minute, 20*time.Minute)
+				c.Publications = b.pubs
+				c.Phases = []Phase{{From: 0, To: c.Window + c.DrainLimit - 6*time.Hour, Mode: "down", LyingHealth: true}}
+				return c
+			},
+			check: func(t *testing.T, rep *Report) {
+				got := rep.Stats.ParkedUnattended
+				parked := 0
+				for _, n := range got {
+					parked += n
+				}
+				if parked != 40 {
+					t.Errorf("parked %v before the service came back; want all 40", got)
+				}
+			},
+		},
+		scenario{
+			name: "foreign-metadata", issue: "15.3 foreign metadata",
+			cfg: func() Config { return foreignMetadata(1531, false) },
+		},
+		scenario{
+			name: "foreign-metadata-fifo", issue: "15.3 foreign metadata",
+			cfg: func() Config { return foreignMetadata(1532, true) },
+		},
+	)
+	for _, sr := range []struct {
+		name     string
+		rate     float64
+		workers  int
+		lockstep bool
+	}{
+		{"slow-rate-mixed-lockstep-0.1", 0.1, 1, true},
+		{"slow-rate-mixed-lockstep-0.5", 0.5, 1, true},
+		{"slow-rate-mixed-pipelined-0.5", 0.5, 3, false},
+		{"slow-rate-mixed-pipelined-1", 1, 2, false},
+	} {
+		out = append(out, scenario{
+			name: sr.name, issue: "15.4 lease at slow rates, mixed batches",
+			cfg: func() Config {
+				// One replay each, and an outage the health probe misses
+				// (no canary, so no breaker: the replays go out and fail):
+				// a first wave comes back exhausted, to be parked, while a
+				// second wave reaches the DLQ, to be replayed. The batches
+				// hold both, the rate limit spacing them over most of
+				// their leases, and operator runs overlap the scheduled
+				// ones. No message may be sent by two runs.
+				c := quiet(1541)
+				c.Replay.Options.Rate = sr.rate
+				c.Replay.Options.Workers = sr.workers
+				c.Replay.Options.Lockstep = sr.lockstep
+				c.Replay.Options.MaxReplays = 1
+				c.Replay.Canary = false
+				c.Faults.RunOverlap = 0.5
+				c.Faults.OperatorRuns = 4
+				b := newBuilder(1541)
+				b.spread(40, time.Minute, 10*time.Minute)
+				b.spread(40, 15*time.Minute, 30*time.Minute)
+				c.Publications = b.pubs
+				c.Phases = []Phase{{From: 0, To: 2 * time.Hour, Mode: "down", LyingHealth: true}}
+				return c
+			},
+		})
+	}
+	return out
+}
+
+// deepDLQ is a DLQ of n dead letters behind an outage that ends before an
+// operator's run at 2 h, with no scheduled run before a day: the last
+// publication is dead-lettered last. A scheduled run then drains them in
+// one pass.
+func deepDLQ(seed uint64, n int) (Config, *Publication) {
+	c := quiet(seed)
+	c.Replay.Schedule = 24 * time.Hour
+	c.Replay.Options.MaxPerRun = 2 * n
+	c.Replay.Options.Rate = 500
+	c.DrainLimit = 3 * 24 * time.Hour
+	b := newBuilder(seed)
+	pubs := b.spread(n, time.Minute, 30*time.Minute)
+	c.Publications = b.pubs
+	c.Phases = []Phase{{From: 0, To: 90 * time.Minute, Mode: "down"}}
+	return c, pubs[n-1]
+}
+
+// foreignMetadata is 15.3: orders published with replay metadata the
+// engine did not write, during an outage the health probe misses (so the
+// breaker gives replays back): copies of a message the engine replayed
+// (two orders with one copy) and of one it parked, a replay count of 99,
+// 99 refunds, a last replay a year ahead, a 20 KiB original id. Each must
+// be invoiced exactly once after the outage; no operator brings back what
+// was parked.
+func foreignMetadata(seed uint64, fifo bool) Config {
+	c := quiet(seed)
+	c.Queues.FIFO = fifo
+	c.Queues.DLQRetention = 24 * time.Hour
+	c.OperatorRounds = 0
+	b := newBuilder(seed)
+	// First an outage, so that the engine replays (and, for the poison
+	// order, parks) messages a producer can copy from.
+	b.valid(8, time.Minute)
+	b.poison(time.Minute)
+	at := 4 * time.Hour
+	b.valid(10, at)
+	b.forged(at+20*time.Second, forgeCopy(copyReplayed, "one copy", at))
+	b.forged(at+21*time.Second, forgeCopy(copyReplayed, "one copy", at))
+	b.forged(at+22*time.Second, forgeCopy(copyParked, "", at))
+	b.forged(at+23*time.Second, forgeCount(at))
+	b.forged(at+24*time.Second, forgeRefunds(at))
+	b.forged(at+25*time.Second, forgeFuture(at))
+	b.forged(at+26*time.Second, forgeBigID(at))
+	c.Publications = b.pubs
+	c.Phases = []Phase{
+		{From: 0, To: 30 * time.Minute, Mode: "down"},
+		{From: at - time.Minute, To: at + 90*time.Minute, Mode: "down", LyingHealth: true},
+	}
+	return c
+}
+
+// findRun returns the first run of kind.
+func findRun(rep *Report, kind string) (RunRecord, bool) {
+	for _, r := range rep.Runs {
+		if r.Kind == kind {
+			return r, true
+		}
+	}
+	return RunRecord{}, false
+}
+
+// stopReason is the stop reason of a run's first route.
+func stopReason(r RunRecord) replay.StopReason {
+	if len(r.Summary.Routes) == 0 {
+		return ""
+	}
+	return r.Summary.Routes[0].StopReason
 }

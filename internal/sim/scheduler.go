@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,23 +51,6 @@ func (l *leases) mark(r replay.MessageRecord) {
 	}
 }
 
-// holding returns a DLQ message of original id orig whose INTENT this run
-// marked and still holds at now, and whether there is one; else the last
-// such message.
-func (r *runState) holding(l *leases, orig string, now time.Time) (string, bool) {
-	r.mu.Lock()
-	ids := slices.Clone(r.intents[orig])
-	r.mu.Unlock()
-	last := ""
-	for _, id := range ids {
-		last = id
-		if h, ok := l.get(id); ok && h.run == r.id && now.Before(h.until) {
-			return id, true
-		}
-	}
-	return last, false
-}
-
 // describeLease says who holds the lease of DLQ message id.
 func (s *Sim) describeLease(id string) string {
 	h, ok := s.leases.get(id)
@@ -93,7 +77,8 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	ctx, cancel := context.WithCancel(withSimDeadline(context.Background(), inv.deadline))
 	defer cancel()
 	inv.cancel = cancel
-	rs := &runState{id: id, inv: inv, crash: crash, overlap: overlap, reset: req.ResetCount, filter: req.Filter, orig: map[string]string{}, intents: map[string][]string{}}
+	rs := &runState{id: id, inv: inv, crash: crash, overlap: overlap, reset: req.ResetCount, filter: req.Filter,
+		received: map[string]receivedMessage{}, byBody: map[string][]string{}, intended: map[string]bool{}, sent: map[string]bool{}, deleted: map[string]bool{}, deleteFailed: map[string]bool{}}
 	opts := s.cfg.Replay.Options
 	opts.Now = s.clock.Now
 	opts.Sleep = s.clock.Sleep
@@ -112,7 +97,12 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	}
 	engine := replay.New(&queue{Queue: s.sqs.q, s: s, run: rs}, &ledger{Ledger: s.ledger, s: s, run: rs}, opts)
 	req.RunID = id
-	s.trace.add(now, "replay/"+id, "start", "", fmt.Sprintf("crash=%v reset=%v max=%d filter=%v", crash, req.ResetCount, req.Max, req.Filter.OrderIDs))
+	rec := RunRecord{ID: id, Kind: kind, Filter: req.Filter, DryRun: req.DryRun, Reset: req.ResetCount, Start: now, DLQ: -1}
+	covered := slices.ContainsFunc(req.Routes, func(r replay.Route) bool { return r.DLQURL == s.sqs.dlq })
+	if covered {
+		rec.DLQ = s.cov.start(s, id)
+	}
+	s.trace.add(now, "replay/"+id, "start", "", fmt.Sprintf("crash=%v reset=%v dry=%v max=%d filter=%v", crash, req.ResetCount, req.DryRun, req.Max, req.Filter.OrderIDs))
 	sum, err := engine.Run(ctx, req)
 	detail := fmt.Sprintf("replayed=%d parked=%v recovered=%d delayed=%d errors=%d", sum.Total.Replayed, sum.Total.Parked, sum.Total.Recovered, sum.Total.Delayed, sum.Total.Errors)
 	if len(sum.Gates) > 0 && sum.Gates[0].Decision == replay.GateClosed {
@@ -131,7 +121,30 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	}
 	s.trace.add(s.clock.Now(), "replay/"+id, "end", "", detail)
 	s.stats.Runs++
+	if covered {
+		s.cov.end(s, id, sum)
+	}
+	rec.Summary = sum
+	rs.mu.Lock()
+	rec.Replayed = slices.Clone(rs.replayedPubs)
+	rs.mu.Unlock()
+	s.runRecords = append(s.runRecords, rec)
 	return sum
+}
+
+// RunRecord is one replay run as the simulation saw it.
+type RunRecord struct {
+	ID     string // sched-0001, operator-0002, ...
+	Kind   string // sched, operator, operator-reset, or a scenario's
+	Filter replay.Filter
+	DryRun bool
+	Reset  bool
+	Start  time.Time
+	// DLQ is the number of messages in the DLQ (visible or not) when the
+	// run started; -1 for a run that does not read the DLQ.
+	DLQ      int
+	Summary  replay.Summary
+	Replayed []int // the publications the run replayed to the source queue
 }
 
 // queue is the replay engine's SQS client for one run: the shared model
@@ -143,9 +156,12 @@ type queue struct {
 	run *runState
 }
 
-func (q *queue) fault(op string) error {
+func (q *queue) fault(ctx context.Context, op string) error {
 	if q.run.inv.dead() {
 		return errCrashed
+	}
+	if err := q.s.expired(ctx); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	if q.s.dice.chance("replay-sqs-"+op, q.run.id, q.s.cfg.Faults.ReplayQueueError) {
 		q.s.trace.add(q.s.clock.Now(), "replay/"+q.run.id, op+" failed", "", "injected")
@@ -164,7 +180,7 @@ func (q *queue) crashNow(why string) {
 
 // ReceiveMessage implements replay.Queue.
 func (q *queue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	if err := q.fault("ReceiveMessage"); err != nil {
+	if err := q.fault(ctx, "ReceiveMessage"); err != nil {
 		return nil, err
 	}
 	out, err := q.Queue.ReceiveMessage(ctx, in, opts...)
@@ -176,13 +192,20 @@ func (q *queue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput,
 	q.run.mu.Lock()
 	for _, m := range out.Messages {
 		id := aws.ToString(m.MessageId)
-		orig := id
+		body := aws.ToString(m.Body)
+		got := receivedMessage{body: body, orig: id}
 		if meta, _, found, err := replay.Read(m.MessageAttributes); err == nil && found && meta.OriginalMessageID != "" {
-			orig = meta.OriginalMessageID
+			got = receivedMessage{body: body, orig: meta.OriginalMessageID, count: meta.ReplayCount, refunds: meta.Refunds}
 		}
-		q.run.orig[orig] = id
+		if _, again := q.run.received[id]; !again {
+			q.run.byBody[body] = append(q.run.byBody[body], id)
+		}
+		q.run.received[id] = got
 	}
 	q.run.mu.Unlock()
+	if aws.ToString(in.QueueUrl) == q.s.sqs.dlq {
+		q.s.cov.hide(out.Messages, q.s.clock.Now().Add(time.Duration(in.VisibilityTimeout)*time.Second))
+	}
 	if len(out.Messages) > 0 {
 		q.s.trace.add(q.s.clock.Now(), "replay/"+q.run.id, "receive", q.s.ids(out.Messages), "")
 	}
@@ -194,7 +217,7 @@ func (q *queue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput,
 
 // SendMessageBatch implements replay.Queue.
 func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	if err := q.fault("SendMessageBatch"); err != nil {
+	if err := q.fault(ctx, "SendMessageBatch"); err != nil {
 		return nil, err
 	}
 	q.run.mu.Lock()
@@ -213,15 +236,24 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 	type sent struct {
 		meta replay.Metadata
 		body string
-		dlq  string
+		dlq  string // the message of the queue the run reads that the entry carries
 	}
 	byEntry := map[string]sent{}
+	taken := map[string]bool{}
 	for _, e := range in.Entries {
 		meta, _, _, _ := replay.Read(e.MessageAttributes)
-		dlqID, held := q.run.holding(q.s.leases, meta.OriginalMessageID, now)
-		byEntry[aws.ToString(e.Id)] = sent{meta: meta, body: aws.ToString(e.MessageBody), dlq: dlqID}
-		_, stood := q.s.leases.get(dlqID)
-		rescue := dest == q.s.sqs.parking && dlqID == "" && !stood // parked without the ledger: the run holds its visibility only
+		body := aws.ToString(e.MessageBody)
+		q.run.mu.Lock()
+		dlqID := q.run.source(q.s.leases, body, meta, dest == q.s.sqs.parking, now, taken)
+		taken[dlqID] = true
+		intended := q.run.intended[dlqID]
+		q.run.mu.Unlock()
+		byEntry[aws.ToString(e.Id)] = sent{meta: meta, body: body, dlq: dlqID}
+		h, stood := q.s.leases.get(dlqID)
+		held := stood && h.run == q.run.id && now.Before(h.until)
+		// Parked without the ledger (the rescue): the run holds the
+		// message's visibility only, and no other run's lease stands.
+		rescue := dest == q.s.sqs.parking && !intended && !(stood && now.Before(h.until))
 		if !held && !rescue {
 			q.s.violate("lease-lost", q.s.subject(dlqID, q.s.sqs.pubOf(dlqID)),
 				fmt.Sprintf("run %s sends it (count %d) without holding its INTENT lease: %s", q.run.id, meta.ReplayCount, q.s.describeLease(dlqID)))
@@ -236,7 +268,26 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 		e := byEntry[aws.ToString(ok.Id)]
 		id := aws.ToString(ok.MessageId)
 		dedup := q.s.sqs.pubOf(id) >= 0 // FIFO: SQS answered with the id of an earlier send
-		n := q.s.sqs.descend(id, e.meta.OriginalMessageID, e.body, "replay")
+		n := q.s.sqs.descend(id, e.dlq, e.body, "replay")
+		q.s.sentTwice(q.run, e.dlq, n, dest)
+		q.run.mu.Lock()
+		q.run.sent[e.dlq] = true
+		if dest != q.s.sqs.parking && n >= 0 && !dedup {
+			q.run.replayedPubs = append(q.run.replayedPubs, n)
+		}
+		q.run.mu.Unlock()
+		for _, src := range in.Entries {
+			if aws.ToString(src.Id) == aws.ToString(ok.Id) {
+				what := copyReplayed
+				if dest == q.s.sqs.parking {
+					what = copyParked
+				}
+				q.s.lastSent[what] = sentAttribute{attr: src.MessageAttributes[replay.AttributeName], what: "copy of " + id}
+			}
+		}
+		if !dedup {
+			q.s.lineage(q.run, n, e.dlq, id, dest, e.meta)
+		}
 		if dest == q.s.sqs.parking {
 			q.s.parked(q.run, n, e.dlq, id, e.meta)
 			continue
@@ -259,7 +310,14 @@ func (q *queue) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBat
 	if q.run.crash.Op == "before-delete" && deletes == q.run.crash.At {
 		q.crashNow("between the SENT mark and the delete")
 	}
-	if err := q.fault("DeleteMessageBatch"); err != nil {
+	if err := q.fault(ctx, "DeleteMessageBatch"); err != nil {
+		if !q.run.inv.dead() {
+			q.run.mu.Lock()
+			for _, e := range in.Entries {
+				q.run.deleteFailed[q.s.sqs.idOf(aws.ToString(e.ReceiptHandle))] = true
+			}
+			q.run.mu.Unlock()
+		}
 		return nil, err
 	}
 	out, err := q.Queue.DeleteMessageBatch(ctx, in, opts...)
@@ -274,6 +332,7 @@ func (q *queue) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBat
 	}
 	for _, ok := range out.Successful {
 		id := q.s.sqs.deleted(receipts[aws.ToString(ok.Id)], "")
+		q.s.resettle(q.run, id)
 		n := q.s.sqs.pubOf(id)
 		if n >= 0 {
 			q.s.removed[n] = true
@@ -285,23 +344,38 @@ func (q *queue) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBat
 
 // ChangeMessageVisibility implements replay.Queue.
 func (q *queue) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
-	if err := q.fault("ChangeMessageVisibility"); err != nil {
+	if err := q.fault(ctx, "ChangeMessageVisibility"); err != nil {
 		return nil, err
 	}
-	return q.Queue.ChangeMessageVisibility(ctx, in, opts...)
+	out, err := q.Queue.ChangeMessageVisibility(ctx, in, opts...)
+	if err == nil && aws.ToString(in.QueueUrl) == q.s.sqs.dlq {
+		q.s.cov.hideID(q.s.sqs.idOf(aws.ToString(in.ReceiptHandle)), q.s.clock.Now().Add(time.Duration(in.VisibilityTimeout)*time.Second))
+	}
+	return out, err
 }
 
 // ChangeMessageVisibilityBatch implements replay.Queue.
 func (q *queue) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	if err := q.fault("ChangeMessageVisibilityBatch"); err != nil {
+	if err := q.fault(ctx, "ChangeMessageVisibilityBatch"); err != nil {
 		return nil, err
 	}
-	return q.Queue.ChangeMessageVisibilityBatch(ctx, in, opts...)
+	out, err := q.Queue.ChangeMessageVisibilityBatch(ctx, in, opts...)
+	if err == nil && aws.ToString(in.QueueUrl) == q.s.sqs.dlq {
+		now := q.s.clock.Now()
+		for _, ok := range out.Successful {
+			for _, e := range in.Entries {
+				if aws.ToString(e.Id) == aws.ToString(ok.Id) {
+					q.s.cov.hideID(q.s.sqs.idOf(aws.ToString(e.ReceiptHandle)), now.Add(time.Duration(e.VisibilityTimeout)*time.Second))
+				}
+			}
+		}
+	}
+	return out, err
 }
 
 // GetQueueAttributes implements replay.Queue.
 func (q *queue) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	if err := q.fault("GetQueueAttributes"); err != nil {
+	if err := q.fault(ctx, "GetQueueAttributes"); err != nil {
 		return nil, err
 	}
 	return q.Queue.GetQueueAttributes(ctx, in, opts...)
@@ -322,15 +396,104 @@ func (s *Sim) replayed(run *runState, n int, id string, meta replay.Metadata, de
 			counts = map[string]int{}
 			s.replayCounts[n] = counts
 		}
-		key := fmt.Sprintf("%d/%s", meta.ReplayCount, meta.ResetAt.Format(time.RFC3339Nano))
+		key := fmt.Sprintf("%d/%d/%s", meta.ReplayCount, meta.Refunds, meta.ResetAt.Format(time.RFC3339Nano))
 		counts[key]++
 		if counts[key] > 1 && !dedup {
 			s.stats.DuplicateReplays++
 			s.dupReplays[n]++
 		}
 	}
-	s.trace.add(s.clock.Now(), "replay/"+run.id, "replayed", s.subject(id, n), fmt.Sprintf("count %d dedup=%v", meta.ReplayCount, dedup))
+	s.trace.add(s.clock.Now(), "replay/"+run.id, "replayed", s.subject(id, n), fmt.Sprintf("count %d refunds %d dedup=%v", meta.ReplayCount, meta.Refunds, dedup))
 }
+
+// lineage records the replays behind message id, which run sent to dest
+// carrying dlqID: one more than dlqID's for a replay (one for a replay
+// that resets the count), as many for a park. It is what the bounds
+// invariant counts and what "its own replays" are: the sends the
+// simulation saw, not the counts in the metadata. It holds s.book.
+func (s *Sim) lineage(run *runState, n int, dlqID, id, dest string, meta replay.Metadata) {
+	g := s.sqs.replaysOf(dlqID)
+	switch {
+	case dest == s.sqs.parking:
+	case run.reset:
+		g = 1
+	default:
+		g++
+	}
+	s.sqs.setReplays(id, g)
+	if dest == s.sqs.parking {
+		return
+	}
+	s.stats.MostReplays = max(s.stats.MostReplays, g)
+	if bound := 2 * s.cfg.Replay.Options.MaxReplays; g > bound {
+		s.violate("replayed-too-often", s.subject(dlqID, n), fmt.Sprintf(
+			"run %s sends replay number %d of its lineage since its publication (or its count's reset): more than 2 x MaxReplays = %d (its metadata says count %d, refunds %d)",
+			run.id, g, bound, meta.ReplayCount, meta.Refunds))
+	}
+}
+
+// sentTwice checks that no two runs send the same message of the queue
+// they read: the second send is allowed only when the first run crashed,
+// or its delete of the message failed by an injected fault (the next run
+// then finds its INTENT expired, or its SENT record, and sends again or
+// removes it: the duplicate the idempotent consumer absorbs). It holds
+// s.book.
+func (s *Sim) sentTwice(run *runState, dlqID string, n int, dest string) {
+	if dlqID == "" {
+		return
+	}
+	for _, prev := range s.sends[dlqID] {
+		if prev.run == run {
+			continue
+		}
+		prev.run.mu.Lock()
+		failed := prev.run.deleteFailed[dlqID]
+		prev.run.mu.Unlock()
+		if prev.run.inv.dead() || failed {
+			continue
+		}
+		s.violate("sent-by-two-runs", s.subject(dlqID, n), fmt.Sprintf(
+			"run %s sent it to %s at %s and neither crashed nor failed to delete it; run %s sends it again, to %s (%s)",
+			prev.run.id, queueName(prev.dest), fmtOffset(prev.at.Sub(s.start)), run.id, queueName(dest), s.describeLease(dlqID)))
+	}
+	s.sends[dlqID] = append(s.sends[dlqID], sendRecord{run: run, at: s.clock.Now(), dest: dest})
+}
+
+// resettle notes that run deleted message id from the queue it reads: if
+// it sent a copy of id (same body) that it does not delete, and not id, its
+// send carried id. It holds s.book.
+func (s *Sim) resettle(run *runState, id string) {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	run.deleted[id] = true
+	if run.sent[id] {
+		return
+	}
+	for _, other := range run.byBody[run.received[id].body] {
+		if other == id || !run.sent[other] || run.deleted[other] {
+			continue
+		}
+		run.sent[other] = false
+		run.sent[id] = true
+		for i, rec := range s.sends[other] {
+			if rec.run == run {
+				s.sends[other] = slices.Delete(s.sends[other], i, i+1)
+				s.sends[id] = append(s.sends[id], rec)
+				break
+			}
+		}
+		return
+	}
+}
+
+// sendRecord is one send of a message of the queue a run reads.
+type sendRecord struct {
+	run  *runState
+	at   time.Time
+	dest string
+}
+
+func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
 
 // parked records a park of publication n and checks that it was due.
 func (s *Sim) parked(run *runState, n int, dlqID, id string, meta replay.Metadata) {
@@ -351,19 +514,22 @@ func (s *Sim) parked(run *runState, n int, dlqID, id string, meta replay.Metadat
 	if meta.Reason != replay.ReasonReplayExhausted || run.reset {
 		return
 	}
-	own := 0
-	for key := range s.replayCounts[n] {
-		var c int
-		fmt.Sscanf(key, "%d/", &c)
-		own = max(own, c)
-	}
-	if max := s.cfg.Replay.Options.MaxReplays; own < max {
+	// Its own replays: those of its lineage since its publication (or the
+	// reset of its count), as the simulation saw them sent, whatever the
+	// metadata it carried said.
+	own := s.sqs.replaysOf(dlqID)
+	maxReplays := s.cfg.Replay.Options.MaxReplays
+	if own < maxReplays {
 		s.violate("budget-not-own", s.subject(dlqID, n),
-			fmt.Sprintf("parked as replay-exhausted after %d replays of its own (max %d)", own, max))
+			fmt.Sprintf("parked as replay-exhausted after %d replays of its own (max %d; its metadata says count %d)", own, maxReplays, meta.ReplayCount))
 	}
-	if f := s.failures[n]; f.replayed > 0 && f.replayed == f.outage {
+	// All its replays failed in an outage: the breaker should have given
+	// them back (when the lane has one: it needs the consumer's
+	// completions), unless it had all of them given back already (a
+	// message's replays, refunds included, are bounded by 2 x MaxReplays).
+	if f := s.failures[n]; s.cfg.Replay.Canary && f.replayed > 0 && f.replayed == f.outage && own < 2*maxReplays {
 		s.violate("parked-for-outage", s.subject(dlqID, n),
-			fmt.Sprintf("parked as replay-exhausted although all %d of its replays failed in a tax-service outage", f.replayed))
+			fmt.Sprintf("parked as replay-exhausted after %d replays of its own although all %d of its failed replays failed in a tax-service outage", own, f.replayed))
 	}
 }
 

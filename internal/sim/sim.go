@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -64,7 +65,7 @@ func RandomConfig(seed uint64, orders int) Config {
 	pick := func(ds ...time.Duration) time.Duration { return ds[rng.IntN(len(ds))] }
 	c := Config{
 		Seed: seed, Orders: orders, Window: 2 * time.Hour,
-		Mix: Mix{Duplicate: 0.05, Conflict: 0.02, Invalid: 0.08, Rejected: 0.01},
+		Mix: Mix{Duplicate: 0.05, Conflict: 0.02, Invalid: 0.08, Rejected: 0.01, Poison: 0.004, Forged: 0.01},
 		Queues: Queues{
 			FIFO:            seed%5 == 4,
 			SourceRetention: 4 * 24 * time.Hour,
@@ -127,7 +128,8 @@ type Stats struct {
 	ValidOrders         int
 	Invoiced            int            // valid orders with an invoice
 	InvalidQueued       int            // messages in the invalid queue at the end
-	Parked              map[string]int // parks during the run, by reason (before the operator's rounds)
+	Parked              map[string]int // parks, by reason
+	ParkedUnattended    map[string]int // parks before the operator's first round, by reason
 	ParkedAtEnd         int
 	InDoubtDoubles      int // counting service: invoices issued after an answer was lost
 	ServiceCalls        int
@@ -144,6 +146,8 @@ type Stats struct {
 	ResetDuplicates     int // publications a reset-count operator replayed into the source more than once
 	FilteredParks       int // parks by a filtered run of messages its filter did not select
 	InjectedAttributes  int // forwarded messages with an attribute the producer did not send
+	Forged              int // publications with replay metadata the engine did not write
+	MostReplays         int // the most replays behind one message (its lineage, since a reset)
 	Runs                int
 	RunCrashes          int
 	Simulated           time.Duration
@@ -164,6 +168,7 @@ type Report struct {
 	Stats      Stats
 	Violations []Violation
 	Trace      *Trace
+	Runs       []RunRecord // the replay runs, in the order they started
 }
 
 // Sim is one simulation in progress. Build it with [New]; it is not safe
@@ -206,8 +211,13 @@ type Sim struct {
 	replayCounts map[int]map[string]int
 	dupReplays   map[int]int
 	failures     map[int]failures
-	crashed      map[string]bool // CrashFirstCompletion done
-	resetSends   map[int]int     // replays of a publication by reset-count runs that SQS accepted
+	crashed      map[string]bool          // CrashFirstCompletion done
+	resetSends   map[int]int              // replays of a publication by reset-count runs that SQS accepted
+	sends        map[string][]sendRecord  // the sends of each message of a queue a run reads
+	lastSent     map[string]sentAttribute // copyReplayed, copyParked -> our attribute on the latest such send
+	shared       map[string]sentAttribute // Forgery.Share -> the copy
+	cov          *coverage
+	runRecords   []RunRecord
 }
 
 type failures struct{ replayed, outage int }
@@ -220,6 +230,7 @@ func New(cfg Config) (*Sim, error) {
 		leases: &leases{holder: map[string]lease{}}, seen: map[string]bool{}, acked: map[string]string{},
 		ackedPubs: map[int]bool{}, removed: map[int]bool{}, replayCounts: map[int]map[string]int{},
 		dupReplays: map[int]int{}, failures: map[int]failures{}, crashed: map[string]bool{}, resetSends: map[int]int{},
+		sends: map[string][]sendRecord{}, lastSent: map[string]sentAttribute{}, shared: map[string]sentAttribute{}, cov: newCoverage(),
 	}
 	s.stats.Parked = map[string]int{}
 	var err error
@@ -271,6 +282,7 @@ func Run(cfg Config) (*Report, error) {
 func (s *Sim) Run() *Report {
 	limit := s.start.Add(s.cfg.Window + s.cfg.DrainLimit)
 	quiet := s.loop(limit)
+	s.stats.ParkedUnattended = maps.Clone(s.stats.Parked)
 	for round := 0; quiet && round < s.cfg.OperatorRounds && s.sqs.total(s.sqs.parking) > 0; round++ {
 		if round == 0 {
 			s.trace.add(s.clock.Now(), "operator", "parked before the operator", "", fmt.Sprint(s.stats.Parked))
@@ -289,7 +301,12 @@ func (s *Sim) Run() *Report {
 				}
 			}
 		}
-		s.replayRun("operator-reset", replay.Request{Routes: []replay.Route{s.sqs.parkingRoute()}, ResetCount: true, Max: 100000}, crashPlan{}, nil)
+		// At the operator's rate: a lane's slow schedule is not theirs.
+		rate := 50.0
+		if r := s.cfg.Replay.Options.Rate; r > rate {
+			rate = r
+		}
+		s.replayRun("operator-reset", replay.Request{Routes: []replay.Route{s.sqs.parkingRoute()}, ResetCount: true, Max: 100000, Rate: rate}, crashPlan{}, nil)
 		// A reset message waits out its first backoff in the parking
 		// queue (hidden); the operator looks again after the longest.
 		s.notBefore = s.clock.Now().Add(s.cfg.Replay.Options.BackoffMax + s.cfg.Replay.Schedule)
@@ -297,7 +314,7 @@ func (s *Sim) Run() *Report {
 	}
 	s.stats.Simulated = s.clock.Now().Sub(s.start)
 	s.check(quiet)
-	return &Report{Config: s.cfg, Stats: s.stats, Violations: s.violations, Trace: s.trace}
+	return &Report{Config: s.cfg, Stats: s.stats, Violations: s.violations, Trace: s.trace, Runs: s.runRecords}
 }
 
 // maxPollsPerStep bounds the consumer invocations in one step of the loop.
@@ -379,13 +396,30 @@ func (s *Sim) quiet() bool {
 
 // publish sends p as the producer.
 func (s *Sim) publish(p *Publication) {
-	id, err := s.sqs.publish(p)
+	attrs, detail := p.Attrs, p.WantReason
+	if p.Forge != nil {
+		attrs, detail = s.forged(p)
+		s.stats.Forged++
+	}
+	id, err := s.sqs.publish(p, attrs)
 	if err != nil {
 		s.violate("publish-failed", s.subject("", p.N), err.Error())
 		return
 	}
 	s.stats.Publications++
-	s.trace.add(s.clock.Now(), "producer", "publish "+string(p.Kind), s.subject(id, p.N), p.WantReason)
+	s.trace.add(s.clock.Now(), "producer", "publish "+string(p.Kind), s.subject(id, p.N), detail)
+}
+
+// expired returns an error when ctx's deadline, a simulated time, has
+// passed: an SDK call with such a context fails before it leaves, as a real
+// one does on the real clock. A deadline before the simulation's start was
+// set on the real clock (context.WithTimeout around a call that must finish
+// whatever the run's context says): it is not the simulation's.
+func (s *Sim) expired(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok && !dl.Before(s.start) && !s.clock.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // scheduledRun is EventBridge's replay invocation; some crash, some are
@@ -485,9 +519,17 @@ func (s *Sim) slowSend(ctx context.Context) error {
 		}
 		return context.DeadlineExceeded
 	}
+	end := s.clock.Now().Add(d)
 	s.clock.Advance(d / 2)
 	s.trace.add(s.clock.Now(), "operator", "overlapping run", "", "")
 	s.replayRun("operator", replay.Request{Routes: []replay.Route{s.sqs.route()}, Max: 50}, crashPlan{}, nil)
-	s.clock.Advance(d - d/2)
+	if rest := end.Sub(s.clock.Now()); rest > 0 {
+		s.clock.Advance(rest)
+	}
+	// The operator's run took its own time: when it outlasted the call's
+	// deadline, the call was cut off there, without sending.
+	if err := s.expired(ctx); err != nil {
+		return err
+	}
 	return ctx.Err()
 }

@@ -40,6 +40,10 @@ func TestSim(t *testing.T) {
 		}
 	}
 	start := time.Now()
+	if os.Getenv("SIM_SEEDS") != "" && *flagSeed < 0 && !testing.Short() {
+		// make sim: the scenarios of thousands of dead letters too.
+		runDeep(t)
+	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()

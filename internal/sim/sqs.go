@@ -50,14 +50,18 @@ type sqsModel struct {
 	live                          map[string]bool  // sent and not deleted
 	receipts                      map[string]string
 	sentBy                        map[string]string // message id -> who sent it
-	replays                       map[int]map[int]int
+	// replays counts the replays behind each message: 0 for a
+	// publication (and the DLQ message redrive makes of it, which keeps
+	// its id), one more for each replay to the source queue, restarting
+	// at 1 when a reset-count run replays it.
+	replays map[string]int
 }
 
 func newSQS(c clock, qs Queues) (*sqsModel, error) {
 	m := &sqsModel{
 		q: replaytest.NewMemoryQueue(c.Now), fifo: qs.FIFO,
 		lineage: map[string]int{}, byBody: map[string][]int{}, live: map[string]bool{},
-		receipts: map[string]string{}, sentBy: map[string]string{}, replays: map[int]map[int]int{},
+		receipts: map[string]string{}, sentBy: map[string]string{}, replays: map[string]int{},
 	}
 	maxBytes := cmp.Or(qs.MaxMessageBytes, envelope.MaxMessageBytes)
 	m.q.NewID = func() string { m.ids++; return fmt.Sprintf("m-%07d", m.ids) } // under the queue's lock
@@ -102,9 +106,9 @@ func (m *sqsModel) parkingRoute() replay.Route {
 	return replay.Route{Name: "orders/parking", DLQURL: m.parking, SourceURL: m.source, ParkingURL: m.parking}
 }
 
-// publish sends p to the source queue as the producer does.
-func (m *sqsModel) publish(p *Publication) (string, error) {
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(m.source), MessageBody: aws.String(p.Body), MessageAttributes: p.Attrs}
+// publish sends p, with attrs, to the source queue as the producer does.
+func (m *sqsModel) publish(p *Publication, attrs map[string]types.MessageAttributeValue) (string, error) {
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(m.source), MessageBody: aws.String(p.Body), MessageAttributes: attrs}
 	if m.fifo {
 		in.MessageGroupId = aws.String(p.Group)
 		in.MessageDeduplicationId = aws.String("pub-" + strconv.Itoa(p.N))
@@ -255,6 +259,34 @@ func (is invalidSender) SendMessage(ctx context.Context, in *sqs.SendMessageInpu
 	}
 	s.trace.add(s.clock.Now(), "sqs", "to the invalid queue", s.subject(id, n), meta.Reason)
 	return out, nil
+}
+
+// replaysOf returns the replays behind message id (see sqsModel.replays).
+func (m *sqsModel) replaysOf(id string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.replays[id]
+}
+
+// setReplays records the replays behind message id.
+func (m *sqsModel) setReplays(id string, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.replays[id] = n
+}
+
+// idOf returns the id of the message a receipt handle was issued for.
+func (m *sqsModel) idOf(receipt string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.receipts[receipt]
+}
+
+// isLive reports whether message id was sent and not deleted.
+func (m *sqsModel) isLive(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live[id]
 }
 
 // sender says who sent message id: producer, replay or invalid.

@@ -100,9 +100,72 @@ type runState struct {
 	deletes int
 	recvs   atomic.Int64
 
-	mu      sync.Mutex          // the engine's goroutines share the fields below (and sends, deletes, overlap, orig)
-	orig    map[string]string   // original message id -> DLQ message id, from this run's receives
-	intents map[string][]string // original message id -> DLQ message ids this run marked INTENT
+	// mu guards the fields below (and sends, deletes, overlap): the
+	// engine's goroutines share them.
+	mu sync.Mutex
+	// received are the messages this run received from the queue it reads,
+	// by id; byBody the ids by body. A message the run sends is told by
+	// its body and, among messages of one body, by what the run holds: not
+	// by the metadata it carries, which a producer may have copied.
+	received map[string]receivedMessage
+	byBody   map[string][]string
+	intended map[string]bool // DLQ message ids whose INTENT this run marked
+	sent     map[string]bool // DLQ message ids this run sent (replayed or parked)
+	deleted  map[string]bool // DLQ message ids this run deleted
+	// deleteFailed are the DLQ message ids whose delete by this run failed
+	// by an injected fault: another run may send them again.
+	deleteFailed map[string]bool
+	replayedPubs []int // the publications this run replayed to the source queue
+}
+
+// receivedMessage is what a run received of one message.
+type receivedMessage struct {
+	body    string
+	orig    string // the original message id its metadata names, or its id
+	count   int    // the replay count its metadata names
+	refunds int    // the refunds its metadata names
+}
+
+// source returns the message this run received that a send of body, whose
+// metadata names the original message orig, carries: of the messages of
+// that body not taken by another entry of the same call, one whose lease
+// this run holds, else one orig names, else one whose count and refunds
+// the sent ones follow (a replay counts one more, a replay given back one
+// more refund), else one not sent yet by this run. It returns "" when the
+// run received no message of that body. Copies of one message (a send
+// repeated after a crash) can carry the same metadata: which of them a
+// send carries is settled when the run deletes one (see resettle). Callers
+// hold r.mu.
+func (r *runState) source(l *leases, body string, sent replay.Metadata, park bool, now time.Time, taken map[string]bool) string {
+	best, score := "", -1
+	for _, id := range r.byBody[body] {
+		n := 0
+		if !taken[id] {
+			n += 64
+		}
+		if h, ok := l.get(id); ok && h.run == r.id && now.Before(h.until) {
+			n += 32
+		}
+		got := r.received[id]
+		if id == sent.OriginalMessageID || got.orig == sent.OriginalMessageID {
+			n += 16
+		}
+		count, refunds := sent.ReplayCount, sent.Refunds
+		switch {
+		case park && count == got.count && refunds == got.refunds,
+			park && count == got.count-1 && refunds == got.refunds+1,
+			!park && count == got.count+1 && refunds == got.refunds,
+			!park && count == got.count && refunds == got.refunds+1:
+			n += 8
+		}
+		if !r.sent[id] {
+			n++
+		}
+		if n > score {
+			best, score = id, n
+		}
+	}
+	return best
 }
 
 // crashPlan says where a run crashes: at the At-th call of Op ("after-send",
@@ -121,10 +184,13 @@ type ledger struct {
 	run *runState
 }
 
-func (l *ledger) fault(op, key string, counted bool) error {
+func (l *ledger) fault(ctx context.Context, op, key string, counted bool) error {
 	s := l.s
 	if l.run.inv.dead() {
 		return errCrashed
+	}
+	if err := s.expired(ctx); err != nil {
+		return fmt.Errorf("ledger %s: %w", op, err)
 	}
 	hit := s.clock.Now().Before(s.start.Add(s.cfg.Faults.LedgerOutage))
 	if !hit && s.cfg.Faults.LedgerErrors > 0 {
@@ -155,7 +221,7 @@ func checkKeys(pk, sk string) error {
 
 // Mark implements replay.Ledger.
 func (l *ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	if err := l.fault("mark", r.OrderKey+"/"+r.MessageID+"/"+string(r.State), true); err != nil {
+	if err := l.fault(ctx, "mark", r.OrderKey+"/"+r.MessageID+"/"+string(r.State), true); err != nil {
 		return replay.MessageRecord{}, false, err
 	}
 	if err := checkKeys(r.OrderKey, r.MessageID); err != nil {
@@ -166,9 +232,7 @@ func (l *ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 		l.s.leases.mark(r)
 		if r.State == replay.Intent && r.RunID == l.run.id {
 			l.run.mu.Lock()
-			if !slices.Contains(l.run.intents[r.OriginalMessageID], r.MessageID) {
-				l.run.intents[r.OriginalMessageID] = append(l.run.intents[r.OriginalMessageID], r.MessageID)
-			}
+			l.run.intended[r.MessageID] = true
 			l.run.mu.Unlock()
 		}
 	}
@@ -187,7 +251,7 @@ func (l *ledger) MarkBatch(ctx context.Context, records []replay.MessageRecord) 
 
 // OrderHistory implements replay.Ledger.
 func (l *ledger) OrderHistory(ctx context.Context, orderKey string) ([]replay.MessageRecord, error) {
-	if err := l.fault("history", orderKey, false); err != nil {
+	if err := l.fault(ctx, "history", orderKey, false); err != nil {
 		return nil, err
 	}
 	if err := checkKeys(orderKey, ""); err != nil {
@@ -198,7 +262,7 @@ func (l *ledger) OrderHistory(ctx context.Context, orderKey string) ([]replay.Me
 
 // PutRun implements replay.Ledger.
 func (l *ledger) PutRun(ctx context.Context, sum replay.Summary, expiresAt time.Time) error {
-	if err := l.fault("put-run", sum.RunID, true); err != nil {
+	if err := l.fault(ctx, "put-run", sum.RunID, true); err != nil {
 		return err
 	}
 	return l.Ledger.PutRun(ctx, sum, expiresAt)
@@ -206,7 +270,7 @@ func (l *ledger) PutRun(ctx context.Context, sum replay.Summary, expiresAt time.
 
 // LastRun implements replay.Ledger.
 func (l *ledger) LastRun(ctx context.Context) (replay.Summary, bool, error) {
-	if err := l.fault("last-run", l.run.id, true); err != nil {
+	if err := l.fault(ctx, "last-run", l.run.id, true); err != nil {
 		return replay.Summary{}, false, err
 	}
 	return l.Ledger.LastRun(ctx)
@@ -214,7 +278,7 @@ func (l *ledger) LastRun(ctx context.Context) (replay.Summary, bool, error) {
 
 // Runs implements replay.Ledger.
 func (l *ledger) Runs(ctx context.Context, n int) ([]replay.Summary, error) {
-	if err := l.fault("runs", l.run.id, true); err != nil {
+	if err := l.fault(ctx, "runs", l.run.id, true); err != nil {
 		return nil, err
 	}
 	return l.Ledger.Runs(ctx, n)

@@ -25,6 +25,11 @@ const (
 	KindConflict  Kind = "conflict"  // the same orderId with a different payload
 	KindInvalid   Kind = "invalid"   // never valid: WantReason says why
 	KindRejected  Kind = "rejected"  // valid to us, refused by the tax service (422)
+	// KindPoison is valid to us, but the tax service answers 503 for that
+	// order, and only that order, for ever: a transient failure of its own
+	// that never ends. It is never invoiced and must end in the parking
+	// queue, after a bounded number of replays.
+	KindPoison Kind = "poison"
 )
 
 // Publication is one message the producer sends to the source queue.
@@ -40,6 +45,10 @@ type Publication struct {
 	Of         int           // KindDuplicate, KindConflict: the publication it repeats; else -1
 	Hash       string        // order.Order.Hash of a body that parses; "" otherwise
 	Request    string        // the tax request of a body that parses, as JSON
+	// Forge, when set, puts a well-formed replay metadata attribute on the
+	// publication that the engine did not write (see forge.go): its
+	// attributes are made when it is published.
+	Forge *Forgery
 }
 
 // Mix is the share of each kind of publication; the rest are valid orders.
@@ -48,6 +57,11 @@ type Mix struct {
 	Conflict  float64
 	Invalid   float64
 	Rejected  float64
+	Poison    float64 // valid orders the tax service fails for ever (KindPoison)
+	// Forged is the share of valid orders published with replay metadata
+	// the engine did not write (a copy of a replayed or parked message's,
+	// or a forgery; see forge.go).
+	Forged float64
 }
 
 // workload builds the publications of a run.
@@ -77,9 +91,15 @@ func generate(rng *rand.Rand, seed uint64, n int, window time.Duration, mix Mix)
 		case r < mix.Duplicate+mix.Conflict+mix.Invalid+mix.Rejected:
 			id := fmt.Sprintf("ORD-%d-%06d-REJECT", seed, len(w.pubs))
 			w.add(&Publication{Kind: KindRejected, OrderID: id, Body: w.validBody(id, 0), At: at, WantReason: string(order.ReasonRejectedByTaxService), Of: -1})
+		case r < mix.Duplicate+mix.Conflict+mix.Invalid+mix.Rejected+mix.Poison:
+			id := fmt.Sprintf("ORD-%d-%06d-%s", seed, len(w.pubs), poisonMark)
+			w.add(&Publication{Kind: KindPoison, OrderID: id, Body: w.validBody(id, 0), At: at, Of: -1})
 		default:
 			id := fmt.Sprintf("ORD-%d-%06d", seed, len(w.pubs))
 			p := &Publication{Kind: KindValid, OrderID: id, Body: w.validBody(id, 0), At: at, Of: -1}
+			if mix.Forged > 0 && rng.Float64() < mix.Forged {
+				p.Forge = randomForgery(rng, at)
+			}
 			w.add(p)
 			valid = append(valid, p)
 		}
@@ -98,9 +118,21 @@ func generate(rng *rand.Rand, seed uint64, n int, window time.Duration, mix Mix)
 		if p.Of >= 0 {
 			p.Of = renumber[p.Of]
 		}
-		p.Group = fmt.Sprintf("g-%02d", p.N%16)
+		p.Group = group(p, 16)
 	}
 	return w.pubs
+}
+
+// group is the FIFO MessageGroupId of p, one of n groups. An order the tax
+// service fails for ever has a group of its own: a FIFO lane holds the
+// later messages of a group behind a head that is never applied (until an
+// operator releases it), so in a shared group it would keep other orders
+// from ever being invoiced, by design.
+func group(p *Publication, n int) string {
+	if p.Kind == KindPoison {
+		return fmt.Sprintf("g-poison-%d", p.N)
+	}
+	return fmt.Sprintf("g-%02d", p.N%n)
 }
 
 func (w *workload) add(p *Publication) {

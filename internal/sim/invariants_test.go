@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/homingdlq/homing/replay"
+)
+
+// The checks of issue 15 must catch what they claim, or the net has a hole
+// where it looks whole: each is fed the history it must refuse, and one it
+// must let pass.
+
+func newCheckSim(t *testing.T) *Sim {
+	t.Helper()
+	s, err := New(quiet(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newRunState(id string) *runState {
+	return &runState{id: id, inv: &invocation{id: id}, received: map[string]receivedMessage{}, byBody: map[string][]string{},
+		intended: map[string]bool{}, sent: map[string]bool{}, deleted: map[string]bool{}, deleteFailed: map[string]bool{}}
+}
+
+func kinds(s *Sim) map[string]int {
+	out := map[string]int{}
+	for _, v := range s.violations {
+		out[v.Kind]++
+	}
+	return out
+}
+
+func TestCheckSentByTwoRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first func(r *runState)
+		want  int
+	}{
+		{"both alive", func(*runState) {}, 1},
+		{"the first crashed", func(r *runState) { r.inv.kill("crash") }, 0},
+		{"the first failed to delete it", func(r *runState) { r.deleteFailed["m-1"] = true }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newCheckSim(t)
+			a, b := newRunState("sched-0001"), newRunState("operator-0002")
+			s.sentTwice(a, "m-1", -1, s.sqs.source)
+			tc.first(a)
+			s.sentTwice(a, "m-1", -1, s.sqs.source) // a run's own retry is not a second run
+			s.sentTwice(b, "m-1", -1, s.sqs.parking)
+			if got := kinds(s)["sent-by-two-runs"]; got != tc.want {
+				t.Errorf("violations %v; want %d sent-by-two-runs", s.violations, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckReplaysBounded(t *testing.T) {
+	s := newCheckSim(t)
+	bound := 2 * s.cfg.Replay.Options.MaxReplays
+	run, reset := newRunState("sched-0001"), newRunState("operator-reset-0002")
+	reset.reset = true
+	parent := "m-0"
+	for i := range bound + 1 {
+		id := fmt.Sprintf("m-%d", i+1)
+		s.lineage(run, -1, parent, id, s.sqs.source, replay.Metadata{})
+		parent = id
+		if got := kinds(s)["replayed-too-often"]; got != 0 && i < bound {
+			t.Fatalf("replay %d of %d: %v", i+1, bound, s.violations)
+		}
+	}
+	if got := kinds(s)["replayed-too-often"]; got != 1 {
+		t.Errorf("replay %d: violations %v; want replayed-too-often", bound+1, s.violations)
+	}
+	// A park keeps the count; a reset restarts it.
+	s.lineage(run, -1, parent, "p-1", s.sqs.parking, replay.Metadata{})
+	if got := s.sqs.replaysOf("p-1"); got != bound+1 {
+		t.Errorf("parked copy has %d replays behind it; want %d", got, bound+1)
+	}
+	s.lineage(reset, -1, "p-1", "r-1", s.sqs.source, replay.Metadata{})
+	if got := s.sqs.replaysOf("r-1"); got != 1 {
+		t.Errorf("after a reset: %d replays behind it; want 1", got)
+	}
+}
+
+func TestCheckCoverage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(s *Sim, id string, k int) // the k-th run of the route after the message came
+		want int
+	}{
+		{"never examined", func(*Sim, string, int) {}, 1},
+		{"examined within the runs allowed", func(s *Sim, id string, k int) {
+			if k == coverageRuns {
+				s.cov.examined(id, string(replay.OutcomeDeferred))
+			}
+		}, 0},
+		{"hidden as delayed", func(s *Sim, id string, k int) {
+			if k == 0 {
+				s.cov.hideID(id, s.clock.Now().Add(24*time.Hour))
+				s.cov.examined(id, string(replay.OutcomeDelayed))
+			}
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newCheckSim(t)
+			out, err := s.sqs.q.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(s.sqs.dlq), MessageBody: aws.String(`{"orderId":"ORD-1"}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := aws.ToString(out.MessageId)
+			for k := range coverageRuns + 3 {
+				run := fmt.Sprintf("sched-%04d", k+1)
+				s.cov.start(s, run)
+				tc.run(s, id, k)
+				stop := replay.StopPass
+				if k == 1 {
+					stop = replay.StopError // a fault's: not counted
+				}
+				s.cov.end(s, run, replay.Summary{Routes: []replay.RouteSummary{{Route: s.sqs.route().Name, StopReason: stop}}})
+				s.clock.Advance(5 * time.Minute)
+			}
+			if got := kinds(s)["not-covered"]; got != tc.want {
+				t.Errorf("violations %v; want %d not-covered", s.violations, tc.want)
+			}
+		})
+	}
+}
