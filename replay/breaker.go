@@ -103,6 +103,14 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, prev
 			}
 		}
 	}
+	if b := p.rs.Breaker; b != nil && b.Open && completed == 0 && replayed[0].rs.Probe && len(orders) < minEvidence {
+		// The probe found fewer orders to replay than the evidence of an
+		// outage needs, and they failed: no evidence either way (as for a
+		// run that replayed a single order). The breaker closes, so that
+		// messages failing on their own are parked after their replays
+		// instead of being held behind probes that only they answer.
+		b.Open, b.Trips, b.ProbeAt = false, 0, time.Time{}
+	}
 	if b := p.rs.Breaker; b != nil && b.Open {
 		if completed <= 0 {
 			// No completion since it opened (or none can be seen): it

@@ -448,3 +448,70 @@ func TestFilterListsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// After an outage that opened the breaker, a single order that fails on its
+// own is all that is left: a probe of it alone is no evidence of an outage,
+// so the breaker closes and the order is parked after its replays, instead
+// of being held behind probes only it answers.
+func TestALoneFailingOrderClosesTheBreaker(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.orders("OUT", 4)
+	done := setCompletions{}
+	opts := func(o *replay.Options) {
+		o.Completions = done
+		o.BackoffBase = 5 * time.Minute
+		o.BackoffMax = 24 * time.Hour // an open breaker's probes soon wait a day
+	}
+	outage := true
+	ok := func(id string) bool { return !outage && id != "ORD-OUT-000" }
+	replays := map[string]int{}
+	opened := false
+	start := h.clock.Now()
+	var last replay.Summary
+	for run := 0; run < 36 && len(h.stored(h.route.ParkingURL)) == 0; run++ {
+		if run == 6 {
+			// The outage ends while the breaker is open, and the good
+			// orders leave the DLQ another way (an operator's filtered
+			// replay, say): the failing one is all a probe finds.
+			outage = false
+			h.removeFromDLQ(func(body string) bool { return replay.OrderID(body) != "ORD-OUT-000" })
+		}
+		h.clock.Advance(time.Hour)
+		last = h.run(h.engine(opts), replay.Request{})
+		opened = opened || last.Routes[0].Breaker != nil && last.Routes[0].Breaker.Open
+		for _, m := range h.stored(h.route.SourceURL) {
+			replays[replay.OrderID(m.body)]++
+		}
+		h.consume(done, ok)
+	}
+	t.Logf("parked after %s, replays %v, breaker %+v", h.clock.Now().Sub(start), replays, last.Routes[0].Breaker)
+	if !opened {
+		t.Fatal("the outage never opened the breaker: the test does not test what it claims")
+	}
+	parked := h.stored(h.route.ParkingURL)
+	if len(parked) != 1 || replay.OrderID(parked[0].body) != "ORD-OUT-000" || replays["ORD-OUT-000"] > 2*replay.DefaultMaxReplays {
+		t.Fatalf("after 36 hourly runs parked %d, replays %v; want ORD-OUT-000 parked after at most %d replays", len(parked), replays, 2*replay.DefaultMaxReplays)
+	}
+	if b := last.Routes[0].Breaker; b != nil && b.Open {
+		t.Fatalf("the breaker is still open: %+v", b)
+	}
+}
+
+// removeFromDLQ deletes the DLQ's messages whose body drop selects.
+func (h *harness) removeFromDLQ(drop func(body string) bool) {
+	h.t.Helper()
+	ctx := context.Background()
+	out, err := h.q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(h.route.DLQURL), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, m := range out.Messages {
+		if drop(aws.ToString(m.Body)) {
+			in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(h.route.DLQURL), Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("0"), ReceiptHandle: m.ReceiptHandle}}}
+			if _, err := h.q.DeleteMessageBatch(ctx, in); err != nil {
+				h.t.Fatal(err)
+			}
+		}
+	}
+	h.clock.Advance(time.Second) // the others are visible again
+}
