@@ -171,7 +171,8 @@
 //
 // Evaluated before streaming and reported in the [Summary]. Gates hold
 // replays only: a route behind a closed gate is still streamed, and what is
-// about to expire is parked; the rest is left for a later run.
+// about to expire, or has had its replays, is parked; the rest is left for
+// a later run.
 //
 //   - health: [Options.Health] fails -> closed;
 //   - canary: some orders replayed by the previous run have not completed

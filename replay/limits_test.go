@@ -515,3 +515,17 @@ func (h *harness) removeFromDLQ(drop func(body string) bool) {
 	}
 	h.clock.Advance(time.Second) // the others are visible again
 }
+
+// An operator's reset restarts the whole bound: the count and the refunds.
+func TestAResetRestartsTheRefundsToo(t *testing.T) {
+	h := newHarness(t, false, nil)
+	parked := replay.Route{Name: "orders-parking", DLQURL: h.route.ParkingURL, SourceURL: h.route.SourceURL, ParkingURL: h.route.ParkingURL}
+	meta := &replay.Metadata{ReplayCount: replay.DefaultMaxReplays, Refunds: replay.DefaultMaxReplays, OriginalMessageID: "orig-1", Reason: replay.ReasonReplayExhausted}
+	h.deadLetter(parked, msg{body: order("ORD-RESET"), meta: meta})
+	h.clock.Advance(due)
+	s := h.run(h.engine(), replay.Request{Routes: []replay.Route{parked}, ResetCount: true})
+	got := h.stored(h.route.SourceURL)
+	if s.Total.Replayed != 1 || len(got) != 1 || got[0].meta.ReplayCount != 1 || got[0].meta.Refunds != 0 || got[0].meta.ResetAt.IsZero() {
+		t.Fatalf("replayed %d, source %+v; want the first replay after the reset, no refunds", s.Total.Replayed, got)
+	}
+}

@@ -72,6 +72,65 @@ func TestGatesNeverHoldTheExpiryRescue(t *testing.T) {
 	}
 }
 
+// A closed gate holds replays, not the park of a message that has had its
+// replays and can have none given back: any later run parks it as well,
+// and holding it behind the breaker kept it in the DLQ until the next
+// probe, a BackoffMax later (make sim SEEDS=2000, seed 682: poison orders
+// that had had their 2 x MaxReplays replays waited 12 h behind an open
+// breaker for their park, and a park that failed in the probe run waited
+// 12 h more). A message whose last replay the breaker gives back is not
+// exhausted (it is held), nor is one with replays left.
+func TestGatesNeverHoldAnExhaustedPark(t *testing.T) {
+	tests := []struct {
+		name   string
+		setup  func(h *harness, o *replay.Options)
+		parked int // of the three below
+	}{
+		{"health closed", func(_ *harness, o *replay.Options) {
+			o.Health = func(context.Context) error { return errors.New("tax service: 503") }
+		}, 2},
+		{"breaker open, no probe due", func(h *harness, o *replay.Options) {
+			o.Completions = setCompletions{}
+			at := h.clock.Now().Add(-15 * time.Minute)
+			prev := replay.RouteSummary{Route: "orders", Gates: []replay.Gate{{Name: replay.GateCanary, Decision: replay.GateClosed}},
+				Breaker: &replay.Breaker{Open: true, Trips: 3, ProbeAt: h.clock.Now().Add(6 * time.Hour), FailedRuns: []string{"r1"}}}
+			if err := h.ledger.PutRun(context.Background(), replay.Summary{RunID: "prev", StartedAt: at, Routes: []replay.RouteSummary{prev}}, at.Add(time.Hour)); err != nil {
+				h.t.Fatal(err)
+			}
+		}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, false, nil)
+			now := h.clock.Now()
+			meta := func(count, refunds int, orig string) *replay.Metadata {
+				return &replay.Metadata{ReplayCount: count, Refunds: refunds, OriginalMessageID: orig, FirstDeadLetteredAt: now.Add(-48 * time.Hour),
+					LastReplayAt: now.Add(-time.Hour), Route: "orders", RunID: "r1"}
+			}
+			h.deadLetter(h.route, msg{body: order("ORD-SPENT"), meta: meta(replay.DefaultMaxReplays, replay.DefaultMaxReplays, "m-spent")})
+			h.deadLetter(h.route, msg{body: order("ORD-REFUND"), meta: meta(replay.DefaultMaxReplays, 1, "m-refund")}) // r1 failed: given back, if the breaker says so
+			h.deadLetter(h.route, msg{body: order("ORD-LEFT"), meta: meta(1, 0, "m-left")})
+			h.clock.Advance(time.Hour)
+			opts := h.options()
+			tt.setup(h, &opts)
+			s := h.run(replay.New(h.q, h.ledger, opts), replay.Request{})
+			if s.Total.Replayed != 0 {
+				t.Fatalf("replayed %d through a closed gate", s.Total.Replayed)
+			}
+			if got := s.Total.Parked[replay.ReasonReplayExhausted]; got != tt.parked {
+				t.Fatalf("parked %d as %s, want %d (counts %+v)", got, replay.ReasonReplayExhausted, tt.parked, countsOf(s.Total))
+			}
+			parked := h.stored(h.route.ParkingURL)
+			if len(parked) == 0 || replay.OrderID(parked[0].body) != "ORD-SPENT" {
+				t.Fatalf("parking queue holds %v, want ORD-SPENT first", bodiesOf(parked))
+			}
+			if visible, inFlight := h.depth(h.route.DLQURL); visible+inFlight != 3-tt.parked {
+				t.Fatalf("DLQ holds %d+%d, want %d", visible, inFlight, 3-tt.parked)
+			}
+		})
+	}
+}
+
 // countingLedger counts the ledger calls about messages (the engine makes
 // them concurrently).
 type countingLedger struct {

@@ -85,9 +85,10 @@ type planner struct {
 }
 
 // plan decides every item in receive order: the filter first, then a
-// closed gate (which holds all but the expiry rescue), the policy, the FIFO
-// order of each group, the cap and the canary limit; and builds the
-// messages to send. It returns the moves and replays it reserved.
+// closed gate (which holds all but the parks: the expiry rescue and the
+// replay-exhausted), the policy, the FIFO order of each group, the cap and
+// the canary limit; and builds the messages to send. It returns the moves
+// and replays it reserved.
 func (pl *planner) plan(items []*item) (moves, replays int) {
 	blocked := map[string]bool{}
 	for _, it := range items {
@@ -144,6 +145,7 @@ func (pl *planner) decide(it *item) {
 	it.vis = keep
 	if pl.reset {
 		it.msg.meta.ReplayCount = 0
+		it.msg.meta.Refunds = 0 // the bound of 2 x MaxReplays starts again too
 		it.msg.meta.LastReplayAt = time.Time{}
 		it.msg.meta.ResetAt = pl.now
 	}
@@ -170,14 +172,16 @@ func (pl *planner) decide(it *item) {
 		ExpiresAt:      pl.expiresAt(it.msg),
 		JitterKey:      it.msg.originalID(),
 	}
-	if pl.gated && !pl.policy.Expiring(it.facts, pl.now) {
-		// Nothing is replayed: only what is about to expire needs a
-		// decision; the rest is left for a later run without a call.
+	d := pl.policy.Decide(it.facts, pl.now)
+	if pl.gated && !pl.policy.Expiring(it.facts, pl.now) && d.Reason != ReasonReplayExhausted {
+		// Nothing is replayed: only what is about to expire, or has had
+		// its replays (with any refund above: the park every later run
+		// would make, which a gate does not hold), needs a decision; the
+		// rest is left for a later run without a call.
 		it.outcome = OutcomeDeferred
 		it.vis = hold
 		return
 	}
-	d := pl.policy.Decide(it.facts, pl.now)
 	it.outcome = d.Outcome
 	it.reason = d.Reason
 	if d.Outcome == OutcomeDelayed {

@@ -64,7 +64,11 @@
 //
 // After the system quiesces (no message in the source queue or the DLQ, none
 // in flight) and an operator has brought back what was parked
-// ([Report] and invariants.go):
+// ([Report] and invariants.go). Each wait for quiet is bounded by
+// Config.DrainLimit, and, when the system is still busy then, once more by
+// the time the engine's documented pace allows for what is left (2 x
+// MaxReplays replays a message, a probe of CanaryLimit or a backoff at most
+// BackoffMax apart: see paceBound); busy past that, it is not quiescent:
 //
 //   - every valid order is invoiced exactly once with a deduplicating
 //     service; with a counting one, a second call for an order whose first
@@ -83,10 +87,12 @@
 // runs send the same message (unless the first crashed or failed to delete
 // it); a message is parked as replay-exhausted only after its own replays; a
 // dead letter whose order was already completed with the same payload is
-// not parked. "Its own replays" are those the simulation saw sent in its
-// lineage (since a reset of its count), never the counts its metadata
-// carries: a message a run sends is told by its body and what the run
-// holds, not by its metadata, which a producer may have copied. And two
+// not parked (unless the run failed to write its INTENT record: the
+// removal needs the ledger). "Its own replays" are those the simulation saw
+// sent in its lineage (since a reset of its count), never the counts its
+// metadata carries: a message a run sends is told by its body and what the
+// run holds, and among copies of one body by metadata only when its seal
+// verifies (the engine's: a producer may have copied it). And two
 // promises of the whole (invariants.go):
 //
 //   - bounds: no message is replayed more than 2 x MaxReplays times in its

@@ -30,7 +30,8 @@ func (s *Sim) check(quiet bool) {
 	if !quiet {
 		sv, sf := s.sqs.counts(s.sqs.source)
 		dv, df := s.sqs.counts(s.sqs.dlq)
-		s.violate("not-quiescent", "", fmt.Sprintf("after %s: source %d visible + %d in flight, DLQ %d + %d", fmtOffset(s.clock.Now().Sub(s.start)), sv, sf, dv, df))
+		s.violate("not-quiescent", "", fmt.Sprintf("after %s (%s past the drain limits, the engine's pace for what was left): source %d visible + %d in flight, DLQ %d + %d",
+			fmtOffset(s.clock.Now().Sub(s.start)), s.extended, sv, sf, dv, df))
 	}
 	for _, m := range s.sqs.q.Messages(s.sqs.dlq) {
 		id := aws.ToString(m.MessageId)

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/invoicing"
 	"github.com/homingdlq/homing/internal/order"
@@ -78,7 +80,7 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	defer cancel()
 	inv.cancel = cancel
 	rs := &runState{id: id, inv: inv, crash: crash, overlap: overlap, reset: req.ResetCount, filter: req.Filter,
-		received: map[string]receivedMessage{}, byBody: map[string][]string{}, intended: map[string]bool{}, sent: map[string]bool{}, deleted: map[string]bool{}, deleteFailed: map[string]bool{}}
+		received: map[string]receivedMessage{}, byBody: map[string][]string{}, intended: map[string]bool{}, unintended: map[string]bool{}, sent: map[string]bool{}, deleted: map[string]bool{}, deleteFailed: map[string]bool{}}
 	opts := s.cfg.Replay.Options
 	opts.Now = s.clock.Now
 	opts.Sleep = s.clock.Sleep
@@ -193,9 +195,9 @@ func (q *queue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput,
 	for _, m := range out.Messages {
 		id := aws.ToString(m.MessageId)
 		body := aws.ToString(m.Body)
-		got := receivedMessage{body: body, orig: id}
-		if meta, _, found, err := replay.Read(m.MessageAttributes); err == nil && found && meta.OriginalMessageID != "" {
-			got = receivedMessage{body: body, orig: meta.OriginalMessageID, count: meta.ReplayCount, refunds: meta.Refunds}
+		got := receivedMessage{body: body, orig: id, sentAt: sentAt(m)}
+		if meta, ok := q.s.ours(m.MessageAttributes, body, aws.ToString(in.QueueUrl)); ok {
+			got.orig, got.count, got.refunds, got.meta, got.sealed = meta.OriginalMessageID, meta.ReplayCount, meta.Refunds, meta, true
 		}
 		if _, again := q.run.received[id]; !again {
 			q.run.byBody[body] = append(q.run.byBody[body], id)
@@ -243,8 +245,9 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 	for _, e := range in.Entries {
 		meta, _, _, _ := replay.Read(e.MessageAttributes)
 		body := aws.ToString(e.MessageBody)
+		sealed := q.s.sealed(meta, body, dest)
 		q.run.mu.Lock()
-		dlqID := q.run.source(q.s.leases, body, meta, dest == q.s.sqs.parking, now, taken)
+		dlqID := q.run.source(q.s.leases, body, meta, sealed, dest == q.s.sqs.parking, now, taken)
 		taken[dlqID] = true
 		intended := q.run.intended[dlqID]
 		q.run.mu.Unlock()
@@ -299,6 +302,37 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 		q.crashNow("between the send and the SENT mark")
 	}
 	return out, nil
+}
+
+// ours returns the metadata of a message of body read from the queue at
+// reads when it is the engine's: its seal verifies for the queue it came
+// through (the source queue for a replay, reads for a parked message), as
+// the engine tells its own (replay/seal.go).
+func (s *Sim) ours(attrs map[string]types.MessageAttributeValue, body, reads string) (replay.Metadata, bool) {
+	meta, _, found, err := replay.Read(attrs)
+	if err != nil || !found {
+		return replay.Metadata{}, false
+	}
+	via := s.sqs.source
+	if meta.Reason != "" {
+		via = reads
+	}
+	return meta, s.sealed(meta, body, via)
+}
+
+// sealed reports whether meta carries the engine's seal for a message of
+// body sent to the queue at url.
+func (s *Sim) sealed(meta replay.Metadata, body, url string) bool {
+	return meta.Seal != "" && meta.Sealed(s.sealKey, body, url).Seal == meta.Seal
+}
+
+// sentAt is a message's SentTimestamp; zero when absent.
+func sentAt(m types.Message) time.Time {
+	ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }
 
 // DeleteMessageBatch implements replay.Queue.
@@ -507,7 +541,13 @@ func (s *Sim) parked(run *runState, n int, dlqID, id string, meta replay.Metadat
 		s.stats.FilteredParks++
 		s.violate("filter-ignored", s.subject(dlqID, n), fmt.Sprintf("run %s, filtered to orders %v, parked it (%s)", run.id, ids, meta.Reason))
 	}
-	if p.Hash != "" && s.acked[p.OrderID] == p.Hash {
+	// A removal as already applied needs the run's INTENT record (then its
+	// RESOLVED one): when the INTENT mark of this message failed in this
+	// run, the engine parks it as planned, without the ledger.
+	run.mu.Lock()
+	ledgerFailed := run.unintended[dlqID] && !run.intended[dlqID]
+	run.mu.Unlock()
+	if p.Hash != "" && s.acked[p.OrderID] == p.Hash && !ledgerFailed {
 		s.violate("parked-completed", s.subject(dlqID, n),
 			fmt.Sprintf("parked (%s) although its order was already completed with the same payload", meta.Reason))
 	}

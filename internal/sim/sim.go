@@ -184,10 +184,13 @@ type Sim struct {
 	sqs    *sqsModel
 	store  *store
 	ledger *replay.MemoryLedger
-	leases *leases
-	tax    *Service
-	proc   *batch.Processor
-	pubs   []*Publication
+	// sealKey is the ledger's seal key: the simulation takes the metadata
+	// of a message as the engine's when its seal verifies (see ours).
+	sealKey []byte
+	leases  *leases
+	tax     *Service
+	proc    *batch.Processor
+	pubs    []*Publication
 
 	next         int // the next publication to send
 	actions      []Action
@@ -195,6 +198,7 @@ type Sim struct {
 	notBefore    time.Time // the loop is not quiet before then
 	runs         int
 	invocations  int
+	extended     time.Duration // the time drain added past the drain limits
 	copying      bool
 
 	// book guards the bookkeeping the replay engine's goroutines write
@@ -239,6 +243,9 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s.store = &store{MemoryStore: idempotency.NewMemoryStore(), s: s}
 	s.ledger = replay.NewMemoryLedger(s.clock.Now)
+	if s.sealKey, err = replay.SealKey(context.Background(), s.ledger, Start); err != nil {
+		return nil, err
+	}
 	s.tax = newService(cfg.Service, cfg.Phases, cfg.ServiceFaults, Start, s.clock, s.dice, s.trace)
 	s.tax.duringCall = s.copyDuringCall
 	s.tax.violation = s.violate
@@ -281,7 +288,7 @@ func Run(cfg Config) (*Report, error) {
 // operator bring back what was parked, and checks the invariants.
 func (s *Sim) Run() *Report {
 	limit := s.start.Add(s.cfg.Window + s.cfg.DrainLimit)
-	quiet := s.loop(limit)
+	quiet := s.drain(limit)
 	s.stats.ParkedUnattended = maps.Clone(s.stats.Parked)
 	for round := 0; quiet && round < s.cfg.OperatorRounds && s.sqs.total(s.sqs.parking) > 0; round++ {
 		if round == 0 {
@@ -296,7 +303,7 @@ func (s *Sim) Run() *Report {
 			}
 			if gap := over.Sub(s.clock.Now()); gap > 0 {
 				s.clock.Advance(gap)
-				if quiet = s.loop(s.clock.Now().Add(s.cfg.DrainLimit)); !quiet {
+				if quiet = s.drain(s.clock.Now().Add(s.cfg.DrainLimit)); !quiet {
 					break
 				}
 			}
@@ -310,11 +317,70 @@ func (s *Sim) Run() *Report {
 		// A reset message waits out its first backoff in the parking
 		// queue (hidden); the operator looks again after the longest.
 		s.notBefore = s.clock.Now().Add(s.cfg.Replay.Options.BackoffMax + s.cfg.Replay.Schedule)
-		quiet = s.loop(s.clock.Now().Add(s.cfg.DrainLimit))
+		quiet = s.drain(s.clock.Now().Add(s.cfg.DrainLimit))
 	}
 	s.stats.Simulated = s.clock.Now().Sub(s.start)
 	s.check(quiet)
 	return &Report{Config: s.cfg, Stats: s.stats, Violations: s.violations, Trace: s.trace, Runs: s.runRecords}
+}
+
+// drain runs the loop until the system is quiet or until. A system still
+// busy then gets, once, the time the engine's documented pace allows for
+// what is left (see paceBound): a DrainLimit drawn for the scenario is not
+// the engine's bound, and poison messages held by an open breaker are
+// replayed only in its probes.
+func (s *Sim) drain(until time.Time) bool {
+	if s.loop(until) {
+		return true
+	}
+	more, why := s.paceBound()
+	s.extended += more
+	s.trace.add(s.clock.Now(), "sim", "drain limit", "", fmt.Sprintf("not quiet: %s more for %s", more, why))
+	return s.loop(s.clock.Now().Add(more))
+}
+
+// paceBound is the longest the engine may take, by its documented bounds,
+// to bring the messages left in the source queue and the DLQ to a terminal
+// place, and what it is made of. Each message is replayed at most
+// 2 x MaxReplays times since its publication or its count's reset (refunds
+// included; replays it made count against it), then parked. While the
+// breaker is open, replays go out only in its probes, of CanaryLimit
+// messages each, at most BackoffMax apart (the wait doubles up to it);
+// while it is closed, a message's next replay is due within BackoffMax.
+// So each period of BackoffMax (plus a schedule, for the run that finds it
+// due) replays at least min(CanaryLimit, left) messages, and a message
+// needs its remaining replays one period apart, then a period for its
+// park: at most ceil(left/CanaryLimit) + most + 1 periods, plus the time a
+// replay takes to come back to the DLQ (MaxReceiveCount receives, a
+// visibility timeout apart).
+func (s *Sim) paceBound() (time.Duration, string) {
+	o, q := s.cfg.Replay.Options, s.cfg.Queues
+	maxReplays, backoffMax := o.MaxReplays, o.BackoffMax
+	if maxReplays <= 0 {
+		maxReplays = replay.DefaultMaxReplays
+	}
+	if backoffMax <= 0 {
+		backoffMax = replay.DefaultBackoffMax
+	}
+	probe := o.CanaryLimit
+	if probe <= 0 {
+		probe = replay.DefaultCanaryLimit
+	}
+	msgs, left, most := 0, 0, 0
+	for _, url := range []string{s.sqs.source, s.sqs.dlq} {
+		for _, m := range s.sqs.q.Messages(url) {
+			r := max(0, 2*maxReplays-s.sqs.replaysOf(aws.ToString(m.MessageId)))
+			msgs++
+			left += r
+			most = max(most, r)
+		}
+	}
+	periods := (left+probe-1)/probe + most + 1
+	period := backoffMax + s.cfg.Replay.Schedule
+	back := time.Duration(q.MaxReceiveCount) * q.Visibility
+	d := time.Duration(periods)*period + back + s.cfg.Replay.Schedule
+	return d, fmt.Sprintf("%d messages with at most %d replays left (at most %d for one; probes of %d): %d periods of BackoffMax %s + a schedule, and %s to come back",
+		msgs, left, most, probe, periods, backoffMax, back)
 }
 
 // maxPollsPerStep bounds the consumer invocations in one step of the loop.

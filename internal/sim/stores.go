@@ -110,52 +110,109 @@ type runState struct {
 	received map[string]receivedMessage
 	byBody   map[string][]string
 	intended map[string]bool // DLQ message ids whose INTENT this run marked
-	sent     map[string]bool // DLQ message ids this run sent (replayed or parked)
-	deleted  map[string]bool // DLQ message ids this run deleted
+	// unintended are the DLQ message ids whose INTENT mark by this run
+	// failed (an injected fault, a key over DynamoDB's limits): the engine
+	// then parks without the ledger, and does not remove a dead letter as
+	// already applied (that needs its RESOLVED record).
+	unintended map[string]bool
+	sent       map[string]bool // DLQ message ids this run sent (replayed or parked)
+	deleted    map[string]bool // DLQ message ids this run deleted
 	// deleteFailed are the DLQ message ids whose delete by this run failed
 	// by an injected fault: another run may send them again.
 	deleteFailed map[string]bool
 	replayedPubs []int // the publications this run replayed to the source queue
 }
 
-// receivedMessage is what a run received of one message.
+// receivedMessage is what a run received of one message, as the engine
+// reads it: its metadata when the seal verifies (see Sim.ours), else none
+// (a producer's copy or forgery is not the engine's, whatever it says).
 type receivedMessage struct {
 	body    string
-	orig    string // the original message id its metadata names, or its id
-	count   int    // the replay count its metadata names
-	refunds int    // the refunds its metadata names
+	orig    string          // the original message id its metadata names, or its id
+	count   int             // the replay count its metadata names
+	refunds int             // the refunds its metadata names
+	meta    replay.Metadata // its metadata, when sealed (zero otherwise)
+	sealed  bool            // its metadata is the engine's
+	sentAt  time.Time       // its SentTimestamp; zero when absent
 }
 
-// source returns the message this run received that a send of body, whose
-// metadata names the original message orig, carries: of the messages of
-// that body not taken by another entry of the same call, one whose lease
-// this run holds, else one orig names, else one whose count and refunds
-// the sent ones follow (a replay counts one more, a replay given back one
-// more refund), else one not sent yet by this run. It returns "" when the
-// run received no message of that body. Copies of one message (a send
-// repeated after a crash) can carry the same metadata: which of them a
-// send carries is settled when the run deletes one (see resettle). Callers
-// hold r.mu.
-func (r *runState) source(l *leases, body string, sent replay.Metadata, park bool, now time.Time, taken map[string]bool) string {
+// firstDeadLettered is the FirstDeadLetteredAt the engine writes on a send
+// of the message (its metadata's, else its SentTimestamp); zero when the
+// engine would use its clock (no SentTimestamp).
+func (m receivedMessage) firstDeadLettered() time.Time {
+	if m.sealed && !m.meta.FirstDeadLetteredAt.IsZero() {
+		return m.meta.FirstDeadLetteredAt
+	}
+	return m.sentAt
+}
+
+// derives reports whether sent, sealed metadata the engine wrote on a send
+// (a park when park; in a reset-count run when reset), is what the engine
+// writes for m: the same original id, first dead-lettering and reset; a
+// count one more (a replay) or the same (a park), or one given back with a
+// refund more; a park keeps the last replay time. The engine builds a
+// send's metadata from the message it sends (replay/plan.go, build), so
+// among messages of one body this tells which one a send carries (copies
+// of one send aside, which carry the same).
+func derives(sent replay.Metadata, m receivedMessage, park, reset bool) bool {
+	count, last, resetAt := m.count, m.meta.LastReplayAt, m.meta.ResetAt
+	if reset {
+		count, last, resetAt = 0, time.Time{}, sent.ResetAt
+	}
+	if sent.OriginalMessageID != m.orig || !sent.ResetAt.Equal(resetAt) {
+		return false
+	}
+	if first := m.firstDeadLettered(); !first.IsZero() && !sent.FirstDeadLetteredAt.Equal(first) {
+		return false
+	}
+	if park && !sent.LastReplayAt.Equal(last) {
+		return false
+	}
+	return countFollows(sent, count, m.refunds, park)
+}
+
+// countFollows reports whether the count and refunds of sent follow from
+// count and refunds: a replay counts one more, a park as many; either may
+// give one back with a refund more.
+func countFollows(sent replay.Metadata, count, refunds int, park bool) bool {
+	c, r := sent.ReplayCount, sent.Refunds
+	switch {
+	case park:
+		return (c == count && r == refunds) || (c == count-1 && r == refunds+1)
+	default:
+		return (c == count+1 && r == refunds) || (c == count && r == refunds+1)
+	}
+}
+
+// source returns the message this run received that a send of body, with
+// metadata sent, carries: of the messages of that body not taken by another
+// entry of the same call, one whose metadata sent derives from (when the
+// engine sealed sent: see derives), else one whose lease this run holds,
+// else one sent's original id names, else one whose count and refunds the
+// sent ones follow, else one not sent yet by this run. It returns "" when
+// the run received no message of that body. The metadata of a message is
+// evidence only when its seal verifies: a producer may have copied it.
+// Copies of one message (a send repeated after a crash) carry the same
+// metadata: which of them a send carries is settled when the run deletes
+// one (see resettle). Callers hold r.mu.
+func (r *runState) source(l *leases, body string, sent replay.Metadata, sealed, park bool, now time.Time, taken map[string]bool) string {
 	best, score := "", -1
 	for _, id := range r.byBody[body] {
 		n := 0
 		if !taken[id] {
+			n += 128
+		}
+		got := r.received[id]
+		if sealed && derives(sent, got, park, r.reset) {
 			n += 64
 		}
 		if h, ok := l.get(id); ok && h.run == r.id && now.Before(h.until) {
 			n += 32
 		}
-		got := r.received[id]
 		if id == sent.OriginalMessageID || got.orig == sent.OriginalMessageID {
 			n += 16
 		}
-		count, refunds := sent.ReplayCount, sent.Refunds
-		switch {
-		case park && count == got.count && refunds == got.refunds,
-			park && count == got.count-1 && refunds == got.refunds+1,
-			!park && count == got.count+1 && refunds == got.refunds,
-			!park && count == got.count && refunds == got.refunds+1:
+		if countFollows(sent, got.count, got.refunds, park) {
 			n += 8
 		}
 		if !r.sent[id] {
@@ -221,10 +278,16 @@ func checkKeys(pk, sk string) error {
 
 // Mark implements replay.Ledger.
 func (l *ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	if err := l.fault(ctx, "mark", r.OrderKey+"/"+r.MessageID+"/"+string(r.State), true); err != nil {
-		return replay.MessageRecord{}, false, err
+	err := l.fault(ctx, "mark", r.OrderKey+"/"+r.MessageID+"/"+string(r.State), true)
+	if err == nil {
+		err = checkKeys(r.OrderKey, r.MessageID)
 	}
-	if err := checkKeys(r.OrderKey, r.MessageID); err != nil {
+	if err != nil {
+		if r.State == replay.Intent && r.RunID == l.run.id {
+			l.run.mu.Lock()
+			l.run.unintended[r.MessageID] = true
+			l.run.mu.Unlock()
+		}
 		return replay.MessageRecord{}, false, err
 	}
 	cur, ok, err := l.Ledger.Mark(ctx, r)
