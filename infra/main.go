@@ -1,8 +1,11 @@
-// Command infra is the CDK app of homing: one stack, "Homing", holding one
+// Command infra is the CDK app of homing: the stack "Homing", holding one
 // dead-letter lane (see package deadletter), in the profile named by the CDK
 // context key "profile" (cdk synth -c profile=local) or else the environment
-// variable HOMING_PROFILE, default "aws". cdk-nag's AwsSolutions checks run on
-// every synthesis; an error-level finding fails it.
+// variable HOMING_PROFILE, default "aws"; and, when the context key
+// pipelineRepository names a GitHub repository, the stack "HomingPipeline"
+// with the deploy workflow's OIDC provider and roles (pipeline.go).
+// cdk-nag's AwsSolutions checks run on every synthesis; an error-level
+// finding fails it.
 //
 // Run it through the CDK CLI (cdk.json) or directly: `go run .` writes the
 // cloud assembly to $CDK_OUTDIR.
@@ -117,10 +120,12 @@ func selectProfile(context any, env string) string {
 	return ProfileAWS
 }
 
-// newApp adds the Homing stack of the profile to app, in the environment the
-// CDK CLI resolved (if any), with the AwsSolutions checks as an aspect.
-// Invalid props (deadletter.ErrInvalidProps, or ErrInvalidStackProps such
-// as an http:// tax service on the aws profile) are an error, not a panic.
+// newApp adds the Homing stack of the profile to app (see ProfileProps for
+// its environment), and the pipeline stack HomingPipeline when the context
+// names a repository (PipelineContext), with the AwsSolutions checks as an
+// aspect. Invalid props (deadletter.ErrInvalidProps, or
+// ErrInvalidStackProps such as an http:// tax service on the aws profile)
+// and an invalid pipeline context are an error, not a panic.
 func newApp(app awscdk.App, profile string, getenv func(string) string) (stack awscdk.Stack, err error) {
 	props, err := ProfileProps(profile, getenv)
 	if err != nil {
@@ -135,16 +140,14 @@ func newApp(app awscdk.App, profile string, getenv func(string) string) (stack a
 			stack, err = nil, fmt.Errorf("%s profile: %w", profile, invalid)
 		}
 	}()
-	if account, region := getenv("CDK_DEFAULT_ACCOUNT"), getenv("CDK_DEFAULT_REGION"); account != "" || region != "" {
-		props.Env = &awscdk.Environment{}
-		if account != "" {
-			props.Env.Account = jsii.String(account)
-		}
-		if region != "" {
-			props.Env.Region = jsii.String(region)
-		}
-	}
 	stack = NewHomingStack(app, StackName, props)
+	pipeline, err := PipelineContext(app.Node().TryGetContext)
+	if err != nil {
+		return nil, err
+	}
+	if pipeline != nil {
+		NewPipelineStack(app, PipelineStackName, pipeline)
+	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	return stack, nil
 }

@@ -34,9 +34,11 @@ const (
 // (props.ConsumerCodeDir, by default CodeDir/payments), told the table in
 // ENTRIES_TABLE and granted exactly the calls package ledger makes on it.
 func newPaymentsLane(stack constructs.Construct, props deadletter.LaneProps) deadletter.Lane {
+	// The lane's defaults (deadletter.LaneProps.RemovalPolicy and
+	// DeletionProtection) for its table too.
 	removal := props.RemovalPolicy
 	if removal == "" {
-		removal = awscdk.RemovalPolicy_RETAIN
+		removal = awscdk.RemovalPolicy_RETAIN_ON_UPDATE_OR_DELETE
 	}
 	entries := awsdynamodb.NewTable(stack, jsii.String("PaymentsEntries"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
@@ -47,7 +49,7 @@ func newPaymentsLane(stack constructs.Construct, props deadletter.LaneProps) dea
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
 		RemovalPolicy:      removal,
-		DeletionProtection: jsii.Bool(removal != awscdk.RemovalPolicy_DESTROY),
+		DeletionProtection: jsii.Bool(removal == awscdk.RemovalPolicy_RETAIN),
 	})
 	props.Fifo = jsii.Bool(true)
 	if props.ConsumerCodeDir == nil {

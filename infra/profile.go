@@ -17,13 +17,20 @@ import (
 const (
 	// ProfileAWS is the production-grade profile: 10 receives, 30 s consumer
 	// timeout, replay every 15 minutes with backoff 5m..4h and a 10 minute
-	// timeout, arm64, data retained when the stack is deleted.
+	// timeout, arm64, data retained when the stack is deleted or an update
+	// removes it but not by the rollback of a failed first deploy, the
+	// tables' deletion protection a deploy parameter. It is environment
+	// agnostic: no account or region is fixed at synthesis, so one cloud
+	// assembly deploys to environments in different regions (each deploy
+	// takes the account and region of its credentials).
 	ProfileAWS = "aws"
 	// ProfileLocal is the emulator profile: fast failure (3 receives, 3 s
 	// timeout, 18 s visibility), replay every minute with backoff in seconds,
 	// the host's architecture (the emulator runs bootstraps as local
 	// processes), everything destroyed with the stack; and the example
-	// lane of examples/ (FIFO, payments) beside the order lane.
+	// lane of examples/ (FIFO, payments) beside the order lane. Its stack
+	// is in the environment CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION name
+	// (the Makefile's CDK_LOCAL_ENV: the emulator's account and region).
 	ProfileLocal = "local"
 )
 
@@ -40,6 +47,13 @@ const DefaultLocalTaxServiceURL = "http://127.0.0.1:4580"
 //	                 TaxServiceUrl deploy parameter (https:// too)
 //	HOMING_CODE_DIR  the directory of the bin/<function>/bootstrap builds
 //	                 (default deadletter.DefaultCodeDir, ../bin from infra/)
+//
+// and, for the local profile only, CDK_DEFAULT_ACCOUNT and
+// CDK_DEFAULT_REGION (the CDK CLI sets them), the stack's environment.
+// The aws profile ignores them: the CLI sets CDK_DEFAULT_REGION=us-east-1
+// even where no AWS configuration exists (the deploy workflow's build
+// job), and a region fixed at synthesis would follow the assembly into
+// every environment it is deployed to.
 func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps, error) {
 	taxURL := getenv(settings.TaxServiceURL.Env)
 	var codeDir *string
@@ -54,6 +68,7 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 			p.TaxServiceURL = jsii.String(taxURL)
 		}
 		p.StackProps.Description = jsii.String("homing: dead-letter lane for order processing (profile aws)")
+		p.TableDeletionProtectionParameter = jsii.Bool(true)
 		return p, nil
 	case ProfileLocal:
 		if taxURL == "" {
@@ -61,6 +76,15 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		}
 		p := &HomingStackProps{}
 		p.StackProps.Description = jsii.String("homing: dead-letter lane for order processing (profile local, emulator)")
+		if account, region := getenv("CDK_DEFAULT_ACCOUNT"), getenv("CDK_DEFAULT_REGION"); account != "" || region != "" {
+			p.StackProps.Env = &awscdk.Environment{}
+			if account != "" {
+				p.StackProps.Env.Account = jsii.String(account)
+			}
+			if region != "" {
+				p.StackProps.Env.Region = jsii.String(region)
+			}
+		}
 		p.TaxServiceURL = jsii.String(taxURL)
 		// The tax stand-in listens on 127.0.0.1 without TLS.
 		p.AllowPlainHTTP = jsii.Bool(true)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -43,6 +44,15 @@ type HomingStackProps struct {
 	// consumer settings.ConsumerName.Default ("invoice", the function's own
 	// default) unless Orders.ConsumerName is set.
 	Orders deadletter.LaneProps
+	// TableDeletionProtectionParameter declares the deploy parameter
+	// TableDeletionProtection ("true" or "false", default "false") that
+	// sets the deletion protection of the order lane's tables, in place of
+	// Orders.DeletionProtection. A rollback cannot delete a protected table,
+	// so a first deploy that fails with protection on cannot be rolled back
+	// and retried: deploy an environment first without it, then set it to
+	// true (the deploy workflow passes the environment's variable
+	// TABLE_DELETION_PROTECTION). The aws profile sets it. Default false.
+	TableDeletionProtectionParameter *bool
 	// Payments, when set, adds the example lane (examples/: payments
 	// captured -> ledger entries, FIFO) beside the order lane; see
 	// newPaymentsLane. Default nil: no example lane (the local profile sets
@@ -81,7 +91,10 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 	if orders.ConsumerName == nil {
 		orders.ConsumerName = jsii.String(settings.ConsumerName.Default)
 	}
-	deadletter.NewLane(stack, OrdersLaneID, &orders)
+	lane := deadletter.NewLane(stack, OrdersLaneID, &orders)
+	if p := props.TableDeletionProtectionParameter; p != nil && *p {
+		protectTablesByParameter(stack, lane)
+	}
 	if props.Payments != nil {
 		newPaymentsLane(stack, *props.Payments)
 	}
@@ -115,4 +128,28 @@ func taxURLPattern(allowPlainHTTP *bool) string {
 		return `^https?://\S+$`
 	}
 	return `^https://\S+$`
+}
+
+// TableDeletionProtectionParameterName is the deploy parameter of
+// HomingStackProps.TableDeletionProtectionParameter.
+const TableDeletionProtectionParameterName = "TableDeletionProtection"
+
+// protectTablesByParameter declares the TableDeletionProtection parameter
+// and makes it the deletion protection of lane's tables (true or false by a
+// condition, so the template holds booleans only).
+func protectTablesByParameter(stack awscdk.Stack, lane deadletter.Lane) {
+	param := awscdk.NewCfnParameter(stack, jsii.String(TableDeletionProtectionParameterName), &awscdk.CfnParameterProps{
+		Type:          jsii.String("String"),
+		AllowedValues: jsii.Strings("true", "false"),
+		Default:       jsii.String("false"),
+		Description: jsii.String("Deletion protection of the lane's tables. Leave it false for an environment's first deploy " +
+			"(its rollback must be able to delete them), then set it to true."),
+	})
+	on := awscdk.NewCfnCondition(stack, jsii.String("TableDeletionProtectionOn"), &awscdk.CfnConditionProps{
+		Expression: awscdk.Fn_ConditionEquals(param.ValueAsString(), jsii.String("true")),
+	})
+	for _, table := range []awsdynamodb.Table{lane.IdempotencyTable(), lane.LedgerTable()} {
+		cfn := table.Node().DefaultChild().(awsdynamodb.CfnTable)
+		cfn.SetDeletionProtectionEnabled(awscdk.Fn_ConditionIf(on.LogicalId(), jsii.Bool(true), jsii.Bool(false)))
+	}
 }

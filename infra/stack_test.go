@@ -174,7 +174,7 @@ func TestProfiles(t *testing.T) {
 		timeout         float64
 		arch            string
 		deletion        string
-		protected       bool // the tables' deletion protection
+		protected       any // the tables' deletion protection
 		logDays         float64
 		taxURL          any
 		extraEnv        obj
@@ -182,7 +182,9 @@ func TestProfiles(t *testing.T) {
 		replayTimeout   float64
 		replayTuning    obj // exactly the replay tuning variables
 	}{
-		{ProfileAWS, 10, 180, 30, "arm64", "Retain", true, 30, obj{"Ref": "TaxServiceUrl"}, nil,
+		// The tables' deletion protection on AWS is the deploy parameter
+		// TableDeletionProtection's, by a condition.
+		{ProfileAWS, 10, 180, 30, "arm64", "RetainExceptOnCreate", obj{"Fn::If": arr{"TableDeletionProtectionOn", true, false}}, 30, obj{"Ref": "TaxServiceUrl"}, nil,
 			"rate(15 minutes)", 600, obj{}},
 		{ProfileLocal, 3, 18, 3, hostArch, "Delete", false, 1, DefaultLocalTaxServiceURL, obj{"TAX_BUDGET": "1s", "DEADLINE_MARGIN": "1s"},
 			"rate(1 minute)", 30, obj{"MAX_REPLAYS": "3", "BACKOFF_BASE": "2s", "BACKOFF_MAX": "10s", "EXPIRY_RESCUE_WINDOW": "24h", "DEADLINE_MARGIN": "3s", "RATE": "50", "MAX_PER_RUN": "1000"}},
@@ -257,8 +259,8 @@ func TestProfiles(t *testing.T) {
 				if r["Type"] != "AWS::DynamoDB::Table" {
 					continue
 				}
-				if got := r["Properties"].(map[string]any)["DeletionProtectionEnabled"]; got != tc.protected {
-					t.Errorf("%s: DeletionProtectionEnabled %v, want %v", lid, got, tc.protected)
+				if got := r["Properties"].(map[string]any)["DeletionProtectionEnabled"]; mustJSON(got) != mustJSON(tc.protected) {
+					t.Errorf("%s: DeletionProtectionEnabled %s, want %s", lid, mustJSON(got), mustJSON(tc.protected))
 				}
 			}
 			param, hasParam := s.params["TaxServiceUrl"]
@@ -268,6 +270,18 @@ func TestProfiles(t *testing.T) {
 			if hasParam {
 				if got := param.(map[string]any)["AllowedPattern"]; got != `^https://\S+$` {
 					t.Errorf("TaxServiceUrl AllowedPattern %v, want https:// only", got)
+				}
+			}
+			// Off unless the deploy says so: an environment's first deploy
+			// must be able to roll back its tables.
+			protection, hasProtection := s.params[TableDeletionProtectionParameterName]
+			if wantParam := tc.profile == ProfileAWS; hasProtection != wantParam {
+				t.Errorf("%s parameter present: %v, want %v", TableDeletionProtectionParameterName, hasProtection, wantParam)
+			}
+			if hasProtection {
+				p := protection.(map[string]any)
+				if p["Default"] != "false" || mustJSON(p["AllowedValues"]) != `["true","false"]` {
+					t.Errorf("%s parameter %s, want true or false, default false", TableDeletionProtectionParameterName, mustJSON(p))
 				}
 			}
 			if got := *s.stack.StackName(); got != "Homing" {
@@ -438,13 +452,24 @@ func TestSelectProfile(t *testing.T) {
 	}
 }
 
+// TestEnvironmentFromCLI: the local stack is in the environment the CDK CLI
+// resolved (the emulator's); the aws one in none, whatever the CLI says, so
+// that one assembly deploys to every region.
 func TestEnvironmentFromCLI(t *testing.T) {
-	stack, err := newApp(newTestApp(), ProfileLocal, testEnv(env{"CDK_DEFAULT_ACCOUNT": "000000000000", "CDK_DEFAULT_REGION": "us-east-1"}).get)
+	cli := env{"CDK_DEFAULT_ACCOUNT": "000000000000", "CDK_DEFAULT_REGION": "us-east-1"}
+	stack, err := newApp(newTestApp(), ProfileLocal, testEnv(cli).get)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if *stack.Account() != "000000000000" || *stack.Region() != "us-east-1" {
-		t.Errorf("stack env %s/%s", *stack.Account(), *stack.Region())
+		t.Errorf("local stack env %s/%s", *stack.Account(), *stack.Region())
+	}
+	stack, err = newApp(newTestApp(), ProfileAWS, testEnv(cli).get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !*awscdk.Token_IsUnresolved(stack.Account()) || !*awscdk.Token_IsUnresolved(stack.Region()) {
+		t.Errorf("aws stack env %s/%s, want the deploy's (tokens)", *stack.Account(), *stack.Region())
 	}
 }
 

@@ -10,6 +10,10 @@
 #                              the same for moto's server (scripts/requirements-moto.txt, in
 #                              its own virtualenv: its pins differ from ministack's) on
 #                              127.0.0.1:$MOTO_PORT, the contract suites' second emulator
+#   scripts/emulator.sh cfn-lint-install
+#                              install cfn-lint (scripts/requirements-cfnlint.txt) into the
+#                              emulator's virtualenv, its shared pins held to ministack's
+#                              (scripts/cfnlint.sh runs it)
 #
 # State, logs and PIDs live under .local/ so nothing leaks outside the checkout.
 set -euo pipefail
@@ -43,16 +47,19 @@ urllib.request.urlopen(sys.argv[1], timeout=2).read()
 PY
 }
 
-# install_into VENV REQUIREMENTS PROGRAM: install REQUIREMENTS into VENV
-# unless PROGRAM is there from the same requirements.
+# install_into VENV REQUIREMENTS PROGRAM [CONSTRAINTS]: install REQUIREMENTS
+# into VENV (held to CONSTRAINTS, the pins of what else shares VENV) unless
+# PROGRAM is there from the same requirements. Each requirements file has
+# its own stamp, so two of them can share a virtualenv.
 install_into() {
-  local venv=$1 requirements=$2 program=$3 stamp="$1/.requirements"
+  local venv=$1 requirements=$2 program=$3 constraints=${4:-} stamp
+  stamp="$venv/.$(basename "$requirements")"
   if [[ -x $venv/bin/$program ]] && cmp -s "$requirements" "$stamp"; then
     return
   fi
   echo "emulator: installing $program into $venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" ${constraints:+-c "$constraints"}
   cp "$requirements" "$stamp"
 }
 
@@ -201,5 +208,6 @@ case "${1:-}" in
   down) down ;;
   moto-up) moto_up ;;
   moto-down) stop moto "$moto_pidfile" ;;
-  *) echo "usage: $0 up|down|moto-up|moto-down" >&2; exit 2 ;;
+  cfn-lint-install) install_into "$venv" "$root/scripts/requirements-cfnlint.txt" cfn-lint "$requirements" ;;
+  *) echo "usage: $0 up|down|moto-up|moto-down|cfn-lint-install" >&2; exit 2 ;;
 esac

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -18,26 +19,33 @@ import (
 	"github.com/homingdlq/homing/settings"
 )
 
-// Defaults and bounds of the metrics and early-paging props of [LaneProps].
+// Defaults of the metrics and early-paging props of [LaneProps], and the
+// promise they keep.
 const (
 	// DefaultConsumerFailureRatePercent: the ConsumerFailures alarm fires when
 	// more than this percentage of the records of a period failed.
 	DefaultConsumerFailureRatePercent = 10
-	// DefaultSourceAgeThresholdSeconds: the SourceAge alarm fires when the
-	// source queue's oldest message is older than this. A healthy lane
-	// consumes within seconds; a failed record is hidden for the visibility
-	// timeout (180 s on AWS), so an outage ages the queue past this quickly.
-	DefaultSourceAgeThresholdSeconds = 120
-	// EarlyAlarmEvaluationPeriods and EarlyAlarmDatapoints: the ConsumerFailures
-	// and SourceAge alarms fire when 2 of the last 3 periods breach (one
-	// period alone, a blip, does not page).
-	EarlyAlarmEvaluationPeriods = 3
-	EarlyAlarmDatapoints        = 2
-	// PageWithinSeconds is the promise of the early alarms on the default
-	// props: a downstream outage pages within 5 minutes, however slowly the
-	// DLQ fills (maxReceiveCount x visibility, 30 minutes on AWS). The
-	// template tests check the arithmetic (see [Alarms]).
+	// SourceAgeMarginSeconds: the SourceAge alarm's default threshold is the
+	// source queue's visibility timeout plus the consumer timeout plus this
+	// margin (180 + 30 + 60 = 270 s on the defaults). A message that
+	// failed once is hidden for the visibility timeout, then redelivered
+	// and, if it succeeds, deleted within the consumer timeout: only a
+	// message older than that has failed more than once or was never
+	// consumed.
+	SourceAgeMarginSeconds = 60
+	// PageWithinSeconds is the promise of the alarms on the default props:
+	// a downstream outage pages within 5 minutes, with sparse traffic (a
+	// lone order) and heavy traffic alike, however slowly the DLQ fills
+	// (maxReceiveCount x visibility, 30 minutes on AWS). ConsumerFailures
+	// keeps it; the template tests compute the worst time to page from the
+	// alarms' own properties and AWS's documented metric delays
+	// (docs/OPERATIONS.md, "Alarm by alarm").
 	PageWithinSeconds = 300
+	// ReportPeriodIntervals: the alarms on the replay's run report
+	// (DeadLetterAge, RescueWindow, ReplayHeartbeat) evaluate one period of
+	// this many schedule intervals (ReplayProps.Interval), so that one run
+	// that comes late or not at all changes nothing and two do.
+	ReportPeriodIntervals = 2
 )
 
 // The consumer's EMF metric and dimension names, as internal/metrics writes
@@ -53,6 +61,11 @@ const (
 	DimensionLane               = "Lane"
 	DimensionReason             = "Reason"
 	DimensionRoute              = "Route"
+	// The replay's report of each run, per route (replay.WriteLaneEMF).
+	MetricOldestDeadLetterAge = "OldestDeadLetterAgeSeconds"
+	MetricSecondsToExpiry     = "SecondsToExpiry"
+	MetricInRescueWindow      = "InRescueWindow"
+	MetricRunCompleted        = "RunCompleted"
 )
 
 // alarmsResolved are the metrics and early-paging props with their defaults.
@@ -72,7 +85,7 @@ func (p *LaneProps) resolveAlarms() alarmsResolved {
 		namespace:     settings.MetricsNamespace.Default,
 		failureRate:   number(p.ConsumerFailureRateThreshold, DefaultConsumerFailureRatePercent),
 		failedRecords: number(p.ConsumerFailedRecordsThreshold, 0),
-		sourceAge:     seconds(p.SourceAgeThreshold, DefaultSourceAgeThresholdSeconds),
+		sourceAge:     seconds(p.SourceAgeThreshold, 0), // default: defaultSourceAge, set by resolve
 		metricMath:    p.MetricMath == nil || *p.MetricMath,
 		actions:       p.AlarmActions,
 	}
@@ -118,6 +131,17 @@ func (a alarmsResolved) validate() []error {
 	return errs
 }
 
+// defaultSourceAge is the SourceAge threshold when the props set none: the
+// source queue's visibility timeout (VisibilityFactor x the consumer
+// timeout when an adopted queue's is a token) plus the consumer timeout
+// plus SourceAgeMarginSeconds.
+func defaultSourceAge(visibility, timeout float64) float64 {
+	if math.IsNaN(visibility) {
+		visibility = VisibilityFactor * timeout
+	}
+	return visibility + timeout + SourceAgeMarginSeconds
+}
+
 // serviceName is the lane's POWERTOOLS_SERVICE_NAME, the Lane dimension of
 // both functions' metrics: the prop, or the lane's construct path (unique
 // in the app, so two lanes never merge).
@@ -154,8 +178,16 @@ func (l *lane) consumerMetric(name, label, statistic string) awscloudwatch.Metri
 }
 
 // replayMetric is one of the replay function's EMF metrics of this lane's
-// route.
-func (l *lane) replayMetric(name string) awscloudwatch.Metric {
+// route, labelled for the dashboard.
+func (l *lane) replayMetric(name, statistic string) awscloudwatch.Metric {
+	m := l.replayAlarmMetric(name, statistic)
+	return m.With(&awscloudwatch.MetricOptions{Label: jsii.String(name), Period: seconds2duration(l.props.alarmPeriod)})
+}
+
+// replayAlarmMetric is one of the replay's EMF metrics of this lane's route
+// over the report period (ReportPeriodIntervals schedule intervals),
+// without a label (see consumerMetric).
+func (l *lane) replayAlarmMetric(name, statistic string) awscloudwatch.Metric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace:  jsii.String(l.props.alarms.namespace),
 		MetricName: jsii.String(name),
@@ -163,11 +195,14 @@ func (l *lane) replayMetric(name string) awscloudwatch.Metric {
 			DimensionLane:  jsii.String(l.serviceName()),
 			DimensionRoute: jsii.String(l.props.replay.routeName),
 		},
-		Statistic: jsii.String("Sum"),
-		Period:    seconds2duration(l.props.alarmPeriod),
-		Label:     jsii.String(name),
+		Statistic: jsii.String(statistic),
+		Period:    seconds2duration(l.reportPeriod()),
 	})
 }
+
+// reportPeriod is the period of the alarms on the replay's report, in
+// seconds.
+func (l *lane) reportPeriod() float64 { return ReportPeriodIntervals * l.props.replay.interval }
 
 // consumerFailureRate is the percentage of the consumer's records that
 // failed per period (metric math).
@@ -183,23 +218,35 @@ func (l *lane) consumerFailureRate(label string) awscloudwatch.MathExpression {
 	})
 }
 
-// Alarms are the lane's CloudWatch alarms. They treat missing data as not
-// breaching (an empty queue sends no data points on some emulators and
-// after idle periods) and notify the lane's alarm topic, and the props'
-// AlarmActions, of both ALARM and OK.
+// Alarms are the lane's CloudWatch alarms. Each fires on one breaching
+// period and notifies the lane's alarm topic, and the props' AlarmActions,
+// of both ALARM and OK. No alarm uses metric math but ConsumerFailures
+// with MetricMath (the default; emulators reject it). Missing data is not
+// breaching, except where a field says otherwise.
 //
-// ConsumerFailures and SourceAge page early: they fire when
-// EarlyAlarmDatapoints of EarlyAlarmEvaluationPeriods periods breach, so
-// with the default 1-minute period a downstream outage pages within
-// PageWithinSeconds (threshold age plus 2 periods for SourceAge; 2 periods
-// of failed records for ConsumerFailures), not after maxReceiveCount x
-// visibility as DeadLetterDepth does. The others fire on a single breaching
-// period.
+// A downstream outage pages within PageWithinSeconds on the default
+// props: ConsumerFailures fires on the first minute in which more than
+// ConsumerFailureRateThreshold percent of the records failed, which for a
+// lone order is its first failure. Waiting for a second failure would
+// tell a transient failure from an outage, but SQS redelivers a failed
+// record only after the visibility timeout (180 s on AWS), too late for
+// the promise. SourceAge is the backstop for a consumer that does not
+// consume at all; DeadLetterDepth sees an outage only after
+// maxReceiveCount x visibility.
+//
+// The DLQ's own ApproximateAgeOfOldestMessage cannot guard its expiry: it
+// counts from the move to the DLQ, not from the original send, and leaves
+// out messages received three times or more, as the replay receives every
+// dead letter on every run. So DeadLetterAge, RescueWindow and
+// ReplayHeartbeat watch the replay's report of each run (its EMF metrics
+// per route, over periods of ReportPeriodIntervals schedule intervals).
 type Alarms struct {
 	// DeadLetterDepth: the DLQ holds at least one visible message.
 	DeadLetterDepth awscloudwatch.Alarm
-	// DeadLetterAge: the oldest DLQ message is older than
+	// DeadLetterAge: the oldest dead letter a replay run examined (its
+	// OldestDeadLetterAgeSeconds, from its SentTimestamp) is older than
 	// DeadLetterAgeAlarmRatio of the DLQ retention, so it expires soon.
+	// It replaces the alarm on the DLQ's ApproximateAgeOfOldestMessage.
 	DeadLetterAge awscloudwatch.Alarm
 	// InvalidDepth: the invalid queue holds at least one visible message.
 	InvalidDepth awscloudwatch.Alarm
@@ -217,20 +264,31 @@ type Alarms struct {
 	// ConsumerFailures: the consumer reported records back to SQS as
 	// failures (the EMF metrics RecordsFailed over RecordsProcessed): more
 	// than ConsumerFailureRateThreshold percent of them, or with MetricMath
-	// false more than ConsumerFailedRecordsThreshold records, in
-	// EarlyAlarmDatapoints of EarlyAlarmEvaluationPeriods periods.
+	// false more than ConsumerFailedRecordsThreshold records, in one
+	// period. Missing data (no records) keeps its state: a lone order that
+	// fails on every delivery does not flap between ALARM and OK, and only
+	// records that succeed bring it back to OK.
 	ConsumerFailures awscloudwatch.Alarm
 	// SourceAge: the source queue's oldest message is older than
-	// SourceAgeThreshold in EarlyAlarmDatapoints of
-	// EarlyAlarmEvaluationPeriods periods: the consumer is not keeping up,
-	// or its records keep failing.
+	// SourceAgeThreshold: the consumer does not consume or keep up, or its
+	// records keep failing.
 	SourceAge awscloudwatch.Alarm
+	// RescueWindow: a replay run examined dead letters inside the expiry
+	// rescue window (its InRescueWindow > 0): they expire within
+	// ReplayProps.ExpiryRescueWindow unless they are replayed, and the
+	// replay parks those it cannot replay only while it runs.
+	RescueWindow awscloudwatch.Alarm
+	// ReplayHeartbeat: no replay run of the lane's route completed in
+	// ReportPeriodIntervals schedule intervals (its RunCompleted, missing
+	// data breaching): the schedule is disabled, or every run fails before
+	// it reports. Nothing rescues expiring dead letters meanwhile.
+	ReplayHeartbeat awscloudwatch.Alarm
 }
 
 // All returns the alarms in a fixed order.
 func (a Alarms) All() []awscloudwatch.Alarm {
 	return []awscloudwatch.Alarm{a.DeadLetterDepth, a.DeadLetterAge, a.InvalidDepth, a.ParkingDepth, a.ConsumerErrors, a.ConsumerThrottles, a.ReplayErrors,
-		a.ConsumerFailures, a.SourceAge}
+		a.ConsumerFailures, a.SourceAge, a.RescueWindow, a.ReplayHeartbeat}
 }
 
 func (l *lane) metricOptions(statistic string) *awscloudwatch.MetricOptions {
@@ -240,26 +298,41 @@ func (l *lane) metricOptions(statistic string) *awscloudwatch.MetricOptions {
 	}
 }
 
-// alarm raises when metric is greater than threshold for one period.
+// alarmSpec is one alarm of the lane: it fires when one period of its
+// metric breaches the threshold.
+type alarmSpec struct {
+	id, description string
+	metric          awscloudwatch.IMetric
+	threshold       float64
+	// below: the metric breaches under the threshold, not above it.
+	below bool
+	// missing is how the alarm treats missing data; default notBreaching.
+	missing awscloudwatch.TreatMissingData
+}
+
+// alarm raises when metric is greater than threshold for one period,
+// missing data not breaching.
 func (l *lane) alarm(id, description string, metric awscloudwatch.IMetric, threshold float64) awscloudwatch.Alarm {
-	return l.alarmOf(id, description, metric, threshold, 1, 1)
+	return l.alarmOf(alarmSpec{id: id, description: description, metric: metric, threshold: threshold})
 }
 
-// earlyAlarm raises when metric is greater than threshold in
-// EarlyAlarmDatapoints of EarlyAlarmEvaluationPeriods periods.
-func (l *lane) earlyAlarm(id, description string, metric awscloudwatch.IMetric, threshold float64) awscloudwatch.Alarm {
-	return l.alarmOf(id, description, metric, threshold, EarlyAlarmEvaluationPeriods, EarlyAlarmDatapoints)
-}
-
-func (l *lane) alarmOf(id, description string, metric awscloudwatch.IMetric, threshold, periods, datapoints float64) awscloudwatch.Alarm {
-	a := awscloudwatch.NewAlarm(l.scope(), jsii.String(id), &awscloudwatch.AlarmProps{
-		AlarmDescription:   jsii.String(description),
-		Metric:             metric,
-		Threshold:          jsii.Number(threshold),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		EvaluationPeriods:  jsii.Number(periods),
-		DatapointsToAlarm:  jsii.Number(datapoints),
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+func (l *lane) alarmOf(spec alarmSpec) awscloudwatch.Alarm {
+	comparison := awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD
+	if spec.below {
+		comparison = awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD
+	}
+	missing := spec.missing
+	if missing == "" {
+		missing = awscloudwatch.TreatMissingData_NOT_BREACHING
+	}
+	a := awscloudwatch.NewAlarm(l.scope(), jsii.String(spec.id), &awscloudwatch.AlarmProps{
+		AlarmDescription:   jsii.String(spec.description),
+		Metric:             spec.metric,
+		Threshold:          jsii.Number(spec.threshold),
+		ComparisonOperator: comparison,
+		EvaluationPeriods:  jsii.Number(1),
+		DatapointsToAlarm:  jsii.Number(1),
+		TreatMissingData:   missing,
 	})
 	actions := append([]awscloudwatch.IAlarmAction{awscloudwatchactions.NewSnsAction(l.topic)}, l.props.alarms.actions...)
 	a.AddAlarmAction(actions...)
@@ -321,14 +394,17 @@ func (l *lane) addAlarms() {
 	maximum := l.metricOptions("Maximum")
 	sum := l.metricOptions("Sum")
 	ageThreshold := DeadLetterAgeAlarmRatio * r.deadLetterRetention
+	report := human(l.reportPeriod())
+	rescueWindow := r.replay.setting("ExpiryRescueWindow", settings.ExpiryRescueWindow.Default.Seconds())
 	l.alarms = Alarms{
 		DeadLetterDepth: l.alarm("DeadLetterDepthAlarm",
 			"Messages reached the DLQ after exhausting their receives on the source queue; the scheduled replay returns them when the cause is gone.",
 			l.deadLetter.MetricApproximateNumberOfMessagesVisible(maximum), 0),
 		DeadLetterAge: l.alarm("DeadLetterAgeAlarm",
-			fmt.Sprintf("The oldest DLQ message is older than %.0f%% of the DLQ retention (%s of %s): it expires unseen unless it is replayed or parked.",
-				DeadLetterAgeAlarmRatio*100, human(ageThreshold), human(r.deadLetterRetention)),
-			l.deadLetter.MetricApproximateAgeOfOldestMessage(maximum), ageThreshold),
+			fmt.Sprintf("The oldest dead letter the replay examined is older than %.0f%% of the DLQ retention (%s of %s; the replay's %s, from its SentTimestamp): "+
+				"it expires unseen unless it is replayed or parked.",
+				DeadLetterAgeAlarmRatio*100, human(ageThreshold), human(r.deadLetterRetention), MetricOldestDeadLetterAge),
+			l.replayAlarmMetric(MetricOldestDeadLetterAge, "Maximum"), ageThreshold),
 		InvalidDepth: l.alarm("InvalidDepthAlarm",
 			"The consumer rejected messages as invalid; fix them at the producer, they are never replayed as is.",
 			l.invalid.MetricApproximateNumberOfMessagesVisible(maximum), 0),
@@ -345,23 +421,45 @@ func (l *lane) addAlarms() {
 			"A replay run failed; its run summary in the replay log group says why. To stop scheduled replay during an incident, "+
 				"disable the rule named by the "+settings.OutputID(r.name, settings.OutputReplayScheduleName)+" output (aws events disable-rule --name <name>).",
 			l.replay.fn.MetricErrors(sum), 0),
-		SourceAge: l.earlyAlarm("SourceAgeAlarm",
-			fmt.Sprintf("The source queue's oldest message is older than %s: the consumer is not keeping up or its records keep failing "+
-				"(a downstream outage). Read the consumer's RecordsFailed and its log lines with outcome failed.", human(r.alarms.sourceAge)),
+		SourceAge: l.alarm("SourceAgeAlarm",
+			fmt.Sprintf("The source queue's oldest message is older than %s (longer than a message that failed once and then succeeded stays): "+
+				"the consumer does not consume or keep up (event source mapping disabled, throttles, a backlog), or its records keep failing. "+
+				"Read the consumer's RecordsFailed and its log lines with outcome failed.", human(r.alarms.sourceAge)),
 			l.source.MetricApproximateAgeOfOldestMessage(maximum), r.alarms.sourceAge),
+		RescueWindow: l.alarm("RescueWindowAlarm",
+			fmt.Sprintf("A replay run found dead letters that expire within the rescue window (%s; the replay's %s): "+
+				"replay them once the cause is fixed; the replay parks those it cannot replay, but only while its schedule runs.",
+				settings.FormatDuration(time.Duration(rescueWindow*float64(time.Second))), MetricInRescueWindow),
+			l.replayAlarmMetric(MetricInRescueWindow, "Maximum"), 0),
+		ReplayHeartbeat: l.alarmOf(alarmSpec{
+			id: "ReplayHeartbeatAlarm",
+			description: fmt.Sprintf("No replay run of route %s completed in %s (two schedule intervals; the replay's %s): "+
+				"the schedule (the %s output) is disabled or every run fails before it reports. Nothing rescues expiring dead letters meanwhile.",
+				r.replay.routeName, report, MetricRunCompleted, settings.OutputID(r.name, settings.OutputReplayScheduleName)),
+			metric:    l.replayAlarmMetric(MetricRunCompleted, "Sum"),
+			threshold: 1,
+			below:     true,
+			missing:   awscloudwatch.TreatMissingData_BREACHING,
+		}),
 	}
+	// No records in a period is no evidence either way: the alarm keeps its
+	// state until records say otherwise.
+	failures := alarmSpec{id: "ConsumerFailuresAlarm", missing: awscloudwatch.TreatMissingData_IGNORE}
 	if r.alarms.metricMath {
-		l.alarms.ConsumerFailures = l.earlyAlarm("ConsumerFailuresAlarm",
-			fmt.Sprintf("More than %v%% of the consumer's records failed and go back to SQS (RecordsFailed / RecordsProcessed): "+
-				"a downstream outage or a bad deploy; they reach the DLQ after maxReceiveCount receives.", r.alarms.failureRate),
-			l.consumerFailureRate("failure rate (%)"), r.alarms.failureRate)
+		failures.description = fmt.Sprintf("More than %v%% of the consumer's records failed in a period and go back to SQS (RecordsFailed / RecordsProcessed; "+
+			"a lone failed record is 100%%): a downstream outage or a bad deploy; they reach the DLQ after maxReceiveCount receives. "+
+			"It returns to OK when a period's records succeed.", r.alarms.failureRate)
+		failures.metric = l.consumerFailureRate("failure rate (%)")
+		failures.threshold = r.alarms.failureRate
 	} else {
 		// Emulators that reject metric-math alarms: a count of failed records.
-		l.alarms.ConsumerFailures = l.earlyAlarm("ConsumerFailuresAlarm",
-			fmt.Sprintf("More than %v of the consumer's records failed and go back to SQS (RecordsFailed): "+
-				"a downstream outage or a bad deploy; they reach the DLQ after maxReceiveCount receives.", r.alarms.failedRecords),
-			l.consumerMetric(MetricRecordsFailed, "", "Sum"), r.alarms.failedRecords)
+		failures.description = fmt.Sprintf("More than %v of the consumer's records failed in a period and go back to SQS (RecordsFailed): "+
+			"a downstream outage or a bad deploy; they reach the DLQ after maxReceiveCount receives. "+
+			"It returns to OK when a period's records succeed.", r.alarms.failedRecords)
+		failures.metric = l.consumerMetric(MetricRecordsFailed, "", "Sum")
+		failures.threshold = r.alarms.failedRecords
 	}
+	l.alarms.ConsumerFailures = l.alarmOf(failures)
 }
 
 func (l *lane) addDashboard() {
@@ -430,8 +528,6 @@ func (l *lane) addDashboard() {
 					l.invalid.MetricApproximateAgeOfOldestMessage(labelled("invalid", "Maximum")),
 					l.parking.MetricApproximateAgeOfOldestMessage(labelled("parking", "Maximum")),
 				}, &awscloudwatch.HorizontalAnnotation{
-					Label: jsii.String("DLQ age alarm"), Value: jsii.Number(DeadLetterAgeAlarmRatio * r.deadLetterRetention),
-				}, &awscloudwatch.HorizontalAnnotation{
 					Label: jsii.String("source age alarm"), Value: jsii.Number(r.alarms.sourceAge),
 				}),
 			},
@@ -440,8 +536,19 @@ func (l *lane) addDashboard() {
 			functionRow("Replay", l.replay.fn, r.replay.timeout),
 			{
 				graph("Replay runs (EMF, route "+r.replay.routeName+")", 24, []awscloudwatch.IMetric{
-					l.replayMetric("Replayed"), l.replayMetric("Parked"), l.replayMetric("Delayed"),
-					l.replayMetric("DeadLettered"), l.replayMetric("Errors"), l.replayMetric("GateClosed"),
+					l.replayMetric("Replayed", "Sum"), l.replayMetric("Parked", "Sum"), l.replayMetric("Delayed", "Sum"),
+					l.replayMetric("DeadLettered", "Sum"), l.replayMetric("Errors", "Sum"), l.replayMetric("GateClosed", "Sum"),
+					l.replayMetric(MetricRunCompleted, "Sum"),
+				}),
+			},
+			{
+				graph("Oldest dead letter and its expiry (seconds, replay report)", 12, []awscloudwatch.IMetric{
+					l.replayMetric(MetricOldestDeadLetterAge, "Maximum"), l.replayMetric(MetricSecondsToExpiry, "Minimum"),
+				}, &awscloudwatch.HorizontalAnnotation{
+					Label: jsii.String("DLQ age alarm"), Value: jsii.Number(DeadLetterAgeAlarmRatio * r.deadLetterRetention),
+				}),
+				graph("Dead letters in the rescue window (replay report)", 12, []awscloudwatch.IMetric{
+					l.replayMetric(MetricInRescueWindow, "Maximum"),
 				}),
 			},
 		},

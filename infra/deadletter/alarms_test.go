@@ -10,11 +10,14 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/infra/deadletter"
 )
 
 // The early alarms on the default props: the consumer's failure rate from
-// its EMF metrics of this lane, and the source queue's age, both 2 of 3
-// one-minute periods.
+// its EMF metrics of this lane, in one minute, keeping its state without
+// records; and the source queue's age beyond what one failed delivery
+// explains (visibility 180 s + timeout 30 s + 60 s), in one minute.
 func TestEarlyAlarms(t *testing.T) {
 	s := defaults.get(t)
 	id := s.ids()
@@ -31,7 +34,7 @@ func TestEarlyAlarms(t *testing.T) {
 			"Stat":   "Sum",
 		}, "ReturnData": false}
 	}
-	check(t, "consumer failure rate > 10% in 2 of 3 minutes", func() {
+	check(t, "consumer failure rate > 10% in one minute, missing data ignored", func() {
 		tpl.HasResourceProperties(alarm, like(obj{
 			"Metrics": arrayWith(
 				like(obj{"Expression": "100 * failed / processed", "ReturnData": true}),
@@ -39,22 +42,23 @@ func TestEarlyAlarms(t *testing.T) {
 			),
 			"Threshold":          10,
 			"ComparisonOperator": "GreaterThanThreshold",
-			"EvaluationPeriods":  3,
-			"DatapointsToAlarm":  2,
-			"TreatMissingData":   "notBreaching",
+			"EvaluationPeriods":  1,
+			"DatapointsToAlarm":  1,
+			"TreatMissingData":   "ignore",
 		}))
 		tpl.HasResourceProperties(alarm, like(obj{"Metrics": arrayWith(like(emf("RecordsFailed")), like(emf("RecordsProcessed")))}))
 	})
-	check(t, "source queue's oldest message > 120 s in 2 of 3 minutes", func() {
+	check(t, "source queue's oldest message > 270 s in one minute", func() {
 		tpl.HasResourceProperties(alarm, like(obj{
 			"Namespace":         "AWS/SQS",
 			"MetricName":        "ApproximateAgeOfOldestMessage",
 			"Dimensions":        arr{obj{"Name": "QueueName", "Value": getAtt(id.source, "QueueName")}},
 			"Statistic":         "Maximum",
 			"Period":            60,
-			"Threshold":         120,
-			"EvaluationPeriods": 3,
-			"DatapointsToAlarm": 2,
+			"Threshold":         180 + 30 + deadletter.SourceAgeMarginSeconds,
+			"EvaluationPeriods": 1,
+			"DatapointsToAlarm": 1,
+			"TreatMissingData":  "notBreaching",
 			"AlarmActions":      arr{refTo(id.topic)},
 			"OKActions":         arr{refTo(id.topic)},
 		}))
@@ -62,6 +66,89 @@ func TestEarlyAlarms(t *testing.T) {
 	a := s.lane.Alarms()
 	if a.ConsumerFailures == nil || a.SourceAge == nil {
 		t.Fatal("Alarms() lacks ConsumerFailures or SourceAge")
+	}
+}
+
+// The alarms on the replay's report of each run (EMF, dimensions Lane and
+// Route, as replay.WriteLaneEMF writes them), over periods of two schedule
+// intervals: the oldest dead letter against 75% of the retention (in place
+// of the DLQ's own ApproximateAgeOfOldestMessage), dead letters in the
+// rescue window, and the heartbeat.
+func TestReplayReportAlarms(t *testing.T) {
+	s := defaults.get(t)
+	id := s.ids()
+	a := s.lane.Alarms()
+	report := func(metric, statistic string) obj {
+		return obj{
+			"Namespace":  "Homing",
+			"MetricName": metric,
+			"Dimensions": arr{obj{"Name": "Lane", "Value": "Test/Orders"}, obj{"Name": "Route", "Value": "orders"}},
+			"Statistic":  statistic,
+			"Period":     2 * 15 * 60,
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		alarm interface{ AlarmArn() *string }
+		want  obj
+	}{
+		{"oldest dead letter > 75% of 14 days", a.DeadLetterAge, report("OldestDeadLetterAgeSeconds", "Maximum")},
+		{"dead letters in the rescue window", a.RescueWindow, report("InRescueWindow", "Maximum")},
+		{"no run completed in two intervals", a.ReplayHeartbeat, report("RunCompleted", "Sum")},
+	} {
+		p := props(s.resources[s.ref(c.alarm.AlarmArn())])
+		for k, v := range c.want {
+			if mustJSON(p[k]) != mustJSON(v) {
+				t.Errorf("%s: %s is %s, want %s", c.name, k, mustJSON(p[k]), mustJSON(v))
+			}
+		}
+	}
+	for _, c := range []struct {
+		alarm               interface{ AlarmArn() *string }
+		comparison, missing string
+		threshold           float64
+	}{
+		{a.DeadLetterAge, "GreaterThanThreshold", "notBreaching", 0.75 * 14 * 86400},
+		{a.RescueWindow, "GreaterThanThreshold", "notBreaching", 0},
+		{a.ReplayHeartbeat, "LessThanThreshold", "breaching", 1},
+	} {
+		lid := s.ref(c.alarm.AlarmArn())
+		p := props(s.resources[lid])
+		if p["ComparisonOperator"] != c.comparison || p["TreatMissingData"] != c.missing || p["Threshold"] != c.threshold ||
+			p["EvaluationPeriods"] != 1.0 || p["DatapointsToAlarm"] != 1.0 {
+			t.Errorf("%s: %s", lid, mustJSON(p))
+		}
+	}
+	check(t, "the DLQ's own age alarm is gone", func() {
+		s.template.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), assertions.Match_Not(like(obj{
+			"MetricName": "ApproximateAgeOfOldestMessage",
+			"Dimensions": arr{obj{"Name": "QueueName", "Value": getAtt(id.dlq, "QueueName")}},
+		})))
+	})
+}
+
+// The report alarms' period is twice the interval between runs: of a
+// rate() schedule by itself, of a cron() one the Interval prop.
+func TestReportPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		schedule string
+		interval awscdk.Duration
+		want     float64
+	}{
+		{"rate(1 minute)", nil, 120},
+		{"rate(2 hours)", nil, 4 * 3600},
+		{"cron(0 * * * ? *)", awscdk.Duration_Hours(jsii.Number(1)), 2 * 3600},
+		{"rate(15 minutes)", awscdk.Duration_Minutes(jsii.Number(20)), 2400},
+	} {
+		t.Run(tc.schedule, func(t *testing.T) {
+			p := baseProps()
+			p.Replay = &deadletter.ReplayProps{Schedule: jsii.String(tc.schedule), Interval: tc.interval}
+			s := synth(p)
+			got := props(s.resources[s.ref(s.lane.Alarms().ReplayHeartbeat.AlarmArn())])["Period"]
+			if got != tc.want {
+				t.Errorf("heartbeat period %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -95,7 +182,7 @@ func TestEarlyAlarmProps(t *testing.T) {
 	check(t, "no alarm uses metric math", func() {
 		tpl.AllResourcesProperties(alarm, like(obj{"Metrics": assertions.Match_Absent()}))
 	})
-	check(t, "source age > 180 s", func() {
+	check(t, "source age > 180 s, as the prop says", func() {
 		tpl.HasResourceProperties(alarm, like(obj{"MetricName": "ApproximateAgeOfOldestMessage", "Threshold": 180}))
 	})
 	check(t, "every alarm also pages the further action, on ALARM and OK", func() {
@@ -116,7 +203,8 @@ func TestDashboardShowsTheMetrics(t *testing.T) {
 	if err := containsAll(body,
 		"RecordsProcessed", "RecordsFailed", "RecordsInvalid", "DuplicatesAbsorbed", "CompletionsUnrecorded", "InDoubtTakeovers",
 		"100 * failed / processed", `SEARCH('{Homing,Lane,Reason} MetricName=\\\"RecordsInvalid\\\" Lane=\\\"Test/Orders\\\"'`,
-		"Replayed", "Parked", "DeadLettered", "GateClosed", `\"Route\",\"orders\"`, "source age alarm"); err != nil {
+		"Replayed", "Parked", "DeadLettered", "GateClosed", `\"Route\",\"orders\"`, "source age alarm",
+		"OldestDeadLetterAgeSeconds", "SecondsToExpiry", "InRescueWindow", "RunCompleted", "DLQ age alarm"); err != nil {
 		t.Errorf("dashboard body: %v", err)
 	}
 	if strings.Contains(body, `"Lane\",\"orders\"`) {
@@ -153,8 +241,10 @@ func TestAlarmDescriptionsWriteDurations(t *testing.T) {
 		alarm interface{ AlarmArn() *string }
 		want  string
 	}{
-		{a.DeadLetterAge, "older than 75% of the DLQ retention (252h of 14d)"},
-		{a.SourceAge, "older than 2m:"},
+		{a.DeadLetterAge, "older than 75% of the DLQ retention (252h of 14d;"},
+		{a.SourceAge, "older than 270s ("},
+		{a.RescueWindow, "within the rescue window (24h;"},
+		{a.ReplayHeartbeat, "completed in 30m (two schedule intervals;"},
 		{a.ReplayErrors, "disable the rule named by the OrdersReplayScheduleName output"},
 	} {
 		got, _ := props(s.resources[s.ref(c.alarm.AlarmArn())])["AlarmDescription"].(string)

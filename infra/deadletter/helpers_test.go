@@ -160,6 +160,7 @@ var (
 		p.Replay = &deadletter.ReplayProps{
 			RouteName:           jsii.String("billing-orders"),
 			Schedule:            jsii.String("cron(0/5 * * * ? *)"),
+			Interval:            awscdk.Duration_Minutes(jsii.Number(5)),
 			Enabled:             jsii.Bool(false),
 			Timeout:             awscdk.Duration_Minutes(jsii.Number(2)),
 			MemorySize:          jsii.Number(512),

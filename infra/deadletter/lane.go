@@ -247,10 +247,14 @@ func (l *lane) scope() constructs.Construct { return l }
 func seconds2duration(s float64) awscdk.Duration { return awscdk.Duration_Seconds(jsii.Number(s)) }
 
 // queue creates a queue with the settings every lane queue shares: SSE with
-// SQS-managed keys, a TLS-only queue policy, the lane's FIFO choice and
-// removal policy.
+// SQS-managed keys or the lane's QueueEncryptionKey, a TLS-only queue
+// policy, the lane's FIFO choice and removal policy.
 func (l *lane) queue(id string, props *awssqs.QueueProps) awssqs.Queue {
 	props.Encryption = awssqs.QueueEncryption_SQS_MANAGED
+	if key := l.props.queueKey; key != nil {
+		props.Encryption = awssqs.QueueEncryption_KMS
+		props.EncryptionMasterKey = key
+	}
 	props.EnforceSSL = jsii.Bool(true)
 	props.RemovalPolicy = l.props.removalPolicy
 	if l.props.fifo {
@@ -506,7 +510,9 @@ func (l *lane) addConsumer(code string) {
 	// idempotency table (dynamo.IdempotencyAPI), consume on the source queue
 	// (the event source mapping's grant, which Lambda's poller uses).
 	// Nothing on the DLQ, the parking queue or the ledger.
-	l.invalid.Grant(consumer, jsii.String("sqs:SendMessage"))
+	// On a queue with a KMS key, the key actions too (grantQueue); the
+	// event source mapping grants kms:Decrypt on the source queue's key.
+	grantQueue(l.invalid, consumer, "sqs:SendMessage")
 	l.idempotency.Grant(consumer, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
 
@@ -564,12 +570,13 @@ func (l *lane) addReplay(code string) {
 	// actions (dynamo.LedgerAPI); BatchGetItem on the idempotency table for
 	// the canary gate (dynamo.CompletionsAPI). Nothing on the invalid queue,
 	// no write on the idempotency table.
-	l.deadLetter.Grant(replay, jsii.String("sqs:ReceiveMessage"), jsii.String("sqs:ChangeMessageVisibility"),
-		jsii.String("sqs:DeleteMessage"), jsii.String("sqs:GetQueueAttributes"))
+	// On a queue with a KMS key, the key actions its SQS actions need
+	// (grantQueue).
+	grantQueue(l.deadLetter, replay, "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 	// GetQueueAttributes: the source's MaximumMessageSize, so a message
 	// too large to go back is parked rather than failing every run.
-	l.source.Grant(replay, jsii.String("sqs:SendMessage"), jsii.String("sqs:GetQueueAttributes"))
-	l.parking.Grant(replay, jsii.String("sqs:SendMessage"))
+	grantQueue(l.source, replay, "sqs:SendMessage", "sqs:GetQueueAttributes")
+	grantQueue(l.parking, replay, "sqs:SendMessage")
 	l.ledger.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:Query"))
 	l.idempotency.Grant(replay, jsii.String("dynamodb:BatchGetItem"))

@@ -223,13 +223,17 @@ func TestTables(t *testing.T) {
 			},
 		}))
 	})
+	// Kept on stack deletion and replacement, but deleted by the rollback
+	// of the deploy that created them (RETAIN_ON_UPDATE_OR_DELETE), so a
+	// failed first deploy can be retried; no deletion protection, which
+	// would stop that rollback.
 	for _, lid := range []string{id.idempotency, id.ledger} {
 		r := s.resources[lid]
-		if r["DeletionPolicy"] != "Retain" || r["UpdateReplacePolicy"] != "Retain" {
-			t.Errorf("%s: DeletionPolicy %v, UpdateReplacePolicy %v; want Retain by default", lid, r["DeletionPolicy"], r["UpdateReplacePolicy"])
+		if r["DeletionPolicy"] != "RetainExceptOnCreate" || r["UpdateReplacePolicy"] != "Retain" {
+			t.Errorf("%s: DeletionPolicy %v, UpdateReplacePolicy %v; want RetainExceptOnCreate and Retain by default", lid, r["DeletionPolicy"], r["UpdateReplacePolicy"])
 		}
-		if got := props(r)["DeletionProtectionEnabled"]; got != true {
-			t.Errorf("%s: DeletionProtectionEnabled %v, want true by default", lid, got)
+		if got := props(r)["DeletionProtectionEnabled"]; got != false {
+			t.Errorf("%s: DeletionProtectionEnabled %v, want false by default", lid, got)
 		}
 	}
 	if got := props(s.resources[id.idempotency])["KeySchema"]; mustJSON(got) != `[{"AttributeName":"pk","KeyType":"HASH"}]` {
@@ -462,22 +466,37 @@ func TestAlarms(t *testing.T) {
 		})
 	}
 	alarm := jsii.String("AWS::CloudWatch::Alarm")
-	check(t, "nine alarms", func() { tpl.ResourceCountIs(alarm, jsii.Number(9)) })
+	check(t, "eleven alarms", func() { tpl.ResourceCountIs(alarm, jsii.Number(11)) })
 	for name, m := range map[string]assertions.Matcher{
-		"DLQ depth > 0":                   queueAlarm(id.dlq, "ApproximateNumberOfMessagesVisible", 0),
-		"DLQ oldest age > 75% of 14 days": queueAlarm(id.dlq, "ApproximateAgeOfOldestMessage", 0.75*1209600),
-		"invalid depth > 0":               queueAlarm(id.invalid, "ApproximateNumberOfMessagesVisible", 0),
-		"parking depth > 0":               queueAlarm(id.parking, "ApproximateNumberOfMessagesVisible", 0),
-		"consumer errors > 0":             functionAlarm(id.consumer, "Errors"),
-		"consumer throttles > 0":          functionAlarm(id.consumer, "Throttles"),
-		"replay errors > 0":               functionAlarm(id.replay, "Errors"),
+		"DLQ depth > 0":          queueAlarm(id.dlq, "ApproximateNumberOfMessagesVisible", 0),
+		"invalid depth > 0":      queueAlarm(id.invalid, "ApproximateNumberOfMessagesVisible", 0),
+		"parking depth > 0":      queueAlarm(id.parking, "ApproximateNumberOfMessagesVisible", 0),
+		"consumer errors > 0":    functionAlarm(id.consumer, "Errors"),
+		"consumer throttles > 0": functionAlarm(id.consumer, "Throttles"),
+		"replay errors > 0":      functionAlarm(id.replay, "Errors"),
 	} {
 		check(t, name, func() { tpl.HasResourceProperties(alarm, m) })
 	}
-	check(t, "every alarm notifies the topic", func() {
-		tpl.AllResourcesProperties(alarm, like(obj{"AlarmActions": actions, "TreatMissingData": "notBreaching"}))
+	check(t, "every alarm notifies the topic and fires on one breaching period", func() {
+		tpl.AllResourcesProperties(alarm, like(obj{"AlarmActions": actions, "OKActions": actions, "EvaluationPeriods": 1, "DatapointsToAlarm": 1}))
 	})
-	if got := len(s.lane.Alarms().All()); got != 9 {
+	// Missing data: not breaching, but for the consumer's failures (no
+	// records keep the state) and the replay's heartbeat (no run breaches).
+	a := s.lane.Alarms()
+	for _, c := range []struct {
+		alarm   interface{ AlarmArn() *string }
+		missing string
+	}{
+		{a.DeadLetterDepth, "notBreaching"}, {a.DeadLetterAge, "notBreaching"}, {a.InvalidDepth, "notBreaching"}, {a.ParkingDepth, "notBreaching"},
+		{a.ConsumerErrors, "notBreaching"}, {a.ConsumerThrottles, "notBreaching"}, {a.ReplayErrors, "notBreaching"},
+		{a.ConsumerFailures, "ignore"}, {a.SourceAge, "notBreaching"}, {a.RescueWindow, "notBreaching"}, {a.ReplayHeartbeat, "breaching"},
+	} {
+		lid := s.ref(c.alarm.AlarmArn())
+		if got := props(s.resources[lid])["TreatMissingData"]; got != c.missing {
+			t.Errorf("%s: TreatMissingData %v, want %s", lid, got, c.missing)
+		}
+	}
+	if got := len(a.All()); got != 11 {
 		t.Errorf("Alarms().All() has %d alarms", got)
 	}
 }
@@ -618,10 +637,17 @@ func TestTunedProps(t *testing.T) {
 	check(t, "log retention", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), like(obj{"RetentionInDays": 1}))
 	})
-	check(t, "alarm period and DLQ age threshold follow the props", func() {
+	check(t, "alarm period and source age threshold follow the props", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), like(obj{
 			"MetricName": "ApproximateAgeOfOldestMessage",
 			"Period":     300,
+			"Threshold":  65 + 10 + 60, // visibility + consumer timeout + margin
+		}))
+	})
+	check(t, "the DLQ age threshold follows the retention, the report period the Interval", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), like(obj{
+			"MetricName": "OldestDeadLetterAgeSeconds",
+			"Period":     600, // 2 x 5 minutes
 			"Threshold":  0.75 * 604800,
 		}))
 	})

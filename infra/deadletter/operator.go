@@ -35,7 +35,10 @@ import (
 //   - read the logs: the log groups' read actions (aws logs tail) on the
 //     replay function's and, when the lane built it, the consumer's; read
 //     the consumer's configuration and concurrency;
-//   - subscribe to the alarm topic: sns:Subscribe.
+//   - subscribe to the alarm topic: sns:Subscribe;
+//   - on a queue encrypted with a KMS key, the key actions its SQS actions
+//     need (kms:GenerateDataKey and kms:Decrypt to send, kms:Decrypt to
+//     receive; see sqsKeyActions).
 //
 // Nothing else: no SendMessage on the DLQ (its policy denies it to
 // everyone), no StartMessageMoveTask, no write on the idempotency table, no
@@ -70,10 +73,11 @@ func (l *lane) GrantOperator(principal awsiam.IGrantable) {
 		})
 	}
 	onArns("stack", awscdk.Aws_STACK_ID())
-	l.source.Grant(principal, pointers(operatorActions["source"])...)
-	l.deadLetter.Grant(principal, pointers(operatorActions["dead-letter"])...)
-	l.invalid.Grant(principal, pointers(operatorActions["invalid"])...)
-	l.parking.Grant(principal, pointers(operatorActions["parking"])...)
+	// And the key actions of those that have a KMS key.
+	grantQueue(l.source, principal, operatorActions["source"]...)
+	grantQueue(l.deadLetter, principal, operatorActions["dead-letter"]...)
+	grantQueue(l.invalid, principal, operatorActions["invalid"]...)
+	grantQueue(l.parking, principal, operatorActions["parking"]...)
 	l.ledger.Grant(principal, pointers(operatorActions["ledger"])...)
 	l.idempotency.Grant(principal, pointers(operatorActions["idempotency"])...)
 	// The function's ARN alone: GrantInvoke would add its versions (":*").

@@ -1,6 +1,8 @@
 package deadletter
 
 import (
+	"slices"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -95,3 +97,37 @@ type senders struct{ arns []*string }
 
 // Produce implements awscdk.IStableListProducer.
 func (s *senders) Produce() *[]*string { return &s.arns }
+
+// sqsKeyActions are the KMS actions a caller of SQS needs on the key of a
+// queue encrypted with a KMS key (SSE-KMS), by the SQS action it calls
+// (SQS Developer Guide, "Key management": a producer needs
+// kms:GenerateDataKey and kms:Decrypt, a consumer kms:Decrypt). The other
+// actions the lane grants (ChangeMessageVisibility, DeleteMessage,
+// GetQueueAttributes, GetQueueUrl) need none.
+var sqsKeyActions = map[string][]string{
+	"sqs:SendMessage":    {"kms:Decrypt", "kms:GenerateDataKey"},
+	"sqs:ReceiveMessage": {"kms:Decrypt"},
+}
+
+// grantQueue grants actions on q to grantee and, when q is encrypted with
+// a KMS key (q.EncryptionMasterKey()), the key actions those SQS actions
+// need on that key: Queue.Grant grants none.
+func grantQueue(q awssqs.IQueue, grantee awsiam.IGrantable, actions ...string) {
+	q.Grant(grantee, pointers(actions)...)
+	key := q.EncryptionMasterKey()
+	if key == nil {
+		return
+	}
+	var keyActions []string
+	for _, a := range actions {
+		for _, k := range sqsKeyActions[a] {
+			if !slices.Contains(keyActions, k) {
+				keyActions = append(keyActions, k)
+			}
+		}
+	}
+	if len(keyActions) > 0 {
+		slices.Sort(keyActions)
+		key.Grant(grantee, pointers(keyActions)...)
+	}
+}

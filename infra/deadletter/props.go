@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
@@ -61,7 +62,8 @@ const (
 	// DefaultReplayMemoryMB is the replay function's memory size.
 	DefaultReplayMemoryMB = 256
 	// DeadLetterAgeAlarmRatio is the fraction of the DLQ retention at which the
-	// age of the oldest DLQ message raises an alarm, so that nothing expires
+	// age of the oldest dead letter the replay examined (its
+	// OldestDeadLetterAgeSeconds) raises an alarm, so that nothing expires
 	// unseen.
 	DeadLetterAgeAlarmRatio = 0.75
 )
@@ -87,6 +89,9 @@ const (
 	// batch beside the deadline margin.
 	MinReplayTimeoutSeconds = 10
 	MaxReplayTimeoutSeconds = 900
+	// MaxReplayIntervalSeconds bounds ReplayProps.Interval: the report
+	// alarms' period, twice it, stays within a day.
+	MaxReplayIntervalSeconds = 12 * 3600
 	// MaxBatchingWindowSeconds is the SQS event source maximum batching window.
 	MaxBatchingWindowSeconds = 300
 	// MaxBatchSizeStandard and MaxBatchSizeFIFO are the batch size limits of
@@ -245,8 +250,13 @@ type LaneProps struct {
 	// LogRetention of the functions' log groups. Default one month.
 	LogRetention awslogs.RetentionDays
 	// RemovalPolicy of everything that holds data or history: the queues,
-	// the tables, the log group and the alarm topic's key. Default RETAIN;
-	// a throw-away emulator stack uses DESTROY.
+	// the tables, the log groups and the alarm topic's key. Default
+	// RETAIN_ON_UPDATE_OR_DELETE (CloudFormation's RetainExceptOnCreate):
+	// kept when the stack is deleted or an update removes or replaces them,
+	// but deleted by the rollback of the deploy that created them, so that
+	// a failed first deploy leaves nothing behind (the source queue's name
+	// above all) and can be retried. RETAIN keeps them on that rollback
+	// too; a throw-away emulator stack uses DESTROY.
 	RemovalPolicy awscdk.RemovalPolicy
 	// AlarmPeriod is the period over which every alarm evaluates its metric.
 	// Default 1 minute.
@@ -271,17 +281,21 @@ type LaneProps struct {
 	// rules, not AWS/.
 	MetricsNamespace *string
 	// ConsumerFailureRateThreshold: the ConsumerFailures alarm fires when
-	// more than this percentage of the consumer's records failed in
-	// EarlyAlarmDatapoints of EarlyAlarmEvaluationPeriods periods. Default
-	// 10; above 0, below 100.
+	// more than this percentage of the consumer's records failed in one
+	// AlarmPeriod (so a lone failed record, 100%, fires it). Default 10;
+	// above 0, below 100.
 	ConsumerFailureRateThreshold *float64
 	// ConsumerFailedRecordsThreshold replaces the rate when MetricMath is
-	// false: the alarm fires when more than this many records failed in a
-	// period. Default 0; a whole number.
+	// false: the alarm fires when more than this many records failed in
+	// one AlarmPeriod. Default 0; a whole number.
 	ConsumerFailedRecordsThreshold *float64
 	// SourceAgeThreshold: the SourceAge alarm fires when the source queue's
-	// oldest message is older than this in EarlyAlarmDatapoints of
-	// EarlyAlarmEvaluationPeriods periods. Default 2 minutes; at least 1 s.
+	// oldest message is older than this in one AlarmPeriod. Default the
+	// source queue's visibility timeout plus ConsumerTimeout plus
+	// SourceAgeMarginSeconds (270 s on the defaults): older than a message
+	// that failed once and then succeeded can be, so that a transient
+	// failure does not page (ConsumerFailures does when it matters); at
+	// least 1 s.
 	SourceAgeThreshold awscdk.Duration
 	// MetricMath lets the ConsumerFailures alarm compute a failure rate
 	// with metric math, and the dashboard show it and the invalid records
@@ -318,9 +332,24 @@ type LaneProps struct {
 	// and refill gates still hold). An http:// or https:// URL, or a token
 	// (a deploy parameter).
 	HealthURL *string
-	// DeletionProtection of both tables. Default true, false when
-	// RemovalPolicy is DESTROY (a throw-away stack must be deletable).
+	// DeletionProtection of both tables. Default true with RemovalPolicy
+	// RETAIN, false otherwise: a throw-away stack (DESTROY) must be
+	// deletable, and the rollback of a failed first deploy
+	// (RETAIN_ON_UPDATE_OR_DELETE, the default) must be able to delete the
+	// tables it created (DynamoDB refuses to delete a protected table, and
+	// CloudFormation's rollback would stop there). Turn it on once the
+	// first deploy has succeeded; the stack of this repository does that
+	// with its TableDeletionProtection deploy parameter.
 	DeletionProtection *bool
+
+	// QueueEncryptionKey encrypts the lane's own queues (the DLQ, the
+	// invalid and the parking queue, and the source queue when the lane
+	// creates it) with this KMS key (SSE-KMS) instead of SQS-managed keys.
+	// Every grant the lane makes on a queue with a key (its own or an
+	// adopted SourceQueue's EncryptionMasterKey) also grants the key
+	// actions SQS needs: kms:GenerateDataKey and kms:Decrypt to send,
+	// kms:Decrypt to receive. Default nil: SQS-managed keys.
+	QueueEncryptionKey awskms.IKey
 	// SystemLogLevel of both functions' platform logs (JSON). Default INFO,
 	// which keeps the START and REPORT lines (duration, billed duration, max
 	// memory, init duration); WARN drops them.
@@ -351,6 +380,13 @@ type ReplayProps struct {
 	// enable-rule to resume. CloudFormation does not notice that change; only
 	// a deploy that changes the rule applies this state again.
 	Enabled *bool
+	// Interval is the longest time between two scheduled runs. The replay
+	// function reports each run (its heartbeat and its dead letters'
+	// expiry, see [Alarms]) and the alarms on that report evaluate periods
+	// of twice the Interval. Default the interval of a rate() Schedule;
+	// required with a cron() Schedule or a token; whole minutes,
+	// 1 min..12 h.
+	Interval awscdk.Duration
 	// Timeout of the replay function. Default 10 minutes; 10 s..15 min.
 	// Keep it shorter than the Schedule's interval.
 	Timeout awscdk.Duration
@@ -426,8 +462,11 @@ func (t tuning) env() string {
 
 // replayResolved is ReplayProps with the defaults the construct owns applied.
 type replayResolved struct {
-	routeName   string
-	schedule    string
+	routeName string
+	schedule  string
+	// interval is the longest time between two scheduled runs in seconds,
+	// 0 when it is not known (a cron() Schedule without Interval).
+	interval    float64
 	enabled     bool
 	timeout     float64
 	memory      float64
@@ -476,7 +515,31 @@ func (p *ReplayProps) resolve(lane string) replayResolved {
 	if p.Schedule != nil {
 		r.schedule = *p.Schedule
 	}
+	r.interval = rateSeconds(r.schedule)
+	if p.Interval != nil {
+		r.interval = seconds(p.Interval, 0)
+	}
 	return r
+}
+
+// rateSeconds is the interval of a schedule expression rate(N unit) in
+// seconds, 0 for any other expression (cron(...), a token).
+func rateSeconds(schedule string) float64 {
+	inner, ok := strings.CutPrefix(schedule, "rate(")
+	if !ok {
+		return 0
+	}
+	inner, ok = strings.CutSuffix(inner, ")")
+	if !ok {
+		return 0
+	}
+	count, unit, ok := strings.Cut(strings.TrimSpace(inner), " ")
+	n, err := strconv.Atoi(count)
+	if !ok || err != nil || n < 1 {
+		return 0
+	}
+	perUnit := map[string]float64{"minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "day": 86400, "days": 86400}[strings.TrimSpace(unit)]
+	return float64(n) * perUnit
 }
 
 // setting returns the tuning value of field, or def (in seconds for a
@@ -513,6 +576,7 @@ type resolved struct {
 	// error with a SourceQueue).
 	ownSourceProps      []string
 	alarmTopic          awssns.ITopic
+	queueKey            awskms.IKey
 	sourceRetention     float64
 	deadLetterRetention float64
 	maxReceiveCount     float64
@@ -696,8 +760,12 @@ func (p *LaneProps) resolve(id string) resolved {
 	}
 	r.visibility = seconds(p.VisibilityTimeout, VisibilityFactor*r.timeout+r.batchingWindow)
 	r.alarmTopic = p.AlarmTopic
+	r.queueKey = p.QueueEncryptionKey
 	if p.SourceQueue != nil {
 		r.adoptSource(p)
+	}
+	if p.SourceAgeThreshold == nil {
+		r.alarms.sourceAge = defaultSourceAge(r.visibility, r.timeout)
 	}
 	if p.CodeDir != nil {
 		r.codeDir = *p.CodeDir
@@ -716,9 +784,9 @@ func (p *LaneProps) resolve(id string) resolved {
 		r.logRetention = awslogs.RetentionDays_ONE_MONTH
 	}
 	if r.removalPolicy == "" {
-		r.removalPolicy = awscdk.RemovalPolicy_RETAIN
+		r.removalPolicy = awscdk.RemovalPolicy_RETAIN_ON_UPDATE_OR_DELETE
 	}
-	r.deletionProtection = r.removalPolicy != awscdk.RemovalPolicy_DESTROY
+	r.deletionProtection = r.removalPolicy == awscdk.RemovalPolicy_RETAIN
 	if p.DeletionProtection != nil {
 		r.deletionProtection = *p.DeletionProtection
 	}
@@ -903,6 +971,13 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 	if !*awscdk.Token_IsUnresolved(jsii.String(r.schedule)) &&
 		!((strings.HasPrefix(r.schedule, "rate(") || strings.HasPrefix(r.schedule, "cron(")) && strings.HasSuffix(r.schedule, ")")) {
 		bad("Schedule is %q, want an EventBridge schedule expression, rate(...) or cron(...)", r.schedule)
+	}
+	switch {
+	case r.interval == 0:
+		bad("Interval is required with the Schedule %q: the heartbeat and expiry alarms evaluate periods of twice the interval between runs", r.schedule)
+	case r.interval < 60 || r.interval > MaxReplayIntervalSeconds || math.Mod(r.interval, 60) != 0:
+		bad("Interval is %s, want a whole number of minutes in %s..%s (CloudWatch alarm periods; the report alarms evaluate twice it)",
+			human(r.interval), human(60), human(MaxReplayIntervalSeconds))
 	}
 	if r.timeout < MinReplayTimeoutSeconds || r.timeout > MaxReplayTimeoutSeconds {
 		bad("Timeout is %s, want %s..%s", human(r.timeout), human(MinReplayTimeoutSeconds), human(MaxReplayTimeoutSeconds))

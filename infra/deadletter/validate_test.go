@@ -92,8 +92,23 @@ func TestValidate(t *testing.T) {
 		}, []string{"ConsumerEnvironment sets INVALID_QUEUE_URL, which the lane wires itself"}},
 		{"alarm period not whole minutes", func(p *deadletter.LaneProps) { p.AlarmPeriod = seconds(90) },
 			[]string{"AlarmPeriod is 90s, want a whole number of minutes"}},
-		{"replay: cron schedule", func(p *deadletter.LaneProps) {
+		{"replay: cron schedule with its interval", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) {
+				r.Schedule = jsii.String("cron(0 * * * ? *)")
+				r.Interval = awscdk.Duration_Hours(jsii.Number(1))
+			})
+		}, nil},
+		{"replay: cron schedule without interval", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Schedule = jsii.String("cron(0 3 * * ? *)") })
+		}, []string{`Replay.Interval is required with the Schedule "cron(0 3 * * ? *)"`}},
+		{"replay: interval 30s", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Interval = seconds(30) })
+		}, []string{"Replay.Interval is 30s, want a whole number of minutes in 1m..12h"}},
+		{"replay: daily rate", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Schedule = jsii.String("rate(1 day)") })
+		}, []string{"Replay.Interval is 1d, want a whole number of minutes in 1m..12h"}},
+		{"replay: rate in hours", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Schedule = jsii.String("rate(2 hours)") })
 		}, nil},
 		{"replay: schedule not rate or cron", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) { r.Schedule = jsii.String("every 15 minutes") })
@@ -199,12 +214,16 @@ func TestValidate(t *testing.T) {
 		}
 	})
 
-	t.Run("replay: a schedule token is left to EventBridge", func(t *testing.T) {
+	t.Run("replay: a schedule token is left to EventBridge, its interval is the props'", func(t *testing.T) {
 		p := baseProps()
 		param := awscdk.NewCfnParameter(newStack(), jsii.String("Schedule"), &awscdk.CfnParameterProps{Type: jsii.String("String")})
-		p.Replay = &deadletter.ReplayProps{Schedule: param.ValueAsString()}
+		p.Replay = &deadletter.ReplayProps{Schedule: param.ValueAsString(), Interval: awscdk.Duration_Minutes(jsii.Number(30))}
 		if err := p.Validate(); err != nil {
 			t.Errorf("Validate: %v", err)
+		}
+		p.Replay.Interval = nil
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "Replay.Interval is required with the Schedule") {
+			t.Errorf("Validate without Interval: %v", err)
 		}
 	})
 }
