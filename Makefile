@@ -54,7 +54,7 @@ CONTRACT_ENV  := HOMING_EMULATOR=$(EMULATOR) HOMING_SECOND_EMULATOR=moto \
 
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help demo soak build unit sim infra-test e2e test lint vuln bench bench-replay fuzz synth deploy-local destroy-local \
+.PHONY: help demo soak build unit sim infra-test cfn-lint e2e test lint vuln bench bench-replay fuzz synth deploy-local destroy-local \
 	emulator-up emulator-down moto-up moto-down clean FORCE
 
 help: ## list the targets
@@ -89,8 +89,12 @@ unit: ## unit tests: no network, no node, no emulator (examples/ too)
 sim: ## the deterministic simulation of the whole system: SEEDS=N random seeds (default 200), or SEED=N alone
 	SIM_SEEDS=$(or $(SEEDS),200) $(if $(SEED),SIM_SEED=$(SEED)) $(GO) test -count=1 -timeout 30m -run '^TestSim$$' ./internal/sim
 
-infra-test: $(NPM_STAMP) ## CDK template assertions and cdk-nag (jsii starts the project's node)
+infra-test: $(NPM_STAMP) ## CDK template assertions and cdk-nag (jsii starts the project's node), then cfn-lint
 	cd infra && $(GO) test -count=1 ./...
+	GO=$(GO) scripts/cfnlint.sh
+
+cfn-lint: $(NPM_STAMP) ## cfn-lint (pinned, in the emulator's venv) on every template of both profiles and the pipeline stack; fails on errors and unsuppressed warnings (infra/.cfnlintrc)
+	GO=$(GO) scripts/cfnlint.sh
 
 # -p 1: the deployed-stack tests of different packages share one stack and
 # switch the tax stand-in down and up; they must not overlap.
@@ -120,18 +124,21 @@ bench: ## benchmarks with allocations, 6 runs each (compare runs with benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee .local/bench.txt
 
 # N dead letters per contender and round on the bare emulator (default 1000),
-# N_DELAYED through the delay proxy (default 1000), W workers (default 4),
-# ROUNDS rounds (default 3; the tables show medians), DELAY added to every
-# client write by the proxy (default 10ms).
-bench-replay: ## replay engine vs naive mover vs raw SDK batch loop (1 and W workers), bare and every call +10 ms, on the emulator; tables of msgs/s and the targets; tears down
+# N_DELAYED through the delay proxy (default 1000; the naive mover at most
+# N_NAIVE, default 200), W workers (default 4), ROUNDS rounds (default 3; the
+# tables show medians), DELAY the delays added to every client write by the
+# proxy, a column each (default 10ms,50ms). The dlq replay rows run bin/dlq.
+bench-replay: bin/dlq ## replay engine, dlq replay, naive mover, raw SDK batch loop (1 and W workers), bare and every call +DELAY (10ms,50ms), on the emulator; CPU-bound figures marked, targets judged on round trips; tears down
 	@rc=0; $(MAKE) --no-print-directory emulator-up && \
 	  $(EMULATOR_ENV) $(GO) run ./cmd/benchreplay -n $(or $(N),1000) -n-delayed $(or $(N_DELAYED),1000) -workers $(or $(W),4) \
-	    -rounds $(or $(ROUNDS),3) -delay $(or $(DELAY),10ms) $(if $(ONLY),-only $(ONLY)) || rc=$$?; \
+	    -rounds $(or $(ROUNDS),3) $(if $(DELAY),-delay $(DELAY)) $(if $(N_NAIVE),-n-naive $(N_NAIVE)) $(if $(ONLY),-only $(ONLY)) -dlq $(CURDIR)/bin/dlq || rc=$$?; \
 	  $(MAKE) --no-print-directory emulator-down; exit $$rc
 
-fuzz: ## a short fuzzing session per fuzz target
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/order/
-	$(GO) test -run '^$$' -fuzz FuzzHandleEvent -fuzztime 30s ./internal/consumer/
+# FUZZTIME per target (default 30s); ONLY=regexp runs the targets it matches.
+# A failing input lands in the package's testdata/fuzz/<Target>/ (check it in
+# with its fix); a target under 1,000 inputs/s fails too (scripts/fuzz.sh).
+fuzz: ## every fuzz target of both modules, FUZZTIME (default 30s) each; fails on a failing input or a target under 1,000 inputs/s
+	GO=$(GO) FUZZTIME=$(or $(FUZZTIME),30s) ONLY='$(or $(ONLY),.)' scripts/fuzz.sh
 
 # node_modules holds Go templates of the CDK CLI: a go.mod fences them off ./...
 $(NPM_STAMP): package.json package-lock.json

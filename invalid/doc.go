@@ -15,8 +15,9 @@
 //
 // Errors: [Stamp] fails only when the producer's attributes are more than SQS
 // delivers (ten); [Read] fails when our attribute is not what Stamp writes
-// (not JSON, a field that does not decode, an overflow Stamp could not have
-// written), and then returns no attributes smuggled in that way. Both are
+// (not JSON, a field that does not decode or is over its bound, an overflow
+// Stamp could not have written), and then returns no attributes smuggled in
+// that way; what it returns, Stamp writes again unchanged. Both are
 // pure functions, safe for concurrent use, and never modify their argument.
 //
 // The package needs no Lambda types: the publisher is batch.InvalidQueue (the

@@ -85,11 +85,30 @@ var ErrCorrupt = envelope.ErrCorrupt
 // Read returns the metadata of a message received from the invalid queue and
 // the producer's attributes as they were before publishing. found is false
 // when the message carries no metadata; an attribute of our name that does
-// not decode is an error wrapping [ErrCorrupt].
+// not decode, or whose fields are not within their bounds as Stamp cuts them
+// (a field over [MaxDetailBytes] and the others), is an error wrapping
+// [ErrCorrupt]. What Read returns, Stamp writes again unchanged.
 func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer map[string]types.MessageAttributeValue, found bool, err error) {
 	producer, found, err = envelope.Unpack(attrs, AttributeName, &meta)
+	if err == nil && found && !bounded(meta) {
+		err = fmt.Errorf("a field over its bound: %w", ErrCorrupt)
+	}
 	if err != nil {
 		return Metadata{}, nil, found, fmt.Errorf("read invalid-message metadata: %w", err)
 	}
 	return meta, producer, found, nil
+}
+
+// bounded reports whether every field of m is as Stamp writes it: within
+// its bound, or cut to it.
+func bounded(m Metadata) bool {
+	for _, f := range [...]struct {
+		v string
+		n int
+	}{{m.Reason, MaxReasonBytes}, {m.Detail, MaxDetailBytes}, {m.SourceQueue, MaxNameBytes}, {m.MessageID, MaxNameBytes}, {m.Consumer, MaxNameBytes}} {
+		if clip.String(f.v, f.n) != f.v {
+			return false
+		}
+	}
+	return true
 }

@@ -53,14 +53,17 @@ type Metadata struct {
 // Read returns the metadata of a message and the producer's attributes as
 // they were before we added ours. found is false when the message carries no
 // metadata. Read decodes; it does not verify the seal (the engine does, see
-// seal.go), so what it returns describes a message, it is not evidence. An attribute of our name that does not decode, or whose
-// metadata is not what the engine writes (no original message id, a
-// negative count), is an error wrapping envelope.ErrCorrupt: it is not
-// ours (the engine keeps such an attribute as the producer's data).
+// seal.go), so what it returns describes a message, it is not evidence. An
+// attribute of our name that does not decode, or whose metadata is not what
+// the engine writes (no original message id, a count out of 0..10,000, an
+// id over 128 bytes, a name, reason or seal over the engine's bounds), is an
+// error wrapping envelope.ErrCorrupt: it is not ours (the engine keeps such
+// an attribute as the producer's data). What Read returns, [Attributes]
+// writes again.
 func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer map[string]types.MessageAttributeValue, found bool, err error) {
 	producer, found, err = envelope.Unpack(attrs, AttributeName, &meta)
-	if err == nil && found && (meta.OriginalMessageID == "" || meta.ReplayCount < 0 || meta.Refunds < 0) {
-		err = fmt.Errorf("%w: no original message id, or a negative count", envelope.ErrCorrupt)
+	if err == nil && found && !meta.readable() {
+		err = fmt.Errorf("%w: no original message id, or a field out of the engine's bounds", envelope.ErrCorrupt)
 	}
 	if err != nil {
 		return Metadata{}, nil, found, fmt.Errorf("read replay metadata: %w", err)

@@ -38,11 +38,16 @@ type Route struct {
 // FIFO reports whether the route's queues are FIFO queues.
 func (r Route) FIFO() bool { return settings.IsFIFO(r.DLQURL) }
 
-// Validate reports every missing URL and a mix of queue types.
+// Validate reports every missing URL, a mix of queue types, and a name
+// empty or longer than 256 bytes (the name travels in the metadata the
+// engine seals, which must stay within its bounds to verify: see seal.go).
 func (r Route) Validate() error {
 	var errs []error
-	if r.Name == "" {
+	switch {
+	case r.Name == "":
 		errs = append(errs, errors.New("route without a name"))
+	case len(r.Name) > maxMetaString:
+		errs = append(errs, fmt.Errorf("route name of %d bytes: want at most %d", len(r.Name), maxMetaString))
 	}
 	for _, f := range [...]struct{ key, url string }{{"dlqUrl", r.DLQURL}, {"sourceUrl", r.SourceURL}, {"parkingUrl", r.ParkingURL}} {
 		switch {

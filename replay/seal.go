@@ -109,11 +109,16 @@ func (m Metadata) verifies(key []byte, body, queue string) bool {
 	return hmac.Equal([]byte(m.Seal), []byte(want))
 }
 
-func (m Metadata) bounded() bool {
+func (m Metadata) bounded() bool { return m.readable() && len(m.Seal) == 2*sha256.Size }
+
+// readable reports whether m is within the bounds of what the engine
+// writes, sealed or not: [Read] refuses metadata that is not, so that what
+// it returns [Attributes] writes again.
+func (m Metadata) readable() bool {
 	return m.OriginalMessageID != "" && len(m.OriginalMessageID) <= maxMetaID &&
 		m.ReplayCount >= 0 && m.ReplayCount <= maxMetaCount && m.Refunds >= 0 && m.Refunds <= maxMetaCount &&
 		len(m.Route) <= maxMetaString && len(m.RunID) <= maxMetaString && len(m.Reason) <= maxMetaString &&
-		len(m.Corrupt) <= maxMetaString && len(m.Seal) == 2*sha256.Size
+		len(m.Corrupt) <= maxMetaString && len(m.Seal) <= 2*sha256.Size
 }
 
 // queueName is the last path segment of a queue URL: the queue's name,

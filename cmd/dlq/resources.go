@@ -233,9 +233,12 @@ func (l laneOutputs) String() string {
 }
 
 // lanesOf finds the lanes of stacks' outputs: one per output named
-// <prefix>DeadLetterQueueUrl. A stack older than per-lane outputs has the
-// keys without a prefix: one lane without a name. A stack that declares
-// both for one lane (the same DLQ) counts it once, by its name.
+// <prefix>DeadLetterQueueUrl whose prefix a lane's name spells
+// (settings.OutputID; so that --lane takes the name the lane is shown by:
+// "ordersDeadLetterQueueUrl" is no lane's). A stack older than per-lane
+// outputs has the keys without a prefix: one lane without a name. A stack
+// that declares both for one lane (the same DLQ) counts it once, by its
+// name.
 func lanesOf(stacks map[string]map[string]string) []laneOutputs {
 	var lanes []laneOutputs
 	for _, stack := range slices.Sorted(maps.Keys(stacks)) {
@@ -243,10 +246,10 @@ func lanesOf(stacks map[string]map[string]string) []laneOutputs {
 		var mine []laneOutputs
 		for _, k := range slices.Sorted(maps.Keys(out)) {
 			prefix, ok := strings.CutSuffix(k, outDLQ)
-			if !ok {
+			l := laneOutputs{stack: stack, prefix: prefix, values: map[string]string{}}
+			if !ok || prefix != "" && settings.OutputID(l.name(), "") != prefix {
 				continue
 			}
-			l := laneOutputs{stack: stack, prefix: prefix, values: map[string]string{}}
 			for _, key := range laneKeys {
 				if v, ok := out[prefix+key]; ok {
 					l.values[key] = v

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"time"
@@ -20,6 +21,11 @@ type Deps struct {
 	Logger   *slog.Logger            // required
 	Metrics  io.Writer               // EMF lines; nil writes none
 	Now      func() time.Time        // default time.Now
+	// Sleep waits between the idempotent receiver's attempts to record a
+	// completion, on the clock of Now: a test with a manual clock passes
+	// one that advances it, or the retries wait on real time while its
+	// clock stands still. Default internal/wait.Sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // New returns the handler of one SQS batch (the Lambda handler of the
@@ -32,6 +38,7 @@ func New(cfg Config, d Deps) metrics.ProcessFunc {
 		Scope:    cfg.ConsumerName,
 		Lifetime: cfg.RecordLifetime,
 		Now:      d.Now,
+		Sleep:    d.Sleep,
 		OnError: func(err error, key string) {
 			d.Logger.Warn("idempotency", slog.String("orderId", key), slog.String("error", err.Error()))
 		},

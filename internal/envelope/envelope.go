@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -186,11 +187,12 @@ const maxFolded = 1
 // when the message carries no attribute called name.
 //
 // It returns an error wrapping [ErrCorrupt] when our attribute is not what
-// Pack writes: not JSON, metadata that does not decode into meta, or an
-// overflow section Pack could not have written (a name that is not a valid
-// SQS name, is [Reserved] or is already present; more than one folded
-// attribute; folded attributes while fewer than MaxAttributes-1 stay
-// native). It never returns attributes smuggled in that way.
+// Pack writes: not JSON, metadata over [MaxMetadataBytes] or that does not
+// decode into meta, or an overflow section Pack could not have written (a
+// name that is not a valid SQS name, is [Reserved] or is already present; a
+// value SQS would refuse; more than one folded attribute; folded attributes
+// while fewer than MaxAttributes-1 stay native). It never returns
+// attributes smuggled in that way. Its work is linear in the size of attrs.
 func Unpack(attrs map[string]types.MessageAttributeValue, name string, meta any) (producer map[string]types.MessageAttributeValue, found bool, err error) {
 	ours, ok := attrs[name]
 	if !ok {
@@ -199,6 +201,9 @@ func Unpack(attrs map[string]types.MessageAttributeValue, name string, meta any)
 	var doc document
 	if err := json.Unmarshal([]byte(aws.ToString(ours.StringValue)), &doc); err != nil {
 		return nil, true, fmt.Errorf("unpack %q: %w: %w", name, ErrCorrupt, err)
+	}
+	if len(doc.Meta) > MaxMetadataBytes {
+		return nil, true, fmt.Errorf("unpack %q: metadata of %d bytes, Pack writes at most %d: %w", name, len(doc.Meta), MaxMetadataBytes, ErrCorrupt)
 	}
 	if meta != nil {
 		if err := json.Unmarshal(doc.Meta, meta); err != nil {
@@ -218,10 +223,11 @@ func Unpack(attrs map[string]types.MessageAttributeValue, name string, meta any)
 	}
 	for n, a := range doc.Overflow {
 		_, present := attrs[n]
-		if !ValidName(n) || Reserved(n) || present {
+		v := restore(a)
+		if !ValidName(n) || Reserved(n) || present || !validValue(v) {
 			return nil, true, fmt.Errorf("unpack %q: folded attribute %.64q is invalid, reserved or present: %w", name, n, ErrCorrupt)
 		}
-		producer[n] = restore(a)
+		producer[n] = v
 	}
 	return producer, true, nil
 }
@@ -234,4 +240,33 @@ func restore(a Attribute) types.MessageAttributeValue {
 		v.BinaryValue = nil
 	}
 	return v
+}
+
+// validValue reports whether SQS takes v as a message attribute: a data
+// type String, Number or Binary, optionally followed by a ".label", at most
+// 256 bytes of the characters SQS allows; and a non-empty value of that
+// kind, a String or Number one of those characters. Pack only folds
+// attributes SQS delivered, so a folded one that is not is forged.
+func validValue(v types.MessageAttributeValue) bool {
+	typ := aws.ToString(v.DataType)
+	base, _, _ := strings.Cut(typ, ".")
+	if len(typ) > maxNameBytes || !sqsText(typ) {
+		return false
+	}
+	switch base {
+	case "Binary":
+		return v.StringValue == nil && len(v.BinaryValue) > 0
+	case "String", "Number":
+		return v.BinaryValue == nil && aws.ToString(v.StringValue) != "" && sqsText(*v.StringValue)
+	}
+	return false
+}
+
+// sqsText reports whether s is valid UTF-8 of the characters SQS allows in
+// a message: #x9, #xA, #xD, #x20 to #xD7FF, #xE000 to #xFFFD, #x10000 to
+// #x10FFFF.
+func sqsText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r == 0x9 || r == 0xA || r == 0xD || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000)
+	})
 }

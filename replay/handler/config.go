@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -58,7 +59,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if v := getenv(settings.ReplayRoutes.Env); v != "" {
 		dec := json.NewDecoder(strings.NewReader(v))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c.Routes); err != nil {
+		err := dec.Decode(&c.Routes)
+		if end := dec.InputOffset(); err == nil {
+			// A second array (or anything) after the first must not be
+			// dropped without a word: its routes would never run.
+			if _, next := dec.Token(); next != io.EOF {
+				err = fmt.Errorf("more after the array, from byte %d", end)
+			}
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: not a JSON array of {\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\"}: %w", settings.ReplayRoutes.Env, err))
 		}
 	}

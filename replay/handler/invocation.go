@@ -45,7 +45,7 @@ type OnDemand struct {
 // An empty payload, null, anything but one JSON object, and an event of
 // another source or detail type are errors too. ParseInvocation is pure.
 func (c Config) ParseInvocation(payload []byte) (replay.Request, error) {
-	trimmed := bytes.TrimSpace(payload)
+	trimmed := bytes.Trim(payload, " \t\r\n") // JSON's whitespace only: "\f{}" is no JSON object
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return replay.Request{}, errors.New(`empty payload: send an EventBridge scheduled event or a request such as {"dryRun":true}`)
 	}
@@ -62,6 +62,9 @@ func (c Config) ParseInvocation(payload []byte) (replay.Request, error) {
 		}
 		return replay.Request{Routes: c.Routes}, nil
 	}
+	if err := exactKeys(trimmed, "dryRun", "max", "rate", "filter", "routes"); err != nil {
+		return replay.Request{}, fmt.Errorf("on-demand request: %w", err)
+	}
 	var in OnDemand
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
@@ -77,6 +80,42 @@ func (c Config) ParseInvocation(payload []byte) (replay.Request, error) {
 		return replay.Request{}, fmt.Errorf("on-demand request: %w", err)
 	}
 	return req, nil
+}
+
+// exactKeys checks that the JSON object doc (and its "filter" object) uses
+// only the keys named, spelt exactly and each at most once: encoding/json
+// matches keys without regard to case and keeps the last of two, so
+// {"dryRun":true,"DryRun":false} would otherwise be a real run.
+func exactKeys(doc []byte, keys ...string) error {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return errors.New("not a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("read a key: %w", err)
+		}
+		key, _ := t.(string)
+		if !slices.Contains(keys, key) {
+			return fmt.Errorf("unknown field %q (fields are %v, spelt exactly)", key, keys)
+		}
+		if seen[key] {
+			return fmt.Errorf("field %q given twice", key)
+		}
+		seen[key] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("field %q: %w", key, err)
+		}
+		if key == "filter" && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			if err := exactKeys(v, "reasons", "olderThan", "orderIds"); err != nil {
+				return fmt.Errorf("filter: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // routes returns the configured routes of names, in their order; every
