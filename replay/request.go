@@ -46,8 +46,8 @@ func (r Route) Validate() error {
 	switch {
 	case r.Name == "":
 		errs = append(errs, errors.New("route without a name"))
-	case len(r.Name) > maxMetaString:
-		errs = append(errs, fmt.Errorf("route name of %d bytes: want at most %d", len(r.Name), maxMetaString))
+	case len(r.Name) > settings.MaxRouteNameBytes:
+		errs = append(errs, fmt.Errorf("route name of %d bytes: want at most %d", len(r.Name), settings.MaxRouteNameBytes))
 	}
 	for _, f := range [...]struct{ key, url string }{{"dlqUrl", r.DLQURL}, {"sourceUrl", r.SourceURL}, {"parkingUrl", r.ParkingURL}} {
 		switch {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // The engine trusts only the metadata it wrote. A producer's message may
@@ -45,7 +47,7 @@ const (
 const (
 	maxMetaID     = 128
 	maxMetaCount  = 10_000
-	maxMetaString = 256
+	maxMetaString = settings.MaxRouteNameBytes
 )
 
 // SealKey returns the ledger's seal key, writing a new random one when the

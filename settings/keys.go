@@ -28,3 +28,9 @@ func IsFIFO(nameURLOrARN string) bool { return strings.HasSuffix(nameURLOrARN, F
 // is not told otherwise; `dlq` assumes it when the replay function's
 // configuration names none.
 const DefaultRouteName = "orders"
+
+// MaxRouteNameBytes bounds a replay route's name: it travels in the replay
+// metadata the engine seals, which must stay within the engine's bounds to
+// verify. The replay (replay.Route.Validate) and the construct refuse a
+// longer one.
+const MaxRouteNameBytes = 256

@@ -967,6 +967,9 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 	if strings.TrimSpace(r.routeName) == "" {
 		bad("RouteName is empty")
 	}
+	if len(r.routeName) > settings.MaxRouteNameBytes {
+		bad("RouteName is %d bytes, want at most %d (it travels in the replay's sealed metadata)", len(r.routeName), settings.MaxRouteNameBytes)
+	}
 	// A token (a CfnParameter, say) is checked by EventBridge at deploy time.
 	if !*awscdk.Token_IsUnresolved(jsii.String(r.schedule)) &&
 		!((strings.HasPrefix(r.schedule, "rate(") || strings.HasPrefix(r.schedule, "cron(")) && strings.HasSuffix(r.schedule, ")")) {

@@ -166,6 +166,9 @@ func TestValidate(t *testing.T) {
 		{"replay: empty route name", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) { r.RouteName = jsii.String(" ") })
 		}, []string{"Replay.RouteName is empty"}},
+		{"replay: route name past the sealed metadata's bound", func(p *deadletter.LaneProps) {
+			p.Replay = replay(func(r *deadletter.ReplayProps) { r.RouteName = jsii.String(strings.Repeat("r", 257)) })
+		}, []string{"Replay.RouteName is 257 bytes, want at most 256"}},
 		{"replay: environment sets wired and tuning variables", func(p *deadletter.LaneProps) {
 			p.Replay = replay(func(r *deadletter.ReplayProps) {
 				r.Environment = map[string]string{"REPLAY_ROUTES": "[]", "HEALTH_URL": "x", "MAX_REPLAYS": "9", "LOG_LEVEL": "debug"}
