@@ -155,9 +155,10 @@ func (m receivedMessage) firstDeadLettered() time.Time {
 // among messages of one body this tells which one a send carries (copies
 // of one send aside, which carry the same).
 func derives(sent replay.Metadata, m receivedMessage, park, reset bool) bool {
-	count, last, resetAt := m.count, m.meta.LastReplayAt, m.meta.ResetAt
+	count, refunds, last, resetAt := m.count, m.refunds, m.meta.LastReplayAt, m.meta.ResetAt
 	if reset {
-		count, last, resetAt = 0, time.Time{}, sent.ResetAt
+		// A reset restarts the count and the refunds (replay/plan.go).
+		count, refunds, last, resetAt = 0, 0, time.Time{}, sent.ResetAt
 	}
 	if sent.OriginalMessageID != m.orig || !sent.ResetAt.Equal(resetAt) {
 		return false
@@ -168,7 +169,7 @@ func derives(sent replay.Metadata, m receivedMessage, park, reset bool) bool {
 	if park && !sent.LastReplayAt.Equal(last) {
 		return false
 	}
-	return countFollows(sent, count, m.refunds, park)
+	return countFollows(sent, count, refunds, park)
 }
 
 // countFollows reports whether the count and refunds of sent follow from
