@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -20,11 +22,29 @@ import (
 
 // profile is one network the contenders run on.
 type profile struct {
-	name  string
-	n     int           // messages per contender and round
-	cfg   aws.Config    // its endpoint: the emulator, or the delay proxy
-	delay time.Duration // what the proxy adds; 0 for the bare emulator
-	calls *callCounter  // the API calls of cfg's clients
+	name     string
+	n        int           // messages per contender and round
+	naiveMax int           // at most this many for the naive mover; 0: n
+	cfg      aws.Config    // its endpoint: the emulator, or the delay proxy
+	delay    time.Duration // what the proxy adds; 0 for the bare emulator
+	calls    *callCounter  // the API calls of cfg's clients, and of subprocess's
+	// subprocess is where a subprocess's AWS_ENDPOINT_URL points: a proxy
+	// to cfg's endpoint that counts into calls (nil without CLI contenders)
+	subprocess *countingProxy
+}
+
+// messages is how many dead letters contender k moves in a round on p.
+func (p profile) messages(k contender) int {
+	if k.key == "naive" && p.naiveMax > 0 {
+		return min(p.n, p.naiveMax)
+	}
+	return p.n
+}
+
+func (p profile) close() {
+	if p.subprocess != nil {
+		p.subprocess.Close()
+	}
 }
 
 // clients are the SDK clients of one profile.
@@ -37,20 +57,47 @@ func newClients(cfg aws.Config) clients {
 	return clients{sqs: sqs.NewFromConfig(cfg), db: dynamodb.NewFromConfig(cfg)}
 }
 
-// route is the queues and tables of one contender's round.
+// setupClients create, fill, check and delete, at full speed and uncounted.
+type setupClients struct {
+	clients
+	fn *lambda.Client
+}
+
+func newSetup(cfg aws.Config) setupClients {
+	return setupClients{clients: newClients(cfg), fn: lambda.NewFromConfig(cfg)}
+}
+
+// route is the resources of one contender's round.
 type route struct {
 	dlq, source, parking string // queue URLs
-	ledger, idempotency  string // table names (the engine's only)
+	ledger, idempotency  string // table names (the engine's and the CLI's)
+	function             string // the replay function whose environment the CLI reads (the CLI's only)
+	outputs              string // the outputs file naming the lane's resources (the CLI's only)
+	n                    int    // the messages of the round, the run's MAX_PER_RUN
+	workers              int    // the run's WORKERS
 }
 
 // bench runs the rounds.
 type bench struct {
-	setup    clients // bare clients: create, fill, check, delete
+	setup    setupClients
 	workers  int
 	progress io.Writer
 	logger   *slog.Logger
 	runID    string
-	seq      int // numbers the resources of the run
+	seq      int      // numbers the resources of the run
+	dir      string   // where the outputs files go
+	environ  []string // the environment of subprocesses, before their endpoint
+}
+
+// mover is what a contender's move works with on one profile.
+type mover struct {
+	clients
+	logger *slog.Logger
+	// endpoint is a subprocess's AWS_ENDPOINT_URL: the profile's network
+	// through its call counter
+	endpoint string
+	environ  []string
+	progress io.Writer // where a contender says what it measured beside its rate
 }
 
 // measure runs every contender once per round and profile, each on fresh
@@ -60,21 +107,23 @@ func (b *bench) measure(ctx context.Context, profiles []profile, cs []contender,
 	res := newResults()
 	for round := range rounds {
 		for _, p := range profiles {
-			c := newClients(p.cfg)
+			mv := mover{clients: newClients(p.cfg), logger: b.logger, environ: b.environ, progress: b.progress}
+			if p.subprocess != nil {
+				mv.endpoint = p.subprocess.URL()
+			}
 			for i := range cs {
 				k := cs[(i+round)%len(cs)]
-				m, err := b.once(ctx, p, c, k)
+				m, err := b.once(ctx, p, mv, k)
 				for try := 1; errors.Is(err, errHidden) && try < maxTries; try++ {
 					fmt.Fprintf(b.progress, "  %s: %v; once more on fresh queues\n", k.name, err)
-					m, err = b.once(ctx, p, c, k)
+					m, err = b.once(ctx, p, mv, k)
 				}
 				if err != nil {
 					return nil, fmt.Errorf("round %d, %s, %s: %w", round+1, p.name, k.name, err)
 				}
 				res.add(p.name, k.key, m.rate)
 				res.addCalls(p.name, k.key, m.calls, m.n)
-				rate := m.rate
-				fmt.Fprintf(b.progress, "round %d/%d  %-22s  %-26s  %5d msgs  %6.0f msgs/s\n", round+1, rounds, p.name, k.name, p.n, rate)
+				fmt.Fprintf(b.progress, "round %d/%d  %-22s  %-26s  %5d msgs  %6.0f msgs/s\n", round+1, rounds, p.name, k.name, m.n, m.rate)
 			}
 		}
 	}
@@ -88,21 +137,28 @@ type measurement struct {
 	calls map[string]int // API calls by operation
 }
 
-// once runs one contender on fresh queues holding p.n dead letters and
-// returns its measurement. The queues are deleted after.
-func (b *bench) once(ctx context.Context, p profile, c clients, k contender) (m measurement, err error) {
-	rt, cleanup, err := b.fresh(ctx, k.engine)
+// once runs one contender on fresh queues holding p.messages(k) dead
+// letters and returns its measurement. The resources are deleted after.
+func (b *bench) once(ctx context.Context, p profile, mv mover, k contender) (m measurement, err error) {
+	rt, cleanup, err := b.fresh(ctx, k)
 	defer func() { err = errors.Join(err, cleanup()) }()
 	if err != nil {
 		return m, err
 	}
-	n, err := b.fill(ctx, rt.dlq, p.n)
+	n, err := b.fill(ctx, rt.dlq, p.messages(k))
 	if err != nil {
 		return m, err
 	}
+	rt.n = n
+	if k.cli {
+		// The CLI reads MAX_PER_RUN from the function, created with it.
+		if err := b.function(ctx, rt); err != nil {
+			return m, err
+		}
+	}
 	p.calls.take()
 	begin := time.Now()
-	if err := k.move(ctx, c, rt, n, b.logger); err != nil {
+	if err := k.move(ctx, mv, rt); err != nil {
 		return m, err
 	}
 	elapsed := time.Since(begin)
@@ -117,9 +173,10 @@ func (b *bench) once(ctx context.Context, p profile, c clients, k contender) (m 
 	return measurement{n: n, rate: float64(n) / elapsed.Seconds(), calls: calls}, nil
 }
 
-// fresh creates a route's queues (and, for the engine, its tables) and
-// returns a function that deletes them.
-func (b *bench) fresh(ctx context.Context, tables bool) (route, func() error, error) {
+// fresh creates a route's queues (and, for the engine and the CLI, its
+// tables; for the CLI, the names of its replay function and outputs file)
+// and returns a function that deletes them.
+func (b *bench) fresh(ctx context.Context, k contender) (route, func() error, error) {
 	b.seq++
 	prefix := fmt.Sprintf("bench-%s-%d", b.runID, b.seq)
 	var undo []func() error
@@ -130,7 +187,7 @@ func (b *bench) fresh(ctx context.Context, tables bool) (route, func() error, er
 		}
 		return errors.Join(errs...)
 	}
-	var rt route
+	rt := route{workers: k.workers}
 	for _, q := range []struct {
 		url   *string
 		name  string
@@ -151,7 +208,7 @@ func (b *bench) fresh(ctx context.Context, tables bool) (route, func() error, er
 			return nil
 		})
 	}
-	if !tables {
+	if !k.tables {
 		return rt, cleanup, nil
 	}
 	for _, t := range []struct {
@@ -171,6 +228,11 @@ func (b *bench) fresh(ctx context.Context, tables bool) (route, func() error, er
 			}
 			return nil
 		})
+	}
+	if k.cli {
+		rt.function = prefix + "-replay"
+		rt.outputs = filepath.Join(b.dir, prefix+"-outputs.json")
+		undo = append(undo, func() error { return b.deleteFunction(context.WithoutCancel(ctx), rt.function, rt.outputs) })
 	}
 	return rt, cleanup, nil
 }

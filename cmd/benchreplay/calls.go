@@ -10,7 +10,8 @@ import (
 
 // callCounter is an SDK HTTP client that counts the API calls it carries,
 // by service and operation ("SQS SendMessageBatch", "DynamoDB UpdateItem"),
-// from the X-Amz-Target header of the JSON protocols both services speak.
+// from the X-Amz-Target header of the JSON protocols both services speak
+// (and Lambda's GetFunctionConfiguration by its path).
 // It is safe for concurrent use.
 type callCounter struct {
 	next aws.HTTPClient
@@ -26,10 +27,28 @@ func countCalls(next aws.HTTPClient) *callCounter {
 // Do counts r and sends it with the wrapped client. A retried call counts
 // once per attempt: each is a round trip.
 func (c *callCounter) Do(r *http.Request) (*http.Response, error) {
-	c.mu.Lock()
-	c.counts[operation(r.Header.Get("X-Amz-Target"))]++
-	c.mu.Unlock()
+	c.count(r)
 	return c.next.Do(r)
+}
+
+// count counts the call of r.
+func (c *callCounter) count(r *http.Request) {
+	op := operation(r.Header.Get("X-Amz-Target"))
+	if op == "other" && r.Method == http.MethodGet && lambdaConfiguration(r.URL.Path) {
+		op = "Lambda GetFunctionConfiguration"
+	}
+	c.mu.Lock()
+	c.counts[op]++
+	c.mu.Unlock()
+}
+
+// lambdaConfiguration reports whether path is Lambda's REST path of
+// GetFunctionConfiguration (/2015-03-31/functions/NAME/configuration), the
+// one Lambda call of `dlq replay`.
+func lambdaConfiguration(path string) bool {
+	name, ok := strings.CutPrefix(path, "/2015-03-31/functions/")
+	name, ok2 := strings.CutSuffix(name, "/configuration")
+	return ok && ok2 && name != "" && !strings.Contains(name, "/")
 }
 
 // take returns the counts since the previous take and starts again.

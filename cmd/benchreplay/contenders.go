@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,19 +26,34 @@ import (
 
 // contender is one way of moving the DLQ's messages to the source queue.
 type contender struct {
-	key     string // engine-1, engine-w, naive, raw-1, raw-w
+	key     string // engine-1, engine-w, cli-1, cli-w, naive, raw-1, raw-w
 	name    string // the table's row
 	workers int
-	engine  bool // needs the ledger and idempotency tables
-	// move moves n messages from rt.dlq to rt.source with the clients c.
-	move func(ctx context.Context, c clients, rt route, n int, logger *slog.Logger) error
+	// tables: it runs the replay engine, needs the ledger and idempotency
+	// tables, and its calls are held to the engine's target
+	tables bool
+	cli    bool // it starts bin/dlq: needs a replay function and an outputs file
+	// move moves rt.n messages from rt.dlq to rt.source.
+	move func(ctx context.Context, mv mover, rt route) error
 }
 
-// contenders returns the contenders whose key contains only ("" for all).
-func contenders(w int, only string) []contender {
+// contenderKeys are the keys of every contender, in the tables' order.
+func contenderKeys() []string {
+	var keys []string
+	for _, c := range contenders(2, "", "") {
+		keys = append(keys, c.key)
+	}
+	return keys
+}
+
+// contenders returns the contenders whose key contains only ("" for all);
+// dlq is the binary of the CLI's.
+func contenders(w int, only, dlq string) []contender {
 	all := []contender{
-		{key: "engine-1", name: "engine, 1 worker", workers: 1, engine: true},
-		{key: "engine-w", name: fmt.Sprintf("engine, %d workers", w), workers: w, engine: true},
+		{key: "engine-1", name: "engine, 1 worker", workers: 1, tables: true},
+		{key: "engine-w", name: fmt.Sprintf("engine, %d workers", w), workers: w, tables: true},
+		{key: "cli-1", name: "dlq replay, 1 worker", workers: 1, tables: true, cli: true},
+		{key: "cli-w", name: fmt.Sprintf("dlq replay, %d workers", w), workers: w, tables: true, cli: true},
 		{key: "naive", name: "naive mover (1 by 1)", workers: 1, move: naive},
 		{key: "raw-1", name: "raw batch loop, 1 worker", workers: 1},
 		{key: "raw-w", name: fmt.Sprintf("raw batch loop, %d workers", w), workers: w},
@@ -49,8 +64,10 @@ func contenders(w int, only string) []contender {
 			continue
 		}
 		switch {
-		case c.engine:
-			c.move = engineMover(c.workers)
+		case c.cli:
+			c.move = cliMover(dlq)
+		case c.tables:
+			c.move = engineMover
 		case c.move == nil:
 			c.move = rawMover(c.workers)
 		}
@@ -59,41 +76,69 @@ func contenders(w int, only string) []contender {
 	return out
 }
 
-// engineMover runs the replay engine as the replay function wires it:
-// configuration read by handler.LoadConfig, the dynamo ledger and
-// completions, the real SQS client; one run of one route, capped at n, at
-// the engine's highest rate. The policy replays at once (BACKOFF_BASE 1ms):
-// the dead letters are due, as after an outage that outlasted the backoff.
-func engineMover(workers int) func(ctx context.Context, c clients, rt route, n int, logger *slog.Logger) error {
-	return func(ctx context.Context, c clients, rt route, n int, logger *slog.Logger) error {
-		routes, err := json.Marshal([]replay.Route{{Name: "orders", DLQURL: rt.dlq, SourceURL: rt.source, ParkingURL: rt.parking}})
-		if err != nil {
-			return fmt.Errorf("encode route: %w", err)
-		}
-		env := map[string]string{
-			settings.ReplayRoutes.Env:     string(routes),
-			settings.LedgerTable.Env:      rt.ledger,
-			settings.IdempotencyTable.Env: rt.idempotency,
-			settings.BackoffBase.Env:      "1ms",
-			settings.Rate.Env:             settings.FormatFloat(settings.Rate.Max),
-			settings.MaxPerRun.Env:        strconv.Itoa(n),
-		}
-		cfg, err := handler.LoadConfig(func(k string) string { return env[k] })
-		if err != nil {
-			return err
-		}
-		opts := cfg.Options()
-		opts.PayloadHash = invoicing.PayloadHash
-		opts.Completions = dynamo.NewCompletions(c.db, cfg.IdempotencyTable, cfg.ConsumerName, nil)
-		opts.Logger = logger
-		opts.Workers = workers
-		e := replay.New(c.sqs, dynamo.NewLedger(c.db, cfg.LedgerTable, nil), opts)
-		sum, err := e.Run(ctx, replay.Request{Routes: cfg.Routes})
-		if err != nil {
-			return fmt.Errorf("engine run: %w (summary %+v)", err, sum)
-		}
-		return nil
+// laneName is the lane of the engine's route and of the CLI's outputs.
+const laneName = "orders"
+
+// replayEnv is the replay function's environment for rt: its one route,
+// its tables, MAX_PER_RUN the round's messages, WORKERS the contender's,
+// at the engine's highest rate. The policy replays at once (BACKOFF_BASE
+// 1ms): the dead letters are due, as after an outage that outlasted the
+// backoff. No HEALTH_URL: no health gate. The engine reads it as the
+// function does (handler.LoadConfig); the CLI reads it from the replay
+// function created with it (lambda:GetFunctionConfiguration), as it reads
+// a deployed lane's.
+func replayEnv(rt route) (map[string]string, error) {
+	routes, err := json.Marshal([]replay.Route{{Name: laneName, DLQURL: rt.dlq, SourceURL: rt.source, ParkingURL: rt.parking}})
+	if err != nil {
+		return nil, fmt.Errorf("encode route: %w", err)
 	}
+	return map[string]string{
+		settings.ReplayRoutes.Env:     string(routes),
+		settings.LedgerTable.Env:      rt.ledger,
+		settings.IdempotencyTable.Env: rt.idempotency,
+		settings.BackoffBase.Env:      "1ms",
+		settings.Rate.Env:             settings.FormatFloat(settings.Rate.Max),
+		settings.MaxPerRun.Env:        strconv.Itoa(rt.n),
+		settings.Workers.Env:          strconv.Itoa(rt.workers),
+	}, nil
+}
+
+// scheduledEvent is the payload of the replay function's EventBridge
+// schedule.
+const scheduledEvent = `{"version":"0","id":"bench","detail-type":"` + handler.ScheduledDetailType +
+	`","source":"` + handler.ScheduledSource + `","account":"000000000000","time":"2026-01-01T00:00:00Z","region":"us-east-1","resources":[],"detail":{}}`
+
+// engineMover runs the replay engine as the replay function wires it
+// (functions/replay): configuration read by handler.LoadConfig, handler.New
+// over the real SQS client, the dynamo ledger and completions, the
+// sample's payload hash; one scheduled invocation.
+func engineMover(ctx context.Context, mv mover, rt route) error {
+	env, err := replayEnv(rt)
+	if err != nil {
+		return err
+	}
+	cfg, err := handler.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		return err
+	}
+	health, err := cfg.Health(nil)
+	if err != nil {
+		return err
+	}
+	h := handler.New(cfg, handler.Deps{
+		Queue:       mv.sqs,
+		Ledger:      dynamo.NewLedger(mv.db, cfg.LedgerTable, nil),
+		Completions: dynamo.NewCompletions(mv.db, cfg.IdempotencyTable, cfg.ConsumerName, nil),
+		Health:      health,
+		PayloadHash: invoicing.PayloadHash,
+		Logger:      mv.logger,
+		Metrics:     io.Discard,
+	})
+	sum, err := h.Handle(ctx, []byte(scheduledEvent))
+	if err != nil {
+		return fmt.Errorf("engine run: %w (summary %+v)", err, sum.Total)
+	}
+	return nil
 }
 
 // receiptHandleIsInvalid is the code of a delete whose message is gone.
@@ -105,7 +150,8 @@ const receiptHandleIsInvalid = "ReceiptHandleIsInvalid"
 
 // naive is the mover of blog-post scripts: receive one message, send it,
 // delete it, until the DLQ is empty.
-func naive(ctx context.Context, c clients, rt route, _ int, _ *slog.Logger) error {
+func naive(ctx context.Context, mv mover, rt route) error {
+	c := mv.clients
 	for {
 		out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(rt.dlq), MaxNumberOfMessages: 1, MessageAttributeNames: []string{"All"},
@@ -133,12 +179,12 @@ func naive(ctx context.Context, c clients, rt route, _ int, _ *slog.Logger) erro
 // workers goroutines, each receiving 10 (no long poll), sending them with
 // SendMessageBatch and deleting them with DeleteMessageBatch, until the
 // DLQ is empty.
-func rawMover(workers int) func(ctx context.Context, c clients, rt route, n int, logger *slog.Logger) error {
-	return func(ctx context.Context, c clients, rt route, _ int, _ *slog.Logger) error {
+func rawMover(workers int) func(ctx context.Context, mv mover, rt route) error {
+	return func(ctx context.Context, mv mover, rt route) error {
 		errs := make([]error, workers)
 		var wg sync.WaitGroup
 		for w := range workers {
-			wg.Go(func() { errs[w] = rawLoop(ctx, c.sqs, rt) })
+			wg.Go(func() { errs[w] = rawLoop(ctx, mv.sqs, rt) })
 		}
 		wg.Wait()
 		return errors.Join(errs...)
