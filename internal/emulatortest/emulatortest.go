@@ -3,6 +3,7 @@ package emulatortest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,13 +49,26 @@ func Name(t testing.TB, prefix string) string {
 	return strings.Trim(name, "-")
 }
 
+// createTable creates a table of a name no other test uses (see Name). A
+// ResourceInUseException then means the table is ours: the SDK retried a
+// CreateTable whose answer the emulator, on a loaded machine, lost after
+// applying it (the same class as aws-sdk-go-v2#1825's retried sends).
+func createTable(ctx context.Context, db *dynamodb.Client, in *dynamodb.CreateTableInput) error {
+	_, err := db.CreateTable(ctx, in)
+	var inUse *dbtypes.ResourceInUseException
+	if errors.As(err, &inUse) {
+		return nil
+	}
+	return err
+}
+
 // IdempotencyTable creates a table with the idempotency schema (partition key
 // "pk", on-demand) and deletes it when the test ends.
 func IdempotencyTable(t testing.TB, db *dynamodb.Client) string {
 	t.Helper()
 	ctx := context.Background()
 	name := Name(t, "idem")
-	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+	err := createTable(ctx, db, &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		BillingMode:          dbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []dbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: dbtypes.ScalarAttributeTypeS}},
@@ -267,7 +281,7 @@ func LedgerTable(t testing.TB, db *dynamodb.Client) string {
 		}
 		return '-'
 	}, Name(t, "ledger"))
-	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+	err := createTable(ctx, db, &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: dbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []dbtypes.AttributeDefinition{
