@@ -158,14 +158,18 @@ type queue struct {
 	run *runState
 }
 
-func (q *queue) fault(ctx context.Context, op string) error {
+// fault fails a call of op on queueURL now and then. The roll is counted
+// per run, operation and queue: the engine reads the source queue's
+// attributes beside the DLQ's, and which of the two asks first must not
+// decide which one fails, or a seed would not replay.
+func (q *queue) fault(ctx context.Context, op, queueURL string) error {
 	if q.run.inv.dead() {
 		return errCrashed
 	}
 	if err := q.s.expired(ctx); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	if q.s.dice.chance("replay-sqs-"+op, q.run.id, q.s.cfg.Faults.ReplayQueueError) {
+	if q.s.dice.chance("replay-sqs-"+op, q.run.id+" "+queueURL, q.s.cfg.Faults.ReplayQueueError) {
 		q.s.trace.add(q.s.clock.Now(), "replay/"+q.run.id, op+" failed", "", "injected")
 		return fmt.Errorf("%s: %w", op, errSQS)
 	}
@@ -182,7 +186,7 @@ func (q *queue) crashNow(why string) {
 
 // ReceiveMessage implements replay.Queue.
 func (q *queue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	if err := q.fault(ctx, "ReceiveMessage"); err != nil {
+	if err := q.fault(ctx, "ReceiveMessage", aws.ToString(in.QueueUrl)); err != nil {
 		return nil, err
 	}
 	out, err := q.Queue.ReceiveMessage(ctx, in, opts...)
@@ -219,7 +223,7 @@ func (q *queue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput,
 
 // SendMessageBatch implements replay.Queue.
 func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	if err := q.fault(ctx, "SendMessageBatch"); err != nil {
+	if err := q.fault(ctx, "SendMessageBatch", aws.ToString(in.QueueUrl)); err != nil {
 		return nil, err
 	}
 	q.run.mu.Lock()
@@ -344,7 +348,7 @@ func (q *queue) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBat
 	if q.run.crash.Op == "before-delete" && deletes == q.run.crash.At {
 		q.crashNow("between the SENT mark and the delete")
 	}
-	if err := q.fault(ctx, "DeleteMessageBatch"); err != nil {
+	if err := q.fault(ctx, "DeleteMessageBatch", aws.ToString(in.QueueUrl)); err != nil {
 		if !q.run.inv.dead() {
 			q.run.mu.Lock()
 			for _, e := range in.Entries {
@@ -378,7 +382,7 @@ func (q *queue) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBat
 
 // ChangeMessageVisibility implements replay.Queue.
 func (q *queue) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
-	if err := q.fault(ctx, "ChangeMessageVisibility"); err != nil {
+	if err := q.fault(ctx, "ChangeMessageVisibility", aws.ToString(in.QueueUrl)); err != nil {
 		return nil, err
 	}
 	out, err := q.Queue.ChangeMessageVisibility(ctx, in, opts...)
@@ -390,7 +394,7 @@ func (q *queue) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessa
 
 // ChangeMessageVisibilityBatch implements replay.Queue.
 func (q *queue) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	if err := q.fault(ctx, "ChangeMessageVisibilityBatch"); err != nil {
+	if err := q.fault(ctx, "ChangeMessageVisibilityBatch", aws.ToString(in.QueueUrl)); err != nil {
 		return nil, err
 	}
 	out, err := q.Queue.ChangeMessageVisibilityBatch(ctx, in, opts...)
@@ -409,7 +413,7 @@ func (q *queue) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Change
 
 // GetQueueAttributes implements replay.Queue.
 func (q *queue) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	if err := q.fault(ctx, "GetQueueAttributes"); err != nil {
+	if err := q.fault(ctx, "GetQueueAttributes", aws.ToString(in.QueueUrl)); err != nil {
 		return nil, err
 	}
 	return q.Queue.GetQueueAttributes(ctx, in, opts...)
