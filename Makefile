@@ -87,7 +87,7 @@ unit: ## unit tests: no network, no node, no emulator (examples/ too)
 
 # SEEDS=N runs seeds 1..N (default 200); SEED=N replays one seed with its trace.
 sim: ## the deterministic simulation of the whole system: SEEDS=N random seeds (default 200), or SEED=N alone
-	SIM_SEEDS=$(or $(SEEDS),200) $(if $(SEED),SIM_SEED=$(SEED)) $(GO) test -count=1 -timeout 30m -run '^TestSim$$' ./internal/sim
+	SIM_SEEDS=$(or $(SEEDS),200) $(if $(SEED),SIM_SEED=$(SEED)) $(GO) test -count=1 -timeout 30m -run '^TestSim$$' ./internal/tools/sim
 
 infra-test: $(NPM_STAMP) ## CDK template assertions and cdk-nag (jsii starts the project's node), then cfn-lint
 	cd infra && $(GO) test -count=1 ./...

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/batch"
-	"github.com/homingdlq/homing/internal/emulatortest"
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/invalid"
 )
 

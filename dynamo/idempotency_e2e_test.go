@@ -15,7 +15,7 @@ import (
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/idempotency/idempotencytest"
-	"github.com/homingdlq/homing/internal/emulatortest"
+	"github.com/homingdlq/homing/internal/tools/emulatortest"
 )
 
 func TestIdempotencyStoreContract(t *testing.T) {

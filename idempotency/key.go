@@ -13,7 +13,7 @@ import (
 const MaxKeyBytes = 256
 
 // hashedMarker starts the id part of a hashed key. '~' is outside the orderId
-// grammar (internal/order), and an id that starts with the marker is hashed
+// grammar (internal/sample/order), and an id that starts with the marker is hashed
 // too, so a plain id can never spell a hashed key.
 const hashedMarker = "sha256~"
 

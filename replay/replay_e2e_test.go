@@ -19,7 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/internal/emulatortest"
+	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )

@@ -21,7 +21,7 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/browse"
-	"github.com/homingdlq/homing/internal/emulatortest"
+	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/settings"
 )

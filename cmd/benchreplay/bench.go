@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/internal/drill"
+	"github.com/homingdlq/homing/internal/tools/drill"
 )
 
 // profile is one network the contenders run on.

@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/internal/drill"
-	"github.com/homingdlq/homing/internal/invoicing"
+	"github.com/homingdlq/homing/internal/sample/invoicing"
+	"github.com/homingdlq/homing/internal/tools/drill"
 	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"

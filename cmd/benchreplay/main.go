@@ -19,7 +19,7 @@
 // dead letters: valid order.created events with a producer's traceparent
 // attribute, as SQS's redrive leaves them in a DLQ. Every contender runs on
 // the bare emulator and, for each of -delay's delays (10ms,50ms), through a
-// TCP proxy (internal/delayproxy) that delays every client write, SQS and
+// TCP proxy (internal/tools/delayproxy) that delays every client write, SQS and
 // DynamoDB calls alike, by that delay. The medians of -rounds rounds are
 // printed as Markdown tables, with each contender's API calls per 100
 // messages and the targets of the replay engine.
@@ -55,7 +55,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/homingdlq/homing/internal/delayproxy"
+	"github.com/homingdlq/homing/internal/tools/delayproxy"
 	"github.com/homingdlq/homing/replay"
 )
 

@@ -28,8 +28,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/internal/drill"
-	"github.com/homingdlq/homing/internal/taxstub"
+	"github.com/homingdlq/homing/internal/sample/taxstub"
+	"github.com/homingdlq/homing/internal/tools/drill"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 )

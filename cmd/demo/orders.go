@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/homingdlq/homing/internal/drill"
+	"github.com/homingdlq/homing/internal/tools/drill"
 )
 
 // story is what the demo publishes and what it expects at the end.

@@ -23,7 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/homingdlq/homing/internal/emulatortest"
+	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/settings"
 )
 

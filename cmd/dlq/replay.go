@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/homingdlq/homing/internal/invoicing"
+	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
 	"github.com/homingdlq/homing/settings"

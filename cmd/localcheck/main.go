@@ -1,7 +1,7 @@
 // Command localcheck runs after `cdk deploy` to the local emulator. It
 // writes the stack outputs, flat, to a JSON file for tests, the demo and the
 // dlq CLI, then reads the deployed resources back and compares them with the
-// deployed template (internal/conformance). A known emulator gap is repaired
+// deployed template (internal/tools/conformance). A known emulator gap is repaired
 // by its emulator-only step only with -fix-emulator-gaps, and said out loud.
 // Any other difference fails the command. It is never run against AWS.
 //
@@ -25,8 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/homingdlq/homing/internal/conformance"
-	"github.com/homingdlq/homing/internal/drill"
+	"github.com/homingdlq/homing/internal/tools/conformance"
+	"github.com/homingdlq/homing/internal/tools/drill"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/internal/drill"
+	"github.com/homingdlq/homing/internal/tools/drill"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 )

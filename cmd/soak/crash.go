@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/internal/drill"
-	"github.com/homingdlq/homing/internal/invoicing"
+	"github.com/homingdlq/homing/internal/sample/invoicing"
+	"github.com/homingdlq/homing/internal/tools/drill"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
 )

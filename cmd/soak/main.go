@@ -39,8 +39,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/internal/drill"
-	"github.com/homingdlq/homing/internal/taxstub"
+	"github.com/homingdlq/homing/internal/sample/taxstub"
+	"github.com/homingdlq/homing/internal/tools/drill"
 	"github.com/homingdlq/homing/replay"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/homingdlq/homing/internal/drill"
+	"github.com/homingdlq/homing/internal/tools/drill"
 )
 
 // phases of the soak, in order; each publishes a third of the orders.

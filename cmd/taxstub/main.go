@@ -1,12 +1,12 @@
 // Command taxstub serves the local stand-in for the tax and invoice service
-// (internal/taxstub) so the deployed consumer can run end to end on the
+// (internal/sample/taxstub) so the deployed consumer can run end to end on the
 // emulator. `make emulator-up` starts it on 127.0.0.1:4580 beside the
 // emulator; `make emulator-down` stops it.
 //
 //	taxstub [-addr 127.0.0.1:4580] [-dedupe]
 //
 // -dedupe starts it deduplicating by Idempotency-Key, as real invoice
-// services do; by default it counts every call (see internal/taxstub), and
+// services do; by default it counts every call (see internal/sample/taxstub), and
 // POST /admin/mode switches either way at run time.
 package main
 
@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/homingdlq/homing/internal/taxstub"
+	"github.com/homingdlq/homing/internal/sample/taxstub"
 )
 
 func main() {

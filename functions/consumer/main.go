@@ -3,7 +3,7 @@
 // ReportBatchItemFailures, issues one invoice per order through the tax
 // service, sends invalid orders to the invalid queue with their reason, and
 // reports transient failures per record so SQS redrives them. What it does
-// and how it is configured are package internal/consumer's.
+// and how it is configured are package internal/sample/consumer's.
 package main
 
 import (
@@ -19,8 +19,8 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/internal/consumer"
-	"github.com/homingdlq/homing/internal/tax"
+	"github.com/homingdlq/homing/internal/sample/consumer"
+	"github.com/homingdlq/homing/internal/sample/tax"
 )
 
 func main() {

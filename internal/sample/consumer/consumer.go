@@ -1,0 +1,65 @@
+package consumer
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/metrics"
+	"github.com/homingdlq/homing/internal/sample/invoicing"
+)
+
+// Deps are the adapters the consumer is built from; tests pass fakes.
+type Deps struct {
+	Sender   batch.Sender            // publishes to the invalid queue; required
+	Store    idempotency.Store       // the idempotent receiver's records; required
+	Invoicer invoicing.Invoicer      // issues the invoices; required
+	Lookup   invoicing.InvoiceLookup // may be nil: in-doubt takeovers call again
+	Logger   *slog.Logger            // required
+	Metrics  io.Writer               // EMF lines; nil writes none
+	Now      func() time.Time        // default time.Now
+	// Sleep waits between the idempotent receiver's attempts to record a
+	// completion, on the clock of Now: a test with a manual clock passes
+	// one that advances it, or the retries wait on real time while its
+	// clock stands still. Default internal/wait.Sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// New returns the handler of one SQS batch (the Lambda handler of the
+// consumer): the batch processor over the invoicing handler, behind the
+// idempotent receiver scoped by ConsumerName, counted into one set of EMF
+// lines per invocation.
+func New(cfg Config, d Deps) metrics.ProcessFunc {
+	receiver := &idempotency.Receiver{
+		Store:    d.Store,
+		Scope:    cfg.ConsumerName,
+		Lifetime: cfg.RecordLifetime,
+		Now:      d.Now,
+		Sleep:    d.Sleep,
+		OnError: func(err error, key string) {
+			d.Logger.Warn("idempotency", slog.String("orderId", key), slog.String("error", err.Error()))
+		},
+		// The invoice was issued but not recorded: the record is acknowledged
+		// (a redelivery would invoice again); this line is what counts it.
+		OnUnrecorded: func(key, result string, err error) {
+			d.Logger.Error("invoice issued but its idempotency record not completed",
+				slog.String("event", idempotency.EventUnrecorded), slog.String("orderId", key),
+				slog.String("invoiceNumber", result), slog.String("error", err.Error()))
+		},
+	}
+	h := &invoicing.Handler{Receiver: receiver, Invoicer: d.Invoicer, Lookup: d.Lookup, MaxBytes: cfg.MaxPayloadBytes,
+		OnOutcome: metrics.Idempotency}
+	p := batch.New(h.Handle,
+		batch.NewInvalidQueue(d.Sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.Now),
+		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.Logger, Now: d.Now,
+			OnOutcome: metrics.Record})
+	w := d.Metrics
+	if w == nil {
+		w = io.Discard
+	}
+	m := &metrics.Consumer{Config: cfg.Metrics, W: w, Now: d.Now}
+	return m.Wrap(p.Process, func(err error) { d.Logger.Warn("metrics", slog.String("error", err.Error())) })
+}

@@ -1,0 +1,94 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// DefaultSeeds is how many random seeds TestSim runs without flags.
+const DefaultSeeds = 24
+
+var (
+	flagSeeds  = flag.Int("sim.seeds", envInt("SIM_SEEDS", DefaultSeeds), "random seeds TestSim runs (env SIM_SEEDS)")
+	flagSeed   = flag.Int("sim.seed", envInt("SIM_SEED", -1), "run only this seed (env SIM_SEED)")
+	flagOrders = flag.Int("sim.orders", envInt("SIM_ORDERS", ordersPerSeed), "publications per seed (env SIM_ORDERS)")
+	flagTrace  = flag.Bool("sim.trace", os.Getenv("SIM_TRACE") != "", "print the whole trace of a failing seed (env SIM_TRACE)")
+)
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+// TestSim runs random seeds through the whole system and checks the
+// invariants. A failing seed prints its violations, the trace of the
+// messages involved, and the command that replays it.
+func TestSim(t *testing.T) {
+	seeds := make([]uint64, 0, *flagSeeds)
+	if *flagSeed >= 0 {
+		seeds = append(seeds, uint64(*flagSeed))
+	} else {
+		for i := range *flagSeeds {
+			seeds = append(seeds, uint64(i+1))
+		}
+	}
+	start := time.Now()
+	if os.Getenv("SIM_SEEDS") != "" && *flagSeed < 0 && !testing.Short() {
+		// make sim: the scenarios of thousands of dead letters too.
+		runDeep(t)
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			rep, err := Run(RandomConfig(seed, *flagOrders))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, rep, fmt.Sprintf("go test ./internal/tools/sim -run 'TestSim/seed=%d$' (or make sim SEED=%d)", seed, seed))
+		})
+	}
+	t.Cleanup(func() {
+		t.Logf("%d seeds x %d orders in %s", len(seeds), *flagOrders, time.Since(start).Round(time.Millisecond))
+	})
+}
+
+// check fails t with a readable account of rep's violations.
+func check(t *testing.T, rep *Report, replay string) {
+	t.Helper()
+	st := rep.Stats
+	t.Logf("simulated %s: %d publications, %d valid orders (%d invoiced), %d invalid queued, parked %v (%d at the end), %d service calls, %d in-doubt doubles, %d takeovers, %d replays (%d duplicate), %d runs (%d crashed), %d invocations abandoned",
+		st.Simulated.Round(time.Second), st.Publications, st.ValidOrders, st.Invoiced, st.InvalidQueued, st.Parked, st.ParkedAtEnd,
+		st.ServiceCalls, st.InDoubtDoubles, st.Takeovers, st.Replays, st.DuplicateReplays, st.Runs, st.RunCrashes, st.Abandoned)
+	if len(rep.Violations) == 0 {
+		return
+	}
+	var b strings.Builder
+	kinds := map[string]int{}
+	for _, v := range rep.Violations {
+		kinds[v.Kind]++
+	}
+	fmt.Fprintf(&b, "%d violations %v\n", len(rep.Violations), kinds)
+	var subjects []string
+	for i, v := range rep.Violations {
+		if i < 10 {
+			fmt.Fprintf(&b, "  %s\n", v)
+		}
+		if i < 3 {
+			subjects = append(subjects, strings.Fields(v.Subject)...)
+		}
+	}
+	if *flagTrace {
+		subjects = nil
+	}
+	fmt.Fprintf(&b, "trace of the first violations' messages and orders:\n")
+	rep.Trace.Write(&b, subjects, 80)
+	fmt.Fprintf(&b, "replay: %s\n", replay)
+	t.Error(b.String())
+}
