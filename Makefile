@@ -14,6 +14,11 @@ EMULATOR_PORT ?= 4566
 TAX_PORT      ?= 4580
 # moto's server: the second emulator of the contract suites (make e2e).
 MOTO_PORT     ?= 4599
+# LocalStack's open-source runtime in host mode (no Docker; scripts/localstack.sh):
+# the queue suites' third implementation. LOCALSTACK_PYTHON: a Python >= 3.13
+# to build its venv with (default: the newest found on PATH or under pyenv).
+LOCALSTACK_PORT   ?= 4610
+LOCALSTACK_PYTHON ?=
 STACK         ?= Homing
 # N: the orders of make soak (default 5000), the dead letters per contender
 # of make bench-replay on the bare emulator (default 1000).
@@ -46,16 +51,22 @@ CDK_LOCAL_ENV := $(EMULATOR_ENV) CDK_DEFAULT_ACCOUNT=000000000000 CDK_DEFAULT_RE
 	HOMING_PROFILE=local TAX_SERVICE_URL=$(LOCAL_TAX_URL)
 CDK_FLAGS     := --no-notices --ci
 
-# What the e2e tests learn of the emulators: the contract suites (queue,
-# ledger, completions, idempotency store) run against AWS_ENDPOINT_URL and
-# this second endpoint, each emulator's gaps declared by its name.
-CONTRACT_ENV  := HOMING_EMULATOR=$(EMULATOR) HOMING_SECOND_EMULATOR=moto \
-	HOMING_SECOND_ENDPOINT=http://127.0.0.1:$(MOTO_PORT)
+# What the e2e tests learn of the emulators: each contract suite runs on
+# every implementation of its service, listed as name=URL pairs, each
+# implementation's gaps declared by its name. Queue: the emulator, moto and
+# LocalStack in host mode (left out when the emulator is LocalStack's Docker
+# profile, which has SQS itself); DynamoDB: the emulator and moto.
+comma := ,
+SQS_ENDPOINTS      := $(EMULATOR)=http://127.0.0.1:$(EMULATOR_PORT),moto=http://127.0.0.1:$(MOTO_PORT)$(if $(filter localstack,$(EMULATOR)),,$(comma)localstack=http://127.0.0.1:$(LOCALSTACK_PORT))
+DYNAMODB_ENDPOINTS := $(EMULATOR)=http://127.0.0.1:$(EMULATOR_PORT),moto=http://127.0.0.1:$(MOTO_PORT)
+CONTRACT_ENV  := HOMING_EMULATOR=$(EMULATOR) HOMING_SQS_ENDPOINTS=$(SQS_ENDPOINTS) HOMING_DYNAMODB_ENDPOINTS=$(DYNAMODB_ENDPOINTS)
+# The e2e target starts host-mode LocalStack only beside another emulator.
+HOST_LOCALSTACK := $(if $(filter localstack,$(EMULATOR)),,yes)
 
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: help demo soak build unit sim infra-test cfn-lint e2e test lint vuln bench bench-replay fuzz synth deploy-local destroy-local \
-	emulator-up emulator-down moto-up moto-down clean FORCE
+.PHONY: help demo soak build unit sim infra-test cfn-lint e2e test lint release-check release-snapshot release proxy-proof vuln bench bench-replay fuzz synth deploy-local destroy-local \
+	emulator-up emulator-down moto-up moto-down localstack-up localstack-down clean FORCE
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -98,15 +109,17 @@ cfn-lint: $(NPM_STAMP) ## cfn-lint (pinned, in the emulator's venv) on every tem
 
 # -p 1: the deployed-stack tests of different packages share one stack and
 # switch the tax stand-in down and up; they must not overlap.
-e2e: ## emulator and moto up, deploy the local stack, run the e2e-tagged tests, both down (also on failure)
-	@rc=0; $(MAKE) --no-print-directory moto-up && $(MAKE) --no-print-directory deploy-local && \
+e2e: ## emulator, moto and LocalStack (host mode) up, deploy the local stack, run the e2e-tagged tests, all down (also on failure)
+	@rc=0; $(MAKE) --no-print-directory moto-up && \
+	  { [ -z "$(HOST_LOCALSTACK)" ] || $(MAKE) --no-print-directory localstack-up; } && $(MAKE) --no-print-directory deploy-local && \
 	  { HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 30m ./... || rc=$$?; \
 	    (cd examples && HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 20m ./...) || rc=$$?; } || rc=$$?; \
-	  $(MAKE) --no-print-directory emulator-down; $(MAKE) --no-print-directory moto-down; exit $$rc
+	  $(MAKE) --no-print-directory emulator-down; $(MAKE) --no-print-directory moto-down; \
+	  [ -z "$(HOST_LOCALSTACK)" ] || $(MAKE) --no-print-directory localstack-down; exit $$rc
 
 test: unit infra-test e2e ## everything CI runs
 
-lint: ## gofmt, go vet, staticcheck, actionlint and govulncheck (pinned as go.mod tools), every module, e2e tag too
+lint: ## gofmt, go vet, staticcheck, actionlint and govulncheck (pinned as go.mod tools), every module, e2e tag too; apidiff of the public API against the last tag
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./... && $(GO) vet -tags e2e ./...
 	$(GO) tool staticcheck ./... && $(GO) tool staticcheck -tags e2e ./...
@@ -115,6 +128,25 @@ lint: ## gofmt, go vet, staticcheck, actionlint and govulncheck (pinned as go.mo
 	cd infra && $(GO) vet ./...
 	$(GO) tool actionlint
 	GO=$(GO) scripts/vulncheck.sh $(VULNDB)
+	GO=$(GO) scripts/apidiff.sh
+
+# GoReleaser is pinned in tools/go.mod (its own module: its dependencies stay
+# out of the root module's graph, and so out of an adopter's).
+GORELEASER = GOWORK=off $$(cd tools && GOWORK=off $(GO) tool -n goreleaser)
+
+release-check: ## goreleaser check of .goreleaser.yaml
+	$(GORELEASER) check
+
+release-snapshot: ## the release assets of the working tree into dist/ (goreleaser --snapshot): dlq x6, the replay bootstrap x2 zipped, checksums
+	$(GORELEASER) release --snapshot --clean
+
+release: ## the release of the tag at HEAD (CI's release workflow runs it, with GITHUB_TOKEN)
+	$(GORELEASER) release --clean
+
+# VERSION=vX.Y.Z tags the snapshot (default CHANGELOG.md's newest release);
+# KEEP=1 keeps its temporary directory, SYNTH=0 skips cdk synth.
+proxy-proof: $(NPM_STAMP) ## the working tree as a tagged release in a file-based module proxy; an empty module go gets it, go installs dlq, builds and synthesizes a CDK app with a lane; no replace
+	GO=$(GO) VERSION=$(VERSION) KEEP=$(KEEP) SYNTH=$(SYNTH) scripts/proxyproof.sh
 
 vuln: ## govulncheck, both modules, against the newest Go vulnerability database on the Go module proxy
 	GO=$(GO) scripts/vulncheck.sh latest
@@ -171,7 +203,13 @@ moto-up: ## install (project-local venv .venv-moto) and start moto's server on 1
 moto-down: ## stop what moto-up started
 	@MOTO_PORT=$(MOTO_PORT) scripts/emulator.sh moto-down
 
-clean: emulator-down moto-down ## remove build output and local state
+localstack-up: ## install (project-local venv .venv-localstack, on a Python >= 3.13) and start LocalStack's open-source runtime without Docker on 127.0.0.1:LOCALSTACK_PORT (default 4610; PID in .local/)
+	@LOCALSTACK_PORT=$(LOCALSTACK_PORT) LOCALSTACK_PYTHON=$(LOCALSTACK_PYTHON) AWS_REGION=$(AWS_REGION) scripts/localstack.sh up
+
+localstack-down: ## stop what localstack-up started
+	@LOCALSTACK_PORT=$(LOCALSTACK_PORT) scripts/localstack.sh down
+
+clean: emulator-down moto-down localstack-down ## remove build output and local state
 	rm -rf bin .local infra/cdk.out
 
 FORCE:

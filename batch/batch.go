@@ -76,7 +76,7 @@ type Options struct {
 	Now func() time.Time
 	// OnOutcome, when set, is called once per record when its outcome is
 	// decided, with the ctx of Process and, for an Invalid record, its
-	// reason ("" otherwise); for metrics (internal/metrics.Record). It is
+	// reason ("" otherwise); for metrics (emf.CountOutcome). It is
 	// called concurrently from the records' goroutines and must return
 	// quickly.
 	OnOutcome func(ctx context.Context, o Outcome, reason string)

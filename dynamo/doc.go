@@ -26,7 +26,7 @@
 //
 // Items of the idempotency table:
 //
-//	pk            S  "<consumer>#<orderId>"
+//	pk            S  "<consumer>#<key>", the business key by the route's key expression
 //	status        S  IN_PROGRESS | COMPLETED
 //	payloadHash   S  hash of the validated payload
 //	result        S  the effect's result (the invoice number), once COMPLETED

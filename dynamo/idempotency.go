@@ -77,7 +77,7 @@ type ItemGetter interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
-// GetIdempotencyRecord reads the record of a full key (idempotency.Key(consumer, orderId))
+// GetIdempotencyRecord reads the record of a full key (idempotency.Key(consumer, key))
 // from an idempotency table with a consistent read, as the store wrote it.
 // found is false when there is none. It does not judge expiry: compare
 // ExpiresAt with the clock.

@@ -19,7 +19,7 @@ import (
 )
 
 func TestIdempotencyStoreContract(t *testing.T) {
-	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
+	emulatortest.OnEachEndpoint(t, emulatortest.DynamoDB, func(t *testing.T, e emulatortest.Endpoint) {
 		db := dynamodb.NewFromConfig(e.Config)
 		table := emulatortest.IdempotencyTable(t, db)
 		idempotencytest.Run(t, func(*testing.T) idempotency.Store { return dynamo.NewIdempotencyStore(db, table) }, dynamoGaps[e.Name]...)

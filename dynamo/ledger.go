@@ -45,11 +45,13 @@ type LedgerAPI interface {
 //
 // Items of the ledger table:
 //
-//	one per DLQ message; the items of an order's partition are its history:
-//	pk                S  replay.OrderKey: "order#<orderId>", or "message#<originalMessageId>" for a body without one
+//	one per DLQ message; the items of a key's partition are its history:
+//	pk                S  replay.HistoryKey: "order#<key>" (the stored prefix of every lane's keys),
+//	                     or "message#<originalMessageId>" for a message without a key
 //	sk                S  "message#<DLQ message id>"
 //	state             S  SEEN | INTENT | SENT | PARKED | RESOLVED
-//	messageId, route, orderId, originalMessageId, runId  S
+//	messageId, route, originalMessageId, runId  S
+//	orderId           S  the business key (replay.MessageRecord.Key; the attribute keeps its stored name)
 //	reason            S  PARKED: the parking reason; RESOLVED: why (already-applied)
 //	replayCount       N  SENT, PARKED: the count in the metadata sent
 //	firstSeenAt, at   N  epoch milliseconds
@@ -87,7 +89,7 @@ type messageItem struct {
 	State             string `dynamodbav:"state"`
 	MessageID         string `dynamodbav:"messageId"`
 	Route             string `dynamodbav:"route"`
-	OrderID           string `dynamodbav:"orderId,omitempty"`
+	Key               string `dynamodbav:"orderId,omitempty"` // the stored name of the business key: records in flight carry it
 	OriginalMessageID string `dynamodbav:"originalMessageId"`
 	RunID             string `dynamodbav:"runId"`
 	Reason            string `dynamodbav:"reason,omitempty"`
@@ -100,8 +102,8 @@ type messageItem struct {
 
 func toItem(r replay.MessageRecord) messageItem {
 	it := messageItem{
-		PK: r.OrderKey, SK: messagePrefix + r.MessageID, State: string(r.State), MessageID: r.MessageID,
-		Route: r.Route, OrderID: r.OrderID, OriginalMessageID: r.OriginalMessageID, RunID: r.RunID,
+		PK: r.HistoryKey, SK: messagePrefix + r.MessageID, State: string(r.State), MessageID: r.MessageID,
+		Route: r.Route, Key: r.Key, OriginalMessageID: r.OriginalMessageID, RunID: r.RunID,
 		Reason: r.Reason, ReplayCount: r.ReplayCount, FirstSeenAt: r.FirstSeenAt.UnixMilli(), At: r.At.UnixMilli(),
 		ExpiresAt: r.ExpiresAt.Unix(),
 	}
@@ -113,7 +115,7 @@ func toItem(r replay.MessageRecord) messageItem {
 
 func (it messageItem) record() replay.MessageRecord {
 	r := replay.MessageRecord{
-		OrderKey: it.PK, MessageID: it.MessageID, State: replay.State(it.State), Route: it.Route, OrderID: it.OrderID,
+		HistoryKey: it.PK, MessageID: it.MessageID, State: replay.State(it.State), Route: it.Route, Key: it.Key,
 		OriginalMessageID: it.OriginalMessageID, RunID: it.RunID, Reason: it.Reason, ReplayCount: it.ReplayCount,
 		FirstSeenAt: time.UnixMilli(it.FirstSeenAt).UTC(), At: time.UnixMilli(it.At).UTC(), ExpiresAt: time.Unix(it.ExpiresAt, 0).UTC(),
 	}
@@ -256,7 +258,7 @@ func (l *Ledger) markBatch(ctx context.Context, records []replay.MessageRecord, 
 		pending = append(pending, i)
 		fresh[i] = r.State == replay.Intent
 		if r.State.Final() {
-			replaced[i] = replay.MessageRecord{OrderKey: r.OrderKey, MessageID: r.MessageID, State: replay.Intent, RunID: r.RunID}
+			replaced[i] = replay.MessageRecord{HistoryKey: r.HistoryKey, MessageID: r.MessageID, State: replay.Intent, RunID: r.RunID}
 		}
 	}
 	const attempts = 6
@@ -366,7 +368,7 @@ func (l *Ledger) transactItem(c change) (types.TransactWriteItem, error) {
 // gave it, or read when the answer had none.
 func (l *Ledger) standing(ctx context.Context, r replay.MessageRecord, item map[string]types.AttributeValue, now time.Time) (replay.MessageRecord, error) {
 	if len(item) == 0 { // not every implementation returns the item
-		out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: l.key(r.OrderKey, messagePrefix+r.MessageID), ConsistentRead: aws.Bool(true)})
+		out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: l.key(r.HistoryKey, messagePrefix+r.MessageID), ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return replay.MessageRecord{}, fmt.Errorf("get %s from %s: %w", r.MessageID, l.table, err)
 		}
@@ -399,7 +401,7 @@ func (l *Ledger) fields(it messageItem) expression.UpdateBuilder {
 	return expression.Set(expression.Name("state"), expression.Value(it.State)).
 		Set(expression.Name("messageId"), expression.Value(it.MessageID)).
 		Set(expression.Name("route"), expression.Value(it.Route)).
-		Set(expression.Name("orderId"), expression.Value(it.OrderID)).
+		Set(expression.Name("orderId"), expression.Value(it.Key)).
 		Set(expression.Name("originalMessageId"), expression.Value(it.OriginalMessageID)).
 		Set(expression.Name("runId"), expression.Value(it.RunID)).
 		Set(expression.Name("replayCount"), expression.Value(it.ReplayCount)).
@@ -487,12 +489,12 @@ func (l *Ledger) query(ctx context.Context, pk, prefix string, newestFirst bool,
 	}
 }
 
-// OrderHistory implements replay.Ledger; the records come sorted by DLQ
+// History implements replay.Ledger; the records come sorted by DLQ
 // message id.
-func (l *Ledger) OrderHistory(ctx context.Context, orderKey string) ([]replay.MessageRecord, error) {
+func (l *Ledger) History(ctx context.Context, historyKey string) ([]replay.MessageRecord, error) {
 	var out []replay.MessageRecord
 	var decodeErr error
-	err := l.query(ctx, orderKey, messagePrefix, false, 0, func(item map[string]types.AttributeValue) bool {
+	err := l.query(ctx, historyKey, messagePrefix, false, 0, func(item map[string]types.AttributeValue) bool {
 		var it messageItem
 		if decodeErr = attributevalue.UnmarshalMap(item, &it); decodeErr != nil {
 			return false
@@ -501,7 +503,7 @@ func (l *Ledger) OrderHistory(ctx context.Context, orderKey string) ([]replay.Me
 		return true
 	})
 	if err == nil && decodeErr != nil {
-		err = fmt.Errorf("decode history of %s from %s: %w", orderKey, l.table, decodeErr)
+		err = fmt.Errorf("decode history of %s from %s: %w", historyKey, l.table, decodeErr)
 	}
 	return out, err
 }
@@ -579,8 +581,8 @@ type CompletionsAPI interface {
 // batchGetLimit is DynamoDB's limit of keys per BatchGetItem call.
 const batchGetLimit = 100
 
-// Completions implements replay.Completions on the idempotency table: an
-// order is completed when its item (idempotency.Key(scope, orderId), as
+// Completions implements replay.Completions on the idempotency table: a
+// business key is completed when its item (idempotency.Key(scope, key), as
 // idempotency.Receiver writes it) has status COMPLETED and has not expired.
 // It is safe for concurrent use.
 type Completions struct {
@@ -592,7 +594,7 @@ type Completions struct {
 }
 
 // NewCompletions reads the idempotency table of the consumer scope (its
-// name, e.g. "invoice"); now is the clock for expiry (nil: time.Now).
+// CONSUMER_NAME, e.g. "invoice" for the sample); now is the clock for expiry (nil: time.Now).
 func NewCompletions(api CompletionsAPI, table, scope string, now func() time.Time) *Completions {
 	if now == nil {
 		now = time.Now
@@ -604,8 +606,8 @@ var _ replay.Completions = (*Completions)(nil)
 
 // Completed implements replay.Completions with consistent BatchGetItem
 // reads of up to 100 keys, retrying unprocessed keys a few times.
-func (c *Completions) Completed(ctx context.Context, orderIDs []string) (map[string]string, error) {
-	ids := slices.Compact(slices.Sorted(slices.Values(orderIDs)))
+func (c *Completions) Completed(ctx context.Context, keys []string) (map[string]string, error) {
+	ids := slices.Compact(slices.Sorted(slices.Values(keys)))
 	out := make(map[string]string, len(ids))
 	proj, err := expression.NewBuilder().WithProjection(expression.NamesList(
 		expression.Name(KeyAttribute), expression.Name("status"), expression.Name("payloadHash"), expression.Name(TTLAttribute))).Build()

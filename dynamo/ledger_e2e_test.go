@@ -20,7 +20,8 @@ import (
 	"github.com/homingdlq/homing/replay/replaytest"
 )
 
-// The contracts run on both emulators (emulatortest.Endpoints). In what the
+// The contracts run on every DynamoDB implementation (emulatortest.Endpoints:
+// ministack and moto; LocalStack's host mode has no DynamoDB). In what the
 // ledger and the completions use of DynamoDB (conditional writes returning
 // ALL_OLD, consistent Query and BatchGetItem with its limits) one gap shows:
 // moto's server does not serialise concurrent conditional writes to one
@@ -28,7 +29,7 @@ import (
 // condition, in a make test under load), so the concurrency subtests are
 // skipped there (dynamoGaps).
 func TestLedgerContract(t *testing.T) {
-	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
+	emulatortest.OnEachEndpoint(t, emulatortest.DynamoDB, func(t *testing.T, e emulatortest.Endpoint) {
 		db := dynamodb.NewFromConfig(e.Config)
 		replaytest.RunLedger(t, func(t *testing.T, now func() time.Time) replay.Ledger {
 			return dynamo.NewLedger(db, emulatortest.LedgerTable(t, db), now)
@@ -42,7 +43,7 @@ var dynamoGaps = map[string][]idempotencytest.Gap{
 }
 
 func TestCompletionsContract(t *testing.T) {
-	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
+	emulatortest.OnEachEndpoint(t, emulatortest.DynamoDB, func(t *testing.T, e emulatortest.Endpoint) {
 		db := dynamodb.NewFromConfig(e.Config)
 		replaytest.RunCompletions(t, func(t *testing.T) (idempotency.Store, replay.Completions) {
 			table := emulatortest.IdempotencyTable(t, db)
@@ -57,7 +58,7 @@ func TestLedgerWritesTheTTLAttribute(t *testing.T) {
 	db := dynamodb.NewFromConfig(emulatortest.Config(t))
 	table := emulatortest.LedgerTable(t, db)
 	now := time.Now()
-	r := replay.MessageRecord{OrderKey: "order#ORD-TTL", MessageID: "m-1", State: replay.Seen, Route: "orders", OriginalMessageID: "m-1",
+	r := replay.MessageRecord{HistoryKey: "order#ORD-TTL", MessageID: "m-1", State: replay.Seen, Route: "orders", OriginalMessageID: "m-1",
 		RunID: "run", FirstSeenAt: now, At: now, ExpiresAt: now.Add(replay.DefaultRecordLifetime)}
 	if _, ok, err := dynamo.NewLedger(db, table, nil).Mark(context.Background(), r); err != nil || !ok {
 		t.Fatalf("ok=%v err=%v", ok, err)

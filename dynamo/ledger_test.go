@@ -72,7 +72,7 @@ func sentItem(expiresAt time.Time) map[string]types.AttributeValue {
 
 func record(s replay.State) replay.MessageRecord {
 	return replay.MessageRecord{
-		OrderKey: "order#ORD-1", MessageID: "m-1", State: s, Route: "orders", OrderID: "ORD-1", OriginalMessageID: "m-0",
+		HistoryKey: "order#ORD-1", MessageID: "m-1", State: s, Route: "orders", Key: "ORD-1", OriginalMessageID: "m-0",
 		RunID: "run-b", FirstSeenAt: ledgerNow, At: ledgerNow, LeaseUntil: ledgerNow.Add(time.Minute), ExpiresAt: ledgerNow.Add(time.Hour),
 	}
 }
@@ -85,7 +85,7 @@ func TestMarkReadsTheStandingRecordWhenTheFailureHasNone(t *testing.T) {
 			if err != nil || ok || api.gets != 1 {
 				t.Fatalf("ok=%v err=%v gets=%d", ok, err, api.gets)
 			}
-			if cur.State != replay.Sent || cur.ReplayCount != 2 || cur.OrderKey != "order#ORD-1" || cur.MessageID != "m-1" || !cur.At.Equal(ledgerNow) || !cur.LeaseUntil.IsZero() {
+			if cur.State != replay.Sent || cur.ReplayCount != 2 || cur.HistoryKey != "order#ORD-1" || cur.MessageID != "m-1" || !cur.At.Equal(ledgerNow) || !cur.LeaseUntil.IsZero() {
 				t.Fatalf("current = %+v", cur)
 			}
 			for _, in := range api.updates {
@@ -117,7 +117,7 @@ func TestMarkRejectsAnUnknownState(t *testing.T) {
 func TestLedgerErrorsNameTheTableAndKeepTheCause(t *testing.T) {
 	cause := errors.New("ProvisionedThroughputExceeded")
 	l := NewLedger(&fakeLedgerAPI{queryErr: cause}, "ledger-table", nil)
-	if _, err := l.OrderHistory(context.Background(), "order#ORD-1"); !errors.Is(err, cause) || !strings.Contains(err.Error(), "ledger-table") {
+	if _, err := l.History(context.Background(), "order#ORD-1"); !errors.Is(err, cause) || !strings.Contains(err.Error(), "ledger-table") {
 		t.Fatalf("history: %v", err)
 	}
 	if _, _, err := l.LastRun(context.Background()); !errors.Is(err, cause) {

@@ -52,10 +52,11 @@
 // Outcomes:
 //
 //   - first delivery: the effect runs once and its result is stored;
-//   - a completed key with the same payload hash: the stored result is
-//     returned and the effect does not run ([Outcome].Duplicate);
-//   - a completed key with another payload hash, or an expired lock of
-//     another payload found applied: [ErrConflict] (the caller routes the
+//   - a completed key with the same payload hash, or one of another hash
+//     version: the stored result is returned and the effect does not run
+//     ([Outcome].Duplicate);
+//   - a completed key with another payload hash of the same version, or an
+//     expired lock of another payload found applied: [ErrConflict] (the caller routes the
 //     message to the invalid lane as a conflicting duplicate);
 //   - an expired lock of another payload found never applied: the effect
 //     runs for the new payload, which now owns the key;
@@ -66,6 +67,16 @@
 //     (a takeover, an ambiguous failure) that the resolver could not
 //     resolve, the claim kept: [ErrInProgress], a transient failure; SQS
 //     delivers the message again later.
+//
+// Payload hashes compare only within one version ([payload.HashVersionOf]:
+// "jcs1" for the hash of [payload.Hash], "" for an unversioned hash an
+// earlier build wrote). A record whose hash is of another version than the
+// caller's keeps its meaning until it expires: COMPLETED, it is a duplicate
+// absorbed; a live lock, in progress; an expired lock, taken over in doubt
+// as one of the same payload. So an upgrade of the hash never turns an
+// order in flight into a false conflict; the price is that a conflicting
+// payload that arrives across the change is taken for a duplicate, not sent
+// to the invalid lane.
 //
 // Records outlive source plus DLQ retention (default [DefaultLifetime]). The
 // expiry is checked in the write condition; the store also sets a TTL

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/internal/wait"
+	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -38,7 +39,7 @@ var (
 	// resolver could not tell (see [Receiver.DoResolving]). Transient.
 	ErrInProgress = errors.New("idempotency: key is being processed by another invocation")
 	// ErrConflict: the key completed (or was found applied) before with a
-	// different payload.
+	// different payload: a different payload hash of the same version.
 	ErrConflict = errors.New("idempotency: key completed before with a different payload")
 	// ErrLeaseLost: the caller's claim was taken over or released; returned
 	// by [Store.Complete] and [Store.Release].
@@ -49,7 +50,7 @@ var (
 type Record struct {
 	Key           string
 	Status        Status
-	PayloadHash   string
+	PayloadHash   string    // versioned, as payload.Hash writes it, or an earlier build's unversioned hash
 	Result        string    // set when Completed
 	Token         string    // identifies the claim that wrote the record
 	LockExpiresAt time.Time // IN_PROGRESS only: the holder's deadline
@@ -220,8 +221,9 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 	return r.DoResolving(ctx, key, payloadHash, nil, effect)
 }
 
-// DoResolving runs effect unless key has run before. The lock it takes
-// expires at ctx's deadline (or after DefaultLockTimeout).
+// DoResolving runs effect unless key has run before. payloadHash identifies
+// the payload, [payload.Hash.Sum] of the body for a new consumer. The lock
+// it takes expires at ctx's deadline (or after DefaultLockTimeout).
 //
 // It returns ErrInProgress, ErrConflict (both wrapped), the effect's error
 // (after releasing the claim so that a retry can run it), the resolver's
@@ -254,6 +256,12 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 //     ErrInProgress, not the effect's error: the effect's failure is not
 //     known to be final (a rejection after a lost answer is not one).
 //
+// Payload hashes compare within one version only ([payload.HashVersionOf]):
+// a lock or a completed record whose hash is of another version than
+// payloadHash is taken as one of the same payload (a completed one is a
+// duplicate, an expired lock is taken over in doubt as above), never as
+// another payload, so never ErrConflict.
+//
 // When the lock is of another payload, who owns the key is in doubt too:
 // the holder may be a conflicting duplicate that never reached the
 // downstream. DoResolving asks resolver before it claims:
@@ -283,6 +291,15 @@ func (r *Receiver) DoResolving(ctx context.Context, key, payloadHash string, res
 	current, claimed, err := r.Store.Claim(ctx, l)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("claim %s: %w", l.Key, err)
+	}
+	if !claimed && expiredLockOfAnotherVersion(l, current) {
+		// Not comparable, so not another payload: take the lock over as
+		// one of this payload, in doubt (the store compares hashes as
+		// bytes, so the claim names the lock it supersedes).
+		l.Supersedes = current.Token
+		if current, claimed, err = r.Store.Claim(ctx, l); err != nil {
+			return Outcome{}, fmt.Errorf("claim %s over a lock of another hash version: %w", l.Key, err)
+		}
 	}
 	var out Outcome
 	switch {
@@ -378,7 +395,24 @@ func (r *Receiver) lease(ctx context.Context, key, payloadHash string) Lease {
 // expiredLockOfAnother reports whether current, a record that stood against
 // l, is an IN_PROGRESS lock of another payload past its expiry: in doubt.
 func expiredLockOfAnother(l Lease, current Record) bool {
-	return current.Status == InProgress && current.PayloadHash != l.PayloadHash && !l.Now.Before(current.LockExpiresAt)
+	return current.Status == InProgress && !samePayload(current.PayloadHash, l.PayloadHash) && !l.Now.Before(current.LockExpiresAt)
+}
+
+// expiredLockOfAnotherVersion reports whether current, a record that stood
+// against l, is an IN_PROGRESS lock past its expiry whose payload hash is of
+// another version than l's: the store saw two different hashes, the
+// receiver sees a lock it may take over as of the same payload.
+func expiredLockOfAnotherVersion(l Lease, current Record) bool {
+	return current.Status == InProgress && current.PayloadHash != l.PayloadHash &&
+		samePayload(current.PayloadHash, l.PayloadHash) && !l.Now.Before(current.LockExpiresAt)
+}
+
+// samePayload reports whether a record's payload hash and a caller's may be
+// of the same payload: equal, or of different versions
+// ([payload.HashVersionOf]: one versioned and one not, or two versions),
+// which are not comparable and so never tell another payload.
+func samePayload(recorded, incoming string) bool {
+	return recorded == incoming || payload.HashVersionOf(recorded) != payload.HashVersionOf(incoming)
 }
 
 // resolveAnother asks resolver about the expired lock stale of another
@@ -412,7 +446,7 @@ func (r *Receiver) resolveAnother(ctx context.Context, l Lease, key string, stal
 // standing turns a claim that found a standing record into the outcome.
 func standing(l Lease, current Record) (Outcome, error) {
 	switch {
-	case current.Status == Completed && current.PayloadHash == l.PayloadHash:
+	case current.Status == Completed && samePayload(current.PayloadHash, l.PayloadHash):
 		return Outcome{Result: current.Result, Duplicate: true}, nil
 	case current.Status == Completed:
 		return Outcome{}, fmt.Errorf("claim %s: %w", l.Key, ErrConflict)

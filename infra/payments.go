@@ -24,6 +24,14 @@ const (
 	// code directory: `make build` writes bin/payments/bootstrap from the
 	// examples module.
 	PaymentsFunction = "payments"
+	// PaymentsKey is the payments lane's business key, the JMESPath
+	// expression of the example's payment id (examples/payment).
+	PaymentsKey = "paymentId"
+	// PaymentsPayloadHash is the part of the body its consumer's payload
+	// hash covers: examples/payment.HashPart (another module, which this
+	// one does not require; TestPaymentsContractIsTheExamples in
+	// examples/payment pins the two together).
+	PaymentsPayloadHash = "{paymentId: paymentId, accountId: accountId, capturedAt: capturedAt, amount: amount, currency: currency}"
 	// OutputEntriesTableName is the key of the ledger table's output,
 	// settings.OutputID("payments", OutputEntriesTableName).
 	OutputEntriesTableName = "EntriesTableName"
@@ -52,6 +60,17 @@ func newPaymentsLane(stack constructs.Construct, props deadletter.LaneProps) dea
 		DeletionProtection: jsii.Bool(removal == awscdk.RemovalPolicy_RETAIN),
 	})
 	props.Fifo = jsii.Bool(true)
+	// The example's consumer keys its records by the payment id and writes
+	// them with the idempotency package.
+	if props.Key == nil {
+		props.Key = jsii.String(PaymentsKey)
+	}
+	if props.PayloadHash == nil {
+		props.PayloadHash = jsii.String(PaymentsPayloadHash)
+	}
+	if props.ConsumerRecords == "" {
+		props.ConsumerRecords = deadletter.ConsumerWritesRecords
+	}
 	if props.ConsumerCodeDir == nil {
 		codeDir := deadletter.DefaultCodeDir
 		if props.CodeDir != nil {

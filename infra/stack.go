@@ -12,6 +12,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/homingdlq/homing/infra/deadletter"
+	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -21,6 +22,15 @@ const StackName = "Homing"
 // OrdersLaneID is the construct id of the order lane; its name, and so the
 // prefix of its outputs (settings.OutputID), is "orders".
 const OrdersLaneID = "Orders"
+
+// The orders lane's contract is the sample consumer's own: its business
+// key (the order id) and the part of the body its payload hash covers, so
+// that the replay's already-applied removal compares the hash the consumer
+// recorded.
+const (
+	OrdersKey         = invoicing.KeyExpr
+	OrdersPayloadHash = invoicing.HashPart
+)
 
 // ErrInvalidStackProps is wrapped by the value NewHomingStack panics with
 // when HomingStackProps itself (not a lane's props) is invalid.
@@ -91,6 +101,7 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 	if orders.ConsumerName == nil {
 		orders.ConsumerName = jsii.String(settings.ConsumerName.Default)
 	}
+	ordersContract(&orders)
 	lane := deadletter.NewLane(stack, OrdersLaneID, &orders)
 	if p := props.TableDeletionProtectionParameter; p != nil && *p {
 		protectTablesByParameter(stack, lane)
@@ -151,5 +162,20 @@ func protectTablesByParameter(stack awscdk.Stack, lane deadletter.Lane) {
 	for _, table := range []awsdynamodb.Table{lane.IdempotencyTable(), lane.LedgerTable()} {
 		cfn := table.Node().DefaultChild().(awsdynamodb.CfnTable)
 		cfn.SetDeletionProtectionEnabled(awscdk.Fn_ConditionIf(on.LogicalId(), jsii.Bool(true), jsii.Bool(false)))
+	}
+}
+
+// ordersContract sets the contract of the sample's consumer where p leaves
+// it unset: it keys its idempotency records by the order id and writes them
+// (internal/sample's wiring of the idempotency package).
+func ordersContract(p *deadletter.LaneProps) {
+	if p.Key == nil {
+		p.Key = jsii.String(OrdersKey)
+	}
+	if p.PayloadHash == nil {
+		p.PayloadHash = jsii.String(OrdersPayloadHash)
+	}
+	if p.ConsumerRecords == "" {
+		p.ConsumerRecords = deadletter.ConsumerWritesRecords
 	}
 }

@@ -423,7 +423,9 @@ func TestProfileProps(t *testing.T) {
 	if err := validateTaxURL(*p.TaxServiceURL, *p.AllowPlainHTTP); err != nil {
 		t.Errorf("local profile's tax service is invalid: %v", err)
 	}
-	if err := p.Orders.Validate(); err != nil {
+	orders := p.Orders
+	ordersContract(&orders)
+	if err := orders.Validate(); err != nil {
 		t.Errorf("local profile props are invalid: %v", err)
 	}
 	if p.Payments == nil || *p.Payments.MaxReceiveCount != 3 || p.Payments.ConsumerEnvironment["DEADLINE_MARGIN"] != "1s" {

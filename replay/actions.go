@@ -41,7 +41,7 @@ func each(items []*item, want func(*item) bool, f func(*item)) {
 }
 
 // claim writes the INTENT records of the batch's movers, leased until the
-// messages' visibility ends; beside it, it reads which movers' orders are
+// messages' visibility ends; beside it, it reads which movers' keys are
 // already applied. The INTENT write is also the batch's look-up: a mover
 // whose record is final was sent by an earlier run (recovered: deleted
 // without sending); one whose INTENT another run holds is hidden until
@@ -52,8 +52,8 @@ func each(items []*item, want func(*item) bool, f func(*item)) {
 // the messages' records.
 func (r *run) claim(ctx context.Context, p *pass, b *batch, c *carry) {
 	var wg sync.WaitGroup
-	check := r.appliedCandidates(b) // before the claims change outcomes
-	wg.Go(func() { r.applied(ctx, check) })
+	check := r.appliedCandidates(p, b) // before the claims change outcomes
+	wg.Go(func() { r.applied(ctx, p, check) })
 	if r.req.DryRun {
 		each(b.items, looked, func(it *item) { r.look(ctx, b, it) })
 	} else {
@@ -80,7 +80,7 @@ func looked(it *item) bool { return it.outcome != OutcomeSkipped && it.outcome !
 // look is a dry run's claim: it reads the message's record and decides as
 // the INTENT write would.
 func (r *run) look(ctx context.Context, b *batch, it *item) {
-	history, err := r.e.ledger.OrderHistory(ctx, OrderKey(it.msg.orderID, it.msg.originalID()))
+	history, err := r.e.ledger.History(ctx, HistoryKey(it.msg.key, it.msg.originalID()))
 	if err != nil {
 		it.warn = fmt.Errorf("read the history of %s: %w", it.msg.id, err)
 		return
@@ -198,50 +198,56 @@ func (r *run) intend(ctx context.Context, p *pass, b *batch, c *carry) {
 
 func (r *run) record(p *pass, it *item, s State, now time.Time) MessageRecord {
 	return MessageRecord{
-		OrderKey: OrderKey(it.msg.orderID, it.msg.originalID()), MessageID: it.msg.id, State: s,
-		Route: p.route.Name, OrderID: boundedOrderID(it.msg.orderID), OriginalMessageID: BoundedID(it.msg.originalID()), RunID: r.id,
+		HistoryKey: HistoryKey(it.msg.key, it.msg.originalID()), MessageID: it.msg.id, State: s,
+		Route: p.route.Name, Key: boundedKey(it.msg.key), OriginalMessageID: BoundedID(it.msg.originalID()), RunID: r.id,
 		FirstSeenAt: now, At: now, ExpiresAt: now.Add(r.e.opts.RecordLifetime),
 	}
 }
 
 // appliedCandidates returns the movers whose removal as already applied
-// the completions read decides, with their payload hashes.
-func (r *run) appliedCandidates(b *batch) map[*item]string {
-	if r.e.opts.Completions == nil || r.e.opts.PayloadHash == nil {
+// the completions read decides: those with a key, on a route whose
+// consumer writes completion records.
+func (r *run) appliedCandidates(p *pass, b *batch) []*item {
+	if r.e.opts.Completions == nil || !p.route.Records {
 		return nil
 	}
-	hashes := map[*item]string{}
+	var out []*item
 	for _, it := range b.items {
-		if !it.outcome.moves() || it.msg.orderID == "" || len(it.msg.orderID) > MaxKeyID {
-			continue // an id over the bound is no consumer's key either
+		if !it.outcome.moves() || it.msg.key == "" || len(it.msg.key) > MaxKeyID {
+			continue // a key over the bound is no consumer's key either
 		}
-		if h, ok := r.e.opts.PayloadHash(it.msg.body); ok {
-			hashes[it] = h
-		}
+		out = append(out, it)
 	}
-	return hashes
+	return out
 }
 
-// applied finds the candidates whose order the consumer has completed with
+// applied finds the candidates whose key the consumer has completed with
 // the same payload (it sets done; claim turns them into OutcomeApplied):
 // nobody needs them, so they are removed rather than replayed or parked.
-// A different payload still goes back (the consumer routes the conflict).
-// One read per batch; when it fails, the messages move as planned.
-func (r *run) applied(ctx context.Context, hashes map[*item]string) {
-	if len(hashes) == 0 {
+// A different payload still goes back (the consumer routes the conflict),
+// and so does one whose record's hash cannot be compared (a record of an
+// earlier hash version, or a body the hash cannot read): see
+// payload.Hash.Same. One read per batch; when it fails, the messages move
+// as planned.
+func (r *run) applied(ctx context.Context, p *pass, items []*item) {
+	if len(items) == 0 {
 		return
 	}
-	ids := make([]string, 0, len(hashes))
-	for it := range hashes {
-		ids = append(ids, it.msg.orderID)
+	keys := make([]string, 0, len(items))
+	for _, it := range items {
+		keys = append(keys, it.msg.key)
 	}
-	done, err := r.e.opts.Completions.Completed(ctx, ids)
+	done, err := r.e.opts.Completions.Completed(ctx, keys)
 	if err != nil {
 		r.e.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "replay completions", slog.String("runId", r.id), slog.String("error", err.Error()))
 		return
 	}
-	for it, h := range hashes {
-		if got, ok := done[it.msg.orderID]; ok && got == h {
+	for _, it := range items {
+		recorded, ok := done[it.msg.key]
+		if !ok {
+			continue
+		}
+		if same, comparable := p.lane.hash.Same(recorded, []byte(it.msg.body)); same && comparable {
 			it.done = true
 		}
 	}

@@ -15,10 +15,26 @@
 // what a run remembers across batches is bounded (the ids of the messages
 // on their way, a 256 KiB filter of the ids of the messages it examined and
 // left in their DLQ, made when the first is left, at most 1000 receipt
-// handles it holds, at most 100 replayed order ids per route for the
+// handles it holds, at most 100 replayed keys per route for the
 // canary). A message deleted from its DLQ is forgotten: it cannot be
 // received again, and a copy SQS delivers twice finds the ledger's final
 // record and is removed as recovered.
+//
+// # Keys and completion records
+//
+// A route names its lane's business key as a JMESPath expression over the
+// JSON body ([Route.Key]: the sample's order id field, "shipment.id" for a
+// lane keyed by a nested field), evaluated with package payload; a message
+// whose key does not evaluate is decided by its original message id alone.
+// The key is the partition of the message's history in the ledger, what
+// [Filter.Keys] matches, and, on a route whose consumer writes homing's
+// completion records ([Route.Records]), the key the canary gate, the
+// [Breaker] and the removal of dead letters already applied read
+// [Completions] by, comparing payload hashes with the route's
+// [Route.PayloadHash] (package payload's versioned hash: a record of
+// another version never counts as the same payload). A route whose
+// consumer writes no records reads none: its canary gate is skipped and
+// says so, and its breaker counts the replays that come back to the DLQ.
 //
 // # Decisions
 //
@@ -32,13 +48,13 @@
 // message counts as one without metadata. A run that cannot read the key
 // closes the seal gate. FIFO deduplication ids derive from the id of the
 // message in the queue the engine reads, so two messages never share one. A
-// message whose order the consumer has already
-// completed with the same payload ([Options.PayloadHash] against
+// message whose key the consumer has already
+// completed with the same payload (its route's payload hash against
 // [Completions]) is removed with a RESOLVED ledger record
 // ([ReasonAlreadyApplied]): it is work for nobody.
 //
-// The replay budget belongs to the message, not to its order: two events
-// of one order each get their replays. Decisions come from what the
+// The replay budget belongs to the message, not to its key: two events
+// of one key each get their replays. Decisions come from what the
 // message carries, so the hot path reads nothing per message: the replay
 // count is the one in our metadata attribute ([AttributeName], packed
 // beside the producer's attributes by internal/envelope, kept by SQS's
@@ -81,8 +97,8 @@
 // # Exactly once in effect
 //
 // Every DLQ message a run acts on has a record in the [Ledger], keyed by
-// its DLQ message id inside its order's partition (the key is bounded
-// whatever the id: [OrderKey]). A move goes INTENT (a conditional write
+// its DLQ message id inside its key's partition (the key is bounded
+// whatever the id: [HistoryKey]). A move goes INTENT (a conditional write
 // leased until the message's visibility ends) -> send -> SENT, PARKED or
 // RESOLVED (conditional on our INTENT) -> delete; a message that stays in
 // the DLQ (delayed, blocked) gets a SEEN record. The INTENT write is also
@@ -175,10 +191,15 @@
 // a later run.
 //
 //   - health: [Options.Health] fails -> closed;
-//   - canary: some orders replayed by the previous run have not completed
+//   - canary: some keys replayed by the previous run have not completed
 //     (read through [Completions]) -> limited, the route replays at most
 //     CanaryLimit messages; the [Breaker] -> closed while it is open, limited
-//     to a probe when one is due;
+//     to a probe when one is due; skipped on a route whose consumer writes
+//     no completion records, whose [Breaker] reads the DLQ instead (most of
+//     a recent run's replays back: [SignalDLQ]); and not held on a route
+//     whose records are missing (its replays neither complete nor come back
+//     for [UnrecordedRuns] runs: [RouteSummary.RecordsMissing]), which runs
+//     as one without records until a replayed key completes;
 //   - refill: the DLQ holds more than RefillThreshold messages more than the
 //     previous run left in it -> closed for that route;
 //   - seal: the seal key cannot be read from the ledger -> closed for the
@@ -188,7 +209,7 @@
 //
 // A [Filter] selects messages by reason (the parking reason in our metadata,
 // else the invalid lane's reason in its attribute, else
-// [ReasonDeadLettered]), by age since first dead-lettered, and by order id; a
+// [ReasonDeadLettered]), by age since first dead-lettered, and by key; a
 // message it rejects is counted as skipped and left untouched. A dry run decides and
 // reports everything but sends, deletes and writes nothing: no ledger record
 // at all, not even the run summary, and no metrics.

@@ -55,7 +55,7 @@ func (h *harness) seedReplays(orderID, original string, n int) {
 	now := h.clock.Now().Add(-time.Hour)
 	for i := range n {
 		r := replay.MessageRecord{
-			OrderKey: replay.OrderKey(orderID, ""), MessageID: fmt.Sprintf("old-%d", i), Route: "orders", OrderID: orderID,
+			HistoryKey: replay.HistoryKey(orderID, ""), MessageID: fmt.Sprintf("old-%d", i), Route: "orders", Key: orderID,
 			OriginalMessageID: original, RunID: "old-run", FirstSeenAt: now, At: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(24 * time.Hour),
 		}
 		for _, s := range []replay.State{replay.Intent, replay.Sent} {
@@ -89,7 +89,7 @@ func TestRunReplaysDueMessagesWithBodyAndAttributesUnchanged(t *testing.T) {
 
 	checkCounts(t, s.Total, counts{Examined: 3, DeadLettered: 3, Replayed: 3})
 	rs := s.Routes[0]
-	if rs.StopReason != replay.StopDrained || rs.Depth != 3 || !reflect.DeepEqual(rs.ReplayedOrders, []string{"ORD-1", "ORD-2"}) {
+	if rs.StopReason != replay.StopDrained || rs.Depth != 3 || !reflect.DeepEqual(rs.ReplayedKeys, []string{"ORD-1", "ORD-2"}) {
 		t.Fatalf("route summary = %+v", rs)
 	}
 	if left := h.q.Messages(h.route.DLQURL); len(left) != 0 {
@@ -116,11 +116,11 @@ func TestRunReplaysDueMessagesWithBodyAndAttributesUnchanged(t *testing.T) {
 			t.Errorf("metadata = %+v\n      want %+v", m.meta, wantMeta)
 		}
 	}
-	hist, err := h.ledger.OrderHistory(context.Background(), replay.OrderKey("ORD-1", ""))
+	hist, err := h.ledger.History(context.Background(), replay.HistoryKey("ORD-1", ""))
 	if err != nil || len(hist) != 1 || hist[0].State != replay.Sent || hist[0].ReplayCount != 1 || hist[0].RunID != "run-1" || hist[0].MessageID != ids[sent[0].body] {
 		t.Fatalf("history = %+v, %v", hist, err)
 	}
-	hist, _ = h.ledger.OrderHistory(context.Background(), replay.OrderKey("", ids["not json at all"]))
+	hist, _ = h.ledger.History(context.Background(), replay.HistoryKey("", ids["not json at all"]))
 	if len(hist) != 1 || hist[0].State != replay.Sent {
 		t.Fatalf("history of the body without orderId = %+v", hist)
 	}
@@ -318,7 +318,7 @@ func TestLifecycleUntilParked(t *testing.T) {
 	if len(parked) != 1 || parked[0].meta.ReplayCount != 3 || parked[0].meta.OriginalMessageID != original || parked[0].meta.Reason != replay.ReasonReplayExhausted {
 		t.Fatalf("parking = %+v", parked)
 	}
-	hist, _ := h.ledger.OrderHistory(ctx, replay.OrderKey("ORD-L", ""))
+	hist, _ := h.ledger.History(ctx, replay.HistoryKey("ORD-L", ""))
 	states := map[replay.State]int{}
 	for _, r := range hist {
 		states[r.State]++
@@ -349,7 +349,7 @@ func TestFailedSendEntryIsNotDeleted(t *testing.T) {
 	if n := len(h.q.Messages(h.route.SourceURL)); n != 2 {
 		t.Fatalf("%d in the source", n)
 	}
-	hist, _ := h.ledger.OrderHistory(context.Background(), replay.OrderKey("ORD-X-001", ""))
+	hist, _ := h.ledger.History(context.Background(), replay.HistoryKey("ORD-X-001", ""))
 	if len(hist) != 1 || hist[0].State != replay.Intent {
 		t.Fatalf("history = %+v", hist)
 	}
@@ -368,7 +368,7 @@ func TestFailedDeleteLeavesSentAndTheNextRunDeletesWithoutSending(t *testing.T) 
 	h.clock.Advance(due)
 	h.q.EntryFault = failBody("DeleteMessageBatch", "ORD-X-001")
 	checkCounts(t, h.run(h.engine(), replay.Request{}).Total, counts{Examined: 3, DeadLettered: 3, Replayed: 3, Errors: 1})
-	hist, _ := h.ledger.OrderHistory(context.Background(), replay.OrderKey("ORD-X-001", ""))
+	hist, _ := h.ledger.History(context.Background(), replay.HistoryKey("ORD-X-001", ""))
 	if len(hist) != 1 || hist[0].State != replay.Sent {
 		t.Fatalf("history = %+v", hist)
 	}
@@ -652,21 +652,21 @@ func TestGates(t *testing.T) {
 		},
 		{
 			name: "previous replays not completed: canary", messages: 8,
-			setup:  func(h *harness) { previous(h, replay.RouteSummary{ReplayedOrders: []string{"ORD-P-1", "ORD-P-2"}}) },
+			setup:  func(h *harness) { previous(h, replay.RouteSummary{ReplayedKeys: []string{"ORD-P-1", "ORD-P-2"}}) },
 			opts:   func(o *replay.Options) { o.Completions = completions("ORD-P-1") },
 			health: replay.GateSkipped, refill: replay.GateOpen, canary: replay.GateLimited,
 			want: counts{Examined: 8, DeadLettered: 5, Replayed: 5, Deferred: 3},
 		},
 		{
 			name: "previous replays completed: no canary", messages: 8,
-			setup:  func(h *harness) { previous(h, replay.RouteSummary{ReplayedOrders: []string{"ORD-P-1", "ORD-P-2"}}) },
+			setup:  func(h *harness) { previous(h, replay.RouteSummary{ReplayedKeys: []string{"ORD-P-1", "ORD-P-2"}}) },
 			opts:   func(o *replay.Options) { o.Completions = completions("ORD-P-1", "ORD-P-2") },
 			health: replay.GateSkipped, refill: replay.GateOpen, canary: replay.GateOpen,
 			want: counts{Examined: 8, DeadLettered: 8, Replayed: 8},
 		},
 		{
 			name: "completions unreadable: canary", messages: 8,
-			setup:  func(h *harness) { previous(h, replay.RouteSummary{ReplayedOrders: []string{"ORD-P-1"}}) },
+			setup:  func(h *harness) { previous(h, replay.RouteSummary{ReplayedKeys: []string{"ORD-P-1"}}) },
 			opts:   func(o *replay.Options) { o.Completions = failingCompletions{}; o.CanaryLimit = 2 },
 			health: replay.GateSkipped, refill: replay.GateOpen, canary: replay.GateLimited,
 			want: counts{Examined: 8, DeadLettered: 2, Replayed: 2, Deferred: 6},
@@ -723,7 +723,7 @@ func TestExpiryRescueWhenTheCanaryLimitIsReached(t *testing.T) {
 	h.orders("E", 3)
 	h.clock.Advance(36 * time.Hour)
 	at := h.clock.Now().Add(-15 * time.Minute)
-	if err := h.ledger.PutRun(context.Background(), replay.Summary{RunID: "prev", StartedAt: at, Routes: []replay.RouteSummary{{Route: "orders", ReplayedOrders: []string{"ORD-P"}}}}, at.Add(time.Hour)); err != nil {
+	if err := h.ledger.PutRun(context.Background(), replay.Summary{RunID: "prev", StartedAt: at, Routes: []replay.RouteSummary{{Route: "orders", ReplayedKeys: []string{"ORD-P"}}}}, at.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	s := h.run(h.engine(func(o *replay.Options) {
@@ -759,7 +759,7 @@ func TestFilters(t *testing.T) {
 		{"reason of the invalid lane", replay.Filter{Reasons: []string{"invalid-tax-id"}}, []string{order("ORD-F-2")}},
 		{"our parking reason", replay.Filter{Reasons: []string{replay.ReasonExpiryRescue, "other"}}, []string{order("ORD-F-3")}},
 		{"older than", replay.Filter{OlderThan: time.Hour}, []string{order("ORD-F-1"), order("ORD-F-2"), order("ORD-F-3"), "not json"}},
-		{"order ids", replay.Filter{OrderIDs: []string{"ORD-F-2", "ORD-F-5", "ORD-F-9"}}, []string{order("ORD-F-2"), order("ORD-F-5")}},
+		{"order ids", replay.Filter{Keys: []string{"ORD-F-2", "ORD-F-5", "ORD-F-9"}}, []string{order("ORD-F-2"), order("ORD-F-5")}},
 		{"every criterion must match", replay.Filter{Reasons: []string{replay.ReasonDeadLettered}, OlderThan: time.Hour}, []string{order("ORD-F-1"), "not json"}},
 	}
 	for _, tt := range tests {
@@ -805,7 +805,7 @@ func TestDryRunMovesAndWritesNothing(t *testing.T) {
 	if _, found, _ := h.ledger.LastRun(context.Background()); found {
 		t.Fatal("a dry run wrote its summary")
 	}
-	if hist, _ := h.ledger.OrderHistory(context.Background(), replay.OrderKey("ORD-Y-000", "")); len(hist) != 0 {
+	if hist, _ := h.ledger.History(context.Background(), replay.HistoryKey("ORD-Y-000", "")); len(hist) != 0 {
 		t.Fatalf("a dry run wrote %+v", hist)
 	}
 	if h.metrics.Len() != 0 {
@@ -851,7 +851,7 @@ func TestBodyWithoutOrderIDIsTrackedByItsOriginalMessage(t *testing.T) {
 	h.deadLetter(h.route, msg{body: back.body, attrs: back.raw.MessageAttributes})
 	h.clock.Advance(4 * time.Hour)
 	h.run(e, replay.Request{})
-	hist, _ := h.ledger.OrderHistory(context.Background(), replay.OrderKey("", id))
+	hist, _ := h.ledger.History(context.Background(), replay.HistoryKey("", id))
 	if len(hist) != 2 || hist[0].State != replay.Sent || hist[1].State != replay.Sent || hist[1].ReplayCount != 2 {
 		t.Fatalf("history = %+v", hist)
 	}

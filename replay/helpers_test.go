@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
@@ -59,7 +60,23 @@ func (h *harness) newRoute(name string, fifo bool, dlqAttrs map[string]string) r
 		}
 		return url
 	}
-	return replay.Route{Name: name, DLQURL: create(name+"-dlq", dlqAttrs), SourceURL: create(name, nil), ParkingURL: create(name+"-parking", nil)}
+	return replay.Route{Name: name, DLQURL: create(name+"-dlq", dlqAttrs), SourceURL: create(name, nil), ParkingURL: create(name+"-parking", nil),
+		Key: "orderId", Records: true}
+}
+
+// orderKey is the business key of the harness's routes: the body's orderId.
+var orderKey = func() payload.Key {
+	k, err := payload.NewKey("orderId")
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
+// keyOf is the business key of a body on the harness's routes, "" for none.
+func keyOf(body string) string {
+	k, _ := orderKey.Of([]byte(body))
+	return k
 }
 
 func (h *harness) options() replay.Options {

@@ -24,14 +24,14 @@ func (s State) Final() bool { return s == Sent || s == Parked || s == Resolved }
 // longest DLQ retention (14 days) with a margin.
 const DefaultRecordLifetime = 30 * 24 * time.Hour
 
-// MessageRecord is the ledger record of one DLQ message. The records of an
-// order's messages together are the order's history.
+// MessageRecord is the ledger record of one DLQ message. The records of the
+// messages of one business key together are the key's history.
 type MessageRecord struct {
-	OrderKey          string    `json:"orderKey"`  // see OrderKey
-	MessageID         string    `json:"messageId"` // the DLQ message id
+	HistoryKey        string    `json:"historyKey"` // see HistoryKey
+	MessageID         string    `json:"messageId"`  // the DLQ message id
 	State             State     `json:"state"`
 	Route             string    `json:"route"`
-	OrderID           string    `json:"orderId,omitempty"`
+	Key               string    `json:"key,omitempty"` // the business key, bounded by BoundedID; "" for none
 	OriginalMessageID string    `json:"originalMessageId"`
 	RunID             string    `json:"runId,omitempty"`     // the run that wrote State
 	Reason            string    `json:"reason,omitempty"`    // PARKED: the parking reason; RESOLVED: why
@@ -47,7 +47,7 @@ type MessageRecord struct {
 // own clock) as absent without relying on TTL deletion, and are safe for
 // concurrent use.
 type Ledger interface {
-	// Mark writes r as the record of (r.OrderKey, r.MessageID) when the
+	// Mark writes r as the record of (r.HistoryKey, r.MessageID) when the
 	// stored record allows the transition to r.State at r.At:
 	//
 	//	SEEN           when absent;
@@ -60,9 +60,9 @@ type Ledger interface {
 	// none: the message is seen for the first time), otherwise ok=false
 	// and the stored record (zero when absent).
 	Mark(ctx context.Context, r MessageRecord) (current MessageRecord, ok bool, err error)
-	// OrderHistory returns the records of an order key (see OrderKey), in
+	// History returns the records of a history key (see HistoryKey), in
 	// no particular order.
-	OrderHistory(ctx context.Context, orderKey string) ([]MessageRecord, error)
+	History(ctx context.Context, historyKey string) ([]MessageRecord, error)
 	// PutRun stores a run summary, keeping it until expiresAt.
 	PutRun(ctx context.Context, s Summary, expiresAt time.Time) error
 	// LastRun returns the summary with the latest StartedAt; found is false
@@ -93,13 +93,15 @@ type Marked struct {
 	Err    error
 }
 
-// Completions tells which orders the consumer has completed (for the invoice
-// consumer: its idempotency record for the order is COMPLETED).
+// Completions tells which business keys the consumer has completed: its
+// completion record of the key (for a consumer built on package
+// idempotency, the record "<consumer>#<key>") is COMPLETED. Only a route
+// whose consumer writes such records ([Route.Records]) reads them.
 type Completions interface {
-	// Completed returns the payload hash each completed order among
-	// orderIDs completed with; an order absent from the map has not
-	// completed (or its record has expired).
-	Completed(ctx context.Context, orderIDs []string) (map[string]string, error)
+	// Completed returns the payload hash each completed key among keys
+	// completed with (as payload.Hash.Sum wrote it); a key absent from the
+	// map has not completed (or its record has expired).
+	Completed(ctx context.Context, keys []string) (map[string]string, error)
 }
 
 // Transition reports whether the ledger allows writing next over cur (nil:

@@ -137,11 +137,11 @@ func TestFilteredAndDryRunsCoverADeepDLQ(t *testing.T) {
 		req   replay.Request
 		check func(t *testing.T, h *harness, rs replay.RouteSummary)
 	}{
-		{"filter by order", replay.Request{Filter: replay.Filter{OrderIDs: []string{"ORD-LAST-000"}}}, func(t *testing.T, h *harness, rs replay.RouteSummary) {
+		{"filter by order", replay.Request{Filter: replay.Filter{Keys: []string{"ORD-LAST-000"}}}, func(t *testing.T, h *harness, rs replay.RouteSummary) {
 			if rs.Replayed != 1 || rs.Skipped != 1100 {
 				t.Fatalf("replayed %d, skipped %d (stop %s); want the one order replayed, 1,100 skipped", rs.Replayed, rs.Skipped, rs.StopReason)
 			}
-			if got := bodiesOf(h.stored(h.route.SourceURL)); len(got) != 1 || replay.OrderID(got[0]) != "ORD-LAST-000" {
+			if got := bodiesOf(h.stored(h.route.SourceURL)); len(got) != 1 || keyOf(got[0]) != "ORD-LAST-000" {
 				t.Fatalf("source holds %v", got)
 			}
 		}},
@@ -179,7 +179,7 @@ func TestRefundsAreBounded(t *testing.T) {
 		h.clock.Advance(6 * time.Hour)
 		h.run(h.engine(opts), replay.Request{})
 		for _, m := range h.stored(h.route.SourceURL) {
-			replays[replay.OrderID(m.body)]++
+			replays[keyOf(m.body)]++
 		}
 		h.consume(done, func(string) bool { return false })
 	}
@@ -188,7 +188,7 @@ func TestRefundsAreBounded(t *testing.T) {
 		t.Fatalf("%d parked after 200 runs, replays %v: the two keep going round", len(parked), replays)
 	}
 	for _, p := range parked {
-		id := replay.OrderID(p.body)
+		id := keyOf(p.body)
 		if p.meta.Reason != replay.ReasonReplayExhausted || replays[id] > 2*replay.DefaultMaxReplays || p.meta.ReplayCount+p.meta.Refunds != replays[id] {
 			t.Errorf("%s parked as %q after %d replays (count %d, refunds %d); want replay-exhausted after at most %d", id, p.meta.Reason, replays[id], p.meta.ReplayCount, p.meta.Refunds, 2*replay.DefaultMaxReplays)
 		}
@@ -223,7 +223,7 @@ func (l *heldLeaseLedger) MarkBatch(ctx context.Context, recs []replay.MessageRe
 }
 
 func (l *heldLeaseLedger) check(ctx context.Context, r replay.MessageRecord) {
-	history, err := l.OrderHistory(ctx, r.OrderKey)
+	history, err := l.History(ctx, r.HistoryKey)
 	if err != nil {
 		l.t.Error(err)
 		return
@@ -359,7 +359,7 @@ func TestForeignMetadataIsNeverTrusted(t *testing.T) {
 type sealLedger struct{ *replay.MemoryLedger }
 
 func (l sealLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	if r.OrderKey == replay.SealKeyOrderKey {
+	if r.HistoryKey == replay.SealKeyHistoryKey {
 		return replay.MessageRecord{}, false, fmt.Errorf("throttled")
 	}
 	return l.MemoryLedger.Mark(ctx, r)
@@ -410,21 +410,21 @@ func TestLedgerItemsAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(doc) > 32<<10 || len(runs[0].Routes[0].ReplayedOrders) > 100 || runs[0].Routes[0].Replayed != 450 {
-		t.Fatalf("the run's record is %d bytes with %d replayed orders (replayed %d); want under 32 KiB, at most 100, exact count", len(doc), len(runs[0].Routes[0].ReplayedOrders), runs[0].Routes[0].Replayed)
+	if len(doc) > 32<<10 || len(runs[0].Routes[0].ReplayedKeys) > 100 || runs[0].Routes[0].Replayed != 450 {
+		t.Fatalf("the run's record is %d bytes with %d replayed orders (replayed %d); want under 32 KiB, at most 100, exact count", len(doc), len(runs[0].Routes[0].ReplayedKeys), runs[0].Routes[0].Replayed)
 	}
-	for _, id := range runs[0].Routes[0].ReplayedOrders {
+	for _, id := range runs[0].Routes[0].ReplayedKeys {
 		if len(id) > replay.MaxKeyID {
 			t.Fatalf("replayed order of %d bytes in the summary", len(id))
 		}
 	}
-	long := replay.OrderID(order("ORD-0000-" + strings.Repeat("9", 5<<10)))
-	history, err := h.ledger.OrderHistory(context.Background(), replay.OrderKey(long, ""))
+	long := keyOf(order("ORD-0000-" + strings.Repeat("9", 5<<10)))
+	history, err := h.ledger.History(context.Background(), replay.HistoryKey(long, ""))
 	if err != nil || len(history) != 1 {
 		t.Fatalf("history %v, err %v", history, err)
 	}
-	if rec := history[0]; len(rec.OrderID) > 2*replay.MaxKeyID || len(rec.OriginalMessageID) > replay.MaxKeyID {
-		t.Fatalf("a record holds an order id of %d bytes, an original id of %d", len(rec.OrderID), len(rec.OriginalMessageID))
+	if rec := history[0]; len(rec.Key) > 2*replay.MaxKeyID || len(rec.OriginalMessageID) > replay.MaxKeyID {
+		t.Fatalf("a record holds an order id of %d bytes, an original id of %d", len(rec.Key), len(rec.OriginalMessageID))
 	}
 
 	probe := h.run(h.engine(func(o *replay.Options) {
@@ -442,9 +442,9 @@ func TestFilterListsAreBounded(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprint("ORD-", i)
 	}
-	for _, f := range []replay.Filter{{OrderIDs: many}, {Reasons: many}, {OrderIDs: []string{strings.Repeat("x", replay.MaxKeyID+1)}}} {
+	for _, f := range []replay.Filter{{Keys: many}, {Reasons: many}, {Keys: []string{strings.Repeat("x", replay.MaxKeyID+1)}}} {
 		if _, err := h.tryRun(context.Background(), h.engine(), replay.Request{Filter: f}); !errors.Is(err, replay.ErrInvalidRequest) {
-			t.Errorf("filter with %d order ids, %d reasons: err %v, want ErrInvalidRequest", len(f.OrderIDs), len(f.Reasons), err)
+			t.Errorf("filter with %d order ids, %d reasons: err %v, want ErrInvalidRequest", len(f.Keys), len(f.Reasons), err)
 		}
 	}
 }
@@ -474,13 +474,13 @@ func TestALoneFailingOrderClosesTheBreaker(t *testing.T) {
 			// orders leave the DLQ another way (an operator's filtered
 			// replay, say): the failing one is all a probe finds.
 			outage = false
-			h.removeFromDLQ(func(body string) bool { return replay.OrderID(body) != "ORD-OUT-000" })
+			h.removeFromDLQ(func(body string) bool { return keyOf(body) != "ORD-OUT-000" })
 		}
 		h.clock.Advance(time.Hour)
 		last = h.run(h.engine(opts), replay.Request{})
 		opened = opened || last.Routes[0].Breaker != nil && last.Routes[0].Breaker.Open
 		for _, m := range h.stored(h.route.SourceURL) {
-			replays[replay.OrderID(m.body)]++
+			replays[keyOf(m.body)]++
 		}
 		h.consume(done, ok)
 	}
@@ -489,7 +489,7 @@ func TestALoneFailingOrderClosesTheBreaker(t *testing.T) {
 		t.Fatal("the outage never opened the breaker: the test does not test what it claims")
 	}
 	parked := h.stored(h.route.ParkingURL)
-	if len(parked) != 1 || replay.OrderID(parked[0].body) != "ORD-OUT-000" || replays["ORD-OUT-000"] > 2*replay.DefaultMaxReplays {
+	if len(parked) != 1 || keyOf(parked[0].body) != "ORD-OUT-000" || replays["ORD-OUT-000"] > 2*replay.DefaultMaxReplays {
 		t.Fatalf("after 36 hourly runs parked %d, replays %v; want ORD-OUT-000 parked after at most %d replays", len(parked), replays, 2*replay.DefaultMaxReplays)
 	}
 	if b := last.Routes[0].Breaker; b != nil && b.Open {

@@ -16,9 +16,9 @@ import (
 type MemoryLedger struct {
 	now func() time.Time
 
-	mu     sync.Mutex
-	orders map[string]map[string]MessageRecord // order key -> DLQ message id -> record
-	runs   []storedRun                         // sorted by StartedAt, then RunID
+	mu        sync.Mutex
+	histories map[string]map[string]MessageRecord // history key -> DLQ message id -> record
+	runs      []storedRun                         // sorted by StartedAt, then RunID
 }
 
 type storedRun struct {
@@ -34,7 +34,7 @@ func NewMemoryLedger(now func() time.Time) *MemoryLedger {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryLedger{now: now, orders: map[string]map[string]MessageRecord{}}
+	return &MemoryLedger{now: now, histories: map[string]map[string]MessageRecord{}}
 }
 
 var _ BatchLedger = (*MemoryLedger)(nil)
@@ -53,12 +53,12 @@ func checkKey(key string) error {
 
 // Mark implements [Ledger].
 func (m *MemoryLedger) Mark(_ context.Context, r MessageRecord) (MessageRecord, bool, error) {
-	if err := checkKey(r.OrderKey); err != nil {
+	if err := checkKey(r.HistoryKey); err != nil {
 		return MessageRecord{}, false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	msgs := m.orders[r.OrderKey]
+	msgs := m.histories[r.HistoryKey]
 	var cur *MessageRecord
 	if c, ok := msgs[r.MessageID]; ok && m.now().Before(c.ExpiresAt) {
 		cur = &c
@@ -77,7 +77,7 @@ func (m *MemoryLedger) Mark(_ context.Context, r MessageRecord) (MessageRecord, 
 	}
 	if msgs == nil {
 		msgs = map[string]MessageRecord{}
-		m.orders[r.OrderKey] = msgs
+		m.histories[r.HistoryKey] = msgs
 	}
 	msgs[r.MessageID] = r
 	if cur == nil {
@@ -95,16 +95,16 @@ func (m *MemoryLedger) MarkBatch(ctx context.Context, records []MessageRecord) [
 	return out
 }
 
-// OrderHistory implements [Ledger]; the records come sorted by FirstSeenAt.
-func (m *MemoryLedger) OrderHistory(_ context.Context, orderKey string) ([]MessageRecord, error) {
-	if err := checkKey(orderKey); err != nil {
+// History implements [Ledger]; the records come sorted by FirstSeenAt.
+func (m *MemoryLedger) History(_ context.Context, historyKey string) ([]MessageRecord, error) {
+	if err := checkKey(historyKey); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	var out []MessageRecord
-	for _, r := range m.orders[orderKey] {
+	for _, r := range m.histories[historyKey] {
 		if now.Before(r.ExpiresAt) {
 			out = append(out, r)
 		}

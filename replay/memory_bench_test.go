@@ -105,7 +105,7 @@ type nopLedger struct{}
 func (nopLedger) Mark(context.Context, replay.MessageRecord) (replay.MessageRecord, bool, error) {
 	return replay.MessageRecord{}, true, nil
 }
-func (nopLedger) OrderHistory(context.Context, string) ([]replay.MessageRecord, error) {
+func (nopLedger) History(context.Context, string) ([]replay.MessageRecord, error) {
 	return nil, nil
 }
 func (nopLedger) PutRun(context.Context, replay.Summary, time.Time) error { return nil }

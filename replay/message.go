@@ -3,7 +3,6 @@ package replay
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +16,7 @@ import (
 	"github.com/homingdlq/homing/internal/clip"
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -84,24 +84,38 @@ func Attributes(producer map[string]types.MessageAttributeValue, meta Metadata) 
 	return attrs, nil
 }
 
-// OrderKey is the ledger key of an order's history: "order#<orderId>", or
-// "message#<originalMessageId>" for a body without an orderId. An id is
-// bounded by [BoundedID], so a key never grows with the input (DynamoDB
-// rejects partition keys over 2,048 bytes).
-func OrderKey(orderID, originalMessageID string) string {
-	if orderID != "" {
-		return settings.ScopedKey("order", BoundedID(orderID))
+// HistoryKey is the ledger's partition key of the history of a business
+// key: "order#<key>", or "message#<originalMessageId>" for a message
+// without one (its route has no [Route.Key], or its body's key does not
+// evaluate). An id is bounded by [BoundedID], so a key never grows with the
+// input (DynamoDB rejects partition keys over 2,048 bytes).
+//
+// The prefix "order#" is the stored format of every lane's keys, whatever
+// the route's key names: it was written when the only key was the
+// sample's order id, and it stays, because a record is found by its key.
+// With another prefix, the records of the messages in flight at an upgrade
+// would be orphaned: a message a run sent before it but had not deleted
+// yet would find no SENT record and be sent again, an INTENT lease taken
+// before it would not hold off a run after it, and an audit would show
+// half a history.
+func HistoryKey(key, originalMessageID string) string {
+	if key != "" {
+		return settings.ScopedKey(historyPrefix, BoundedID(key))
 	}
 	return settings.ScopedKey("message", BoundedID(originalMessageID))
 }
 
-// boundedOrderID is what a ledger record or a summary stores of an order
-// id: [BoundedID] of it, "" for none.
-func boundedOrderID(id string) string {
-	if id == "" {
+// historyPrefix is the stored prefix of a business key's history (see
+// [HistoryKey]): never change it.
+const historyPrefix = "order"
+
+// boundedKey is what a ledger record or a summary stores of a business
+// key: [BoundedID] of it, "" for none.
+func boundedKey(key string) string {
+	if key == "" {
 		return ""
 	}
-	return BoundedID(id)
+	return BoundedID(key)
 }
 
 // MaxKeyID is the longest id a key embeds as it is.
@@ -136,8 +150,8 @@ type message struct {
 	meta              Metadata
 	hasMeta           bool
 	producer          map[string]types.MessageAttributeValue
-	foreign           bool // an attribute of our name that is not our metadata: kept as data
-	orderID           string
+	foreign           bool      // an attribute of our name that is not our metadata: kept as data
+	key               string    // the business key: its route's Key of the body; "" for none
 	reason            string    // the filter reason: ours, the invalid lane's, or ReasonDeadLettered
 	sentAt            time.Time // SentTimestamp; zero when absent
 	// deadLetteredAt approximates when the message reached the DLQ: its
@@ -149,7 +163,9 @@ type message struct {
 	deadLetteredAt time.Time
 }
 
-func readMessage(m types.Message, now time.Time, t trust) message {
+// readMessage reads m as received at now, telling our metadata from a
+// producer's with t, and its business key with key.
+func readMessage(m types.Message, now time.Time, t trust, key payload.Key) message {
 	msg := message{
 		id:      aws.ToString(m.MessageId),
 		receipt: aws.ToString(m.ReceiptHandle),
@@ -172,7 +188,7 @@ func readMessage(m types.Message, now time.Time, t trust) message {
 		delete(msg.producer, AttributeName)
 		msg.producer[envelope.Neutral(AttributeName, m.MessageAttributes)] = m.MessageAttributes[AttributeName]
 	}
-	msg.orderID = OrderID(msg.body)
+	msg.key, _ = key.Of([]byte(msg.body))
 	msg.reason = reason(msg.meta, m.MessageAttributes)
 	msg.deadLetteredAt = msg.sentAt
 	if msg.deadLetteredAt.IsZero() {
@@ -228,18 +244,4 @@ func reason(meta Metadata, attrs map[string]types.MessageAttributeValue) string 
 		return clip.String(inv.Reason, maxMetaString)
 	}
 	return ReasonDeadLettered
-}
-
-// OrderID returns the orderId of a JSON body (trimmed), or "" when it has
-// none: the key of the order's history in the ledger (see [OrderKey]) and
-// what [Filter.OrderIDs] matches.
-func OrderID(body string) string {
-	var b struct {
-		OrderID any `json:"orderId"`
-	}
-	if json.Unmarshal([]byte(body), &b) != nil {
-		return ""
-	}
-	s, _ := b.OrderID.(string)
-	return strings.TrimSpace(s)
 }

@@ -51,8 +51,8 @@ func TestResetCountRestartsTheReplayCount(t *testing.T) {
 	// Three replays in the ledger and in the metadata, then parked.
 	for i := range 3 {
 		rec := replay.MessageRecord{
-			OrderKey: replay.OrderKey(id, ""), MessageID: fmt.Sprintf("old-%d", i), State: replay.Intent, Route: "orders",
-			OrderID: id, RunID: "run-old", At: h.clock.Now(), LeaseUntil: h.clock.Now().Add(time.Minute), ExpiresAt: h.clock.Now().Add(24 * time.Hour),
+			HistoryKey: replay.HistoryKey(id, ""), MessageID: fmt.Sprintf("old-%d", i), State: replay.Intent, Route: "orders",
+			Key: id, RunID: "run-old", At: h.clock.Now(), LeaseUntil: h.clock.Now().Add(time.Minute), ExpiresAt: h.clock.Now().Add(24 * time.Hour),
 		}
 		for _, s := range []replay.State{replay.Intent, replay.Sent} {
 			rec.State = s
@@ -100,7 +100,7 @@ func TestResetCountRestartsTheReplayCount(t *testing.T) {
 	}
 }
 
-func TestReasonAndOrderID(t *testing.T) {
+func TestReason(t *testing.T) {
 	ours, _ := envelope.Pack(nil, replay.AttributeName, replay.Metadata{Reason: replay.ReasonExpiryRescue, OriginalMessageID: "o"})
 	theirs, _ := envelope.Pack(nil, invalid.AttributeName, invalid.Metadata{Reason: "missing-tax-id"})
 	bad := map[string]types.MessageAttributeValue{replay.AttributeName: {DataType: aws.String("String"), StringValue: aws.String("{")}}
@@ -116,11 +116,6 @@ func TestReasonAndOrderID(t *testing.T) {
 	} {
 		if got := replay.Reason(tt.attrs); got != tt.want {
 			t.Errorf("%s: Reason = %q, want %q", tt.name, got, tt.want)
-		}
-	}
-	for body, want := range map[string]string{`{"orderId":" ORD-1 "}`: "ORD-1", `{"orderId":7}`: "", `not json`: "", `{}`: ""} {
-		if got := replay.OrderID(body); got != want {
-			t.Errorf("OrderID(%s) = %q, want %q", body, got, want)
 		}
 	}
 }

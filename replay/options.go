@@ -67,16 +67,17 @@ type Options struct {
 	// Health is the downstream health probe of the health gate; nil skips
 	// the gate.
 	Health func(ctx context.Context) error
-	// Completions reads the consumer's completed orders: the canary gate,
-	// the breaker, and the removal of dead letters already applied. Nil
-	// skips them.
+	// Completions reads the consumer's completion records of business
+	// keys, on the routes whose consumer writes them ([Route.Records]): the
+	// canary gate, the breaker, and the removal of dead letters already
+	// applied (a dead letter whose key completed with the same payload hash,
+	// by its route's [Route.PayloadHash], is removed instead of replayed,
+	// counted as applied). Nil skips them on every route.
 	Completions Completions
-	// PayloadHash returns the hash the consumer's idempotency record holds
-	// for a message body (ok=false when the body has none, e.g. it does
-	// not parse). With Completions, a dead letter whose order completed
-	// with the same hash is removed instead of replayed (counted as
-	// applied). Nil skips that.
-	PayloadHash func(body string) (hash string, ok bool)
+	// Consumer is the consumer scope Completions reads (the lane's
+	// CONSUMER_NAME), named in the report of a route whose replays are
+	// consumed but never recorded ([RouteSummary.RecordsMissing]).
+	Consumer string
 	// Logger gets one line per message and one summary line per run.
 	// Default slog.Default().
 	Logger *slog.Logger

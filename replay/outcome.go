@@ -18,7 +18,7 @@ const (
 	OutcomeParked    Outcome = "parked"    // sent to the parking queue
 	OutcomeDelayed   Outcome = "delayed"   // hidden in the DLQ until due
 	OutcomeRecovered Outcome = "recovered" // sent by an earlier run: deleted now without sending
-	OutcomeApplied   Outcome = "applied"   // its order completed with the same payload: deleted without sending
+	OutcomeApplied   Outcome = "applied"   // its key completed with the same payload: deleted without sending
 	OutcomeBlocked   Outcome = "blocked"   // FIFO: an earlier message of its group did not move
 	OutcomeSkipped   Outcome = "skipped"   // rejected by the filter
 	OutcomeDeferred  Outcome = "deferred"  // left for a later run: the cap, the canary or a closed gate
@@ -117,8 +117,8 @@ func (c Counts) clone() Counts {
 	return c
 }
 
-// maxReplayedOrders bounds RouteSummary.ReplayedOrders.
-const maxReplayedOrders = 100
+// maxReplayedKeys bounds RouteSummary.ReplayedKeys.
+const maxReplayedKeys = 100
 
 // account counts the outcomes of a finished batch, gives back the
 // reservations of moves that did not happen, and reports progress. It
@@ -154,12 +154,12 @@ func (r *run) account(p *pass, b *batch) {
 		}
 		if o == OutcomeReplayed {
 			replays++
-			// The canary's orders: at most maxReplayedOrders ids of at most
+			// The canary's keys: at most maxReplayedKeys keys of at most
 			// MaxKeyID bytes (a longer one is no consumer's key), so the
 			// summary stays small however many a run replays; the counts
 			// stay exact.
-			if it.msg.orderID != "" && len(it.msg.orderID) <= MaxKeyID && len(p.rs.ReplayedOrders) < maxReplayedOrders && !slices.Contains(p.rs.ReplayedOrders, it.msg.orderID) {
-				p.rs.ReplayedOrders = append(p.rs.ReplayedOrders, it.msg.orderID)
+			if k := it.msg.key; k != "" && len(k) <= MaxKeyID && len(p.rs.ReplayedKeys) < maxReplayedKeys && !slices.Contains(p.rs.ReplayedKeys, k) {
+				p.rs.ReplayedKeys = append(p.rs.ReplayedKeys, k)
 			}
 		}
 		if it.warn != nil {
@@ -204,8 +204,8 @@ func (r *run) logItem(ctx context.Context, p *pass, it *item) {
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs, slog.String("runId", r.id), slog.String("messageId", it.msg.id), slog.String("outcome", string(it.outcome)),
 		slog.String("queue", p.route.DLQURL), slog.Int("replayCount", count))
-	if it.msg.orderID != "" {
-		attrs = append(attrs, slog.String("orderId", it.msg.orderID))
+	if it.msg.key != "" {
+		attrs = append(attrs, slog.String("key", it.msg.key))
 	}
 	switch it.outcome {
 	case OutcomeParked, OutcomeApplied:

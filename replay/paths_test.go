@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
@@ -121,7 +122,7 @@ func TestGatesNeverHoldAnExhaustedPark(t *testing.T) {
 				t.Fatalf("parked %d as %s, want %d (counts %+v)", got, replay.ReasonReplayExhausted, tt.parked, countsOf(s.Total))
 			}
 			parked := h.stored(h.route.ParkingURL)
-			if len(parked) == 0 || replay.OrderID(parked[0].body) != "ORD-SPENT" {
+			if len(parked) == 0 || keyOf(parked[0].body) != "ORD-SPENT" {
 				t.Fatalf("parking queue holds %v, want ORD-SPENT first", bodiesOf(parked))
 			}
 			if visible, inFlight := h.depth(h.route.DLQURL); visible+inFlight != 3-tt.parked {
@@ -140,15 +141,15 @@ type countingLedger struct {
 }
 
 func (c *countingLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	if r.OrderKey != replay.SealKeyOrderKey { // the run's one read of the seal key is not about a message
+	if r.HistoryKey != replay.SealKeyHistoryKey { // the run's one read of the seal key is not about a message
 		c.marks.Add(1)
 	}
 	return c.Ledger.Mark(ctx, r)
 }
 
-func (c *countingLedger) OrderHistory(ctx context.Context, key string) ([]replay.MessageRecord, error) {
+func (c *countingLedger) History(ctx context.Context, key string) ([]replay.MessageRecord, error) {
 	c.histories.Add(1)
-	return c.Ledger.OrderHistory(ctx, key)
+	return c.Ledger.History(ctx, key)
 }
 
 // A message hidden until its backoff is due never stays hidden past the
@@ -195,7 +196,7 @@ func (failingLedger) Mark(context.Context, replay.MessageRecord) (replay.Message
 	return replay.MessageRecord{}, false, errLedger
 }
 
-func (failingLedger) OrderHistory(context.Context, string) ([]replay.MessageRecord, error) {
+func (failingLedger) History(context.Context, string) ([]replay.MessageRecord, error) {
 	return nil, errLedger
 }
 
@@ -222,15 +223,15 @@ func TestRescueWithoutTheLedger(t *testing.T) {
 
 // No ledger key grows with the input: an order id of any length fits
 // DynamoDB's 2,048-byte partition key.
-func TestLongOrderIDsHaveBoundedKeys(t *testing.T) {
+func TestLongKeysHaveBoundedHistoryKeys(t *testing.T) {
 	long := strings.Repeat("Z", 5000)
-	if k := replay.OrderKey(long, ""); len(k) > 256 {
+	if k := replay.HistoryKey(long, ""); len(k) > 256 {
 		t.Fatalf("key of %d bytes", len(k))
 	}
-	if replay.OrderKey(long, "") == replay.OrderKey(long+"Y", "") {
+	if replay.HistoryKey(long, "") == replay.HistoryKey(long+"Y", "") {
 		t.Fatal("two long ids share a key")
 	}
-	if k := replay.OrderKey("ORD-1", ""); k != "order#ORD-1" {
+	if k := replay.HistoryKey("ORD-1", ""); k != "order#ORD-1" {
 		t.Fatalf("short ids stay readable: %q", k)
 	}
 	h := newHarness(t, false, nil)
@@ -360,7 +361,7 @@ func TestTheBudgetBelongsToTheMessage(t *testing.T) {
 		now := h.clock.Now()
 		for i := range 5 {
 			// earlier DLQ copies of the message whose sends never happened
-			r := replay.MessageRecord{OrderKey: replay.OrderKey("ORD-D", ""), MessageID: "copy-" + strconv.Itoa(i), State: replay.Intent, Route: "orders", OrderID: "ORD-D",
+			r := replay.MessageRecord{HistoryKey: replay.HistoryKey("ORD-D", ""), MessageID: "copy-" + strconv.Itoa(i), State: replay.Intent, Route: "orders", Key: "ORD-D",
 				OriginalMessageID: id, RunID: "crashed", FirstSeenAt: now, At: now.Add(time.Duration(i) * time.Hour), LeaseUntil: now.Add(time.Duration(i)*time.Hour + time.Minute), ExpiresAt: now.Add(48 * time.Hour)}
 			if _, ok, err := h.ledger.Mark(context.Background(), r); err != nil || !ok {
 				t.Fatalf("seed: %v %v", ok, err)
@@ -402,10 +403,10 @@ func TestAlreadyAppliedIsRemoved(t *testing.T) {
 	store := idempotency.NewMemoryStore()
 	rcv := &idempotency.Receiver{Store: store, Scope: "invoice"}
 	same := order("ORD-A")
-	if _, err := rcv.Do(context.Background(), "ORD-A", hashOf(same), func(context.Context) (string, error) { return "INV-1", nil }); err != nil {
+	if _, err := rcv.Do(context.Background(), "ORD-A", sumOf(t, h.route, same), func(context.Context) (string, error) { return "INV-1", nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rcv.Do(context.Background(), "ORD-X", "another-payload", func(context.Context) (string, error) { return "INV-2", nil }); err != nil {
+	if _, err := rcv.Do(context.Background(), "ORD-X", sumOf(t, h.route, `{"orderId":"ORD-X","total":"1.00"}`), func(context.Context) (string, error) { return "INV-2", nil }); err != nil {
 		t.Fatal(err)
 	}
 	h.deadLetter(h.route, msg{body: same})
@@ -414,10 +415,9 @@ func TestAlreadyAppliedIsRemoved(t *testing.T) {
 	h.clock.Advance(due)
 	s := h.run(h.engine(func(o *replay.Options) {
 		o.Completions = &replaytest.MemoryCompletions{Store: store, Scope: "invoice"}
-		o.PayloadHash = func(body string) (string, bool) { return hashOf(body), true }
 	}), replay.Request{})
 	checkCounts(t, s.Total, counts{Examined: 3, DeadLettered: 3, Replayed: 2, Applied: 1})
-	hist, err := h.ledger.OrderHistory(context.Background(), replay.OrderKey("ORD-A", ""))
+	hist, err := h.ledger.History(context.Background(), replay.HistoryKey("ORD-A", ""))
 	if err != nil || len(hist) != 1 || hist[0].State != replay.Resolved || hist[0].Reason != replay.ReasonAlreadyApplied {
 		t.Fatalf("history of ORD-A = %+v, %v", hist, err)
 	}
@@ -426,7 +426,20 @@ func TestAlreadyAppliedIsRemoved(t *testing.T) {
 	}
 }
 
-func hashOf(body string) string { return "h:" + replay.OrderID(body) + ":" + body[len(body)-8:] }
+// sumOf is the payload hash of body on route, as a consumer's completion
+// record holds it.
+func sumOf(t *testing.T, route replay.Route, body string) string {
+	t.Helper()
+	h, err := payload.NewHash(route.PayloadHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := h.Sum([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
 
 // Filters apply first: a run filtered to one order leaves other orders'
 // messages alone, even those whose metadata cannot be decoded.
@@ -435,7 +448,7 @@ func TestFiltersApplyBeforeCorruptMetadataParking(t *testing.T) {
 	h.deadLetter(h.route, msg{body: order("ORD-OTHER"), attrs: map[string]types.MessageAttributeValue{replay.AttributeName: strAttr("{not json")}})
 	h.deadLetter(h.route, msg{body: order("ORD-MINE")})
 	h.clock.Advance(due)
-	s := h.run(h.engine(), replay.Request{Filter: replay.Filter{OrderIDs: []string{"ORD-MINE"}}})
+	s := h.run(h.engine(), replay.Request{Filter: replay.Filter{Keys: []string{"ORD-MINE"}}})
 	checkCounts(t, s.Total, counts{Examined: 2, DeadLettered: 1, Replayed: 1, Skipped: 1})
 	if n := len(h.q.Messages(h.route.ParkingURL)); n != 0 {
 		t.Fatalf("%d parked by a run filtered to another order", n)
@@ -457,6 +470,20 @@ func TestRateOptionMustBeFinite(t *testing.T) {
 // setCompletions reports the orders in its set completed.
 type setCompletions map[string]bool
 
+// hashCompletions are completion records: key -> the payload hash it
+// completed with.
+type hashCompletions map[string]string
+
+func (c hashCompletions) Completed(_ context.Context, keys []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, k := range keys {
+		if h, ok := c[k]; ok {
+			out[k] = h
+		}
+	}
+	return out, nil
+}
+
 func (s setCompletions) Completed(_ context.Context, ids []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, id := range ids {
@@ -473,7 +500,7 @@ func (s setCompletions) Completed(_ context.Context, ids []string) (map[string]s
 func (h *harness) consume(done setCompletions, ok func(orderID string) bool) (completed, failed int) {
 	h.t.Helper()
 	for _, m := range h.stored(h.route.SourceURL) {
-		id := replay.OrderID(m.body)
+		id := keyOf(m.body)
 		if ok(id) {
 			done[id] = true
 			completed++
@@ -547,7 +574,7 @@ func TestAMessageThatKeepsFailingIsParked(t *testing.T) {
 		}
 	}
 	parked := h.stored(h.route.ParkingURL)
-	if len(parked) != 1 || replay.OrderID(parked[0].body) != "ORD-MIX-000" || parked[0].meta.Reason != replay.ReasonReplayExhausted {
+	if len(parked) != 1 || keyOf(parked[0].body) != "ORD-MIX-000" || parked[0].meta.Reason != replay.ReasonReplayExhausted {
 		t.Fatalf("parked %d: %+v", len(parked), parked)
 	}
 	if replays != 3+replay.DefaultMaxReplays {
@@ -744,10 +771,8 @@ func TestAppliedButLedgerDownIsStillRescued(t *testing.T) {
 	body := order("ORD-AL")
 	h.deadLetter(h.route, msg{body: body})
 	h.clock.Advance(40 * time.Hour)
-	done := setCompletions{"ORD-AL": true}
 	opts := h.options()
-	opts.Completions = done
-	opts.PayloadHash = func(string) (string, bool) { return "hash", true }
+	opts.Completions = hashCompletions{"ORD-AL": sumOf(t, h.route, body)}
 	s, _ := replay.New(h.q, failingLedger{h.ledger}, opts).Run(context.Background(), replay.Request{Routes: []replay.Route{h.route}})
 	if got := s.Total.Parked[replay.ReasonExpiryRescue]; got != 1 {
 		t.Fatalf("counts %+v, want it parked for expiry", countsOf(s.Total))
@@ -759,17 +784,16 @@ func TestAppliedButLedgerDownIsStillRescued(t *testing.T) {
 func TestAppliedRemovalsAndTheCap(t *testing.T) {
 	setup := func(t *testing.T) (*harness, func(*replay.Options)) {
 		h := newHarness(t, false, nil)
-		done := setCompletions{}
+		done := hashCompletions{}
 		for i := range 10 {
 			id := fmt.Sprintf("ORD-DONE-%d", i)
 			h.deadLetter(h.route, msg{body: order(id)})
-			done[id] = true
+			done[id] = sumOf(t, h.route, order(id))
 		}
 		h.orders("TODO", 10)
 		h.clock.Advance(due)
 		return h, func(o *replay.Options) {
 			o.Completions = done
-			o.PayloadHash = func(body string) (string, bool) { return "hash", true }
 		}
 	}
 	t.Run("cap", func(t *testing.T) {

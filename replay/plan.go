@@ -38,7 +38,7 @@ type item struct {
 	entry   types.SendMessageBatchRequestEntry
 	count   int // the replay count in the metadata sent
 
-	done    bool      // its order completed with the same payload (see applied)
+	done    bool      // its key completed with the same payload (see applied)
 	claimed bool      // the run tried to write its INTENT record
 	first   bool      // the ledger had no record of it
 	intent  bool      // the run holds its INTENT record

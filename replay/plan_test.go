@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/payload"
 )
 
 // The plan is a pure function of the batch and the run's state: tested by
@@ -67,7 +68,7 @@ func TestPlan(t *testing.T) {
 		{"just dead-lettered: delayed", nil, []in{{sentAt: now, wantOut: OutcomeDelayed}}, 0, 0},
 		{"exhausted: parked", nil, []in{{sentAt: old, meta: &Metadata{ReplayCount: 3, OriginalMessageID: "o"}, wantOut: OutcomeParked, reason: ReasonReplayExhausted}}, 1, 0},
 		{"not due and about to expire: rescued", nil, []in{{sentAt: nearExpiry, meta: &Metadata{ReplayCount: 1, LastReplayAt: now, OriginalMessageID: "o"}, wantOut: OutcomeParked, reason: ReasonExpiryRescue}}, 1, 0},
-		{"filtered out: skipped", func(p *planner) { p.filter = Filter{OrderIDs: []string{"ORD-b"}} },
+		{"filtered out: skipped", func(p *planner) { p.filter = Filter{Keys: []string{"ORD-b"}} },
 			[]in{{sentAt: old, wantOut: OutcomeSkipped}, {sentAt: old, wantOut: OutcomeReplayed}}, 1, 1},
 		{"a closed gate defers all but the rescue", func(p *planner) { p.gated = true; p.replayLeft = 0 },
 			[]in{{sentAt: old, wantOut: OutcomeDeferred}, {sentAt: nearExpiry, wantOut: OutcomeParked, reason: ReasonExpiryRescue}}, 1, 0},
@@ -88,9 +89,13 @@ func TestPlan(t *testing.T) {
 			if tt.plan != nil {
 				tt.plan(&pl)
 			}
+			key, err := payload.NewKey("orderId")
+			if err != nil {
+				t.Fatal(err)
+			}
 			items := make([]*item, len(tt.msgs))
 			for i, m := range tt.msgs {
-				items[i] = &item{msg: readMessage(msg(string(rune('a'+i)), m), now, newTrust(testKey, pl.route))}
+				items[i] = &item{msg: readMessage(msg(string(rune('a'+i)), m), now, newTrust(testKey, pl.route), key)}
 			}
 			moves, replays := pl.plan(items)
 			for i, it := range items {

@@ -21,7 +21,7 @@ const (
 	// without metadata. Kept so old parked messages still read.
 	ReasonCorruptMetadata = "corrupt-metadata"
 	// ReasonAlreadyApplied is the reason of a [Resolved] ledger record: the
-	// consumer had completed the order with the same payload, so the dead
+	// consumer had completed its key with the same payload, so the dead
 	// letter was removed instead of replayed.
 	ReasonAlreadyApplied = "already-applied"
 )

@@ -21,55 +21,7 @@ import (
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/replaytest"
 )
-
-// queueFeatures declares, by emulator name, what each lacks of SQS's
-// documented behaviour; an emulator not named here (LocalStack, AWS) is held
-// to all of it. TestEmulatorGapQueue keeps every declaration true.
-func queueFeatures(emulator string) replaytest.QueueFeatures {
-	f := replaytest.SQSFeatures()
-	switch emulator {
-	case "ministack": // 1.5.33
-		f.AttributeLimit = false      // 11 message attributes accepted
-		f.DeleteAgainSucceeds = false // ReceiptHandleIsInvalid
-	case "moto": // 5.2.5
-		f.AttributeLimit = false              // 11 message attributes accepted
-		f.EmptyVisibilityBatchRefused = false // an empty ChangeMessageVisibilityBatch succeeds
-	}
-	return f
-}
-
-func queueHarness(e emulatortest.Endpoint) replaytest.QueueHarness {
-	q := sqs.NewFromConfig(e.Config)
-	return replaytest.QueueHarness{
-		Queue: q,
-		NewQueue: func(t *testing.T, name string) string {
-			suffix := ""
-			if n := len(name); n > 5 && name[n-5:] == ".fifo" {
-				name, suffix = name[:n-5], ".fifo"
-			}
-			url, _ := emulatortest.Queue(t, q, emulatortest.Name(t, name)+suffix)
-			return url
-		},
-		Features: queueFeatures(e.Name),
-	}
-}
-
-func TestQueueContractOnTheEmulator(t *testing.T) {
-	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
-		replaytest.RunQueue(t, queueHarness(e))
-	})
-}
-
-// Emulator gaps: each behaviour of SQS that queueFeatures declares absent
-// for an emulator. A subtest fails when the emulator starts behaving as
-// documented: then change its declaration, and the contract checks it.
-func TestEmulatorGapQueue(t *testing.T) {
-	emulatortest.OnEachEndpoint(t, func(t *testing.T, e emulatortest.Endpoint) {
-		replaytest.RunQueueGaps(t, queueHarness(e))
-	})
-}
 
 // lane is one route on real queues on the emulator, with a DynamoDB ledger.
 type lane struct {
@@ -178,7 +130,7 @@ func TestReplayOnTheEmulator(t *testing.T) {
 	if err != nil || !found || last.RunID != s.RunID || last.Total.Replayed != 15 {
 		t.Fatalf("ledger run = %+v, %v, %v", last, found, err)
 	}
-	hist, err := l.ledger.OrderHistory(context.Background(), replay.OrderKey("ORD-E2E-00", ""))
+	hist, err := l.ledger.History(context.Background(), replay.HistoryKey("ORD-E2E-00", ""))
 	if err != nil || len(hist) != 1 || hist[0].State != replay.Sent {
 		t.Fatalf("history = %+v, %v", hist, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -27,20 +28,50 @@ const MaxVisibility = 12 * time.Hour
 var ErrInvalidRequest = errors.New("replay: invalid request")
 
 // Route is one dead-letter queue with its source and parking queues, all of
-// the same type (FIFO when the URLs end in settings.FIFOSuffix, ".fifo").
+// the same type (FIFO when the URLs end in settings.FIFOSuffix, ".fifo"),
+// and what the replay needs to know of the lane's messages and consumer:
+// its business key, its payload hash and whether its consumer writes
+// homing's completion records. Its JSON is an element of REPLAY_ROUTES.
 type Route struct {
 	Name       string `json:"name"`
 	DLQURL     string `json:"dlqUrl"`
 	SourceURL  string `json:"sourceUrl"`
 	ParkingURL string `json:"parkingUrl"`
+	// Key is the JMESPath expression of a message's business key over its
+	// JSON body (Powertools' eventKeyJmesPath; the sample's order id field):
+	// the key of its history in the ledger ([HistoryKey]), what
+	// [Filter.Keys] matches, and the key of the consumer's completion
+	// record. A body whose key does not evaluate to a non-empty string or
+	// an integral number, and every body when Key is "", is decided by its
+	// original message id alone.
+	Key string `json:"key,omitempty"`
+	// PayloadHash is the JMESPath expression of the part of the body the
+	// consumer's completion record hashes (Powertools'
+	// payloadValidationJmesPath); "" hashes the whole body (see package
+	// payload).
+	PayloadHash string `json:"payloadHash,omitempty"`
+	// Records says that the lane's consumer writes homing's completion
+	// records (idempotency records "<CONSUMER_NAME>#<key>" with the payload
+	// hash: see docs). With it, the canary gate, the breaker and the
+	// removal of dead letters already applied read them; without it they
+	// read nothing, and the route's canary gate says it is skipped. It
+	// needs a Key.
+	Records bool `json:"records,omitempty"`
 }
 
 // FIFO reports whether the route's queues are FIFO queues.
 func (r Route) FIFO() bool { return settings.IsFIFO(r.DLQURL) }
 
-// Validate reports every missing URL, a mix of queue types, and a name
-// empty or longer than 256 bytes (the name travels in the metadata the
-// engine seals, which must stay within its bounds to verify: see seal.go).
+// ErrExpression is wrapped by the error of [Route.Validate] for a key or
+// payload-hash expression that does not compile.
+var ErrExpression = errors.New("not a JMESPath expression")
+
+// Validate reports every missing URL, a mix of queue types, a name empty
+// or longer than 256 bytes (the name travels in the metadata the engine
+// seals, which must stay within its bounds to verify: see seal.go), a key
+// or payload-hash expression that does not compile (wrapping
+// [ErrExpression], naming the route and the expression), and Records
+// without a Key.
 func (r Route) Validate() error {
 	var errs []error
 	switch {
@@ -57,7 +88,35 @@ func (r Route) Validate() error {
 			errs = append(errs, fmt.Errorf("route %q: %s %s: all queues of a route must be FIFO, or none", r.Name, f.key, f.url))
 		}
 	}
+	if _, err := r.compile(); err != nil {
+		errs = append(errs, err)
+	}
+	if r.Records && r.Key == "" {
+		errs = append(errs, fmt.Errorf("route %q: records needs a key: the consumer's completion records are found by key", r.Name))
+	}
 	return errors.Join(errs...)
+}
+
+// lane is what the engine evaluates of a route's messages: its key and
+// payload hash, compiled once per run.
+type lane struct {
+	key  payload.Key
+	hash payload.Hash
+}
+
+// compile compiles the route's expressions; the error names each one that
+// does not compile.
+func (r Route) compile() (lane, error) {
+	var l lane
+	var errs []error
+	var err error
+	if l.key, err = payload.NewKey(r.Key); err != nil {
+		errs = append(errs, fmt.Errorf("route %q: key %q: %w: %w", r.Name, r.Key, ErrExpression, err))
+	}
+	if l.hash, err = payload.NewHash(r.PayloadHash); err != nil {
+		errs = append(errs, fmt.Errorf("route %q: payloadHash %q: %w: %w", r.Name, r.PayloadHash, ErrExpression, err))
+	}
+	return l, errors.Join(errs...)
 }
 
 // Filter selects the messages an on-demand run considers; the zero value
@@ -65,26 +124,31 @@ func (r Route) Validate() error {
 type Filter struct {
 	Reasons   []string      // the message's reason: ours, the invalid lane's, or ReasonDeadLettered
 	OlderThan time.Duration // dead-lettered at least this long ago
-	OrderIDs  []string      // the body's orderId
+	Keys      []string      // the message's business key (its route's [Route.Key])
 }
 
 type filterJSON struct {
 	Reasons   []string `json:"reasons,omitempty"`
 	OlderThan string   `json:"olderThan,omitempty"`
-	OrderIDs  []string `json:"orderIds,omitempty"`
+	Keys      []string `json:"keys,omitempty"`
+	// OrderIDs is the deprecated name of Keys, read and never written.
+	OrderIDs []string `json:"orderIds,omitempty"`
 }
 
-// MarshalJSON writes OlderThan as a Go duration string ("1h0m0s").
+// MarshalJSON writes OlderThan as a Go duration string ("1h0m0s") and Keys
+// as "keys".
 func (f Filter) MarshalJSON() ([]byte, error) {
-	j := filterJSON{Reasons: f.Reasons, OrderIDs: f.OrderIDs}
+	j := filterJSON{Reasons: f.Reasons, Keys: f.Keys}
 	if f.OlderThan != 0 {
 		j.OlderThan = f.OlderThan.String()
 	}
 	return json.Marshal(j)
 }
 
-// UnmarshalJSON reads OlderThan as a Go duration string ("90m"). Unknown
-// fields are an error: a misspelt criterion must not widen a run.
+// UnmarshalJSON reads OlderThan as a Go duration string ("90m"), and Keys
+// from "keys" or from "orderIds", its deprecated name (a filter written by
+// an earlier version; both at once are an error). Unknown fields are an
+// error: a misspelt criterion must not widen a run.
 func (f *Filter) UnmarshalJSON(b []byte) error {
 	var j filterJSON
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -92,7 +156,13 @@ func (f *Filter) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&j); err != nil {
 		return fmt.Errorf("filter: %w", err)
 	}
-	*f = Filter{Reasons: j.Reasons, OrderIDs: j.OrderIDs}
+	if j.Keys != nil && j.OrderIDs != nil {
+		return errors.New("filter: keys and orderIds (its deprecated name) both given: want keys")
+	}
+	*f = Filter{Reasons: j.Reasons, Keys: j.Keys}
+	if j.OrderIDs != nil {
+		f.Keys = j.OrderIDs
+	}
 	if j.OlderThan != "" {
 		d, err := time.ParseDuration(j.OlderThan)
 		if err != nil {
@@ -103,12 +173,12 @@ func (f *Filter) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (f Filter) empty() bool { return len(f.Reasons) == 0 && f.OlderThan == 0 && len(f.OrderIDs) == 0 }
+func (f Filter) empty() bool { return len(f.Reasons) == 0 && f.OlderThan == 0 && len(f.Keys) == 0 }
 
 func (f Filter) match(m message, now time.Time) bool {
 	return (len(f.Reasons) == 0 || slices.Contains(f.Reasons, m.reason)) &&
 		(f.OlderThan == 0 || now.Sub(m.firstDeadLettered()) >= f.OlderThan) &&
-		(len(f.OrderIDs) == 0 || m.orderID != "" && slices.Contains(f.OrderIDs, m.orderID))
+		(len(f.Keys) == 0 || m.key != "" && slices.Contains(f.Keys, m.key))
 }
 
 // MaxFilterValues bounds each list of a [Filter].
@@ -123,8 +193,8 @@ type Request struct {
 	Filter Filter
 	RunID  string // "" means a random id
 	// ResetCount restarts the replay count of every message the run
-	// examines: the count in its metadata and the order's earlier replays
-	// in the ledger are ignored, and the metadata sent records the reset
+	// examines: the count in its metadata and the message's earlier
+	// replays in the ledger are ignored, and the metadata sent records the reset
 	// (Metadata.ResetAt), so later runs count only the replays after it.
 	// For an operator who fixed the cause of messages that exhausted their
 	// replays and brings them back from the parking queue.
@@ -161,7 +231,7 @@ func (r Request) Validate() error {
 	}
 	// The filter is part of the run's summary, a DynamoDB item of at most
 	// 400 KB: its lists are bounded.
-	for name, list := range map[string][]string{"orderIds": r.Filter.OrderIDs, "reasons": r.Filter.Reasons} {
+	for name, list := range map[string][]string{"keys": r.Filter.Keys, "reasons": r.Filter.Reasons} {
 		if len(list) > MaxFilterValues {
 			errs = append(errs, fmt.Errorf("filter %s: %d values, want at most %d", name, len(list), MaxFilterValues))
 		}

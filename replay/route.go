@@ -92,6 +92,7 @@ func (r *run) stop(ctx context.Context) StopReason {
 // group are shared by the route's workers, under the run's lock.
 type pass struct {
 	route     Route
+	lane      lane          // the route's key and payload hash, compiled
 	retention time.Duration // the DLQ's; 0 when unknown
 	sourceMax int           // the source queue's MaximumMessageSize
 
@@ -106,10 +107,16 @@ type pass struct {
 	held       []visibility // the first maxHeld messages held (see hold.go), released when the pass ends
 	stopped    StopReason   // why the pass ended, once a worker ended it
 	err        error        // the error that ended it
-	// suspects are the latest replaying runs none of whose orders has
+	// suspects are the latest replaying runs none of whose keys has
 	// completed yet: a message one of them replayed seen back in the DLQ
 	// trips the breaker.
 	suspects []string
+	// watched are the latest replaying runs, each with how many of its
+	// replays the pass has seen back in the DLQ (see signal.go).
+	watched []watched
+	// unrecorded: the canary holds the route while none of the latest
+	// replaying run's keys has completed.
+	unrecorded bool
 }
 
 // end records why a worker ended the pass. The pass ends when its last
@@ -136,6 +143,14 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 		rs.StopReason = reason
 		return rs, nil
 	}
+	// Once per run, not per message (Request.Validate has compiled them
+	// already: this cannot fail for a valid request).
+	ln, err := rt.compile()
+	if err != nil {
+		rs.StopReason = StopError
+		rs.Error = err.Error()
+		return rs, err
+	}
 	// The source queue's size limit is read beside the DLQ's attributes.
 	sourceMax := make(chan int, 1)
 	go func() { sourceMax <- r.sourceMax(ctx, rt) }()
@@ -160,18 +175,18 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	rs.Depth = attr(types.QueueAttributeNameApproximateNumberOfMessages)
 	rs.InFlight = attr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 	p := &pass{
-		route: rt, rs: &rs, replayLeft: -1, sourceMax: maxSize, started: r.now(), trust: newTrust(r.key, rt),
+		route: rt, lane: ln, rs: &rs, replayLeft: -1, sourceMax: maxSize, started: r.now(), trust: newTrust(r.key, rt),
 		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second,
 		budget:    rs.Depth + MaxBatch,
 	}
 
 	// The refill gate compares with the latest run that read this route's
-	// DLQ; the canary checks the orders of the latest runs that replayed
+	// DLQ; the canary checks the keys of the latest runs that replayed
 	// on it. Runs of other routes (an operator's replay from the parking
 	// queue), runs held before reading, and runs that replayed nothing are
 	// looked past.
 	read := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.Gates) > 0 })
-	replayed := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.ReplayedOrders) > 0 })
+	replayed := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.ReplayedKeys) > 0 })
 	if b := routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return rs.Breaker != nil }); len(b) > 0 {
 		rs.Breaker = b[0].rs.Breaker.clone()
 	}
@@ -179,7 +194,9 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	if len(read) > 0 {
 		last = read[0].rs
 	}
-	refill, canary := r.refillGate(rs, last, prevErr), r.canaryGate(ctx, p, replayed, prevErr)
+	p.watched = watchRuns(routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return rs.Replayed > 0 }),
+		routeRuns(recent, rt.Name, func(rs RouteSummary) bool { return len(rs.Returned) > 0 }))
+	refill, canary := r.refillGate(rs, last, prevErr), r.canaryGate(ctx, p, replayed, last, prevErr)
 	rs.Gates = append(rs.Gates, refill, canary)
 	r.logGate(ctx, rt.DLQURL, refill)
 	r.logGate(ctx, rt.DLQURL, canary)
@@ -218,6 +235,7 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	if p.gated && (rs.StopReason == StopDrained || rs.StopReason == StopPass) {
 		rs.StopReason = StopGate
 	}
+	r.noteUnrecorded(ctx, p, last)
 	return rs, nil
 }
 
@@ -416,7 +434,7 @@ func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receiv
 			again = append(again, m)
 			continue
 		}
-		items = append(items, &item{msg: readMessage(m, now, p.trust)})
+		items = append(items, &item{msg: readMessage(m, now, p.trust, p.lane.key)})
 	}
 	early := r.holdMessages(ctx, p, again, receivedAt)
 	var b *batch

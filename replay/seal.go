@@ -30,15 +30,15 @@ import (
 // neutral name, and the message is taken as one that carries none of ours.
 
 // The ledger record that holds the seal key: the SEEN record of
-// (SealKeyOrderKey, sealKeyMessageID), whose OriginalMessageID is the key in
+// (SealKeyHistoryKey, sealKeyMessageID), whose OriginalMessageID is the key in
 // hex. The first run writes it (Mark's SEEN-when-absent rule makes
 // concurrent first runs agree on one key); it lives for sealKeyLifetime.
-// No order key spells it (they start with "order#" or "message#").
+// No history key spells it (they start with "order#" or "message#").
 const (
-	SealKeyOrderKey  = "homing#seal-key"
-	sealKeyMessageID = "v1"
-	sealKeyBytes     = 32
-	sealKeyLifetime  = 100 * 365 * 24 * time.Hour
+	SealKeyHistoryKey = "homing#seal-key"
+	sealKeyMessageID  = "v1"
+	sealKeyBytes      = 32
+	sealKeyLifetime   = 100 * 365 * 24 * time.Hour
 )
 
 // Bounds of what the engine takes from metadata: what it writes is within
@@ -57,7 +57,7 @@ func SealKey(ctx context.Context, l Ledger, now time.Time) ([]byte, error) {
 	key := make([]byte, sealKeyBytes)
 	_, _ = rand.Read(key) // crypto/rand.Read never fails
 	rec := MessageRecord{
-		OrderKey: SealKeyOrderKey, MessageID: sealKeyMessageID, State: Seen, Route: "homing",
+		HistoryKey: SealKeyHistoryKey, MessageID: sealKeyMessageID, State: Seen, Route: "homing",
 		OriginalMessageID: hex.EncodeToString(key), FirstSeenAt: now, At: now, ExpiresAt: now.Add(sealKeyLifetime),
 	}
 	cur, ok, err := l.Mark(ctx, rec)

@@ -2,14 +2,14 @@ package replay
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"time"
 
+	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/internal/clip"
+	"github.com/homingdlq/homing/settings"
 )
 
 // Summary is the report of one run: the function's response, the CLI's
@@ -38,15 +38,38 @@ type RouteSummary struct {
 	StopReason StopReason `json:"stopReason"`
 	Error      string     `json:"error,omitempty"` // why the route stopped, when StopReason is "error"
 	Counts
-	// ReplayedOrders are the first orders (up to 100) this run replayed on
-	// the route: the next run's canary.
-	ReplayedOrders []string `json:"replayedOrders,omitempty"`
+	// ReplayedKeys are the first keys (up to 100) this run replayed on
+	// the route: the next run's canary. A summary stored by an earlier
+	// version names them "replayedOrders" (see UnmarshalJSON).
+	ReplayedKeys []string `json:"replayedKeys,omitempty"`
 	// Probe is true when this run's replays on the route probed an open
 	// breaker.
 	Probe bool `json:"probe,omitempty"`
 	// Breaker is the route's circuit breaker as this run left it; nil
 	// while it has never opened (see [Breaker]).
 	Breaker *Breaker `json:"breaker,omitempty"`
+	// BreakerSignal names what the breaker read in this run:
+	// [SignalCompletions] on a route whose consumer writes completion
+	// records, [SignalDLQ] on one that writes none or whose records are
+	// missing; empty when nothing could be read (no completions reader).
+	BreakerSignal string `json:"breakerSignal,omitempty"`
+	// Returned are the latest runs (at most 5) that replayed on the route,
+	// latest first, each with how many of its replays this run's pass saw
+	// back in the DLQ: the breaker's signal without records, and the
+	// evidence that replays were consumed but never recorded.
+	Returned []Return `json:"returned,omitempty"`
+	// Unrecorded counts the consecutive runs, this one included, that the
+	// canary held while none of the keys the latest replaying run replayed
+	// had completed and none of its replays came back to the DLQ.
+	Unrecorded int `json:"unrecorded,omitempty"`
+	// RecordsMissing is true when the route's consumer consumes its
+	// replays but writes no completion records for them (Unrecorded
+	// reached [UnrecordedRuns], and no replayed key has completed since):
+	// the route is not held at the canary but runs as a route without
+	// records, its breaker on the DLQ signal. RecordsMissingDetail says
+	// why and what to check.
+	RecordsMissing       bool   `json:"recordsMissing,omitempty"`
+	RecordsMissingDetail string `json:"recordsMissingDetail,omitempty"`
 	// Expiry is what the run saw of its dead letters' expiry; nil when it
 	// examined none with a SentTimestamp. The DLQ's own
 	// ApproximateAgeOfOldestMessage leaves out messages received three times
@@ -132,7 +155,7 @@ const (
 const maxDetail = 1024
 
 // bound clips the texts of s to maxDetail bytes each. With the bounded
-// lists (ReplayedOrders, Breaker.FailedRuns, the filter's), the summary's
+// lists (ReplayedKeys, Breaker.FailedRuns, the filter's), the summary's
 // size does not grow with the messages a run examines.
 func (s *Summary) bound() {
 	clipGates := func(gs []Gate) {
@@ -143,6 +166,7 @@ func (s *Summary) bound() {
 	clipGates(s.Gates)
 	for i := range s.Routes {
 		s.Routes[i].Error = clip.String(s.Routes[i].Error, maxDetail)
+		s.Routes[i].RecordsMissingDetail = clip.String(s.Routes[i].RecordsMissingDetail, maxDetail)
 		clipGates(s.Routes[i].Gates)
 	}
 }
@@ -160,58 +184,48 @@ func (r RouteSummary) closed(run []Gate) bool {
 // Namespace is the CloudWatch namespace of the metrics.
 const Namespace = "Homing/Replay"
 
-// emfMetric is one entry of an EMF directive's Metrics.
-type emfMetric struct {
-	Name string `json:"Name"`
-	Unit string `json:"Unit"`
+// emfMetrics are the metrics of route r's line in run s, named as settings
+// declares them: the counts (RunCompleted is 1 for every run: the heartbeat
+// an alarm watches, no data for two schedule intervals meaning the schedule
+// is off, failing or throttled; RecordsMissing is 1 while the route's
+// replays are consumed but never recorded), then the expiry figures (see [Expiry]),
+// absent when the run examined no dead letter with a SentTimestamp (or, for
+// SecondsToExpiry, the retention is unknown).
+func emfMetrics(s Summary, r RouteSummary) []emf.Metric {
+	count := func(name string, n int) emf.Metric { return emf.Metric{Name: name, Unit: emf.Count, Value: float64(n)} }
+	gateClosed := 0
+	if r.closed(s.Gates) {
+		gateClosed = 1
+	}
+	recordsMissing := 0
+	if r.RecordsMissing {
+		recordsMissing = 1
+	}
+	inRescueWindow := 0
+	if r.Expiry != nil {
+		inRescueWindow = r.Expiry.InRescueWindow
+	}
+	metrics := []emf.Metric{
+		count(settings.MetricReplayed, r.Replayed),
+		count(settings.MetricParked, r.ParkedTotal()),
+		count(settings.MetricDelayed, r.Delayed),
+		count(settings.MetricGateClosed, gateClosed),
+		count(settings.MetricDeadLettered, r.DeadLettered),
+		count(settings.MetricErrors, r.Errors),
+		count(settings.MetricRunCompleted, 1),
+		count(settings.MetricInRescueWindow, inRescueWindow),
+		count(settings.MetricRecordsMissing, recordsMissing),
+	}
+	if x := r.Expiry; x != nil {
+		age := max(0, s.FinishedAt.Sub(x.OldestSentAt).Seconds())
+		metrics = append(metrics, emf.Metric{Name: settings.MetricOldestDeadLetterAge, Unit: emf.Seconds, Value: age})
+		if !x.ExpiresAt.IsZero() {
+			left := max(0, x.ExpiresAt.Sub(s.FinishedAt).Seconds())
+			metrics = append(metrics, emf.Metric{Name: settings.MetricSecondsToExpiry, Unit: emf.Seconds, Value: left})
+		}
+	}
+	return metrics
 }
-
-type emfDirective struct {
-	Namespace  string      `json:"Namespace"`
-	Dimensions [][]string  `json:"Dimensions"`
-	Metrics    []emfMetric `json:"Metrics"`
-}
-
-type emfMeta struct {
-	Timestamp         int64          `json:"Timestamp"`
-	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
-}
-
-// emfLine is one CloudWatch Embedded Metric Format record for one route.
-type emfLine struct {
-	AWS          emfMeta `json:"_aws"`
-	Lane         string  `json:"Lane,omitempty"`
-	Route        string  `json:"Route"`
-	Replayed     int     `json:"Replayed"`
-	Parked       int     `json:"Parked"`
-	Delayed      int     `json:"Delayed"`
-	GateClosed   int     `json:"GateClosed"`
-	DeadLettered int     `json:"DeadLettered"`
-	Errors       int     `json:"Errors"`
-	// RunCompleted is 1 for every run: the heartbeat an alarm watches
-	// (no data for two schedule intervals: the schedule is off, failing
-	// or throttled).
-	RunCompleted int `json:"RunCompleted"`
-	// The expiry figures (see [Expiry]); the first two are absent when
-	// the run examined no dead letter with a SentTimestamp (or, for
-	// SecondsToExpiry, the retention is unknown).
-	OldestDeadLetterAgeSeconds *float64 `json:"OldestDeadLetterAgeSeconds,omitempty"`
-	SecondsToExpiry            *float64 `json:"SecondsToExpiry,omitempty"`
-	InRescueWindow             int      `json:"InRescueWindow"`
-	RunID                      string   `json:"runId"`
-}
-
-var emfMetrics = []emfMetric{
-	{"Replayed", "Count"}, {"Parked", "Count"}, {"Delayed", "Count"},
-	{"GateClosed", "Count"}, {"DeadLettered", "Count"}, {"Errors", "Count"},
-	{"RunCompleted", "Count"}, {"InRescueWindow", "Count"},
-}
-
-// The expiry metrics, present in a line only with their value.
-var (
-	emfOldestAge = emfMetric{"OldestDeadLetterAgeSeconds", "Seconds"}
-	emfToExpiry  = emfMetric{"SecondsToExpiry", "Seconds"}
-)
 
 // WriteEMF writes one Embedded Metric Format line per route of s to w, in
 // namespace ns with the dimension Route. Each line is one Write call. It is
@@ -222,42 +236,19 @@ func WriteEMF(w io.Writer, ns string, s Summary) error { return WriteLaneEMF(w, 
 // in namespace ns with the dimensions Lane and Route, or Route alone when
 // lane is empty. The lane (the function's POWERTOOLS_SERVICE_NAME) keeps
 // the metrics of two lanes whose routes share a name apart. Each line is
-// one Write call.
+// one Write call, through package emf, the consumer's writer too (a line
+// CloudWatch would reject is an error wrapping emf.ErrInvalid). The run id
+// is a property of the line, not a metric.
 func WriteLaneEMF(w io.Writer, ns, lane string, s Summary) error {
-	dimensions := []string{"Route"}
-	if lane != "" {
-		dimensions = []string{"Lane", "Route"}
-	}
+	out := emf.NewWriter(w)
 	for _, r := range s.Routes {
-		gateClosed := 0
-		if r.closed(s.Gates) {
-			gateClosed = 1
+		dimensions := []emf.Dimension{{Name: settings.DimensionRoute, Value: r.Route}}
+		if lane != "" {
+			dimensions = []emf.Dimension{{Name: settings.DimensionLane, Value: lane}, dimensions[0]}
 		}
-		metrics := slices.Clone(emfMetrics)
-		line := emfLine{
-			Lane: lane, Route: r.Route, Replayed: r.Replayed, Parked: r.ParkedTotal(), Delayed: r.Delayed,
-			GateClosed: gateClosed, DeadLettered: r.DeadLettered, Errors: r.Errors, RunCompleted: 1, RunID: s.RunID,
-		}
-		if x := r.Expiry; x != nil {
-			line.InRescueWindow = x.InRescueWindow
-			age := max(0, s.FinishedAt.Sub(x.OldestSentAt).Seconds())
-			line.OldestDeadLetterAgeSeconds = &age
-			metrics = append(metrics, emfOldestAge)
-			if !x.ExpiresAt.IsZero() {
-				left := max(0, x.ExpiresAt.Sub(s.FinishedAt).Seconds())
-				line.SecondsToExpiry = &left
-				metrics = append(metrics, emfToExpiry)
-			}
-		}
-		line.AWS = emfMeta{
-			Timestamp:         s.FinishedAt.UnixMilli(),
-			CloudWatchMetrics: []emfDirective{{Namespace: ns, Dimensions: [][]string{dimensions}, Metrics: metrics}},
-		}
-		b, err := json.Marshal(line)
-		if err != nil {
-			return fmt.Errorf("encode metrics of route %s: %w", r.Route, err)
-		}
-		if _, err := w.Write(append(b, '\n')); err != nil {
+		line := emf.Line{Namespace: ns, Timestamp: s.FinishedAt, Dimensions: dimensions, Metrics: emfMetrics(s, r),
+			Properties: map[string]any{"runId": s.RunID}}
+		if err := out.Write(line); err != nil {
 			return fmt.Errorf("write metrics of route %s: %w", r.Route, err)
 		}
 	}

@@ -63,14 +63,14 @@ func TestMetricsAreOneEMFLinePerRoute(t *testing.T) {
 		}
 		names = append(names, m.Name)
 	}
-	if want := []string{"DeadLettered", "Delayed", "Errors", "GateClosed", "InRescueWindow", "OldestDeadLetterAgeSeconds", "Parked", "Replayed", "RunCompleted", "SecondsToExpiry"}; !slices.Equal(sortedCopy(names), want) {
+	if want := []string{"DeadLettered", "Delayed", "Errors", "GateClosed", "InRescueWindow", "OldestDeadLetterAgeSeconds", "Parked", "RecordsMissing", "Replayed", "RunCompleted", "SecondsToExpiry"}; !slices.Equal(sortedCopy(names), want) {
 		t.Fatalf("metrics = %v, want %v", names, want)
 	}
 	// The oldest dead letter was sent `due` before the run, and the DLQ
 	// keeps messages 4 days (the queue's default).
 	age := s.FinishedAt.Sub(s.Routes[0].Expiry.OldestSentAt).Seconds()
 	want := map[string]any{"Route": "orders", "Replayed": 3.0, "Parked": 1.0, "Delayed": 0.0, "GateClosed": 0.0, "DeadLettered": 4.0, "Errors": 0.0,
-		"RunCompleted": 1.0, "InRescueWindow": 0.0, "OldestDeadLetterAgeSeconds": age, "SecondsToExpiry": (96 * time.Hour).Seconds() - age, "runId": "run-emf"}
+		"RunCompleted": 1.0, "InRescueWindow": 0.0, "RecordsMissing": 0.0, "OldestDeadLetterAgeSeconds": age, "SecondsToExpiry": (96 * time.Hour).Seconds() - age, "runId": "run-emf"}
 	if age != due.Seconds() {
 		t.Errorf("oldest dead letter %s old, want %s", time.Duration(age*float64(time.Second)), due)
 	}
@@ -126,7 +126,7 @@ func TestSummaryJSONFieldNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := []string{"applied", "blocked", "deadLettered", "deferred", "delayed", "errors", "examined", "parked", "recovered", "replayed", "skipped"}
-	if got, want := keys(routes[0]), slices.Sorted(slices.Values(append(slices.Clone(counts), "depth", "expiry", "fifo", "gates", "inFlight", "replayedOrders", "route", "stopReason"))); !slices.Equal(got, want) {
+	if got, want := keys(routes[0]), slices.Sorted(slices.Values(append(slices.Clone(counts), "depth", "expiry", "fifo", "gates", "inFlight", "replayedKeys", "route", "stopReason"))); !slices.Equal(got, want) {
 		t.Fatalf("route keys = %v\nwant %v", got, want)
 	}
 	var total map[string]json.RawMessage
@@ -159,7 +159,7 @@ func TestLogsUseTheFixedKeys(t *testing.T) {
 		t.Fatalf("%d message lines", len(msgs))
 	}
 	for _, m := range msgs {
-		for _, k := range []string{"messageId", "orderId", "queue", "replayCount", "outcome", "runId"} {
+		for _, k := range []string{"messageId", "key", "queue", "replayCount", "outcome", "runId"} {
 			if m[k] == nil {
 				t.Errorf("message line without %s: %v", k, m)
 			}

@@ -31,7 +31,7 @@ func TestWorkersMoveEachMessageOnce(t *testing.T) {
 		t.Fatalf("DLQ holds %d", visible+inFlight)
 	}
 	for _, i := range []int{0, 250, 499} {
-		hist, err := h.ledger.OrderHistory(context.Background(), replay.OrderKey(fmt.Sprintf("ORD-W-%03d", i), ""))
+		hist, err := h.ledger.History(context.Background(), replay.HistoryKey(fmt.Sprintf("ORD-W-%03d", i), ""))
 		if err != nil || len(hist) != 1 || hist[0].State != replay.Sent {
 			t.Fatalf("history of ORD-W-%03d = %+v, %v", i, hist, err)
 		}

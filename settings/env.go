@@ -16,9 +16,16 @@ var (
 	IdempotencyTable = String{Env: "IDEMPOTENCY_TABLE", Required: true,
 		Doc: "DynamoDB table of the consumer's idempotent receiver (`pk` string key, TTL `expiresAt`)"}
 	ConsumerName = String{Env: "CONSUMER_NAME", Default: "invoice", MaxBytes: 64, Reject: KeySeparator,
-		Doc: "the consumer's name: scopes its idempotency keys (`<consumer>#<orderId>`) and signs invalid-message metadata; 1..64 bytes, no `#`"}
+		Doc: "the consumer's name: scopes its idempotency keys (`<consumer>#<key>`, the key by the route's `key`) and signs invalid-message metadata; 1..64 bytes, no `#`"}
 	ServiceName = String{Env: "POWERTOOLS_SERVICE_NAME", DefaultDoc: "`CONSUMER_NAME`'s value", MaxBytes: 1024,
 		Doc: "the `Lane` dimension of the metrics (the construct sets the lane's name)"}
+	// The lane's contract on its consumer (docs/CONTRACT.md): the construct
+	// sets them from LaneProps.Key and PayloadHash, so that a consumer in
+	// any runtime reads the key and the payload hash the replay uses.
+	KeyExpression = String{Env: "KEY_EXPRESSION", MaxBytes: 256,
+		Doc: "JMESPath expression of the message's business key (the construct's `Key`); the consumer keys its records `<CONSUMER_NAME>#<key>` by it"}
+	PayloadHashExpression = String{Env: "PAYLOAD_HASH_EXPRESSION", MaxBytes: 256,
+		Doc: "JMESPath expression of the part of the body the payload hash covers (the construct's `PayloadHash`); unset: the whole body"}
 	MetricsNamespace = String{Env: "POWERTOOLS_METRICS_NAMESPACE", Default: "Homing", MaxBytes: 255,
 		Doc: "CloudWatch namespace of the metrics, written as EMF lines on stdout"}
 )
@@ -44,7 +51,7 @@ var (
 // Settings of the replay function (functions/replay).
 var (
 	ReplayRoutes = String{Env: "REPLAY_ROUTES", Required: true,
-		Doc: "`[{\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\"}]`, one per lane"}
+		Doc: "`[{\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\",\"key\",\"payloadHash\",\"records\"}]`, one per lane: `key` is the JMESPath of the business key (`\"\"`: none, messages are decided by their message id), `payloadHash` the JMESPath of the hashed part (`\"\"`: the whole body), `records` whether the lane's consumer writes the completion records the canary, the breaker and the removal of dead letters already applied read (docs/CONTRACT.md; default false: they are off)"}
 	LedgerTable = String{Env: "LEDGER_TABLE", Required: true,
 		Doc: "replay ledger (`pk`/`sk` strings, TTL `expiresAt`)"}
 	HealthURL = String{Env: "HEALTH_URL",
@@ -62,7 +69,7 @@ var (
 	MaxPerRun = Int{Env: "MAX_PER_RUN", Default: 100000, Min: 1,
 		Doc: "messages moved per run"}
 	CanaryLimit = Int{Env: "CANARY_LIMIT", Default: 5, Min: 1,
-		Doc: "replays per route while the previous run's replayed orders are not completed (the canary)"}
+		Doc: "replays per route while the previous run's replayed keys are not completed (the canary, on routes with `records`)"}
 	RefillThreshold = Int{Env: "REFILL_THRESHOLD", Default: 100, Min: 1,
 		Doc: "DLQ growth since the previous run that holds the route"}
 	ReplayDeadlineMargin = Duration{Env: "DEADLINE_MARGIN", Default: 5 * time.Second, Min: AboveZero,

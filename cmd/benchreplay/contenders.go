@@ -88,7 +88,8 @@ const laneName = "orders"
 // function created with it (lambda:GetFunctionConfiguration), as it reads
 // a deployed lane's.
 func replayEnv(rt route) (map[string]string, error) {
-	routes, err := json.Marshal([]replay.Route{{Name: laneName, DLQURL: rt.dlq, SourceURL: rt.source, ParkingURL: rt.parking}})
+	routes, err := json.Marshal([]replay.Route{{Name: laneName, DLQURL: rt.dlq, SourceURL: rt.source, ParkingURL: rt.parking,
+		Key: invoicing.KeyExpr, PayloadHash: invoicing.HashPart, Records: true}})
 	if err != nil {
 		return nil, fmt.Errorf("encode route: %w", err)
 	}
@@ -110,8 +111,9 @@ const scheduledEvent = `{"version":"0","id":"bench","detail-type":"` + handler.S
 
 // engineMover runs the replay engine as the replay function wires it
 // (functions/replay): configuration read by handler.LoadConfig, handler.New
-// over the real SQS client, the dynamo ledger and completions, the
-// sample's payload hash; one scheduled invocation.
+// over the real SQS client, the dynamo ledger and completions, the sample's
+// route (its key and payload hash, its consumer's records); one scheduled
+// invocation.
 func engineMover(ctx context.Context, mv mover, rt route) error {
 	env, err := replayEnv(rt)
 	if err != nil {
@@ -130,7 +132,6 @@ func engineMover(ctx context.Context, mv mover, rt route) error {
 		Ledger:      dynamo.NewLedger(mv.db, cfg.LedgerTable, nil),
 		Completions: dynamo.NewCompletions(mv.db, cfg.IdempotencyTable, cfg.ConsumerName, nil),
 		Health:      health,
-		PayloadHash: invoicing.PayloadHash,
 		Logger:      mv.logger,
 		Metrics:     io.Discard,
 	})

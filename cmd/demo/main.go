@@ -271,7 +271,7 @@ func (d *demo) report(ctx context.Context, s story, run string, invalidReasons m
 func (d *demo) replayTotals(ctx context.Context, s story) (replayed, applied, parked int, err error) {
 	orders := append(slices.Clone(s.valid), s.rejectID)
 	for _, id := range orders {
-		history, err := d.ledger.OrderHistory(ctx, replay.OrderKey(id, ""))
+		history, err := d.ledger.History(ctx, replay.HistoryKey(id, ""))
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("history of %s: %w", id, err)
 		}

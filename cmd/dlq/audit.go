@@ -17,63 +17,69 @@ import (
 	"github.com/homingdlq/homing/settings"
 )
 
-// orderAudit is the output of dlq audit --order.
-type orderAudit struct {
-	OrderID  string                 `json:"orderId"`
-	OrderKey string                 `json:"orderKey"` // the ledger partition
-	History  []replay.MessageRecord `json:"history"`  // one record per DLQ message of the order, first seen first
-	Invoice  invoiceRecord          `json:"invoice"`
+// keyAudit is the output of dlq audit --key.
+type keyAudit struct {
+	Key        string                 `json:"key"`        // the business key
+	HistoryKey string                 `json:"historyKey"` // the ledger partition
+	History    []replay.MessageRecord `json:"history"`    // one record per DLQ message of the key, first seen first
+	Completion completionRecord       `json:"completion"`
 }
 
-// invoiceRecord is the consumer's idempotency record of an order.
-type invoiceRecord struct {
-	Key           string    `json:"key"` // "<consumer>#<orderId>"
-	Found         bool      `json:"found"`
-	Status        string    `json:"status,omitempty"` // IN_PROGRESS or COMPLETED
-	Invoiced      bool      `json:"invoiced"`         // COMPLETED and not expired
-	InvoiceNumber string    `json:"invoiceNumber,omitempty"`
-	ExpiresAt     time.Time `json:"expiresAt,omitzero"`
+// completionRecord is the consumer's completion record of a key: its
+// idempotency record.
+type completionRecord struct {
+	Key       string    `json:"key"` // "<consumer>#<key>"
+	Found     bool      `json:"found"`
+	Status    string    `json:"status,omitempty"` // IN_PROGRESS or COMPLETED
+	Completed bool      `json:"completed"`        // COMPLETED and not expired
+	Result    string    `json:"result,omitempty"` // what the consumer recorded (the sample: the invoice number)
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
 func (a *app) auditCommand() *cobra.Command {
 	var (
-		order    string
-		runs     int
-		consumer string
+		key, order string
+		runs       int
+		consumer   string
 	)
 	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "An order's history in the replay ledger and its invoice, or the last replay runs",
-		Long: `audit --order ID shows what the replay ledger holds about an order: one record
-per DLQ message of the order (SEEN: dead-lettered and seen by a run; INTENT: a
+		Short: "A key's history in the replay ledger and its completion record, or the last replay runs",
+		Long: `audit --key KEY shows what the replay ledger holds about a business key (the
+lane's route's key of a message body: the order id in the sample): one record
+per DLQ message of the key (SEEN: dead-lettered and seen by a run; INTENT: a
 run is sending it; SENT: replayed, with its replay count, run id and time;
 PARKED: sent to the parking queue, with the reason), and the consumer's
-idempotency record "<consumer>#<orderId>": COMPLETED with the invoice number
-means the order is invoiced. Ledger records live 30 days.
+idempotency record "<consumer>#<key>": COMPLETED with its result means the
+consumer has applied it. The consumer is the replay function's CONSUMER_NAME
+unless --consumer names it. --order is an alias of --key, kept from earlier
+versions. Ledger records live 30 days.
 
 audit --runs N (the default, N=10) lists the last replay runs, scheduled and
 on demand (run ids starting "dlq-" come from this command), with their counts,
 gate decisions, duration and whether they were dry runs. Dry runs write no
 record and do not appear.`,
-		Example: `  dlq audit --order ORD-2026-000123
+		Example: `  dlq audit --key ORD-2026-000123
   dlq audit --runs 5
   dlq audit --runs 1 --json | jq '.[0].total'`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if runs < 1 {
 				return usageError("--runs %d: want at least 1", runs)
 			}
-			if order == "" {
+			k := cmp.Or(key, order)
+			if k == "" {
 				sums, err := a.auditRuns(cmd.Context(), runs)
 				return show(a, sums, err, writeRuns)
 			}
-			rep, err := a.auditOrder(cmd.Context(), order, consumer)
-			return show(a, rep, err, writeOrderAudit)
+			rep, err := a.auditKey(cmd.Context(), k, consumer)
+			return show(a, rep, err, writeKeyAudit)
 		}),
 	}
-	cmd.Flags().StringVar(&order, "order", "", "the order id to audit")
-	cmd.Flags().IntVar(&runs, "runs", 10, "list this many of the last runs (without --order)")
-	cmd.Flags().StringVar(&consumer, "consumer", settings.ConsumerName.Default, "the consumer's idempotency scope ("+settings.ConsumerName.Env+")")
-	cmd.MarkFlagsMutuallyExclusive("order", "runs")
+	cmd.Flags().StringVar(&key, "key", "", "the business key to audit")
+	cmd.Flags().StringVar(&order, "order", "", "alias of --key (deprecated)")
+	cmd.Flags().IntVar(&runs, "runs", 10, "list this many of the last runs (without --key)")
+	cmd.Flags().StringVar(&consumer, "consumer", "", "the consumer's idempotency scope (default: the replay function's "+settings.ConsumerName.Env+")")
+	cmd.MarkFlagsMutuallyExclusive("key", "order", "runs")
 	return cmd
 }
 
@@ -102,8 +108,8 @@ func (a *app) auditRuns(ctx context.Context, n int) ([]replay.Summary, error) {
 	return sums, nil
 }
 
-func (a *app) auditOrder(ctx context.Context, orderID, consumer string) (orderAudit, error) {
-	rep := orderAudit{OrderID: orderID, OrderKey: replay.OrderKey(orderID, "")}
+func (a *app) auditKey(ctx context.Context, key, consumer string) (keyAudit, error) {
+	rep := keyAudit{Key: key, HistoryKey: replay.HistoryKey(key, "")}
 	s, ledger, _, err := a.ledger(ctx)
 	if err != nil {
 		return rep, err
@@ -112,40 +118,49 @@ func (a *app) auditOrder(ctx context.Context, orderID, consumer string) (orderAu
 	if err != nil {
 		return rep, err
 	}
-	history, err := ledger.OrderHistory(ctx, rep.OrderKey)
+	if consumer == "" {
+		lc, err := s.laneConfig(ctx, "", false, s.res.optional(outDLQ))
+		if err != nil {
+			return rep, fmt.Errorf("%w — pass --consumer NAME", err)
+		}
+		if consumer = lc.consumer(); consumer == "" {
+			return rep, usageError("no consumer scope: the lane has no replay function whose %s dlq can read — pass --consumer NAME", settings.ConsumerName.Env)
+		}
+	}
+	history, err := ledger.History(ctx, rep.HistoryKey)
 	if err != nil {
-		return rep, fmt.Errorf("read the history of %s from the ledger: %w", rep.OrderKey, err)
+		return rep, fmt.Errorf("read the history of %s from the ledger: %w", rep.HistoryKey, err)
 	}
 	slices.SortStableFunc(history, func(x, y replay.MessageRecord) int {
 		return cmp.Or(x.FirstSeenAt.Compare(y.FirstSeenAt), x.At.Compare(y.At), cmp.Compare(x.MessageID, y.MessageID))
 	})
 	rep.History = append([]replay.MessageRecord{}, history...)
-	rep.Invoice, err = readInvoice(ctx, s.items, idem, idempotency.Key(consumer, orderID), a.now())
+	rep.Completion, err = readCompletion(ctx, s.items, idem, idempotency.Key(consumer, key), a.now())
 	return rep, err
 }
 
-// readInvoice reads an order's idempotency record: invoiced when COMPLETED
-// and not expired.
-func readInvoice(ctx context.Context, items dynamo.ItemGetter, table, key string, now time.Time) (invoiceRecord, error) {
-	rec := invoiceRecord{Key: key}
+// readCompletion reads a key's idempotency record: completed when
+// COMPLETED and not expired.
+func readCompletion(ctx context.Context, items dynamo.ItemGetter, table, key string, now time.Time) (completionRecord, error) {
+	rec := completionRecord{Key: key}
 	got, found, err := dynamo.GetIdempotencyRecord(ctx, items, table, key)
 	if err != nil {
-		return rec, fmt.Errorf("read the idempotency record of the order: %w", err)
+		return rec, fmt.Errorf("read the idempotency record %s: %w", key, err)
 	}
 	if !found {
 		return rec, nil
 	}
 	rec.Found, rec.Status, rec.ExpiresAt = true, string(got.Status), got.ExpiresAt
 	if got.Status == idempotency.Completed && got.ExpiresAt.After(now) {
-		rec.Invoiced, rec.InvoiceNumber = true, got.Result
+		rec.Completed, rec.Result = true, got.Result
 	}
 	return rec, nil
 }
 
-func writeOrderAudit(w io.Writer, rep orderAudit) error {
-	fmt.Fprintf(w, "Order %s (ledger %s)\n\n", rep.OrderID, rep.OrderKey)
+func writeKeyAudit(w io.Writer, rep keyAudit) error {
+	fmt.Fprintf(w, "Key %s (ledger %s)\n\n", rep.Key, rep.HistoryKey)
 	if len(rep.History) == 0 {
-		fmt.Fprintln(w, "No ledger records: no replay run has seen this order in a DLQ (or its records expired after 30 days).")
+		fmt.Fprintln(w, "No ledger records: no replay run has seen this key in a DLQ (or its records expired after 30 days).")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "FIRST SEEN\tDLQ MESSAGE\tSTATE\tREPLAY\tRUN\tAT\tROUTE\tREASON")
@@ -157,14 +172,14 @@ func writeOrderAudit(w io.Writer, rep orderAudit) error {
 			return err
 		}
 	}
-	inv := rep.Invoice
+	c := rep.Completion
 	switch {
-	case inv.Invoiced:
-		fmt.Fprintf(w, "\nInvoiced: invoice %s (idempotency record %s, COMPLETED).\n", inv.InvoiceNumber, inv.Key)
-	case inv.Found:
-		fmt.Fprintf(w, "\nNot invoiced: idempotency record %s is %s (expires %s).\n", inv.Key, inv.Status, inv.ExpiresAt.Format(time.RFC3339))
+	case c.Completed:
+		fmt.Fprintf(w, "\nCompleted: result %s (idempotency record %s, COMPLETED).\n", c.Result, c.Key)
+	case c.Found:
+		fmt.Fprintf(w, "\nNot completed: idempotency record %s is %s (expires %s).\n", c.Key, c.Status, c.ExpiresAt.Format(time.RFC3339))
 	default:
-		fmt.Fprintf(w, "\nNot invoiced: no idempotency record %s.\n", inv.Key)
+		fmt.Fprintf(w, "\nNot completed: no idempotency record %s.\n", c.Key)
 	}
 	return nil
 }

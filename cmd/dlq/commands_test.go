@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +98,7 @@ func TestPeek(t *testing.T) {
 	}
 	byOrder := map[string]peekedMessage{}
 	for _, m := range rep.Messages {
-		byOrder[m.OrderID] = m
+		byOrder[m.Key] = m // the key of the lane's route: orderId
 	}
 	if m := byOrder["ORD-1"]; m.Reason != "dead-lettered" || m.Attributes["traceparent"] != "00-abc-01" || m.Replay != nil || m.Body != order("ORD-1") || m.ReceiveCount != 1 {
 		t.Fatalf("ORD-1 = %+v", m)
@@ -134,10 +137,10 @@ func TestReplayDryRunThenRun(t *testing.T) {
 	f := newFixture(t)
 	f.deadLetters()
 
-	r := f.run("--json", "replay", "--dry-run", "--older-than", "90m", "--order", "ORD-1", "--order", "ORD-2")
+	r := f.run("--json", "replay", "--dry-run", "--older-than", "90m", "--key", "ORD-1", "--order", "ORD-2") // --order: the alias of --key
 	r.want(t, exitOK)
 	s := decode[replay.Summary](t, r)
-	if !s.DryRun || s.Total.Replayed != 2 || s.Total.Skipped != 1 || s.Filter == nil || s.Filter.OlderThan != 90*time.Minute || !strings.HasPrefix(s.RunID, "dlq-") {
+	if !s.DryRun || s.Total.Replayed != 2 || s.Total.Skipped != 1 || s.Filter == nil || s.Filter.OlderThan != 90*time.Minute || !slices.Equal(s.Filter.Keys, []string{"ORD-1", "ORD-2"}) || !strings.HasPrefix(s.RunID, "dlq-") {
 		t.Fatalf("summary = %+v", s)
 	}
 	if !strings.Contains(r.stdout, `"olderThan": "1h30m0s"`) || f.visible(f.source) != 0 || f.visible(f.dlq) != 3 {
@@ -145,15 +148,15 @@ func TestReplayDryRunThenRun(t *testing.T) {
 	}
 
 	// Not a terminal and no --yes: refused, nothing moved.
-	f.run("replay", "--order", "ORD-1").want(t, exitRefused, "stdin is not a terminal — pass --yes")
+	f.run("replay", "--key", "ORD-1").want(t, exitRefused, "stdin is not a terminal — pass --yes")
 	// A terminal: the question, declined then accepted.
 	f.stdinTTY, f.stdin = true, "n\n"
-	f.run("replay", "--order", "ORD-1").want(t, exitRefused, "Replay the default cap messages from "+f.dlq, "[y/N]", "replay not confirmed")
+	f.run("replay", "--key", "ORD-1").want(t, exitRefused, "Replay the default cap messages from "+f.dlq, "[y/N]", "replay not confirmed")
 	if f.visible(f.source) != 0 {
 		t.Fatal("a declined replay moved messages")
 	}
 	f.stdin = "y\n"
-	r = f.run("replay", "--order", "ORD-1", "--max", "5")
+	r = f.run("replay", "--key", "ORD-1", "--max", "5")
 	r.want(t, exitOK, "Replay at most 5 messages")
 	for _, line := range []string{"Replay run dlq-", "Gates: health=skipped refill=open canary=open",
 		"ROUTE   DEPTH  EXAMINED  REPLAYED  PARKED  DELAYED  SKIPPED  DEFERRED  BLOCKED  RECOVERED  APPLIED  ERRORS  STOP",
@@ -170,7 +173,7 @@ func TestReplayDryRunThenRun(t *testing.T) {
 	// (replayed twice) is parked.
 	f.env["MAX_REPLAYS"] = "2"
 	f.stdinTTY = false
-	r = f.run("--json", "replay", "--yes", "--order", "ORD-2")
+	r = f.run("--json", "replay", "--yes", "--key", "ORD-2")
 	r.want(t, exitOK)
 	if s := decode[replay.Summary](t, r); s.Total.Parked[replay.ReasonReplayExhausted] != 1 || s.Routes[0].Route != "orders" || s.DryRun {
 		t.Fatalf("summary = %+v", s)
@@ -234,7 +237,7 @@ func TestReplayTo(t *testing.T) {
 	f.run("replay", "--yes", "--to", fifo).want(t, exitUsage, "--to "+fifo+" is a FIFO queue but "+f.dlq+" is a standard queue")
 	f.run("replay", "--yes", "--to", f.dlq+"-missing").want(t, exitError, "--to: read the attributes of queue")
 	other := f.queue("retry", nil)
-	r := f.run("--json", "replay", "--yes", "--to", other, "--order", "ORD-1")
+	r := f.run("--json", "replay", "--yes", "--to", other, "--key", "ORD-1")
 	r.want(t, exitOK)
 	if f.visible(other) != 1 || f.visible(f.source) != 0 {
 		t.Fatalf("other %d, source %d", f.visible(other), f.visible(f.source))
@@ -283,30 +286,42 @@ func TestProgressBarOnlyOnATerminal(t *testing.T) {
 func TestAudit(t *testing.T) {
 	f := newFixture(t)
 	f.deadLetters()
-	f.run("replay", "--yes", "--order", "ORD-1").want(t, exitOK)
+	f.run("replay", "--yes", "--key", "ORD-1").want(t, exitOK)
 	f.items.put("invoice#ORD-1", "COMPLETED", "INV-0001", f.clock.Now().Add(24*time.Hour))
 
-	r := f.run("--json", "audit", "--order", "ORD-1")
-	r.want(t, exitOK)
-	a := decode[orderAudit](t, r)
-	if a.OrderKey != "order#ORD-1" || len(a.History) != 1 || a.History[0].State != replay.Sent || a.History[0].ReplayCount != 1 || !strings.HasPrefix(a.History[0].RunID, "dlq-") {
-		t.Fatalf("audit = %+v", a)
+	for _, flag := range []string{"--key", "--order"} { // --order: the alias of --key
+		r := f.run("--json", "audit", flag, "ORD-1")
+		r.want(t, exitOK)
+		a := decode[keyAudit](t, r)
+		if a.Key != "ORD-1" || a.HistoryKey != "order#ORD-1" || len(a.History) != 1 || a.History[0].State != replay.Sent || a.History[0].ReplayCount != 1 ||
+			a.History[0].Key != "ORD-1" || !strings.HasPrefix(a.History[0].RunID, "dlq-") {
+			t.Fatalf("audit %s = %+v", flag, a)
+		}
+		if c := a.Completion; !c.Found || !c.Completed || c.Result != "INV-0001" || c.Key != "invoice#ORD-1" {
+			t.Fatalf("completion = %+v", c)
+		}
 	}
-	if inv := a.Invoice; !inv.Found || !inv.Invoiced || inv.InvoiceNumber != "INV-0001" || inv.Key != "invoice#ORD-1" {
-		t.Fatalf("invoice = %+v", inv)
-	}
-	r = f.run("audit", "--order", "ORD-1")
+	r := f.run("audit", "--key", "ORD-1")
 	r.want(t, exitOK)
-	for _, s := range []string{"Order ORD-1 (ledger order#ORD-1)", "SENT (replayed)  1", "Invoiced: invoice INV-0001 (idempotency record invoice#ORD-1, COMPLETED)."} {
+	for _, s := range []string{"Key ORD-1 (ledger order#ORD-1)", "SENT (replayed)  1", "Completed: result INV-0001 (idempotency record invoice#ORD-1, COMPLETED)."} {
 		if !strings.Contains(r.stdout, s) {
 			t.Errorf("table lacks %q:\n%s", s, r.stdout)
 		}
 	}
-	r = f.run("audit", "--order", "ORD-9", "--consumer", "billing")
+	r = f.run("audit", "--key", "ORD-9", "--consumer", "billing")
 	r.want(t, exitOK)
-	if !strings.Contains(r.stdout, "No ledger records") || !strings.Contains(r.stdout, "Not invoiced: no idempotency record billing#ORD-9.") {
+	if !strings.Contains(r.stdout, "No ledger records") || !strings.Contains(r.stdout, "Not completed: no idempotency record billing#ORD-9.") {
 		t.Fatalf("table:\n%s", r.stdout)
 	}
+	// Without --consumer, the scope is the lane's: the replay function's
+	// CONSUMER_NAME.
+	f.env["CONSUMER_NAME"] = "shipments"
+	r = f.run("audit", "--key", "ORD-9")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "Not completed: no idempotency record shipments#ORD-9.") {
+		t.Fatalf("table:\n%s", r.stdout)
+	}
+	f.run("audit", "--key", "ORD-1", "--order", "ORD-1").want(t, exitUsage, "none of the others")
 
 	r = f.run("--json", "audit", "--runs", "5")
 	r.want(t, exitOK)
@@ -320,4 +335,128 @@ func TestAudit(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", s, r.stdout)
 		}
 	}
+}
+
+// A lane keyed by another field than the sample's: dlq takes the key
+// expression from the replay function's route, for --key, peek and the
+// canary, and the consumer scope from its CONSUMER_NAME.
+func TestLaneKeyedByItsOwnExpression(t *testing.T) {
+	f := newFixture(t)
+	f.routes(replay.Route{Key: "shipment.id", Records: true})
+	f.env["CONSUMER_NAME"] = "shipments"
+	shipment := func(id string) string { return fmt.Sprintf(`{"shipment":{"id":%q},"orderId":"ORD-%s"}`, id, id) }
+	f.send(f.dlq, shipment("S-1"), nil, nil)
+	f.send(f.dlq, shipment("S-2"), nil, nil)
+	f.clock.Advance(2 * time.Hour)
+
+	r := f.run("--json", "peek")
+	r.want(t, exitOK)
+	var keys []string
+	for _, m := range decode[peekReport](t, r).Messages {
+		keys = append(keys, m.Key)
+	}
+	if slices.Sort(keys); !slices.Equal(keys, []string{"S-1", "S-2"}) {
+		t.Fatalf("peeked keys %v, want S-1 and S-2 (the route's key, not the orderId)", keys)
+	}
+
+	r = f.run("--json", "replay", "--yes", "--key", "S-1")
+	r.want(t, exitOK)
+	if s := decode[replay.Summary](t, r); s.Total.Replayed != 1 || s.Total.Skipped != 1 || !slices.Equal(s.Routes[0].ReplayedKeys, []string{"S-1"}) {
+		t.Fatalf("summary = %+v", s)
+	}
+	r = f.run("--json", "audit", "--key", "S-1")
+	r.want(t, exitOK)
+	if a := decode[keyAudit](t, r); len(a.History) != 1 || a.History[0].State != replay.Sent || a.Completion.Key != "shipments#S-1" {
+		t.Fatalf("audit = %+v", a)
+	}
+	// An orderId names nothing on this lane.
+	r = f.run("--json", "replay", "--yes", "--dry-run", "--key", "ORD-S-2")
+	r.want(t, exitOK)
+	if s := decode[replay.Summary](t, r); s.Total.Replayed != 0 || s.Total.Skipped != 1 {
+		t.Fatalf("summary = %+v", s)
+	}
+}
+
+// A lane whose consumer writes no completion records: the run reads none
+// and its canary gate says so.
+func TestLaneWithoutRecords(t *testing.T) {
+	f := newFixture(t)
+	f.routes(replay.Route{Key: "orderId"})
+	f.deadLetters()
+	r := f.run("replay", "--yes", "--key", "ORD-1")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "canary=skipped") {
+		t.Fatalf("table:\n%s", r.stdout)
+	}
+	runs, err := f.ledger.Runs(t.Context(), 1)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v, %v", runs, err)
+	}
+	if g := runs[0].Routes[0].Gates[1]; g.Name != replay.GateCanary || g.Decision != replay.GateSkipped || g.Detail != "the lane's consumer writes no completion records" {
+		t.Fatalf("canary gate = %+v", g)
+	}
+}
+
+// --key needs the lane's key expression: without one no message has a key.
+func TestKeyNeedsTheLanesKeyExpression(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters()
+	f.run("replay", "--yes", "--replay-function", "", "--key", "ORD-1").want(t, exitUsage, "--key: the lane's route names no key expression")
+	f.routes(replay.Route{})
+	f.run("replay", "--yes", "--order", "ORD-1").want(t, exitUsage, "--key: the lane's route names no key expression")
+	if f.visible(f.dlq) != 3 {
+		t.Fatal("a refused run moved messages")
+	}
+}
+
+// inspect shows each route as the latest run that read it left it: a route
+// whose consumer consumes its replays without recording them is reported
+// with what to check, in the table and in --json.
+func TestInspectShowsRoutesWithMissingRecords(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters()
+	detail := `records missing: ... consumer "invoice" under key expression "orderId" ...`
+	older := replay.Summary{RunID: "run-1", StartedAt: f.clock.Now().Add(-time.Hour), Routes: []replay.RouteSummary{
+		{Route: "orders", Gates: []replay.Gate{{Name: replay.GateCanary, Decision: replay.GateLimited, Limit: 5}}, BreakerSignal: replay.SignalCompletions},
+		{Route: "refunds", Gates: []replay.Gate{{Name: replay.GateCanary, Decision: replay.GateSkipped}}, BreakerSignal: replay.SignalDLQ, Breaker: &replay.Breaker{Open: true}},
+	}}
+	latest := replay.Summary{RunID: "run-2", StartedAt: f.clock.Now(), Gates: []replay.Gate{{Name: replay.GateHealth, Decision: replay.GateOpen}}, Routes: []replay.RouteSummary{
+		{Route: "orders", Gates: []replay.Gate{{Name: replay.GateCanary, Decision: replay.GateSkipped}}, BreakerSignal: replay.SignalDLQ, RecordsMissing: true, RecordsMissingDetail: detail},
+		{Route: "refunds"}, // held before reading: not the route's state
+	}}
+	for _, s := range []replay.Summary{older, latest} {
+		if err := f.ledger.PutRun(t.Context(), s, f.clock.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := f.run("--json", "inspect")
+	r.want(t, exitOK)
+	rep := decode[inspectReport](t, r)
+	want := []routeState{
+		{Route: "orders", RunID: "run-2", StartedAt: latest.StartedAt, Gates: append(latest.Gates, latest.Routes[0].Gates...), BreakerSignal: replay.SignalDLQ, RecordsMissing: true, Detail: detail},
+		{Route: "refunds", RunID: "run-1", StartedAt: older.StartedAt, Gates: older.Routes[1].Gates, BreakerSignal: replay.SignalDLQ, BreakerOpen: true},
+	}
+	if got, _ := json.Marshal(rep.Routes); string(got) != string(must(json.Marshal(want))) {
+		t.Fatalf("routes = %s\nwant     %s", got, must(json.Marshal(want)))
+	}
+	r = f.run("inspect")
+	r.want(t, exitOK)
+	for _, line := range []string{
+		"ROUTE    LAST RUN",
+		"orders   " + latest.StartedAt.Format(time.RFC3339) + "  health=open canary=skipped  closed (dlq)",
+		"MISSING",
+		"refunds  " + older.StartedAt.Format(time.RFC3339) + "  canary=skipped              open (dlq)",
+		"Route orders: " + detail,
+	} {
+		if !strings.Contains(r.stdout, line) {
+			t.Errorf("inspect lacks %q:\n%s", line, r.stdout)
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

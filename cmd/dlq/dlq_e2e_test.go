@@ -186,7 +186,7 @@ func TestE2EInspectAndPeek(t *testing.T) {
 		r.want(t, exitOK)
 		msgs := decode[peekReport](t, r).Messages
 		for i := range msgs {
-			if msgs[i].OrderID == id {
+			if msgs[i].Key == id {
 				mine = &msgs[i]
 			}
 		}
@@ -294,7 +294,7 @@ func TestE2EReplayAndAudit(t *testing.T) {
 	r := l.dlq(t, append([]string{"--json"}, append(base, "--dry-run")...)...)
 	r.want(t, exitOK)
 	dry := decode[replay.Summary](t, r)
-	if !dry.DryRun || dry.Total.Replayed != 2 || dry.Total.Skipped != 1 || dry.Routes[0].Route != route || len(dry.Filter.OrderIDs) != 2 {
+	if !dry.DryRun || dry.Total.Replayed != 2 || dry.Total.Skipped != 1 || dry.Routes[0].Route != route || len(dry.Filter.Keys) != 2 {
 		t.Fatalf("dry run = %+v", dry)
 	}
 	if strings.Contains(r.stderr, "\r") || !strings.Contains(r.stderr, "route "+route+": examined") {
@@ -319,22 +319,22 @@ func TestE2EReplayAndAudit(t *testing.T) {
 	})
 
 	for _, id := range ids {
-		var a orderAudit
+		var a keyAudit
 		emulatortest.Eventually(t, 60*time.Second, func() (bool, string) {
-			r := l.dlq(t, "--json", "audit", "--order", id)
+			r := l.dlq(t, "--json", "audit", "--key", id)
 			r.want(t, exitOK)
-			a = decode[orderAudit](t, r)
-			return a.Invoice.Invoiced, fmt.Sprintf("invoice of %s: %+v", id, a.Invoice)
+			a = decode[keyAudit](t, r)
+			return a.Completion.Completed, fmt.Sprintf("completion of %s: %+v", id, a.Completion)
 		})
-		if a.OrderKey != "order#"+id || a.Invoice.InvoiceNumber == "" || a.Invoice.Key != "invoice#"+id {
+		if a.HistoryKey != "order#"+id || a.Completion.Result == "" || a.Completion.Key != "invoice#"+id {
 			t.Fatalf("audit of %s = %+v", id, a)
 		}
 		if i := slices.IndexFunc(a.History, func(r replay.MessageRecord) bool { return r.State == replay.Sent && slices.Contains(runIDs, r.RunID) }); i < 0 || a.History[i].ReplayCount != 1 || a.History[i].Route != route {
 			t.Fatalf("history of %s = %+v, want SENT by one of %v", id, a.History, runIDs)
 		}
-		r := l.dlq(t, "audit", "--order", id)
+		r := l.dlq(t, "audit", "--order", id) // --order: the alias of --key
 		r.want(t, exitOK)
-		if !strings.Contains(r.stdout, "SENT (replayed)") || !strings.Contains(r.stdout, "Invoiced: invoice "+a.Invoice.InvoiceNumber) {
+		if !strings.Contains(r.stdout, "SENT (replayed)") || !strings.Contains(r.stdout, "Completed: result "+a.Completion.Result) {
 			t.Fatalf("audit table:\n%s", r.stdout)
 		}
 	}
@@ -386,7 +386,7 @@ func TestE2EReplayFromParkingWithReset(t *testing.T) {
 		return replayed == 1, fmt.Sprintf("exit %d, replayed %d, routes %+v", r.code, replayed, s.Routes)
 	})
 	emulatortest.Eventually(t, 60*time.Second, func() (bool, string) {
-		a := decode[orderAudit](t, l.dlq(t, "--json", "audit", "--order", id))
-		return a.Invoice.Invoiced, fmt.Sprintf("invoice %+v", a.Invoice)
+		a := decode[keyAudit](t, l.dlq(t, "--json", "audit", "--key", id))
+		return a.Completion.Completed, fmt.Sprintf("completion %+v", a.Completion)
 	})
 }

@@ -76,9 +76,23 @@ func newFixture(t *testing.T) *fixture {
 		outLedger: "ledger", outIdempotency: "idempotency", outReplayFunction: "replay-fn",
 	}
 	f.env = map[string]string{"MAX_REPLAYS": "3", "BACKOFF_BASE": "1s", "BACKOFF_MAX": "10s", "CONSUMER_NAME": "invoice"}
+	f.routes(replay.Route{Key: "orderId", Records: true})
 	f.file = filepath.Join(t.TempDir(), "outputs.json")
 	f.writeOutputs()
 	return f
+}
+
+// routes sets the replay function's REPLAY_ROUTES to the lane's route
+// with the key, payload hash and records of lane, as the construct sets
+// them.
+func (f *fixture) routes(lane replay.Route) {
+	f.t.Helper()
+	lane.Name, lane.DLQURL, lane.SourceURL, lane.ParkingURL = "orders", f.dlq, f.source, f.parking
+	b, err := json.Marshal([]replay.Route{lane})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.env["REPLAY_ROUTES"] = string(b)
 }
 
 func (f *fixture) queue(name string, attrs map[string]string) string {

@@ -27,7 +27,31 @@ type inspectReport struct {
 	Sampled string       `json:"sampled"` // the role of the sampled queue
 	Queues  []queueStats `json:"queues"`  // the sampled queue first, then the other known lane queues
 	Sample  sampleStats  `json:"sample"`
+	// Routes are the lane's routes as the latest replay run that read each
+	// left them (from the ledger's run records): the gates, the breaker's
+	// signal, and whether the consumer's records are missing. Empty when
+	// the lane has no ledger or no run has read a route yet.
+	Routes []routeState `json:"routes"`
+	// RoutesError says why Routes could not be read; the queues are
+	// reported anyway.
+	RoutesError string `json:"routesError,omitempty"`
 }
+
+// routeState is a route as the latest replay run that read it left it.
+type routeState struct {
+	Route          string        `json:"route"`
+	RunID          string        `json:"runId"`
+	StartedAt      time.Time     `json:"startedAt"`
+	Gates          []replay.Gate `json:"gates"`
+	BreakerSignal  string        `json:"breakerSignal,omitempty"`
+	BreakerOpen    bool          `json:"breakerOpen"`
+	RecordsMissing bool          `json:"recordsMissing"`
+	Detail         string        `json:"detail,omitempty"` // why the records are missing, and what to check
+}
+
+// inspectRuns is how many of the latest runs inspect reads for the routes'
+// state: the replay's own look-back.
+const inspectRuns = 20
 
 // sampleStats describe a bounded sample of a queue: approximate by nature.
 type sampleStats struct {
@@ -55,7 +79,11 @@ in flight, delayed), the age of its oldest message and the time left before
 that message expires by the queue's MessageRetentionPeriod, and counts by
 replay count and by reason (the parking reason or the invalid lane's reason in
 the message metadata, "dead-lettered" when there is none). It also shows the
-depths of the other lane queues.
+depths of the other lane queues, and each route as the latest replay run left
+it (from the ledger): its gates, its breaker and the signal it reads
+(completions, or the replays that come back to the DLQ), and MISSING when the
+route's consumer consumes its replays without writing completion records,
+with what to check.
 
 Age, expiry and counts come from a sample of at most --sample visible messages
 (the oldest SentTimestamp among them): they are approximate. The sample is
@@ -107,7 +135,32 @@ func (a *app) inspect(ctx context.Context, role string, limit int, force bool) (
 		return inspectReport{}, err
 	}
 	rep.Sample = summarize(msgs, limit, time.Duration(rep.Queues[0].RetentionSeconds)*time.Second, a.now())
+	rep.Routes = []routeState{}
+	if table := s.res.optional(outLedger); table != "" {
+		sums, err := s.ledger(table).Runs(ctx, inspectRuns)
+		if err != nil {
+			rep.RoutesError = fmt.Sprintf("read the last runs from ledger table %s: %v", table, err)
+		} else {
+			rep.Routes = routeStates(sums)
+		}
+	}
 	return rep, nil
+}
+
+// routeStates returns each route of sums (latest first) as the latest run
+// that read it (evaluated its gates) left it, in the order first met.
+func routeStates(sums []replay.Summary) []routeState {
+	var out []routeState
+	for _, s := range sums {
+		for _, r := range s.Routes {
+			if len(r.Gates) == 0 || slices.ContainsFunc(out, func(x routeState) bool { return x.Route == r.Route }) {
+				continue
+			}
+			out = append(out, routeState{Route: r.Route, RunID: s.RunID, StartedAt: s.StartedAt, Gates: append(slices.Clone(s.Gates), r.Gates...),
+				BreakerSignal: r.BreakerSignal, BreakerOpen: r.Breaker != nil && r.Breaker.Open, RecordsMissing: r.RecordsMissing, Detail: r.RecordsMissingDetail})
+		}
+	}
+	return out
 }
 
 // summarize computes the sample statistics of msgs.
@@ -171,7 +224,49 @@ func writeInspect(w io.Writer, rep inspectReport, now time.Time) error {
 	if err := writeCounts(w, "REPLAY COUNT", byCount, st.ByReplayCount); err != nil {
 		return err
 	}
-	return writeCounts(w, "REASON", slices.Sorted(maps.Keys(st.ByReason)), st.ByReason)
+	if err := writeCounts(w, "REASON", slices.Sorted(maps.Keys(st.ByReason)), st.ByReason); err != nil {
+		return err
+	}
+	return writeRoutes(w, rep)
+}
+
+// writeRoutes writes the routes as the latest runs left them, and under
+// the table a warning for each route whose records are missing.
+func writeRoutes(w io.Writer, rep inspectReport) error {
+	if rep.RoutesError != "" {
+		_, err := fmt.Fprintf(w, "\nReplay runs: %s\n", rep.RoutesError)
+		return err
+	}
+	if len(rep.Routes) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nROUTE\tLAST RUN\tGATES\tBREAKER\tRECORDS")
+	for _, r := range rep.Routes {
+		breaker := "closed"
+		if r.BreakerOpen {
+			breaker = "open"
+		}
+		if r.BreakerSignal != "" {
+			breaker += " (" + r.BreakerSignal + ")"
+		}
+		records := "ok"
+		if r.RecordsMissing {
+			records = "MISSING"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Route, r.StartedAt.Format(time.RFC3339), gateList(r.Gates), breaker, records)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rep.Routes {
+		if r.RecordsMissing {
+			if _, err := fmt.Fprintf(w, "\nRoute %s: %s\n", r.Route, r.Detail); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // writeCounts writes a blank line and a two-column table of counts.

@@ -1,11 +1,14 @@
 // Command dlq is the operator's command line for a dead-letter lane:
 // inspect the DLQ, peek at messages, replay on demand with the engine the
-// scheduled replay function uses, and audit an order or the recent runs.
+// scheduled replay function uses, and audit a business key or the recent
+// runs. What it knows of the lane's messages (their key, payload hash,
+// whether the consumer writes completion records, the consumer's scope)
+// it reads from the lane's replay function (REPLAY_ROUTES, CONSUMER_NAME).
 //
 //	dlq inspect                      depth, age of the oldest, expiry, counts by reason and replay count
 //	dlq peek [-n 10] [--queue dlq]   messages with their metadata, released at once
 //	dlq replay [--dry-run] ...       an on-demand replay run, with filters, a cap and a rate
-//	dlq audit --order ID | --runs N  an order's history and invoice; the last runs
+//	dlq audit --key KEY | --runs N   a key's history and completion record; the last runs
 //
 // Install it with `go install github.com/homingdlq/homing/cmd/dlq@latest`.
 // It finds a lane in the stack outputs (--outputs-file FILE as `cdk deploy

@@ -20,6 +20,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -33,7 +34,7 @@ type peekReport struct {
 // peekedMessage is one message as peek shows it.
 type peekedMessage struct {
 	MessageID    string            `json:"messageId"`
-	OrderID      string            `json:"orderId,omitempty"`
+	Key          string            `json:"key,omitempty"` // the business key, by the lane's route's key expression
 	Reason       string            `json:"reason"`
 	ReplayCount  int               `json:"replayCount"`
 	SentAt       time.Time         `json:"sentAt,omitzero"`
@@ -57,7 +58,8 @@ func (a *app) peekCommand() *cobra.Command {
 		Use:   "peek",
 		Short: "Show messages with their attributes and metadata, without deleting them",
 		Long: `peek receives up to -n (--limit) messages of the DLQ (or --queue parking|invalid), shows
-each one's id, order id, reason, replay count, sent time, body (cut to --width
+each one's id, business key (by the key expression of the lane's route in the
+replay function's REPLAY_ROUTES), reason, replay count, sent time, body (cut to --width
 characters in the table; whole with -o json), the producer's attributes and our
 metadata (homing-replay: replay count, first dead-lettered, last replay, run;
 homing-invalid: reason, detail, consumer), then releases them at once. It never
@@ -68,7 +70,7 @@ peek refuses a queue that has a RedrivePolicy (a source queue: every receive
 burns a delivery attempt) unless --force.`,
 		Example: `  dlq peek
   dlq peek -n 20 --queue invalid --width 200
-  dlq peek --queue parking -o json | jq -r '.messages[].orderId'`,
+  dlq peek --queue parking -o json | jq -r '.messages[].key'`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if n < 1 || width < 10 {
 				return usageError("--limit %d, --width %d: want --limit >= 1 and --width >= 10", n, width)
@@ -94,21 +96,40 @@ func (a *app) peek(ctx context.Context, role string, n int, force bool) (peekRep
 	if err != nil {
 		return peekReport{}, err
 	}
+	key := a.laneKey(ctx, s)
 	rep := peekReport{Queue: role, URL: url, Messages: []peekedMessage{}}
 	_, err = browse.All(ctx, s.queue, url, browse.Options{Hide: browseHide, Max: n}, func(m types.Message) bool {
-		rep.Messages = append(rep.Messages, describe(m))
+		rep.Messages = append(rep.Messages, describe(m, key))
 		return false
 	})
 	return rep, err
 }
 
-// describe decodes a message for peek.
-func describe(m types.Message) peekedMessage {
+// laneKey is the business key of the lane's route in its replay function's
+// configuration; the zero Key (no keys shown) when the lane has none or it
+// cannot be read, which peek says on stderr: peek needs no more than the
+// queue.
+func (a *app) laneKey(ctx context.Context, s *session) payload.Key {
+	lc, err := s.laneConfig(ctx, "", false, s.res.optional(outDLQ))
+	if err == nil {
+		var k payload.Key
+		if k, err = payload.NewKey(lc.route.Key); err == nil {
+			return k
+		}
+		err = fmt.Errorf("the key expression %q of replay function %s: %w", lc.route.Key, lc.function, err)
+	}
+	fmt.Fprintf(a.stderr, "dlq: keys not shown: %v\n", err)
+	return payload.Key{}
+}
+
+// describe decodes a message for peek; key evaluates its business key.
+func describe(m types.Message, key payload.Key) peekedMessage {
 	body := aws.ToString(m.Body)
 	p := peekedMessage{
-		MessageID: aws.ToString(m.MessageId), OrderID: replay.OrderID(body), Reason: replay.Reason(m.MessageAttributes),
+		MessageID: aws.ToString(m.MessageId), Reason: replay.Reason(m.MessageAttributes),
 		SentAt: sentAt(m), GroupID: m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], Body: body,
 	}
+	p.Key, _ = key.Of([]byte(body))
 	p.ReceiveCount, _ = strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	var problems []string
 	attrs := m.MessageAttributes
@@ -152,8 +173,8 @@ func writePeek(w io.Writer, rep peekReport, width int, now time.Time) error {
 	for _, m := range rep.Messages {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "\nmessage\t%s\n", m.MessageID)
-		if m.OrderID != "" {
-			fmt.Fprintf(tw, "order\t%s\n", m.OrderID)
+		if m.Key != "" {
+			fmt.Fprintf(tw, "key\t%s\n", m.Key)
 		}
 		fmt.Fprintf(tw, "reason\t%s\n", m.Reason)
 		fmt.Fprintf(tw, "replays\t%d\n", m.ReplayCount)

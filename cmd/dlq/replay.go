@@ -18,7 +18,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
 	"github.com/homingdlq/homing/settings"
@@ -38,7 +37,7 @@ type replayFlags struct {
 	consumerSet, healthSet, functionSet bool
 	max                                 int
 	rate                                float64
-	reasons, orders                     []string
+	reasons, keys, orders               []string
 	olderThan                           time.Duration
 }
 
@@ -50,16 +49,20 @@ func (a *app) replayCommand() *cobra.Command {
 		Long: `replay runs one replay now with the engine of the scheduled replay function
 (replay): the same decisions (replay, wait for backoff, park when
 replays are exhausted or the message nears expiry), the same ledger (exactly
-once in effect), the same gates (health of the tax service; canary: the orders
+once in effect), the same gates (health of the downstream; canary: the keys
 the previous run replayed must have completed; refill: the DLQ must not be
-refilling). The policy (max replays, backoff, expiry rescue window) and the
-health URL are read from the replay function's configuration
+refilling). The policy (max replays, backoff, expiry rescue window), the
+health URL, the lane's route (its business key, payload hash, and whether its
+consumer writes completion records) and the consumer's scope (CONSUMER_NAME)
+are read from the replay function's configuration
 (lambda:GetFunctionConfiguration on --replay-function, default the
 ReplayFunctionName output), so an on-demand run decides as the scheduled one
-does; --replay-function "" uses the engine's defaults.
+does; --replay-function "" uses the engine's defaults and a route without a
+key or completion records (messages are decided by their message id).
 
-Filters (--reason, --older-than, --order) select messages; the others are
-skipped and left in place. --max caps the messages moved, --rate spaces the
+Filters (--reason, --older-than, --key) select messages; the others are
+skipped and left in place. --order is an alias of --key, kept from earlier
+versions. --max caps the messages moved, --rate spaces the
 sends. --dry-run decides and reports but moves and writes nothing.
 
 --from parking|invalid replays from the parking or invalid queue instead of
@@ -80,7 +83,7 @@ when stderr is a terminal, else one line per route when its pass ends. -o json
 prints the engine's run summary.`,
 		Example: `  dlq replay --dry-run
   dlq replay --older-than 2h --max 100 --rate 10
-  dlq replay --order ORD-2026-000123 --order ORD-2026-000124 --yes
+  dlq replay --key ORD-2026-000123 --key ORD-2026-000124 --yes
   dlq replay --reason dead-lettered -o json --yes > summary.json
   dlq replay --from parking --reset-count --reason replay-exhausted
   dlq replay --from invalid --reason invalid-tax-id --to https://sqs.us-east-1.amazonaws.com/123456789012/orders-retry`,
@@ -102,11 +105,12 @@ prints the engine's run summary.`,
 		settings.FormatFloat(settings.Rate.Min), settings.FormatFloat(settings.Rate.Max), settings.Rate.Env))
 	fl.StringArrayVar(&f.reasons, "reason", nil, "only messages with this reason (repeatable): dead-lettered, replay-exhausted, expiry-rescue, or an invalid reason")
 	fl.DurationVar(&f.olderThan, "older-than", 0, "only messages first dead-lettered at least this long ago (e.g. 90m, 24h)")
-	fl.StringArrayVar(&f.orders, "order", nil, "only the messages of this order id (repeatable)")
+	fl.StringArrayVar(&f.keys, "key", nil, "only the messages of this business key (repeatable; the key is the lane's route's key expression of the body)")
+	fl.StringArrayVar(&f.orders, "order", nil, "alias of --key (deprecated)")
 	fl.BoolVar(&f.resetCount, "reset-count", false, "restart the replay count of the messages (only with --from parking|invalid)")
 	fl.StringVar(&f.healthURL, "health-url", "", "base URL of the tax service whose /health gates the run (default: the function's HEALTH_URL)")
 	fl.BoolVar(&f.noHealth, "no-health-gate", false, "skip the health gate (when the tax service is not reachable from here)")
-	fl.StringVar(&f.consumer, "consumer", settings.ConsumerName.Default, "the consumer's idempotency scope for the canary gate, instead of the function's "+settings.ConsumerName.Env)
+	fl.StringVar(&f.consumer, "consumer", "", "the consumer's idempotency scope for the canary gate (default: the replay function's "+settings.ConsumerName.Env+")")
 	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
 	fl.BoolVar(&f.force, "force", false, "replay from a queue even if it has a RedrivePolicy (burns delivery attempts)")
 	cmd.MarkFlagsMutuallyExclusive("health-url", "no-health-gate")
@@ -177,7 +181,7 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	}
 	req := replay.Request{
 		Routes: cfg.Routes, DryRun: f.dryRun, Max: f.max, Rate: f.rate, ResetCount: f.resetCount,
-		Filter: replay.Filter{Reasons: f.reasons, OlderThan: f.olderThan, OrderIDs: f.orders},
+		Filter: replay.Filter{Reasons: f.reasons, OlderThan: f.olderThan, Keys: keysOf(f.keys, f.orders)},
 		RunID:  runID(a.now()),
 	}
 	if err := req.Validate(); err != nil {
@@ -191,7 +195,6 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	if opts.Health, err = cfg.Health(nil); err != nil {
 		return err
 	}
-	opts.PayloadHash = invoicing.PayloadHash
 	opts.Completions = s.completions(cfg.IdempotencyTable, cfg.ConsumerName)
 	opts.Logger, opts.Now = a.logger(), a.now
 	bar := newProgress(a.stderr, a.isTerminal(a.stderr))
@@ -216,29 +219,28 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 // tables of the resources and the flags on top. Load validates it as the
 // function does.
 func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (handler.Config, error) {
-	env := map[string]string{}
-	fn := s.res.optional(outReplayFunction)
-	if f.functionSet {
-		fn = f.function
-	}
-	if fn != "" {
-		got, err := s.functionEnv(ctx, fn)
-		if err != nil {
-			return handler.Config{}, fmt.Errorf("read the configuration of replay function %s (lambda:GetFunctionConfiguration): %w — "+
-				`pass --replay-function NAME, or --replay-function "" for the engine's default policy`, fn, err)
-		}
-		env = maps.Clone(got)
-	}
-	var routes []replay.Route
-	_ = json.Unmarshal([]byte(env[settings.ReplayRoutes.Env]), &routes) // LoadConfig reports a malformed value
-
 	dlq, err := s.res.get(outDLQ)
 	if err != nil {
 		return handler.Config{}, err
 	}
+	lc, err := s.laneConfig(ctx, f.function, f.functionSet, dlq)
+	if err != nil {
+		return handler.Config{}, fmt.Errorf("%w — "+`pass --replay-function NAME, or --replay-function "" for the engine's default policy`, err)
+	}
+	fn, env := lc.function, lc.env
+	// The lane's route of the function: its name, and what the engine
+	// must know of the lane's messages (key, payload hash, records).
 	rt := replay.Route{Name: cmp.Or(s.res.lane, defaultRouteName), DLQURL: dlq}
-	if i := slices.IndexFunc(routes, func(r replay.Route) bool { return r.DLQURL == dlq }); i >= 0 {
-		rt.Name = routes[i].Name
+	if lc.named {
+		rt.Name = lc.route.Name
+	}
+	if lc.found {
+		rt.Key = lc.route.Key
+		rt.PayloadHash = lc.route.PayloadHash
+		rt.Records = lc.route.Records
+	}
+	if len(keysOf(f.keys, f.orders)) > 0 && rt.Key == "" {
+		return handler.Config{}, usageError("--key: the lane's route names no key expression (REPLAY_ROUTES of the replay function %q), so no message has a key to match", fn)
 	}
 	if f.route != "" {
 		rt.Name = f.route
@@ -269,7 +271,7 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 	}
 	b, _ := json.Marshal([]replay.Route{rt})
 	env[settings.ReplayRoutes.Env] = string(b)
-	if f.consumerSet || env[settings.ConsumerName.Env] == "" {
+	if f.consumerSet {
 		env[settings.ConsumerName.Env] = f.consumer
 	}
 	switch {
@@ -326,8 +328,8 @@ func filterText(f replay.Filter) string {
 	if f.OlderThan > 0 {
 		parts = append(parts, "older than "+f.OlderThan.String())
 	}
-	if len(f.OrderIDs) > 0 {
-		parts = append(parts, "orders "+strings.Join(f.OrderIDs, ","))
+	if len(f.Keys) > 0 {
+		parts = append(parts, "keys "+strings.Join(f.Keys, ","))
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -351,25 +353,30 @@ func verdict(s replay.Summary, runErr error) error {
 
 // gatesText lists the gate decisions of a run: "health=open canary=limited(5)".
 func gatesText(s replay.Summary) string {
-	var parts []string
-	add := func(prefix string, gates []replay.Gate) {
-		for _, g := range gates {
-			p := prefix + g.Name + "=" + string(g.Decision)
-			if g.Decision == replay.GateLimited {
-				p += fmt.Sprintf("(%d)", g.Limit)
-			}
-			parts = append(parts, p)
-		}
-	}
-	add("", s.Gates)
+	parts := gateParts(nil, "", s.Gates)
 	for _, r := range s.Routes {
 		prefix := ""
 		if len(s.Routes) > 1 {
 			prefix = r.Route + "/"
 		}
-		add(prefix, r.Gates)
+		parts = gateParts(parts, prefix, r.Gates)
 	}
 	return strings.Join(parts, " ")
+}
+
+// gateList lists gate decisions: "health=open canary=skipped".
+func gateList(gates []replay.Gate) string { return strings.Join(gateParts(nil, "", gates), " ") }
+
+// gateParts appends each gate's decision to parts, its name prefixed.
+func gateParts(parts []string, prefix string, gates []replay.Gate) []string {
+	for _, g := range gates {
+		p := prefix + g.Name + "=" + string(g.Decision)
+		if g.Decision == replay.GateLimited {
+			p += fmt.Sprintf("(%d)", g.Limit)
+		}
+		parts = append(parts, p)
+	}
+	return parts
 }
 
 func parkedText(p map[string]int) string {

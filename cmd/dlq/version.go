@@ -48,5 +48,22 @@ func versionText(info *debug.BuildInfo, ok bool) string {
 	return v + " (" + strings.Join(parts, ", ") + ")"
 }
 
+// release is the version a release build stamps into dlq (GoReleaser's
+// -ldflags "-X main.release=v{{.Version}}", .goreleaser.yaml); empty in
+// any other build, whose module version then stands.
+var release string
+
 // version is dlq's own version text.
-func version() string { return versionText(debug.ReadBuildInfo()) }
+func version() string { return releaseText(release, versionText(debug.ReadBuildInfo())) }
+
+// releaseText is text, the build information's version text, with its
+// version replaced by stamped when a release build set it.
+func releaseText(stamped, text string) string {
+	if stamped == "" {
+		return text
+	}
+	if _, rest, ok := strings.Cut(text, " ("); ok && !strings.HasPrefix(text, "unknown") {
+		return stamped + " (" + rest
+	}
+	return stamped
+}

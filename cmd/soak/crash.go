@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/internal/tools/drill"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
@@ -94,7 +93,6 @@ func (s *soak) crashAfterSend(ctx context.Context) (bool, error) {
 	if opts.Health, err = cfg.Health(nil); err != nil {
 		return false, err
 	}
-	opts.PayloadHash = invoicing.PayloadHash
 	opts.Completions = dynamo.NewCompletions(s.db, cfg.IdempotencyTable, cfg.ConsumerName, nil)
 	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 

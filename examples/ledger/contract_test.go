@@ -11,10 +11,18 @@ import (
 	"github.com/homingdlq/homing/examples/ledger"
 )
 
+// gaps are what an implementation under test declares it cannot do, each
+// with its reason; the zero value declares none.
+type gaps struct {
+	// concurrentTransactions: concurrent TransactWriteItems are not
+	// isolated, so the concurrent appends case cannot hold there.
+	concurrentTransactions string
+}
+
 // runContract holds an implementation to the Ledger contract. Each subtest
 // uses accounts and payments of its own (prefixed by run), so one table can
 // serve every run.
-func runContract(t *testing.T, l ledger.Ledger, run string) {
+func runContract(t *testing.T, l ledger.Ledger, run string, declared gaps) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	posting := func(account string, n int) ledger.Posting {
@@ -89,6 +97,9 @@ func runContract(t *testing.T, l ledger.Ledger, run string) {
 		}
 	})
 	t.Run("concurrent_appends_never_skip_or_repeat", func(t *testing.T) {
+		if why := declared.concurrentTransactions; why != "" {
+			t.Skip("declared gap: " + why)
+		}
 		const n = 8
 		var wg sync.WaitGroup
 		for i := 1; i <= n; i++ {
@@ -120,5 +131,5 @@ func runContract(t *testing.T, l ledger.Ledger, run string) {
 }
 
 func TestMemoryContract(t *testing.T) {
-	runContract(t, &ledger.Memory{}, "mem")
+	runContract(t, &ledger.Memory{}, "mem", gaps{})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,23 +19,40 @@ import (
 )
 
 // TestTableContract holds the DynamoDB ledger to the contract the in-memory
-// one passes, on a table of its own, on the emulator (AWS_ENDPOINT_URL) and,
-// when `make e2e` gives one, on the second emulator (HOMING_SECOND_ENDPOINT,
-// moto's server), so that one emulator's quirk cannot make it pass.
+// one passes, on a table of its own, on every DynamoDB implementation that
+// `make e2e` lists in HOMING_DYNAMODB_ENDPOINTS (comma-separated name=URL
+// pairs: ministack and moto's server), so that one emulator's quirk cannot
+// make it pass.
 func TestTableContract(t *testing.T) {
-	if os.Getenv("AWS_ENDPOINT_URL") == "" {
-		t.Fatal("AWS_ENDPOINT_URL is not set: run e2e tests with `make e2e`")
+	list := os.Getenv("HOMING_DYNAMODB_ENDPOINTS")
+	if os.Getenv("AWS_ENDPOINT_URL") == "" || list == "" {
+		t.Fatal("AWS_ENDPOINT_URL or HOMING_DYNAMODB_ENDPOINTS is not set: run e2e tests with `make e2e`")
 	}
-	endpoints := map[string]string{os.Getenv("HOMING_EMULATOR"): os.Getenv("AWS_ENDPOINT_URL")}
-	if second := os.Getenv("HOMING_SECOND_ENDPOINT"); second != "" {
-		endpoints[os.Getenv("HOMING_SECOND_EMULATOR")] = second
-	}
-	for name, endpoint := range endpoints {
+	for entry := range strings.SplitSeq(list, ",") {
+		name, endpoint, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if !ok || name == "" || endpoint == "" {
+			t.Fatalf("HOMING_DYNAMODB_ENDPOINTS: entry %q is not name=URL", entry)
+		}
 		t.Run(name, func(t *testing.T) {
 			client := db(t, endpoint)
-			runContract(t, ledger.NewTable(client, table(t, client)), fmt.Sprintf("e2e%d", time.Now().UnixNano()%1e6))
+			runContract(t, ledger.NewTable(client, table(t, client)), fmt.Sprintf("e2e%d", time.Now().UnixNano()%1e6), declaredGaps[name])
 		})
 	}
+}
+
+// declaredGaps are the implementations' gaps, by the name `make e2e` gives
+// them.
+var declaredGaps = map[string]gaps{
+	// moto's TransactWriteItems (moto/dynamodb/models/__init__.py, 5.x)
+	// applies a transaction's items one by one, and a canceled one restores
+	// a deep copy of every table it touched, taken when it began; its server
+	// handles requests on threads without a lock around it. Two concurrent
+	// appends can then both pass their conditions, or a canceled one can
+	// erase the entry another committed meanwhile (7 of 8 entries, seen
+	// under a CPU hog). DynamoDB isolates transactions (serializable; a
+	// conflicting one is canceled with TransactionConflict), as ministack
+	// does: the case runs there.
+	"moto": {concurrentTransactions: "moto does not isolate concurrent TransactWriteItems (a canceled one restores a snapshot of the table)"},
 }
 
 func db(t *testing.T, endpoint string) *dynamodb.Client {

@@ -2,8 +2,6 @@ package payment
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +42,11 @@ type Captured struct {
 	CapturedAt  time.Time // UTC
 	AmountMinor int64     // in minor units (cents), > 0
 	Currency    string
+	// PayloadHash identifies the payment's content, the payload hash its
+	// idempotency record holds ([PayloadHash] of the body): two events of
+	// one paymentId with the same hash are the same payment delivered
+	// twice; with different hashes, a conflicting duplicate.
+	PayloadHash string
 }
 
 // InvalidError rejects a message that will never be valid. Its Invalid
@@ -151,6 +154,13 @@ func Parse(body []byte, group string, maxBytes int) (Captured, error) {
 		return Captured{}, reject(ReasonUnknownCurrency, "currency %s: want one of BRL, CHF, EUR, GBP, USD", f.text())
 	}
 	c.Currency = f.str
+	hash, err := PayloadHash(body)
+	if err != nil {
+		// Decoded above, yet not I-JSON: a duplicate member, text that is
+		// not valid UTF-8. Its content is not one.
+		return Captured{}, reject(ReasonNotJSON, "the body is not I-JSON (RFC 7493), which its payload hash needs: %v", err)
+	}
+	c.PayloadHash = hash
 	return c, nil
 }
 
@@ -174,16 +184,6 @@ func minorUnits(s string) (int64, error) {
 // Amount formats the amount as the event writes it ("120.50").
 func (c Captured) Amount() string {
 	return fmt.Sprintf("%d.%02d", c.AmountMinor/100, c.AmountMinor%100)
-}
-
-// Hash identifies the payment's content: two events of one paymentId with
-// the same hash are the same payment delivered twice; with different
-// hashes, a conflicting duplicate. It covers the validated fields only, so
-// key order, spacing and unknown fields do not change it.
-func (c Captured) Hash() string {
-	canon := strings.Join([]string{c.PaymentID, c.AccountID, c.CapturedAt.Format(time.RFC3339Nano), strconv.FormatInt(c.AmountMinor, 10), c.Currency}, "\n")
-	sum := sha256.Sum256([]byte(canon))
-	return hex.EncodeToString(sum[:])
 }
 
 // clip quotes s, cut to 64 bytes on a rune boundary, for a detail.

@@ -1,10 +1,16 @@
 package payment_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homingdlq/homing/payload"
 
 	"github.com/homingdlq/homing/examples/payment"
 )
@@ -32,7 +38,12 @@ func TestParseValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := payment.Captured{PaymentID: "PAY-1", AccountID: "ACC-1", CapturedAt: time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC), AmountMinor: 12050, Currency: "EUR"}
+	hash, err := payment.PayloadHash([]byte(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := payment.Captured{PaymentID: "PAY-1", AccountID: "ACC-1", CapturedAt: time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC), AmountMinor: 12050, Currency: "EUR",
+		PayloadHash: hash}
 	if c != want {
 		t.Fatalf("Parse = %+v, want %+v", c, want)
 	}
@@ -99,19 +110,50 @@ func TestAmountAtTheBound(t *testing.T) {
 	}
 }
 
-func TestHash(t *testing.T) {
-	a, _ := payment.Parse([]byte(valid), "", 0)
-	// Key order, spacing, unknown fields and the time's zone do not change it.
-	b, err := payment.Parse([]byte(`{ "currency":"EUR","amount":"120.50","capturedAt":"2026-11-29T09:00:00Z","accountId":"ACC-1","paymentId":"PAY-1","version":1,"eventType":"payment.captured","note":"x"}`), "", 0)
+// The payload hash is the contract of package payload over HashPart: the
+// fields Parse validates, canonical.
+func TestPayloadHash(t *testing.T) {
+	a, err := payment.Parse([]byte(valid), "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Hash() != b.Hash() {
+	const canonical = `{"accountId":"ACC-1","amount":"120.5","capturedAt":"2026-11-29T10:00:00+01:00","currency":"EUR","paymentId":"PAY-1"}`
+	sum := sha256.Sum256([]byte(canonical))
+	if want := payload.HashVersion + ":" + hex.EncodeToString(sum[:]); a.PayloadHash != want {
+		t.Fatalf("PayloadHash = %s, want %s (of %s)", a.PayloadHash, want, canonical)
+	}
+	// Key order, spacing, escapes and unknown fields do not change it.
+	b, err := payment.Parse([]byte(`{ "currency":"EUR","amount":"120.5","capturedAt":"2026-11-29T10:00:00+01:00","accountId":"ACC-\u0031","paymentId":"PAY-1","version":1,"eventType":"payment.captured","note":"x"}`), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.PayloadHash != b.PayloadHash {
 		t.Error("the same payment hashes differently")
 	}
-	c, _ := payment.Parse([]byte(with("amount", `"120.51"`)), "", 0)
-	if a.Hash() == c.Hash() {
-		t.Error("another amount hashes the same")
+	for name, body := range map[string]string{
+		"amount":                     with("amount", `"120.51"`),
+		"amount spelled differently": with("amount", `"120.50"`),
+		"the time's zone":            with("capturedAt", `"2026-11-29T09:00:00Z"`),
+		"account":                    with("accountId", `"ACC-2"`),
+	} {
+		c, err := payment.Parse([]byte(body), "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.PayloadHash == c.PayloadHash {
+			t.Errorf("another %s hashes the same", name)
+		}
+	}
+}
+
+// A body that decodes but is not I-JSON has no payload hash: it is
+// rejected as not JSON.
+func TestParseRefusesABodyThatDoesNotHash(t *testing.T) {
+	body := strings.Replace(valid, `"currency":"EUR"`, `"currency":"EUR","currency":"EUR"`, 1)
+	_, err := payment.Parse([]byte(body), "", 0)
+	var inv *payment.InvalidError
+	if !errors.As(err, &inv) || inv.Reason != payment.ReasonNotJSON {
+		t.Fatalf("Parse = %v, want %s", err, payment.ReasonNotJSON)
 	}
 }
 
@@ -128,4 +170,21 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted %+v", c)
 		}
 	})
+}
+
+// TestPaymentsContractIsTheExamples pins the payments lane's contract in
+// the sample stack (infra/payments.go, another module, which cannot import
+// this one) to this package's: a key or a hashed part that drifted would
+// silently turn the replay's already-applied removal off.
+func TestPaymentsContractIsTheExamples(t *testing.T) {
+	src, err := os.ReadFile("../../infra/payments.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"PaymentsKey": payment.KeyExpr, "PaymentsPayloadHash": payment.HashPart} {
+		line := fmt.Sprintf("\t%s = %q\n", name, want)
+		if !strings.Contains(string(src), line) {
+			t.Errorf("infra/payments.go does not declare %s as this package does: want the line %q", name, strings.TrimSpace(line))
+		}
+	}
 }

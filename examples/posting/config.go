@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/settings"
 
@@ -128,5 +129,6 @@ func NewProcessor(cfg Config, d Deps) *batch.Processor {
 	}
 	h := &Handler{Receiver: receiver, Ledger: d.Ledger, MaxBytes: cfg.MaxPayloadBytes}
 	return batch.New(h.Handle, batch.NewInvalidQueue(d.Sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.Now),
-		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.Logger, Now: d.Now})
+		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.Logger, Now: d.Now,
+			OnOutcome: emf.CountOutcome[batch.Outcome]}) // the lane's metrics, when Process runs under emf.Wrap
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/settings"
 
@@ -39,7 +40,7 @@ func (h *Handler) Handle(ctx context.Context, msg events.SQSMessage) error {
 	}
 	batch.Annotate(ctx, slog.String("paymentId", p.PaymentID), slog.String("accountId", p.AccountID))
 	post := ledger.Posting{PaymentID: p.PaymentID, AccountID: p.AccountID, AmountMinor: p.AmountMinor, Currency: p.Currency, CapturedAt: p.CapturedAt}
-	out, err := h.Receiver.DoResolving(ctx, p.PaymentID, p.Hash(), resolver{h.Ledger}, func(ctx context.Context) (string, error) {
+	out, err := h.Receiver.DoResolving(ctx, p.PaymentID, p.PayloadHash, resolver{h.Ledger}, func(ctx context.Context) (string, error) {
 		e, err := h.Ledger.Append(ctx, post)
 		if err != nil {
 			return "", fmt.Errorf("post payment %s: %w", p.PaymentID, err)
@@ -54,6 +55,7 @@ func (h *Handler) Handle(ctx context.Context, msg events.SQSMessage) error {
 		return fmt.Errorf("post payment %s: %w", p.PaymentID, err)
 	}
 	batch.Annotate(ctx, slog.String("entry", out.Result), slog.Bool("duplicate", out.Duplicate))
+	emf.CountReceipt(ctx, emf.Receipt{Duplicate: out.Duplicate, Unrecorded: out.Unrecorded, InDoubt: out.InDoubt}) // the lane's metrics (see emf.Wrap)
 	return nil
 }
 

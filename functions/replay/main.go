@@ -2,7 +2,10 @@
 // an operator invokes it) it brings messages back from the dead-letter
 // queues of its routes with the replay engine, and returns the run summary.
 // The payloads it accepts and its configuration are package
-// replay/handler's (handler.Config.ParseInvocation, handler.LoadConfig).
+// replay/handler's (handler.Config.ParseInvocation, handler.LoadConfig):
+// each route of REPLAY_ROUTES names its lane's business key, payload hash
+// and whether the lane's consumer writes completion records, which it reads
+// in the idempotency table under the scope CONSUMER_NAME.
 package main
 
 import (
@@ -17,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
 )
@@ -56,9 +58,6 @@ func run(ctx context.Context) error {
 		Ledger:      dynamo.NewLedger(db, cfg.LedgerTable, nil),
 		Completions: dynamo.NewCompletions(db, cfg.IdempotencyTable, cfg.ConsumerName, nil),
 		Health:      health,
-		// Dead letters whose order the invoice consumer has completed with
-		// the same payload are removed instead of replayed.
-		PayloadHash: invoicing.PayloadHash,
 		Logger:      lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
 		Metrics:     os.Stdout,
 	})

@@ -86,6 +86,7 @@ func TestAnyConsumer(t *testing.T) {
 				"INVALID_QUEUE_URL":            refTo(s.ref(s.lane.InvalidQueue().QueueArn())),
 				"IDEMPOTENCY_TABLE":            refTo(s.ref(s.lane.IdempotencyTable().TableName())),
 				"CONSUMER_NAME":                "payments",
+				"KEY_EXPRESSION":               "orderId",
 				"POWERTOOLS_SERVICE_NAME":      "Test/Payments",
 				"POWERTOOLS_METRICS_NAMESPACE": "Homing",
 			})},

@@ -141,16 +141,6 @@ func TestExistingSourceQueueValidation(t *testing.T) {
 		{"imported", func(stack awscdk.Stack, p *deadletter.LaneProps) {
 			p.SourceQueue = awssqs.Queue_FromQueueArn(stack, jsii.String("Imported"), jsii.String("arn:aws:sqs:us-east-1:123456789012:captured"))
 		}, []string{"SourceQueue is imported: the lane cannot set an imported queue's redrive policy"}},
-		{"without a name", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.SourceQueue = awssqs.NewQueue(stack, jsii.String("Unnamed"), &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
-		}, []string{"SourceQueue has no QueueName of its own"}},
-		{"with a DLQ of its own", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			own := awssqs.NewQueue(stack, jsii.String("OwnDLQ"), nil)
-			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
-				VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3)),
-				DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: own, MaxReceiveCount: jsii.Number(5)},
-			})
-		}, []string{"SourceQueue has a dead-letter queue already; the lane brings its own"}},
 		{"visibility too short, retention too long, messages too large", func(stack awscdk.Stack, p *deadletter.LaneProps) {
 			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
 				RetentionPeriod:     awscdk.Duration_Days(jsii.Number(14)),

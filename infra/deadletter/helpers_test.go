@@ -125,7 +125,8 @@ const taxURL = "https://tax.example.test"
 const operatorArn = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/*/AWSReservedSSO_Ops_*"
 
 func baseProps() *deadletter.LaneProps {
-	return &deadletter.LaneProps{HealthURL: jsii.String(taxURL), CodeDir: jsii.String(codeDir())}
+	return &deadletter.LaneProps{HealthURL: jsii.String(taxURL), CodeDir: jsii.String(codeDir()),
+		ConsumerRecords: deadletter.ConsumerWritesRecords, Key: jsii.String("orderId")}
 }
 
 var (

@@ -3,7 +3,7 @@ package deadletter
 import (
 	"fmt"
 	"maps"
-	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -95,9 +95,13 @@ type Lane interface {
 	ConsumerLogGroup() awslogs.ILogGroup
 	// ConsumerEnvironment are the variables by which the consumer finds the
 	// lane: INVALID_QUEUE_URL, IDEMPOTENCY_TABLE, CONSUMER_NAME,
-	// POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE. The lane
-	// sets them on a consumer it builds and on an awslambda.Function given
-	// as ConsumerFunction; an imported function sets them itself.
+	// POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, and the
+	// route's contract, KEY_EXPRESSION and PAYLOAD_HASH_EXPRESSION (each
+	// only when LaneProps.Key, PayloadHash is set). The lane sets them on a
+	// consumer it builds and on an awslambda.Function given as
+	// ConsumerFunction (never overwriting a variable the function sets: a
+	// different value is refused at synth); an imported function sets them
+	// itself.
 	ConsumerEnvironment() map[string]*string
 	// ConsumerEventSource is the SQS event source mapping of the consumer.
 	ConsumerEventSource() awslambdaeventsources.SqsEventSource
@@ -158,10 +162,11 @@ type lane struct {
 
 // NewLane adds a lane under scope. Following the CDK convention for invalid
 // construct props, it panics when props are invalid (the value is an error
-// wrapping [ErrInvalidProps], listing every problem; see [LaneProps.Validate])
-// or when a bootstrap it deploys (CodeDir/replay/bootstrap, and the
-// consumer's unless props give a ConsumerFunction) does not exist. Nil props
-// are every default.
+// wrapping [ErrInvalidProps], listing every problem; see [LaneProps.Validate]),
+// when the consumer's bootstrap does not exist (unless props give a
+// ConsumerFunction), or when the replay function's code can be neither found
+// nor built (see ReplayProps.CodeDir; the error says how to build it). Nil
+// props are refused: ConsumerRecords has no default.
 func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 	if props == nil {
 		props = &LaneProps{}
@@ -171,17 +176,19 @@ func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 		panic(fmt.Errorf("deadletter.NewLane %q: %w", id, err))
 	}
 	code := map[string]string{}
-	dirs := [][2]string{{"consumer", r.consumerCodeDir}, {"replay", filepath.Join(r.codeDir, "replay")}}
-	if r.consumerFunction != nil {
-		dirs = dirs[1:]
-	}
-	for _, d := range dirs {
-		abs, err := bootstrapDir(d[1])
+	if r.consumerFunction == nil {
+		abs, err := bootstrapDir(r.consumerCodeDir)
 		if err != nil {
-			panic(fmt.Errorf("deadletter.NewLane %q: %s code: %w (build it with `make build`, ARCH=arm64 for AWS)", id, d[0], err))
+			panic(fmt.Errorf("deadletter.NewLane %q: consumer code: %w (build your consumer's bootstrap for Lambda, GOOS=linux GOARCH=%s, "+
+				"into ConsumerCodeDir, or pass your function as ConsumerFunction)", id, err, r.goArch()))
 		}
-		code[d[0]] = abs
+		code["consumer"] = abs
 	}
+	replayCode, err := r.replayCode()
+	if err != nil {
+		panic(fmt.Errorf("deadletter.NewLane %q: replay code: %w", id, err))
+	}
+	code["replay"] = replayCode
 
 	// The lane is a Go "subclass" of Construct (registered with jsii by the
 	// _Override constructor), so that it can itself be the scope of further
@@ -213,6 +220,25 @@ func (r resolved) validateScope(scope constructs.Construct) []error {
 	if fn := r.consumerFunction; fn != nil && !sameStack(fn, stack) {
 		errs = append(errs, fmt.Errorf("ConsumerFunction %s belongs to stack %s, the lane to %s: define or import it in the lane's stack (they refer to each other)",
 			*fn.Node().Path(), *awscdk.Stack_Of(fn).StackName(), *stack.StackName()))
+	}
+	if q := r.deadLetterQueue; q != nil && !sameStack(q, stack) {
+		errs = append(errs, fmt.Errorf("DeadLetterQueue %s belongs to stack %s, the lane to %s: the lane sets its redrive allow-policy, which needs the queue in the lane's stack",
+			*q.Node().Path(), *awscdk.Stack_Of(q).StackName(), *stack.StackName()))
+	}
+	if fn, ok := r.consumerFunction.(awslambda.Function); ok && r.sourceQueue != nil {
+		paths, sameID := eventSourcesOn(stack, fn, r.sourceQueue)
+		switch {
+		case sameID:
+			errs = append(errs, fmt.Errorf("ConsumerFunction %s has an SQS event source on the SourceQueue already (%s): remove your AddEventSource call; "+
+				"the lane adds the same mapping, under the same construct id and so the same logical id, which CloudFormation updates in place "+
+				"(ReportBatchItemFailures, the lane's BatchSize and MaxConcurrency): no second mapping, no message lost",
+				*fn.Node().Path(), strings.Join(paths, ", ")))
+		case len(paths) > 0:
+			errs = append(errs, fmt.Errorf("the SourceQueue is consumed by the event source mapping %s already: remove it; "+
+				"the lane adds its own (ReportBatchItemFailures, the lane's BatchSize and MaxConcurrency). Its logical id differs, so CloudFormation "+
+				"creates the lane's mapping before it deletes yours: messages stay in the queue, and a record both receive meanwhile is absorbed by the idempotent consumer",
+				strings.Join(paths, ", ")))
+		}
 	}
 	return errs
 }
@@ -283,11 +309,16 @@ func (l *lane) addQueues() {
 		MaxLength: jsii.Number(float64(80 - len(suffix))),
 		Separator: jsii.String("-"),
 	}) + suffix
-	// An adopted queue has a name of its own (Validate checks it).
+	// An adopted queue has a name of its own or a SourceQueueName
+	// (Validate checks it), or the lane names it (AllowQueueReplacement).
 	var adopted awssqs.CfnQueue
 	if r.sourceQueue != nil {
 		adopted = r.sourceQueue.Node().DefaultChild().(awssqs.CfnQueue)
-		sourceName = *adopted.QueueName()
+		if r.nameSource {
+			nameTeamQueue(r.sourceQueue, adopted, sourceName)
+		} else {
+			sourceName = r.sourceName
+		}
 	}
 	sourceRef := awssqs.Queue_FromQueueAttributes(l.scope(), jsii.String("SourceQueueRef"), &awssqs.QueueAttributes{
 		QueueArn:  stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("sqs"), Resource: jsii.String(sourceName)}),
@@ -295,14 +326,18 @@ func (l *lane) addQueues() {
 		Fifo:      jsii.Bool(r.fifo),
 	})
 
-	l.deadLetter = l.queue("DeadLetterQueue", &awssqs.QueueProps{
-		RetentionPeriod:     seconds2duration(r.deadLetterRetention),
-		MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
-		RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
-			RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
-			SourceQueues:      &[]awssqs.IQueue{sourceRef},
-		},
-	})
+	if r.deadLetterQueue != nil {
+		l.adoptDeadLetterQueue(sourceRef)
+	} else {
+		l.deadLetter = l.queue("DeadLetterQueue", &awssqs.QueueProps{
+			RetentionPeriod:     seconds2duration(r.deadLetterRetention),
+			MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
+			RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
+				RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
+				SourceQueues:      &[]awssqs.IQueue{sourceRef},
+			},
+		})
+	}
 	if adopted != nil {
 		// The properties the lane sets on the team's queue: its redrive
 		// policy, and its message size if the team left it unset.
@@ -467,6 +502,7 @@ func (l *lane) ConsumerEnvironment() map[string]*string {
 		settings.IdempotencyTable.Env: l.idempotency.TableName(),
 		settings.ConsumerName.Env:     jsii.String(l.props.consumerName),
 	}
+	maps.Copy(env, l.props.contractEnvironment())
 	maps.Copy(env, l.metricsEnvironment())
 	return env
 }
@@ -480,8 +516,15 @@ func (l *lane) addConsumer(code string) {
 		l.consumer = fn
 		l.consumerRole = fn.Role()
 		if own, ok := fn.(awslambda.Function); ok {
-			for k, v := range l.ConsumerEnvironment() {
-				own.AddEnvironment(jsii.String(k), v, nil)
+			wanted := l.ConsumerEnvironment()
+			if err := joinInvalid(environmentClashes(own, wanted)); err != nil {
+				panic(fmt.Errorf("deadletter.NewLane %q: %w", *l.Node().Id(), err))
+			}
+			set := environmentOf(own)
+			for k, v := range wanted {
+				if _, ok := set[k]; !ok {
+					own.AddEnvironment(jsii.String(k), v, nil)
+				}
 			}
 		}
 		// Its log group stays unknown: asking the function for it makes the
@@ -537,12 +580,7 @@ func (l *lane) addReplay(code string) {
 
 	// The lane's one route. The queue URLs are tokens; the stack renders the
 	// JSON as an Fn::Join that CloudFormation resolves at deploy time.
-	routes := awscdk.Stack_Of(l.scope()).ToJsonString(&[]map[string]any{{
-		"name":       rp.routeName,
-		"dlqUrl":     l.deadLetter.QueueUrl(),
-		"sourceUrl":  l.source.QueueUrl(),
-		"parkingUrl": l.parking.QueueUrl(),
-	}}, nil)
+	routes := awscdk.Stack_Of(l.scope()).ToJsonString(&[]map[string]any{l.route()}, nil)
 	environment := rp.variables()
 	maps.Copy(environment, rp.environment)
 	l.replay = l.function(functionSpec{

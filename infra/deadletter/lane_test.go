@@ -268,6 +268,9 @@ func TestConsumerFunction(t *testing.T) {
 				"IDEMPOTENCY_TABLE": refTo(id.idempotency),
 				// The lane's name, from its construct id.
 				"CONSUMER_NAME": "orders",
+				// The route's key (LaneProps.Key); no PayloadHash, so no
+				// PAYLOAD_HASH_EXPRESSION.
+				"KEY_EXPRESSION": "orderId",
 				// The lane's construct path and the default namespace.
 				"POWERTOOLS_SERVICE_NAME":      "Test/Orders",
 				"POWERTOOLS_METRICS_NAMESPACE": "Homing",

@@ -106,7 +106,8 @@ var ErrInvalidProps = errors.New("invalid deadletter.LaneProps")
 
 // wiredEnvironment are the consumer variables the construct sets from its own
 // resources; ConsumerEnvironment must not set them.
-var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env}
+var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env,
+	EnvKeyExpression, EnvPayloadHashExpression}
 
 // replayWiredEnvironment are the replay variables the construct sets from its
 // own resources and props; ReplayProps.Environment must not set them, nor any
@@ -140,9 +141,12 @@ type LaneProps struct {
 	// queue's redrive policy, which the lane must set, and CloudFormation can
 	// only set it on a queue of the lane's own stack. So the queue must be an
 	// awssqs.Queue defined in the lane's stack (to adopt a deployed queue,
-	// `cdk import` it into the stack first), with a QueueName of its own
-	// (the DLQ's redrive allow-policy names it by name: by reference it
-	// would be a cycle) and without a DeadLetterQueue (the lane brings it).
+	// `cdk import` it into the stack first), whose name the lane knows (the
+	// DLQ's redrive allow-policy names it by name: by reference it would be
+	// a cycle): its QueueName, or SourceQueueName for a deployed queue
+	// without one. A queue that redrives to a dead-letter queue of its own
+	// needs that queue as DeadLetterQueue, which the lane then adopts as
+	// its DLQ (docs/ADOPTING.md walks through both).
 	//
 	// On that queue the lane sets its RedrivePolicy (the DLQ, with
 	// MaxReceiveCount) and the lane's tags, and its MaximumMessageSize only
@@ -160,6 +164,34 @@ type LaneProps struct {
 	// the queue's encryption, policy and redrive allow-policy stay the
 	// team's (cdk-nag checks them as any other queue of the stack). Default nil: the lane creates the queue.
 	SourceQueue awssqs.IQueue
+	// SourceQueueName is the deployed name of a SourceQueue that has no
+	// QueueName in its props (CloudFormation generated one: the queue's
+	// physical id, `aws cloudformation describe-stack-resource`). The DLQ's
+	// redrive allow-policy names the queue by it; the queue itself is left
+	// as it is. Adding a QueueName to a deployed queue instead would make
+	// CloudFormation replace it, and its messages would be lost. Only with
+	// a SourceQueue; it must agree with the queue's own QueueName if the
+	// queue has one. Default none.
+	SourceQueueName *string
+	// DeadLetterQueue is the team's existing dead-letter queue, the one
+	// its SourceQueue redrives to, adopted as the lane's DLQ so that its
+	// messages stay and are replayed. It must be an awssqs.Queue of the
+	// lane's stack (`cdk import` a deployed one), of the lane's type, with
+	// no dead-letter queue and no redrive allow-policy of its own (the lane
+	// sets byQueue, naming the source queue). The lane sets its
+	// MessageRetentionPeriod to DeadLetterRetention only if it leaves it
+	// unset (an update without interruption; a warning says so), its
+	// redrive allow-policy, tags and queue policy statements; its
+	// encryption and its name stay the team's. Its retention must be longer
+	// than the source queue's. Only with a SourceQueue. Default nil: the
+	// lane creates the DLQ.
+	DeadLetterQueue awssqs.IQueue
+	// AllowQueueReplacement lets the lane make a change that makes
+	// CloudFormation replace a queue: naming a SourceQueue that has no
+	// QueueName and no SourceQueueName. A replaced queue is a new, empty
+	// queue; the messages of the old one are lost. Say so only for a queue
+	// that is not deployed yet, or empty. Default false: refused at synth.
+	AllowQueueReplacement *bool
 
 	// SourceRetention is how long the source queue keeps a message.
 	// Default 4 days; 60 s..14 days.
@@ -179,8 +211,9 @@ type LaneProps struct {
 
 	// CodeDir is the directory holding one sub-directory per function with
 	// its `bootstrap` binary (`make build` writes bin/<function>/bootstrap).
-	// The replay function's code is CodeDir/replay (functions/replay of
-	// github.com/homingdlq/homing), the consumer's CodeDir/consumer unless
+	// When set, the replay function's code is CodeDir/replay (functions/replay
+	// of github.com/homingdlq/homing; see ReplayProps.CodeDir for what the
+	// lane does without it), the consumer's CodeDir/consumer unless
 	// ConsumerCodeDir or ConsumerFunction says otherwise. A relative path
 	// is resolved against the working directory of the CDK app. Default
 	// "../bin".
@@ -226,6 +259,24 @@ type LaneProps struct {
 	// metadata (the CONSUMER_NAME variable of both functions). Default the
 	// lane's Name.
 	ConsumerName *string
+	// ConsumerRecords says whether the lane's consumer writes homing's
+	// completion records (the idempotency package's records, or the
+	// documented contract in another runtime). Required: the replay's
+	// canary gate, breaker and already-applied removal read those records,
+	// and a lane whose consumer does not write them must say so, or the
+	// canary would hold it forever. See [ConsumerRecords].
+	ConsumerRecords ConsumerRecords
+	// Key is the JMESPath expression of a message body's business key
+	// (Powertools' eventKeyJmesPath): "orderId" for the sample's orders.
+	// The replay route's "key" and the consumer's KEY_EXPRESSION. Default
+	// none: messages are told apart by their message id. Required with
+	// ConsumerWritesRecords: the records are keyed by it.
+	Key *string
+	// PayloadHash is the JMESPath expression of the part of a body whose
+	// hash the consumer stores with its record (Powertools'
+	// payloadValidationJmesPath): the replay route's "payloadHash" and
+	// the consumer's PAYLOAD_HASH_EXPRESSION. Default none: the whole body.
+	PayloadHash *string
 	// ConsumerEnvironment adds variables of the consumer the lane builds:
 	// its downstream (the sample's TAX_SERVICE_URL) and tuning (CONCURRENCY,
 	// DEADLINE_MARGIN, RECORD_LIFETIME, MAX_PAYLOAD_BYTES...). It must not
@@ -435,6 +486,18 @@ type ReplayProps struct {
 	// the rate and the cap. Function default 4; 1..16.
 	Workers *float64
 
+	// CodeDir is a directory holding a prebuilt bootstrap of the replay
+	// function (functions/replay of github.com/homingdlq/homing, built for
+	// Lambda: CGO_ENABLED=0 GOOS=linux GOARCH=arm64 -tags lambda.norpc, or
+	// the release's replay_<version>_lambda_<arch>.zip unzipped). Default:
+	// LaneProps.CodeDir/replay when CodeDir is set, or ../bin/replay when it
+	// holds a bootstrap (`make build` in this repository); otherwise the
+	// lane builds it at synth from the root module the CDK app requires
+	// (`go list -m github.com/homingdlq/homing`), into the user's cache
+	// directory, so an adopter needs no build step (Go must be on PATH, as
+	// it is for any CDK app in Go).
+	CodeDir *string
+
 	// Environment adds further variables of the replay function. It must
 	// not set the variables the construct wires (REPLAY_ROUTES,
 	// LEDGER_TABLE, IDEMPOTENCY_TABLE, CONSUMER_NAME, HEALTH_URL) nor those
@@ -471,6 +534,7 @@ type replayResolved struct {
 	timeout     float64
 	memory      float64
 	reserved    *float64
+	codeDir     *string
 	tuning      []tuning // in the order of ReplayProps
 	environment map[string]string
 }
@@ -495,6 +559,7 @@ func (p *ReplayProps) resolve(lane string) replayResolved {
 		timeout:     seconds(p.Timeout, DefaultReplayTimeoutSeconds),
 		memory:      number(p.MemorySize, DefaultReplayMemoryMB),
 		reserved:    p.ReservedConcurrency,
+		codeDir:     p.CodeDir,
 		environment: p.Environment,
 		tuning: []tuning{
 			{field: "MaxReplays", key: settings.MaxReplays.Env, value: p.MaxReplays},
@@ -574,7 +639,24 @@ type resolved struct {
 	sourceProblems []string
 	// ownSourceProps are the set props of the lane's own source queue (an
 	// error with a SourceQueue).
-	ownSourceProps      []string
+	ownSourceProps []string
+	// sourceName is the team's source queue's name: its QueueName, or
+	// SourceQueueName; "" when the lane names the queue.
+	sourceName string
+	// nameSource: the lane names the team's unnamed queue
+	// (AllowQueueReplacement).
+	nameSource bool
+	// deadLetterQueue is the team's DLQ (LaneProps.DeadLetterQueue), nil
+	// when the lane creates it; deadLetterProblems the reasons it cannot be
+	// adopted.
+	deadLetterQueue    awssqs.Queue
+	deadLetterProblems []string
+	// deadLetterUnsetRetention: the team's DLQ leaves its retention unset.
+	deadLetterUnsetRetention bool
+	// withoutSource are the set props that adopt a part of the team's
+	// lane, given without its SourceQueue.
+	withoutSource       []string
+	allowReplacement    bool
 	alarmTopic          awssns.ITopic
 	queueKey            awskms.IKey
 	sourceRetention     float64
@@ -582,6 +664,7 @@ type resolved struct {
 	maxReceiveCount     float64
 	visibility          float64
 	codeDir             string
+	codeDirSet          bool
 	consumerFunction    awslambda.IFunction
 	// sourceMaxBytes is an adopted SourceQueue's MaximumMessageSize, NaN
 	// when it is a token, nil when the queue leaves it unset (SQS's default,
@@ -599,6 +682,8 @@ type resolved struct {
 	timeout             float64
 	memory              float64
 	consumerName        string
+	consumerRecords     ConsumerRecords
+	key, payloadHash    *string
 	healthURL           *string
 	environment         map[string]string
 	reservedConcurrency *float64
@@ -682,12 +767,8 @@ func (r *resolved) adoptSource(p *LaneProps) {
 		r.sourceProblems = append(r.sourceProblems, "is imported: the lane cannot set an imported queue's redrive policy; define the queue in the lane's stack (`cdk import` a deployed one)")
 		return
 	}
-	if q.DeadLetterQueue() != nil || cfn.RedrivePolicy() != nil {
-		r.sourceProblems = append(r.sourceProblems, "has a dead-letter queue already; the lane brings its own")
-	}
-	if name := cfn.QueueName(); name == nil || *awscdk.Token_IsUnresolved(name) {
-		r.sourceProblems = append(r.sourceProblems, "has no QueueName of its own: the DLQ's redrive allow-policy must name it, and by reference that would be a cycle")
-	}
+	r.adoptSourceRedrive(p, q, cfn)
+	r.adoptSourceName(p, cfn)
 	known := func(v *float64, def float64) float64 {
 		if v == nil {
 			return def
@@ -721,6 +802,9 @@ func (p *LaneProps) resolve(id string) resolved {
 		consumerFunction:    p.ConsumerFunction,
 		timeoutSet:          p.ConsumerTimeout != nil,
 		healthURL:           p.HealthURL,
+		consumerRecords:     p.ConsumerRecords,
+		key:                 p.Key,
+		payloadHash:         p.PayloadHash,
 		environment:         p.ConsumerEnvironment,
 		reservedConcurrency: p.ReservedConcurrency,
 		batchSize:           number(p.BatchSize, DefaultBatchSize),
@@ -761,14 +845,25 @@ func (p *LaneProps) resolve(id string) resolved {
 	r.visibility = seconds(p.VisibilityTimeout, VisibilityFactor*r.timeout+r.batchingWindow)
 	r.alarmTopic = p.AlarmTopic
 	r.queueKey = p.QueueEncryptionKey
+	r.allowReplacement = p.AllowQueueReplacement != nil && *p.AllowQueueReplacement
 	if p.SourceQueue != nil {
 		r.adoptSource(p)
+	} else {
+		for _, f := range [...]struct {
+			name string
+			set  bool
+		}{{"SourceQueueName", p.SourceQueueName != nil}, {"DeadLetterQueue", p.DeadLetterQueue != nil}} {
+			if f.set {
+				r.withoutSource = append(r.withoutSource, f.name)
+			}
+		}
 	}
 	if p.SourceAgeThreshold == nil {
 		r.alarms.sourceAge = defaultSourceAge(r.visibility, r.timeout)
 	}
 	if p.CodeDir != nil {
 		r.codeDir = *p.CodeDir
+		r.codeDirSet = true
 	}
 	r.consumerCodeDir = filepath.Join(r.codeDir, "consumer")
 	if p.ConsumerCodeDir != nil {
@@ -860,6 +955,9 @@ func (r resolved) validate() []error {
 		for _, problem := range r.sourceProblems {
 			bad("SourceQueue %s", problem)
 		}
+		for _, problem := range r.deadLetterProblems {
+			bad("DeadLetterQueue %s", problem)
+		}
 		if len(r.ownSourceProps) > 0 {
 			bad("%s configure the queue the lane creates; with a SourceQueue, set them on that queue", strings.Join(r.ownSourceProps, ", "))
 		}
@@ -869,6 +967,9 @@ func (r resolved) validate() []error {
 		if b := r.sourceMaxBytes; b != nil && *b > SourceMaxMessageBytes {
 			bad("SourceQueue's MaximumMessageSize is %v, want at most %d: the invalid and parking queues need room for the lane's metadata", *b, SourceMaxMessageBytes)
 		}
+	}
+	if len(r.withoutSource) > 0 {
+		bad("%s adopt a part of the team's existing lane and need its SourceQueue", strings.Join(r.withoutSource, ", "))
 	}
 	for _, f := range [...]struct {
 		name string
@@ -934,6 +1035,7 @@ func (r resolved) validate() []error {
 			bad("ConsumerEnvironment sets %s, which the lane wires itself", key)
 		}
 	}
+	errs = append(errs, r.validateContract()...)
 	errs = append(errs, r.alarms.validate()...)
 	errs = append(errs, r.replay.validate(r.deadLetterRetention)...)
 	return errs
@@ -1037,7 +1139,7 @@ func bootstrapDir(dir string) (string, error) {
 		return "", fmt.Errorf("resolve code directory %s: %w", dir, err)
 	}
 	if _, err := os.Stat(filepath.Join(abs, "bootstrap")); err != nil {
-		return "", err
+		return "", fmt.Errorf("%w in %s: %w", errNoBootstrap, abs, err)
 	}
 	return abs, nil
 }

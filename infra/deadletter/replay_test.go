@@ -11,14 +11,26 @@ import (
 
 // routes parses the replay function's REPLAY_ROUTES, an Fn::Join of the
 // queue URLs, with "Ref(id)" in place of each URL.
-func (s *synthesized) routes(t *testing.T) []map[string]string {
+// route is one route of REPLAY_ROUTES in replay.Route's JSON: its queues,
+// and the contract of its consumer (issue 16).
+type route struct {
+	Name        string `json:"name"`
+	DLQURL      string `json:"dlqUrl"`
+	SourceURL   string `json:"sourceUrl"`
+	ParkingURL  string `json:"parkingUrl"`
+	Key         string `json:"key"`
+	PayloadHash string `json:"payloadHash"`
+	Records     bool   `json:"records"`
+}
+
+func (s *synthesized) routes(t *testing.T) []route {
 	t.Helper()
 	vars, _ := props(s.resources[s.ids().replay])["Environment"].(map[string]any)["Variables"].(map[string]any)
 	text, err := joined(vars["REPLAY_ROUTES"])
 	if err != nil {
 		t.Fatalf("REPLAY_ROUTES: %v", err)
 	}
-	var routes []map[string]string
+	var routes []route
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&routes); err != nil {
@@ -61,11 +73,13 @@ func TestReplayFunction(t *testing.T) {
 	})
 
 	t.Run("REPLAY_ROUTES names the lane's queues", func(t *testing.T) {
-		want := []map[string]string{{
-			"name":       "orders",
-			"dlqUrl":     "Ref(" + id.dlq + ")",
-			"sourceUrl":  "Ref(" + id.source + ")",
-			"parkingUrl": "Ref(" + id.parking + ")",
+		want := []route{{
+			Name:       "orders",
+			DLQURL:     "Ref(" + id.dlq + ")",
+			SourceURL:  "Ref(" + id.source + ")",
+			ParkingURL: "Ref(" + id.parking + ")",
+			Key:        "orderId",
+			Records:    true,
 		}}
 		if got := s.routes(t); mustJSON(got) != mustJSON(want) {
 			t.Errorf("REPLAY_ROUTES = %s\nwant %s", mustJSON(got), mustJSON(want))
@@ -166,7 +180,7 @@ func TestReplayTuning(t *testing.T) {
 			})},
 		}))
 	})
-	if routes := s.routes(t); len(routes) != 1 || routes[0]["name"] != "billing-orders" {
+	if routes := s.routes(t); len(routes) != 1 || routes[0].Name != "billing-orders" {
 		t.Errorf("REPLAY_ROUTES = %s, want the route named billing-orders", mustJSON(routes))
 	}
 	check(t, "the dashboard's replay duration shows the replay timeout", func() {

@@ -178,6 +178,31 @@ func TestValidate(t *testing.T) {
 			"Replay.Environment sets HEALTH_URL",
 			"Replay.Environment sets MAX_REPLAYS",
 		}},
+		{"ConsumerRecords unset", func(p *deadletter.LaneProps) { p.ConsumerRecords = "" },
+			[]string{"ConsumerRecords is required: deadletter.ConsumerWritesRecords if the consumer writes homing's completion records"}},
+		{"ConsumerRecords of neither kind", func(p *deadletter.LaneProps) { p.ConsumerRecords = "yes" },
+			[]string{`ConsumerRecords is "yes", want deadletter.ConsumerWritesRecords ("writes-records") or deadletter.ConsumerWritesNoRecords ("no-records")`}},
+		{"records without a key", func(p *deadletter.LaneProps) { p.Key = nil },
+			[]string{"Key is required with ConsumerWritesRecords: the replay finds the consumer's records under <ConsumerName>#<key>"}},
+		{"no records, no key", func(p *deadletter.LaneProps) {
+			p.ConsumerRecords = deadletter.ConsumerWritesNoRecords
+			p.Key = nil
+		}, nil},
+		{"a nested key and a payload hash", func(p *deadletter.LaneProps) {
+			p.Key = jsii.String("detail.shipment.id")
+			p.PayloadHash = jsii.String("detail.shipment")
+		}, nil},
+		{"a key that is no JMESPath", func(p *deadletter.LaneProps) { p.Key = jsii.String("orders[") },
+			[]string{`Key is "orders[": not a JMESPath expression`}},
+		{"an empty payload hash", func(p *deadletter.LaneProps) { p.PayloadHash = jsii.String(" ") },
+			[]string{`PayloadHash is " ": want a JMESPath expression (unset means none)`}},
+		{"a key too long", func(p *deadletter.LaneProps) {
+			p.Key = jsii.String(strings.Repeat("a", deadletter.MaxExpressionBytes+1))
+		},
+			[]string{"Key is \"" + strings.Repeat("a", deadletter.MaxExpressionBytes+1) + "\": 257 bytes, want at most 256"}},
+		{"the consumer's environment sets the key", func(p *deadletter.LaneProps) {
+			p.ConsumerEnvironment = map[string]string{"KEY_EXPRESSION": "id", "PAYLOAD_HASH_EXPRESSION": "a"}
+		}, []string{"ConsumerEnvironment sets KEY_EXPRESSION, which the lane wires itself", "ConsumerEnvironment sets PAYLOAD_HASH_EXPRESSION, which the lane wires itself"}},
 		{"every problem at once", func(p *deadletter.LaneProps) {
 			p.MaxReceiveCount = jsii.Number(0)
 			p.MaxConcurrency = jsii.Number(1)
@@ -204,8 +229,8 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-	if err := (*deadletter.LaneProps)(nil).Validate(); err != nil {
-		t.Errorf("nil props are every default: %v", err)
+	if err := (*deadletter.LaneProps)(nil).Validate(); err == nil || !strings.Contains(err.Error(), "ConsumerRecords is required") {
+		t.Errorf("nil props: %v, want ConsumerRecords is required (the one prop without a default)", err)
 	}
 
 	t.Run("a health URL token is left to its deploy parameter", func(t *testing.T) {
@@ -294,7 +319,8 @@ func TestNewLanePanics(t *testing.T) {
 		p := baseProps()
 		p.CodeDir = jsii.String(filepath.Join(testRoot, "no-such-bin"))
 		err := panicOf(func() { deadletter.NewLane(newStack(), "Orders", p) })
-		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "consumer code") || !strings.Contains(err.Error(), "make build") {
+		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "consumer code") ||
+			!strings.Contains(err.Error(), "build your consumer's bootstrap for Lambda, GOOS=linux GOARCH=arm64, into ConsumerCodeDir, or pass your function as ConsumerFunction") {
 			t.Fatalf("NewLane panicked with %v, want a missing-file error that names the consumer and says how to build", err)
 		}
 	})
@@ -310,7 +336,9 @@ func TestNewLanePanics(t *testing.T) {
 		err := panicOf(func() { deadletter.NewLane(stack, "Orders", p) })
 		want := filepath.Join(dir, "replay", "bootstrap")
 		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), `deadletter.NewLane "Orders": replay code: `) ||
-			!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "make build") {
+			!strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), "CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath -o "+filepath.Join(dir, "replay")+"/bootstrap github.com/homingdlq/homing/functions/replay") ||
+			!strings.Contains(err.Error(), "or set neither CodeDir nor Replay.CodeDir, and the lane builds it at synth") {
 			t.Fatalf("NewLane panicked with %v, want a missing-file error for %s that says how to build", err, want)
 		}
 		if n := len(*stack.Node().Children()); n != 0 {

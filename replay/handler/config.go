@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homingdlq/homing/internal/metrics"
+	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/settings"
 )
@@ -68,7 +68,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			}
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: not a JSON array of {\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\"}: %w", settings.ReplayRoutes.Env, err))
+			errs = append(errs, fmt.Errorf("%s: not a JSON array of {\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\",\"key\",\"payloadHash\",\"records\"}: %w", settings.ReplayRoutes.Env, err))
 		}
 	}
 	if err := errors.Join(append(errs, env.Err(), c.Validate())...); err != nil {
@@ -94,7 +94,7 @@ func (c Config) Validate() error {
 		settings.RefillThreshold.Check(o.RefillThreshold),
 		settings.ReplayDeadlineMargin.Check(o.DeadlineMargin),
 		settings.Workers.Check(o.Workers),
-		metrics.Config{Namespace: c.MetricsNamespace, Lane: c.Lane}.Validate(),
+		emf.Config{Namespace: c.MetricsNamespace, Lane: c.Lane}.Validate(),
 	}
 	if len(c.Routes) == 0 {
 		errs = append(errs, fmt.Errorf("%s is required: at least one route", settings.ReplayRoutes.Env))
@@ -115,8 +115,13 @@ func (c Config) Validate() error {
 
 // Options returns the engine options the configuration sets (a copy of
 // Engine). The caller adds the ports and hooks: Health, Completions,
-// PayloadHash, Logger, Now, Sleep, OnProgress.
-func (c Config) Options() replay.Options { return c.Engine }
+// Logger, Now, Sleep, OnProgress. Consumer is the configuration's
+// CONSUMER_NAME.
+func (c Config) Options() replay.Options {
+	o := c.Engine
+	o.Consumer = c.ConsumerName
+	return o
+}
 
 // ErrAboveCap is wrapped by the error of [Config.WithinCaps].
 var ErrAboveCap = errors.New("above the configured cap")

@@ -15,6 +15,24 @@ import (
 	"github.com/homingdlq/homing/replay/handler"
 )
 
+// REPLAY_ROUTES names each lane's key, payload hash and records.
+func TestLoadReadsTheLaneOfEachRoute(t *testing.T) {
+	env := map[string]string{"LEDGER_TABLE": "ledger", "IDEMPOTENCY_TABLE": "idem", "CONSUMER_NAME": "shipments", "REPLAY_ROUTES": `[
+		{"name":"shipments","dlqUrl":"https://sqs/s-dlq","sourceUrl":"https://sqs/s","parkingUrl":"https://sqs/s-parking","key":"shipment.id","payloadHash":"shipment","records":true},
+		{"name":"legacy","dlqUrl":"https://sqs/l-dlq","sourceUrl":"https://sqs/l","parkingUrl":"https://sqs/l-parking"}]`}
+	cfg, err := handler.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []replay.Route{
+		{Name: "shipments", DLQURL: "https://sqs/s-dlq", SourceURL: "https://sqs/s", ParkingURL: "https://sqs/s-parking", Key: "shipment.id", PayloadHash: "shipment", Records: true},
+		{Name: "legacy", DLQURL: "https://sqs/l-dlq", SourceURL: "https://sqs/l", ParkingURL: "https://sqs/l-parking"},
+	}
+	if len(cfg.Routes) != 2 || cfg.Routes[0] != want[0] || cfg.Routes[1] != want[1] || cfg.ConsumerName != "shipments" {
+		t.Fatalf("routes %+v, consumer %q", cfg.Routes, cfg.ConsumerName)
+	}
+}
+
 func TestLoad(t *testing.T) {
 	routes := `[{"name":"orders","dlqUrl":"https://sqs/q-dlq","sourceUrl":"https://sqs/q","parkingUrl":"https://sqs/q-parking"}]`
 	base := map[string]string{"REPLAY_ROUTES": routes, "LEDGER_TABLE": "ledger", "IDEMPOTENCY_TABLE": "idem"}
@@ -37,6 +55,10 @@ func TestLoad(t *testing.T) {
 		{name: "bad metric names", env: map[string]string{"POWERTOOLS_METRICS_NAMESPACE": "AWS/Lambda", "POWERTOOLS_SERVICE_NAME": " "},
 			wantErr: []string{"POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_SERVICE_NAME"}},
 		{name: "bad health URL", env: map[string]string{"HEALTH_URL": "tax.local"}, wantErr: []string{"HEALTH_URL"}},
+		{name: "a key that does not compile", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlqUrl":"d","sourceUrl":"s","parkingUrl":"p","key":"a.[","records":true}]`},
+			wantErr: []string{`REPLAY_ROUTES: replay: invalid request: route "o": key "a.[": not a JMESPath expression`}},
+		{name: "records without a key", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlqUrl":"d","sourceUrl":"s","parkingUrl":"p","records":true}]`},
+			wantErr: []string{`route "o": records needs a key`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

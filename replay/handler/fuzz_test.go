@@ -94,8 +94,8 @@ func normal(r replay.Request) replay.Request {
 	if len(r.Filter.Reasons) == 0 {
 		r.Filter.Reasons = nil
 	}
-	if len(r.Filter.OrderIDs) == 0 {
-		r.Filter.OrderIDs = nil
+	if len(r.Filter.Keys) == 0 {
+		r.Filter.Keys = nil
 	}
 	return r
 }

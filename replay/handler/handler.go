@@ -18,16 +18,14 @@ import (
 type Deps struct {
 	Queue  replay.Queue  // required
 	Ledger replay.Ledger // required
-	// Completions reads the consumer's completed orders for the canary gate
-	// and the removal of dead letters already applied; nil skips both.
+	// Completions reads the consumer's completion records for the canary
+	// gate, the breaker and the removal of dead letters already applied,
+	// on the routes whose consumer writes them (replay.Route.Records, with
+	// each route's key and payload hash); nil skips them on every route.
 	Completions replay.Completions
 	// Health probes the downstream ([Config.Health]); nil: no health gate.
 	Health func(context.Context) error
-	// PayloadHash is the hash the consumer's idempotency record holds for a
-	// body (replay.Options.PayloadHash); nil never removes a dead letter as
-	// applied.
-	PayloadHash func(body string) (hash string, ok bool)
-	Logger      *slog.Logger // default slog.Default()
+	Logger *slog.Logger // default slog.Default()
 	// Metrics gets the EMF lines of each run that is not a dry run, with the
 	// Lane and Route dimensions; nil writes none.
 	Metrics io.Writer
@@ -48,7 +46,6 @@ func New(cfg Config, d Deps) *Handler {
 	opts := cfg.Options()
 	opts.Health = d.Health
 	opts.Completions = d.Completions
-	opts.PayloadHash = d.PayloadHash
 	opts.Logger = d.Logger
 	opts.Now = d.Now
 	opts.Sleep = d.Sleep

@@ -181,7 +181,7 @@ func TestOnDemandRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := replay.Filter{Reasons: []string{"dead-lettered"}, OlderThan: time.Hour, OrderIDs: []string{}}
+	want := replay.Filter{Reasons: []string{"dead-lettered"}, OlderThan: time.Hour, Keys: []string{}}
 	if !s.DryRun || s.Max != 10 || s.Rate != 5 || s.Filter == nil || !slices.Equal(s.Filter.Reasons, want.Reasons) || s.Filter.OlderThan != want.OlderThan {
 		t.Fatalf("summary = %+v (filter %+v)", s, s.Filter)
 	}

@@ -22,7 +22,10 @@ const (
 // OnDemand is the payload of an operator's invocation, every field optional:
 //
 //	{"dryRun":true,"max":10,"rate":5,"routes":["orders"],
-//	 "filter":{"reasons":["dead-lettered"],"olderThan":"1h","orderIds":["ORD-1"]}}
+//	 "filter":{"reasons":["dead-lettered"],"olderThan":"1h","keys":["ORD-1"]}}
+//
+// The filter's "orderIds" is the deprecated name of its "keys" (see
+// replay.Filter), still accepted.
 type OnDemand struct {
 	DryRun bool          `json:"dryRun"`
 	Max    int           `json:"max"`    // 0: MAX_PER_RUN; never above it
@@ -110,7 +113,7 @@ func exactKeys(doc []byte, keys ...string) error {
 			return fmt.Errorf("field %q: %w", key, err)
 		}
 		if key == "filter" && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			if err := exactKeys(v, "reasons", "olderThan", "orderIds"); err != nil {
+			if err := exactKeys(v, "reasons", "olderThan", "keys", "orderIds"); err != nil {
 				return fmt.Errorf("filter: %w", err)
 			}
 		}

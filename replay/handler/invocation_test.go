@@ -44,11 +44,12 @@ func TestParseInvocation(t *testing.T) {
 	}{
 		{"scheduled event", sample(t, "replay-scheduled.json"), replay.Request{Routes: c.Routes}},
 		{"on-demand request", sample(t, "replay-on-demand.json"), replay.Request{DryRun: true, Max: 10, Rate: 5, Routes: c.Routes[:1],
-			Filter: replay.Filter{Reasons: []string{"dead-lettered"}, OlderThan: time.Hour, OrderIDs: []string{}}}},
+			Filter: replay.Filter{Reasons: []string{"dead-lettered"}, OlderThan: time.Hour, Keys: []string{}}}},
 		{"empty object: every route, the defaults", []byte(`{}`), replay.Request{Routes: c.Routes}},
 		{"routes in the request's order", []byte(` {"routes":["payments","orders"]} `), replay.Request{Routes: []replay.Route{c.Routes[1], c.Routes[0]}}},
 		{"at the caps", []byte(`{"max":1000,"rate":50}`), replay.Request{Max: 1000, Rate: 50, Routes: c.Routes}},
-		{"filter by order", []byte(`{"filter":{"orderIds":["ORD-1"]}}`), replay.Request{Routes: c.Routes, Filter: replay.Filter{OrderIDs: []string{"ORD-1"}}}},
+		{"filter by key", []byte(`{"filter":{"keys":["ORD-1"]}}`), replay.Request{Routes: c.Routes, Filter: replay.Filter{Keys: []string{"ORD-1"}}}},
+		{"filter by key, under its deprecated name", []byte(`{"filter":{"orderIds":["ORD-1"]}}`), replay.Request{Routes: c.Routes, Filter: replay.Filter{Keys: []string{"ORD-1"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,9 +11,9 @@ import (
 )
 
 // MemoryCompletions implements replay.Completions on an
-// idempotency.MemoryStore: an order is completed when its record
-// (idempotency.Key(Scope, orderId)) is COMPLETED and has not expired. Now defaults to
-// time.Now.
+// idempotency.MemoryStore: a business key is completed when its record
+// (idempotency.Key(Scope, key)) is COMPLETED and has not expired. Now
+// defaults to time.Now.
 type MemoryCompletions struct {
 	Store *idempotency.MemoryStore
 	Scope string
@@ -23,13 +23,13 @@ type MemoryCompletions struct {
 var _ replay.Completions = (*MemoryCompletions)(nil)
 
 // Completed implements replay.Completions.
-func (m *MemoryCompletions) Completed(_ context.Context, orderIDs []string) (map[string]string, error) {
+func (m *MemoryCompletions) Completed(_ context.Context, keys []string) (map[string]string, error) {
 	now := time.Now
 	if m.Now != nil {
 		now = m.Now
 	}
-	out := make(map[string]string, len(orderIDs))
-	for _, id := range orderIDs {
+	out := make(map[string]string, len(keys))
+	for _, id := range keys {
 		if r, ok := m.Store.Get(idempotency.Key(m.Scope, id)); ok && r.Status == idempotency.Completed && now().Before(r.ExpiresAt) {
 			out[id] = r.PayloadHash
 		}
@@ -68,7 +68,7 @@ func RunCompletions(t *testing.T, newPair func(t *testing.T) (idempotency.Store,
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Completed orders with their payload hash; the others are absent.
+	// Completed keys with their payload hash; the others are absent.
 	want := map[string]string{"ORD-done": "hash-ORD-done"}
 	for _, id := range many {
 		want[id] = "hash-" + id
@@ -82,6 +82,6 @@ func RunCompletions(t *testing.T, newPair func(t *testing.T) (idempotency.Store,
 		}
 	}
 	if got, err := c.Completed(ctx, nil); err != nil || len(got) != 0 {
-		t.Fatalf("no orders: %v, %v", got, err)
+		t.Fatalf("no keys: %v, %v", got, err)
 	}
 }

@@ -5,7 +5,8 @@
 //     (visibility timeouts on an injected clock, receive counts, batch limits,
 //     FIFO groups and deduplication, redrive to a DLQ, retention, per-entry
 //     and per-call failures on demand), checked against the emulators by
-//     [RunQueue], with [QueueFeatures] declaring the documented behaviours
+//     [RunQueue] (redrive after maxReceiveCount and FIFO deduplication
+//     included), with [QueueFeatures] declaring the documented behaviours
 //     an implementation lacks and [RunQueueGaps] keeping each declaration
 //     true;
 //   - [RunLedger], the contract every replay.Ledger passes (replay's

@@ -24,8 +24,8 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 	}
 	rec := func(state replay.State, run string, at time.Time) replay.MessageRecord {
 		return replay.MessageRecord{
-			OrderKey: replay.OrderKey("ORD-1", ""), MessageID: "dlq-1", State: state, Route: "orders",
-			OrderID: "ORD-1", OriginalMessageID: "orig-1", RunID: run, FirstSeenAt: at, At: at,
+			HistoryKey: replay.HistoryKey("ORD-1", ""), MessageID: "dlq-1", State: state, Route: "orders",
+			Key: "ORD-1", OriginalMessageID: "orig-1", RunID: run, FirstSeenAt: at, At: at,
 			ExpiresAt: at.Add(replay.DefaultRecordLifetime),
 		}
 	}
@@ -56,7 +56,7 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 		other := rec(replay.Intent, "run-c", t0)
 		other.MessageID = "dlq-2"
 		mark(t, l, other, true)
-		h := history(t, l, in.OrderKey)
+		h := history(t, l, in.HistoryKey)
 		if got := h["dlq-1"]; got.State != replay.Intent || got.RunID != "run-b" || !got.FirstSeenAt.Equal(t0) || !got.LeaseUntil.Equal(in.LeaseUntil) {
 			t.Fatalf("record = %+v", got)
 		}
@@ -126,7 +126,7 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 				t.Errorf("%s: %+v, want ok=%v with the record %q", batch[i].MessageID, got[i], want.ok, want.state)
 			}
 		}
-		h := history(t, l, held.OrderKey)
+		h := history(t, l, held.HistoryKey)
 		if h["new"].RunID != "run-b" || h["seen"].State != replay.Intent || h["held"].RunID != "run-a" || h["done"].State != replay.Sent {
 			t.Fatalf("history after the batch: %+v", h)
 		}
@@ -186,7 +186,7 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 					t.Fatalf("current = %+v, want %s", cur, final)
 				}
 				mark(t, l, rec(replay.Seen, "run-c", t0.Add(time.Hour)), false)
-				got := history(t, l, done.OrderKey)["dlq-1"]
+				got := history(t, l, done.HistoryKey)["dlq-1"]
 				if got.State != final || got.ReplayCount != 2 || got.Reason != done.Reason || got.RunID != "run-a" ||
 					!got.FirstSeenAt.Equal(t0) || !got.At.Equal(done.At) || !got.LeaseUntil.IsZero() {
 					t.Fatalf("record = %+v", got)
@@ -195,27 +195,27 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 		}
 	})
 
-	t.Run("history holds the records of the order only", func(t *testing.T) {
+	t.Run("history holds the records of the key only", func(t *testing.T) {
 		l, _ := fresh(t)
 		a := rec(replay.Seen, "run-a", t0)
 		b := rec(replay.Seen, "run-a", t0.Add(time.Second))
 		b.MessageID, b.OriginalMessageID = "dlq-2", "orig-2"
 		c := rec(replay.Seen, "run-a", t0)
-		c.OrderKey, c.OrderID, c.MessageID = replay.OrderKey("ORD-2", ""), "ORD-2", "dlq-3"
+		c.HistoryKey, c.Key, c.MessageID = replay.HistoryKey("ORD-2", ""), "ORD-2", "dlq-3"
 		u := rec(replay.Seen, "run-a", t0)
-		u.OrderKey, u.OrderID, u.MessageID, u.OriginalMessageID = replay.OrderKey("", "orig-9"), "", "dlq-9", "orig-9"
+		u.HistoryKey, u.Key, u.MessageID, u.OriginalMessageID = replay.HistoryKey("", "orig-9"), "", "dlq-9", "orig-9"
 		for _, r := range []replay.MessageRecord{a, b, c, u} {
 			mark(t, l, r, true)
 		}
-		h := history(t, l, a.OrderKey)
+		h := history(t, l, a.HistoryKey)
 		if len(h) != 2 || !sameJSON(t, h["dlq-1"], a) || !sameJSON(t, h["dlq-2"], b) {
 			t.Fatalf("history = %+v", h)
 		}
-		if h := history(t, l, u.OrderKey); len(h) != 1 || !sameJSON(t, h["dlq-9"], u) {
-			t.Fatalf("history of a body without orderId = %+v", h)
+		if h := history(t, l, u.HistoryKey); len(h) != 1 || !sameJSON(t, h["dlq-9"], u) {
+			t.Fatalf("history of a message without a key = %+v", h)
 		}
-		if h := history(t, l, replay.OrderKey("ORD-none", "")); len(h) != 0 {
-			t.Fatalf("unknown order: %+v", h)
+		if h := history(t, l, replay.HistoryKey("ORD-none", "")); len(h) != 0 {
+			t.Fatalf("unknown key: %+v", h)
 		}
 	})
 
@@ -226,12 +226,12 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 		seen.ExpiresAt = t0.Add(time.Hour)
 		mark(t, l, seen, true)
 		clock.Advance(2 * time.Hour)
-		if h := history(t, l, r.OrderKey); len(h) != 0 {
+		if h := history(t, l, r.HistoryKey); len(h) != 0 {
 			t.Fatalf("expired record in history: %+v", h)
 		}
 		again := rec(replay.Seen, "run-b", clock.Now())
 		mark(t, l, again, true)
-		if got := history(t, l, r.OrderKey)["dlq-1"]; got.RunID != "run-b" || !got.FirstSeenAt.Equal(clock.Now()) {
+		if got := history(t, l, r.HistoryKey)["dlq-1"]; got.RunID != "run-b" || !got.FirstSeenAt.Equal(clock.Now()) {
 			t.Fatalf("record = %+v", got)
 		}
 	})
@@ -275,9 +275,9 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 				Gates:  []replay.Gate{{Name: replay.GateHealth, Decision: replay.GateOpen}},
 				Routes: []replay.RouteSummary{{
 					Route: "orders", Depth: 12, InFlight: 3, StopReason: replay.StopDrained,
-					Gates:          []replay.Gate{{Name: replay.GateCanary, Decision: replay.GateLimited, Limit: 5, Detail: "2 of 3"}},
-					Counts:         replay.Counts{Examined: 9, Replayed: 4, Parked: map[string]int{replay.ReasonExpiryRescue: 1}},
-					ReplayedOrders: []string{"ORD-1", "ORD-2"},
+					Gates:        []replay.Gate{{Name: replay.GateCanary, Decision: replay.GateLimited, Limit: 5, Detail: "2 of 3"}},
+					Counts:       replay.Counts{Examined: 9, Replayed: 4, Parked: map[string]int{replay.ReasonExpiryRescue: 1}},
+					ReplayedKeys: []string{"ORD-1", "ORD-2"},
 				}},
 				Total: replay.Counts{Examined: 9, Replayed: 4, Parked: map[string]int{replay.ReasonExpiryRescue: 1}},
 			}
@@ -310,14 +310,14 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T, now func() time.Time) 
 
 func history(t *testing.T, l replay.Ledger, key string) map[string]replay.MessageRecord {
 	t.Helper()
-	h, err := l.OrderHistory(context.Background(), key)
+	h, err := l.History(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]replay.MessageRecord{}
 	for _, r := range h {
-		if r.OrderKey != key {
-			t.Fatalf("history of %s holds a record of %s", key, r.OrderKey)
+		if r.HistoryKey != key {
+			t.Fatalf("history of %s holds a record of %s", key, r.HistoryKey)
 		}
 		out[r.MessageID] = r
 	}

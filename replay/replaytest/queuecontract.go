@@ -26,6 +26,10 @@ type QueueHarness struct {
 	// NewQueue creates a queue with default attributes, FIFO when name
 	// ends in ".fifo", and returns its URL.
 	NewQueue func(t *testing.T, name string) string
+	// NewQueueWithAttributes creates a queue as NewQueue does, with attrs
+	// (RedrivePolicy, ...) set, and returns its URL and ARN: the redrive
+	// rules make their DLQs and source queues with it.
+	NewQueueWithAttributes func(t *testing.T, name string, attrs map[string]string) (url, arn string)
 	// Features declares the documented behaviours the implementation has
 	// ([SQSFeatures] for all of them); the zero value declares none.
 	Features QueueFeatures
@@ -34,7 +38,11 @@ type QueueHarness struct {
 // RunQueue runs the contract of the SQS behaviour the replay engine relies
 // on, so that MemoryQueue can be checked against the emulators (and AWS):
 // one named subtest per rule, those of [QueueFeatures] only where
-// h.Features declares them.
+// h.Features declares them. Besides messages, visibility, batches and FIFO
+// groups, the rules cover redrive (receive counts, the move after
+// maxReceiveCount keeping the message id, attributes and a standard
+// queue's SentTimestamp, FIFO redrive) and FIFO deduplication after a
+// delete.
 func RunQueue(t *testing.T, h QueueHarness) {
 	ctx := context.Background()
 	q := h.Queue
@@ -73,13 +81,6 @@ func RunQueue(t *testing.T, h QueueHarness) {
 			}
 		}
 		return got
-	}
-	bodies := func(msgs []types.Message) []string {
-		out := make([]string, len(msgs))
-		for i, m := range msgs {
-			out[i] = aws.ToString(m.Body)
-		}
-		return out
 	}
 
 	t.Run("a message comes back as sent with its system attributes", func(t *testing.T) {
@@ -211,5 +212,6 @@ func RunQueue(t *testing.T, h QueueHarness) {
 		}
 	})
 
+	runRedrive(t, h)
 	runDeclaredFeatures(t, h)
 }

@@ -29,11 +29,33 @@ type QueueFeatures struct {
 	// handle other than the latest "the request will still succeed"). A
 	// delete the SDK retries after its answer was lost meets this case.
 	DeleteAgainSucceeds bool
+	// DeadLetterSourceARN: a message moved to a DLQ carries the source
+	// queue's ARN in its DeadLetterQueueSourceArn system attribute (API
+	// reference, ReceiveMessage, MessageSystemAttributeNames).
+	DeadLetterSourceARN bool
+	// ListDeadLetterSources: ListDeadLetterSourceQueues names the queues
+	// whose RedrivePolicy targets a DLQ (API reference); the Queue must
+	// implement [DeadLetterSourceLister].
+	ListDeadLetterSources bool
+	// DeduplicationAfterDelete: a FIFO message sent with the deduplication
+	// id of one sent within 5 minutes is accepted but not delivered, also
+	// when the first was received and deleted meanwhile (developer guide,
+	// FIFO key terms: SQS "continues tracking the deduplication ID even
+	// after the message has been received and deleted"). The engine's
+	// replay after a crash between send and delete relies on it.
+	DeduplicationAfterDelete bool
 }
 
 // SQSFeatures is what Amazon SQS documents: every feature.
 func SQSFeatures() QueueFeatures {
-	return QueueFeatures{AttributeLimit: true, EmptyVisibilityBatchRefused: true, DeleteAgainSucceeds: true}
+	return QueueFeatures{
+		AttributeLimit:              true,
+		EmptyVisibilityBatchRefused: true,
+		DeleteAgainSucceeds:         true,
+		DeadLetterSourceARN:         true,
+		ListDeadLetterSources:       true,
+		DeduplicationAfterDelete:    true,
+	}
 }
 
 // queueFeature is one declarable behaviour and the check that shows it.
@@ -113,6 +135,21 @@ var queueFeatures = []queueFeature{
 			}
 			return ""
 		},
+	},
+	{
+		name:     "a dead letter names its source queue",
+		declared: func(f QueueFeatures) bool { return f.DeadLetterSourceARN },
+		check:    checkDeadLetterSourceARN,
+	},
+	{
+		name:     "ListDeadLetterSourceQueues names a DLQ's source",
+		declared: func(f QueueFeatures) bool { return f.ListDeadLetterSources },
+		check:    checkListDeadLetterSources,
+	},
+	{
+		name:     "a FIFO duplicate is dropped within 5 minutes, also after the first was deleted",
+		declared: func(f QueueFeatures) bool { return f.DeduplicationAfterDelete },
+		check:    checkDeduplicationAfterDelete,
 	},
 }
 

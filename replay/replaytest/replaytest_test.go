@@ -11,11 +11,14 @@ import (
 
 // memoryQueueHarness declares what MemoryQueue lacks of SQS's documented
 // behaviour: like ministack, it refuses a receipt handle whose message is
-// already deleted.
+// already deleted; and it has neither DeadLetterQueueSourceArn nor
+// ListDeadLetterSourceQueues, which the engine does not use.
 func memoryQueueHarness() replaytest.QueueHarness {
 	q := replaytest.NewMemoryQueue(nil)
 	features := replaytest.SQSFeatures()
 	features.DeleteAgainSucceeds = false
+	features.DeadLetterSourceARN = false
+	features.ListDeadLetterSources = false
 	return replaytest.QueueHarness{
 		Queue: q,
 		NewQueue: func(t *testing.T, name string) string {
@@ -24,6 +27,13 @@ func memoryQueueHarness() replaytest.QueueHarness {
 				t.Fatal(err)
 			}
 			return url
+		},
+		NewQueueWithAttributes: func(t *testing.T, name string, attrs map[string]string) (string, string) {
+			url, err := q.CreateQueue(name, attrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return url, q.ARN(url)
 		},
 		Features: features,
 	}

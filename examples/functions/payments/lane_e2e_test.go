@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -41,6 +42,7 @@ type stack struct {
 	outputs map[string]string
 	sqs     *sqs.Client
 	lambda  *lambda.Client
+	events  *eventbridge.Client
 	ledger  *ledger.Table
 }
 
@@ -63,6 +65,7 @@ func deployed(t *testing.T) *stack {
 	}
 	s.sqs = sqs.NewFromConfig(cfg)
 	s.lambda = lambda.NewFromConfig(cfg)
+	s.events = eventbridge.NewFromConfig(cfg)
 	s.ledger = ledger.NewTable(dynamodb.NewFromConfig(cfg), s.output(t, OutputEntriesTableName))
 	return s
 }
@@ -168,6 +171,15 @@ func TestLane(t *testing.T) {
 		ctx    = context.Background()
 		reason = map[string]string{} // paymentId (or body) of each invalid message -> its reason
 	)
+	// The lane's schedule (every minute on the local profile) is paused
+	// while the account is frozen, and this test invokes the replay
+	// itself: a scheduled run that sends the first frozen payment back
+	// before the second has dead-lettered puts it behind its successor.
+	// Keeping a group's order through a failure that outlasts a schedule
+	// period is issue 22's contract, not yet built; this test checks the
+	// redrive and the replay after the thaw.
+	s.schedule(t, false)
+	t.Cleanup(func() { s.schedule(t, true) })
 	if err := s.ledger.Freeze(ctx, acctF, true); err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +299,21 @@ func TestLane(t *testing.T) {
 	})
 }
 
+// schedule enables or disables the lane's replay schedule.
+func (s *stack) schedule(t *testing.T, enabled bool) {
+	t.Helper()
+	name := aws.String(s.lane(t, settings.OutputReplayScheduleName))
+	var err error
+	if enabled {
+		_, err = s.events.EnableRule(context.Background(), &eventbridge.EnableRuleInput{Name: name})
+	} else {
+		_, err = s.events.DisableRule(context.Background(), &eventbridge.DisableRuleInput{Name: name})
+	}
+	if err != nil {
+		t.Fatalf("replay schedule %s (enabled %t): %v", aws.ToString(name), enabled, err)
+	}
+}
+
 func invokeReplay(t *testing.T, s *stack, fn string) replay.Summary {
 	t.Helper()
 	out, err := s.lambda.Invoke(context.Background(), &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: []byte(`{}`)})
@@ -301,4 +328,82 @@ func invokeReplay(t *testing.T, s *stack, fn string) replay.Summary {
 		t.Fatalf("replay summary %s: %v", out.Payload, err)
 	}
 	return sum
+}
+
+// TestAPostedDeadLetterIsRemoved shows the already-applied removal on the
+// payments lane, keyed by its own expression (paymentId): a dead letter
+// whose payment the consumer already posted, with the same payload, is
+// deleted from the DLQ by the replay instead of being sent back (as after
+// a consumer that posted and then timed out before it could acknowledge),
+// and the account's entries stay as they were. A dead letter of the same
+// payment id with another payload is not removed: it is replayed, and the
+// consumer routes it as a conflicting duplicate.
+func TestAPostedDeadLetterIsRemoved(t *testing.T) {
+	s := deployed(t)
+	run := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
+	acct := "R-" + run
+	id := "PAY-" + acct + "-1"
+	body := paymentBody(id, acct, "4.00")
+	s.schedule(t, false) // this test's replay runs are its own
+	t.Cleanup(func() { s.schedule(t, true) })
+	s.send(t, body, acct)
+	eventually(t, 60*time.Second, "the payment posted", func() (bool, string) {
+		got := s.entries(t, acct)
+		return slices.Equal(got, want(id)), fmt.Sprintf("%q", got)
+	})
+	// The same message in the DLQ, as SQS's redrive leaves it.
+	_, err := s.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{
+		QueueUrl: aws.String(s.lane(t, settings.OutputDeadLetterQueueURL)), MessageBody: aws.String(body),
+		MessageGroupId: aws.String(acct), MessageDeduplicationId: aws.String("dl-" + run),
+	})
+	if err != nil {
+		t.Fatalf("send to the DLQ: %v", err)
+	}
+	var applied, replayed int
+	eventually(t, 60*time.Second, "the posted dead letter removed", func() (bool, string) {
+		for _, r := range invokeReplay(t, s, s.lane(t, settings.OutputReplayFunctionName)).Routes {
+			applied += r.Counts.Applied
+			replayed += r.Counts.Replayed
+		}
+		n := s.depth(t, settings.OutputDeadLetterQueueURL)
+		return applied == 1 && n == 0, fmt.Sprintf("applied %d, replayed %d, DLQ %d", applied, replayed, n)
+	})
+	if replayed != 0 {
+		t.Errorf("the replay sent %d messages back; want the posted one removed, not replayed", replayed)
+	}
+	if got := s.entries(t, acct); !slices.Equal(got, want(id)) {
+		t.Errorf("entries after the removal: %q, want %q", got, want(id))
+	}
+	if n := s.depth(t, settings.OutputSourceQueueURL); n != 0 {
+		t.Errorf("source queue holds %d messages, want 0: nothing was to be sent back", n)
+	}
+
+	// Another payload under the same payment id is no duplicate of the
+	// posted one: it goes back to the consumer, which routes it to the
+	// invalid queue; the entries stay.
+	_, err = s.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{
+		QueueUrl: aws.String(s.lane(t, settings.OutputDeadLetterQueueURL)), MessageBody: aws.String(paymentBody(id, acct, "4.50")),
+		MessageGroupId: aws.String(acct), MessageDeduplicationId: aws.String("dl2-" + run),
+	})
+	if err != nil {
+		t.Fatalf("send to the DLQ: %v", err)
+	}
+	applied, replayed = 0, 0
+	eventually(t, 60*time.Second, "the other payload replayed", func() (bool, string) {
+		for _, r := range invokeReplay(t, s, s.lane(t, settings.OutputReplayFunctionName)).Routes {
+			applied += r.Counts.Applied
+			replayed += r.Counts.Replayed
+		}
+		return replayed == 1, fmt.Sprintf("applied %d, replayed %d", applied, replayed)
+	})
+	if applied != 0 {
+		t.Errorf("a dead letter with another payload was removed as applied (%d)", applied)
+	}
+	eventually(t, 60*time.Second, "the replayed conflict consumed", func() (bool, string) {
+		src, dlq := s.depth(t, settings.OutputSourceQueueURL), s.depth(t, settings.OutputDeadLetterQueueURL)
+		return src == 0 && dlq == 0, fmt.Sprintf("source %d, DLQ %d", src, dlq)
+	})
+	if got := s.entries(t, acct); !slices.Equal(got, want(id)) {
+		t.Errorf("entries after the conflicting replay: %q, want %q", got, want(id))
+	}
 }

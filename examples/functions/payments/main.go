@@ -4,14 +4,21 @@
 // to the invalid queue with their reason, and reports transient failures
 // per record so that SQS redrives them to the lane's dead-letter queue.
 //
-// Configuration is read from the environment; see posting.Config.
+// Each invocation writes the lane's metrics to stdout as EMF lines (package
+// emf), under the names the lane's alarms and dashboard watch.
+//
+// Configuration is read from the environment; see posting.Config, and
+// emf.LoadConfig for POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -20,6 +27,7 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/emf"
 
 	"github.com/homingdlq/homing/examples/ledger"
 	"github.com/homingdlq/homing/examples/posting"
@@ -37,6 +45,10 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	metrics := emf.LoadConfig(os.Getenv, cfg.ConsumerName)
+	if err := metrics.Validate(); err != nil {
+		return fmt.Errorf("payments metrics: %w", err)
+	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return fmt.Errorf("load AWS config: %w", err)
@@ -50,12 +62,22 @@ func run(ctx context.Context) error {
 		_ dynamo.IdempotencyAPI = db
 		_ ledger.TableAPI       = db
 	)
+	logger := lambdacontext.NewLogger(lambdacontext.WithFunctionARN())
 	p := posting.NewProcessor(cfg, posting.Deps{
 		Sender: queue,
 		Store:  dynamo.NewIdempotencyStore(db, cfg.IdempotencyTable),
 		Ledger: ledger.NewTable(db, cfg.EntriesTable),
-		Logger: lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
+		Logger: logger,
 	})
-	lambda.StartWithOptions(p.Process, lambda.WithContext(ctx))
+	lambda.StartWithOptions(newHandler(p, metrics, os.Stdout, logger), lambda.WithContext(ctx))
 	return nil
+}
+
+// newHandler is the Lambda handler: p's Process, its outcomes written to w
+// after each invocation as the lane's EMF lines. A failed write is logged;
+// it does not change the batch's answer.
+func newHandler(p *batch.Processor, metrics emf.Config, w io.Writer, logger *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	rec := emf.NewRecorder(w, metrics)
+	rec.OnError = func(err error) { logger.Warn("metrics", slog.String("error", err.Error())) }
+	return emf.Wrap(rec, p.Process)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/homingdlq/homing/internal/metrics"
+	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -21,7 +21,7 @@ type Config struct {
 	TaxBudget        time.Duration // TAX_BUDGET
 	RecordLifetime   time.Duration // RECORD_LIFETIME
 	MaxPayloadBytes  int           // MAX_PAYLOAD_BYTES
-	Metrics          metrics.Config
+	Metrics          emf.Config    // POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME (default CONSUMER_NAME)
 }
 
 // LoadConfig reads the configuration through getenv and validates it. The
@@ -39,7 +39,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		RecordLifetime:   env.Duration(settings.RecordLifetime),
 		MaxPayloadBytes:  env.Int(settings.MaxPayloadBytes),
 	}
-	c.Metrics = metrics.Load(env, c.ConsumerName)
+	c.Metrics = emf.LoadConfig(getenv, c.ConsumerName)
 	if err := errors.Join(env.Err(), c.Validate()); err != nil {
 		return Config{}, fmt.Errorf("consumer configuration: %w", err)
 	}

@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/idempotency"
-	"github.com/homingdlq/homing/internal/metrics"
 	"github.com/homingdlq/homing/internal/sample/invoicing"
 )
 
@@ -31,8 +33,8 @@ type Deps struct {
 // New returns the handler of one SQS batch (the Lambda handler of the
 // consumer): the batch processor over the invoicing handler, behind the
 // idempotent receiver scoped by ConsumerName, counted into one set of EMF
-// lines per invocation.
-func New(cfg Config, d Deps) metrics.ProcessFunc {
+// lines per invocation (package emf: the names the lane's alarms watch).
+func New(cfg Config, d Deps) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	receiver := &idempotency.Receiver{
 		Store:    d.Store,
 		Scope:    cfg.ConsumerName,
@@ -51,15 +53,19 @@ func New(cfg Config, d Deps) metrics.ProcessFunc {
 		},
 	}
 	h := &invoicing.Handler{Receiver: receiver, Invoicer: d.Invoicer, Lookup: d.Lookup, MaxBytes: cfg.MaxPayloadBytes,
-		OnOutcome: metrics.Idempotency}
+		OnOutcome: func(ctx context.Context, out idempotency.Outcome) {
+			emf.CountReceipt(ctx, emf.Receipt{Duplicate: out.Duplicate, Unrecorded: out.Unrecorded, InDoubt: out.InDoubt})
+		}}
 	p := batch.New(h.Handle,
 		batch.NewInvalidQueue(d.Sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.Now),
 		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.Logger, Now: d.Now,
-			OnOutcome: metrics.Record})
+			OnOutcome: emf.CountOutcome[batch.Outcome]})
 	w := d.Metrics
 	if w == nil {
 		w = io.Discard
 	}
-	m := &metrics.Consumer{Config: cfg.Metrics, W: w, Now: d.Now}
-	return m.Wrap(p.Process, func(err error) { d.Logger.Warn("metrics", slog.String("error", err.Error())) })
+	m := emf.NewRecorder(w, cfg.Metrics)
+	m.Now = d.Now
+	m.OnError = func(err error) { d.Logger.Warn("metrics", slog.String("error", err.Error())) }
+	return emf.Wrap(m, p.Process)
 }

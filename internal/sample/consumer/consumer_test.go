@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/idempotency"
-	"github.com/homingdlq/homing/internal/metrics"
 	"github.com/homingdlq/homing/internal/sample/consumer"
 	"github.com/homingdlq/homing/internal/sample/tax"
 	"github.com/homingdlq/homing/invalid"
@@ -379,7 +379,7 @@ func TestLoadConfig(t *testing.T) {
 				want := consumer.Config{InvalidQueueURL: base["INVALID_QUEUE_URL"], IdempotencyTable: "idem", TaxServiceURL: base["TAX_SERVICE_URL"],
 					ConsumerName: "invoice", Concurrency: 10, DeadlineMargin: 2 * time.Second, TaxBudget: 10 * time.Second,
 					RecordLifetime: 720 * time.Hour, MaxPayloadBytes: 256 << 10,
-					Metrics: metrics.Config{Namespace: "Homing", Lane: "invoice"}}
+					Metrics: emf.Config{Namespace: "Homing", Lane: "invoice"}}
 				if cfg != want {
 					t.Fatalf("cfg = %+v, want %+v", cfg, want)
 				}

@@ -16,13 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 
-	"github.com/homingdlq/homing/internal/metrics"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/settings"
 )
 
-// emf is the part of an Embedded Metric Format line these tests read.
-type emf struct {
+// emfLine is the part of an Embedded Metric Format line these tests read.
+type emfLine struct {
 	AWS struct {
 		Timestamp         int64 `json:"Timestamp"`
 		CloudWatchMetrics []struct {
@@ -43,7 +42,7 @@ type emf struct {
 // from the consumer's log group (the ConsumerLogGroupName output). The
 // invocation is the START..END RequestId span of the function's log stream
 // that holds the order's record line.
-func invocationEMF(t *testing.T) emf {
+func invocationEMF(t *testing.T) emfLine {
 	t.Helper()
 	s := deployed(t)
 	id := fmt.Sprintf("ORD-%s-EMF", s.run)
@@ -56,20 +55,20 @@ func invocationEMF(t *testing.T) emf {
 	out := emulatortest.Outputs(t)
 	group := emulatortest.LaneOutput(t, out, emulatortest.SampleLane, settings.OutputConsumerLogGroupName)
 	logs := cloudwatchlogs.NewFromConfig(emulatortest.Config(t))
-	var found emf
+	var found emfLine
 	emulatortest.Eventually(t, 30*time.Second, func() (bool, string) {
 		lines, err := invocationLines(t.Context(), logs, group, id)
 		if err != nil {
 			return false, err.Error()
 		}
 		for _, l := range lines {
-			var e emf
+			var e emfLine
 			if json.Unmarshal([]byte(l), &e) == nil && len(e.AWS.CloudWatchMetrics) > 0 && e.RecordsProcessed != nil {
 				found = e
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("no EMF line with %s among the %d lines of %s's invocation in %s: %q", metrics.RecordsProcessed, len(lines), id, group, lines)
+		return false, fmt.Sprintf("no EMF line with %s among the %d lines of %s's invocation in %s: %q", settings.MetricRecordsProcessed, len(lines), id, group, lines)
 	})
 	return found
 }
@@ -129,19 +128,19 @@ func TestDeployedConsumerMetricsInEMF(t *testing.T) {
 	if d.Namespace == "" || strings.HasPrefix(d.Namespace, "AWS/") {
 		t.Errorf("namespace %q", d.Namespace)
 	}
-	if !slices.ContainsFunc(d.Dimensions, func(set []string) bool { return slices.Equal(set, []string{metrics.DimensionLane}) }) {
-		t.Errorf("dimension sets %v, want [%s]", d.Dimensions, metrics.DimensionLane)
+	if !slices.ContainsFunc(d.Dimensions, func(set []string) bool { return slices.Equal(set, []string{settings.DimensionLane}) }) {
+		t.Errorf("dimension sets %v, want [%s]", d.Dimensions, settings.DimensionLane)
 	}
 	if !slices.ContainsFunc(d.Metrics, func(m struct {
 		Name string `json:"Name"`
 		Unit string `json:"Unit"`
 	}) bool {
-		return m.Name == metrics.RecordsProcessed && m.Unit == "Count"
+		return m.Name == settings.MetricRecordsProcessed && m.Unit == "Count"
 	}) {
-		t.Errorf("metrics %v, want %s in Count", d.Metrics, metrics.RecordsProcessed)
+		t.Errorf("metrics %v, want %s in Count", d.Metrics, settings.MetricRecordsProcessed)
 	}
 	if e.Lane == "" || *e.RecordsProcessed < 1 || e.AWS.Timestamp <= 0 {
-		t.Errorf("lane %q, %s %d, timestamp %d", e.Lane, metrics.RecordsProcessed, *e.RecordsProcessed, e.AWS.Timestamp)
+		t.Errorf("lane %q, %s %d, timestamp %d", e.Lane, settings.MetricRecordsProcessed, *e.RecordsProcessed, e.AWS.Timestamp)
 	}
 }
 
@@ -156,13 +155,13 @@ func TestEmulatorGapEMFNotExtracted(t *testing.T) {
 	ns := e.AWS.CloudWatchMetrics[0].Namespace
 	cw := cloudwatch.NewFromConfig(emulatortest.Config(t))
 	time.Sleep(5 * time.Second) // extraction on AWS is asynchronous; give the emulator a moment too
-	out, err := cw.ListMetrics(t.Context(), &cloudwatch.ListMetricsInput{Namespace: aws.String(ns), MetricName: aws.String(metrics.RecordsProcessed)})
+	out, err := cw.ListMetrics(t.Context(), &cloudwatch.ListMetricsInput{Namespace: aws.String(ns), MetricName: aws.String(settings.MetricRecordsProcessed)})
 	if err != nil {
 		t.Fatalf("list metrics: %v", err)
 	}
 	if len(out.Metrics) > 0 {
 		t.Fatalf("the emulator now extracts EMF into metrics (%d of %s/%s): the gap is closed; check the ConsumerFailures alarm locally and remove this test",
-			len(out.Metrics), ns, metrics.RecordsProcessed)
+			len(out.Metrics), ns, settings.MetricRecordsProcessed)
 	}
-	t.Logf("emulator gap still present: the EMF line is in the log group, but no metric %s/%s exists", ns, metrics.RecordsProcessed)
+	t.Logf("emulator gap still present: the EMF line is in the log group, but no metric %s/%s exists", ns, settings.MetricRecordsProcessed)
 }

@@ -11,6 +11,17 @@
 // transient, so SQS delivers the record again and, after maxReceiveCount
 // receives, moves it to the dead-letter queue.
 //
+// The business key is [KeyExpr] and the payload hash the generic contract
+// of package payload over [HashPart] (the order's fields, RFC 8785
+// canonical, SHA-256, "jcs1:"), so that the replay computes both from the
+// route's configuration with no domain code. The same order re-encoded
+// (white space, member order, escapes, fields the sample does not read)
+// hashes the same; a body that is not I-JSON has no hash and is invalid as
+// malformed JSON. Records written by an earlier build hold the order's own,
+// unversioned hash: the receiver does not compare it with a jcs1 hash, so
+// they keep their meaning (a duplicate, an order in flight) until they
+// expire.
+//
 // Once the service has issued the invoice the record is acknowledged, even
 // when the idempotency record cannot be completed (logged as unrecorded and
 // counted: a redelivery would issue a second invoice). When a delivery takes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,7 +77,11 @@ func TestHandleResolvesAnInDoubtTakeover(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store, tx := idempotency.NewMemoryStore(), &stubTax{}
 			now := time.Now()
-			dead := idempotency.Lease{Key: idempotency.Key("invoice", o.OrderID), PayloadHash: o.Hash(), Token: "dead",
+			hash, ok := invoicing.PayloadHash(valid)
+			if !ok {
+				t.Fatal("the order does not hash")
+			}
+			dead := idempotency.Lease{Key: idempotency.Key("invoice", o.OrderID), PayloadHash: hash, Token: "dead",
 				Now: now.Add(-time.Minute), Until: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour)}
 			if _, claimed, err := store.Claim(context.Background(), dead); err != nil || !claimed {
 				t.Fatal(claimed, err)
@@ -121,7 +126,11 @@ func TestHandleResolvesAnExpiredClaimOfAnotherPayload(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store, tx := idempotency.NewMemoryStore(), &stubTax{}
 			now := time.Now()
-			stale := idempotency.Lease{Key: idempotency.Key("invoice", "ORD-1"), PayloadHash: "hash-of-another-payload", Token: "dead",
+			another, ok := invoicing.PayloadHash(strings.Replace(valid, `"Ana Souza"`, `"Ana Lima"`, 1))
+			if !ok {
+				t.Fatal("the other payload does not hash")
+			}
+			stale := idempotency.Lease{Key: idempotency.Key("invoice", "ORD-1"), PayloadHash: another, Token: "dead",
 				Now: now.Add(-time.Minute), Until: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour)}
 			if _, claimed, err := store.Claim(context.Background(), stale); err != nil || !claimed {
 				t.Fatal(claimed, err)

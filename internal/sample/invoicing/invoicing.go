@@ -57,7 +57,7 @@ type Handler struct {
 	MaxBytes int // payload limit; <= 0 means order.DefaultMaxBytes
 	// OnOutcome, when set, is called with the receiver's outcome of every
 	// order invoiced (now or before), with the ctx of Handle; for metrics
-	// (internal/metrics.Idempotency). It is called concurrently.
+	// (emf.CountReceipt). It is called concurrently.
 	OnOutcome func(ctx context.Context, out idempotency.Outcome)
 }
 
@@ -70,7 +70,11 @@ func (h *Handler) Handle(ctx context.Context, msg events.SQSMessage) error {
 		return err
 	}
 	batch.Annotate(ctx, slog.String("orderId", o.OrderID))
-	out, err := h.Receiver.DoResolving(ctx, o.OrderID, o.Hash(), h.resolver(), func(ctx context.Context) (string, error) {
+	hash, err := payloadHash(msg.Body)
+	if err != nil {
+		return err
+	}
+	out, err := h.Receiver.DoResolving(ctx, o.OrderID, hash, h.resolver(), func(ctx context.Context) (string, error) {
 		inv, err := h.Invoicer.IssueInvoice(ctx, Request(o))
 		if err != nil {
 			return "", err
@@ -100,6 +104,23 @@ func (h *Handler) Handle(ctx context.Context, msg events.SQSMessage) error {
 		h.OnOutcome(ctx, out)
 	}
 	return nil
+}
+
+// payloadHash is the payload hash of a body that Parse accepted. A body
+// that does not hash is not I-JSON (RFC 7493: duplicate member names, text
+// that is not valid UTF-8, a number out of range), which the JSON decoder
+// of Parse lets through: its meaning is not one, so it is invalid as
+// malformed JSON.
+func payloadHash(body string) (string, error) {
+	h, err := orderHash()
+	if err != nil {
+		return "", fmt.Errorf("payload hash %q: %w", HashPart, err)
+	}
+	sum, err := h.Sum([]byte(body))
+	if err != nil {
+		return "", order.Invalid(order.ReasonMalformedJSON, fmt.Sprintf("not I-JSON, so not hashed: %v", err))
+	}
+	return sum, nil
 }
 
 // resolver adapts Lookup to the receiver's port; nil without a Lookup.

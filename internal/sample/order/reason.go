@@ -9,7 +9,9 @@ type Reason string
 // and ReasonRejectedByTaxService, which belong to other layers and are listed
 // here so the catalogue is in one place.
 const (
-	// ReasonMalformedJSON: the body is not JSON, or not a JSON object.
+	// ReasonMalformedJSON: the body is not JSON, or not a JSON object; or,
+	// from invoicing, not I-JSON (a duplicate member name, text that is not
+	// valid UTF-8), which its payload hash (RFC 8785) refuses.
 	ReasonMalformedJSON Reason = "malformed-json"
 	// ReasonInvalidField: a known field has the wrong JSON type or an
 	// unparsable value (for example createdAt not RFC 3339).

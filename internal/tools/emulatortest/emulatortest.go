@@ -39,10 +39,17 @@ func Config(t testing.TB) aws.Config {
 	return cfg
 }
 
-// Name returns a resource name unique to this test run.
+// Name returns a resource name unique to this test run: letters, digits
+// and hyphens (every other character of the test's name becomes a hyphen),
+// at most 70 bytes, so that a queue name with a suffix such as ".fifo"
+// stays within SQS's 80.
 func Name(t testing.TB, prefix string) string {
-	r := strings.NewReplacer("/", "-", " ", "-", "_", "-")
-	name := fmt.Sprintf("%s-%s-%d", prefix, r.Replace(t.Name()), time.Now().UnixNano()%1e9)
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, fmt.Sprintf("%s-%s-%d", prefix, t.Name(), time.Now().UnixNano()%1e9))
 	if len(name) > 70 {
 		name = name[len(name)-70:]
 	}
@@ -303,45 +310,4 @@ func LedgerTable(t testing.TB, db *dynamodb.Client) string {
 		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 	})
 	return name
-}
-
-// Endpoint is one emulator the contract suites run against.
-type Endpoint struct {
-	// Name is the emulator's name (HOMING_EMULATOR, HOMING_SECOND_EMULATOR):
-	// the key of the gaps a test declares for it, and the subtest's name.
-	Name   string
-	Config aws.Config
-}
-
-// Endpoints returns the emulators every contract suite runs against: the
-// one at AWS_ENDPOINT_URL (as [Config] loads it), named by HOMING_EMULATOR,
-// and a second one at HOMING_SECOND_ENDPOINT, named by
-// HOMING_SECOND_EMULATOR, with the same configuration but its own
-// BaseEndpoint. `make e2e` sets all three; the test fails when one is
-// missing, so a contract never runs on one emulator by accident.
-func Endpoints(t testing.TB) []Endpoint {
-	t.Helper()
-	cfg := Config(t)
-	env := func(name string) string {
-		v := os.Getenv(name)
-		if v == "" {
-			t.Fatalf("%s is not set: run the e2e tests with `make e2e`, which starts both emulators", name)
-		}
-		return v
-	}
-	second := cfg.Copy()
-	second.BaseEndpoint = aws.String(env("HOMING_SECOND_ENDPOINT"))
-	return []Endpoint{
-		{Name: env("HOMING_EMULATOR"), Config: cfg},
-		{Name: env("HOMING_SECOND_EMULATOR"), Config: second},
-	}
-}
-
-// OnEachEndpoint runs f as a subtest per endpoint of [Endpoints], named
-// after the emulator (go test -run 'TestLedgerContract/moto/').
-func OnEachEndpoint(t *testing.T, f func(t *testing.T, e Endpoint)) {
-	t.Helper()
-	for _, e := range Endpoints(t) {
-		t.Run(e.Name, func(t *testing.T) { f(t, e) })
-	}
 }

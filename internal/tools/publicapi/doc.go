@@ -4,8 +4,11 @@
 // replay, replay/handler and replay/replaytest, settings).
 //
 // None of them, nor their unit tests and Examples, may depend on the sample
-// domain (internal/sample/order, invoicing, tax, taxstub, consumer, drill, sim):
-// another team imports them without the order-to-invoice lane. replay and
+// domain (internal/sample: order, invoicing, tax, taxstub, consumer):
+// another team imports them without the order-to-invoice lane. Nor may the
+// mains that ship to every lane (functions/replay, cmd/dlq), nor their
+// tests: they take the lane's key, payload hash and consumer scope from
+// the lane's configuration. replay and
 // invalid may not depend on aws-lambda-go: the engine and the codec run in
 // the operator CLI as well as in Lambda.
 //

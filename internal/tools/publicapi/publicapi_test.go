@@ -20,7 +20,7 @@ const module = "github.com/homingdlq/homing"
 // no package would pass vacuously.
 var known = []string{
 	"batch", "invalid", "idempotency", "idempotency/idempotencytest", "dynamo",
-	"replay", "replay/handler", "replay/replaytest", "settings",
+	"payload", "replay", "replay/handler", "replay/replaytest", "settings",
 }
 
 // sample is the sample domain (the order-to-invoice lane, its tax client,
@@ -34,12 +34,23 @@ var (
 
 const lambda = "github.com/aws/aws-lambda-go"
 
+// laneMains are the mains that ship to every lane, whatever its domain: the
+// replay function the construct deploys for each lane, and the operator
+// CLI. They are held to the sample rule as the public packages are.
+var laneMains = []string{"functions/replay", "cmd/dlq"}
+
+// laneMain reports whether pkg is one of laneMains.
+func laneMain(pkg string) bool {
+	return slices.ContainsFunc(laneMains, func(m string) bool { return pkg == module+"/"+m })
+}
+
 // rule forbids the packages under deny (a path or one below it) to the
-// public packages it applies to; tests says whether the packages' tests
-// and Examples are held to it too.
+// public packages it applies to, and to the mains mains selects; tests
+// says whether the packages' tests and Examples are held to it too.
 type rule struct {
 	why     string
 	applies func(pkg string) bool
+	mains   func(pkg string) bool // nil: no main
 	deny    []string
 	tests   bool
 }
@@ -55,6 +66,13 @@ var rules = []rule{
 		why:     "a public package must not depend on the project's tooling",
 		applies: func(string) bool { return true },
 		deny:    []string{tools},
+	},
+	{
+		why:     "a main that ships to every lane must not depend on the sample domain: it takes the lane's key, payload hash and consumer from the lane's configuration",
+		applies: func(string) bool { return false },
+		mains:   laneMain,
+		deny:    []string{sample},
+		tests:   true,
 	},
 	{
 		why:     "the replay engine and the invalid codec must not depend on Lambda",
@@ -190,8 +208,61 @@ func TestPublicPackagesKeepTheirBoundary(t *testing.T) {
 	}
 }
 
+func TestLaneMainsKeepTheirBoundary(t *testing.T) {
+	pkgs := goList(t)
+	var found []string
+	for _, p := range pkgs {
+		if p.Name != "main" || p.ForTest != "" {
+			continue
+		}
+		for _, r := range rules {
+			if r.mains == nil || !r.mains(p.ImportPath) {
+				continue
+			}
+			found = append(found, strings.TrimPrefix(p.ImportPath, module+"/"))
+			if bad := r.violations(p.Deps); len(bad) > 0 {
+				t.Errorf("%s: %s; it depends on %s", p.ImportPath, r.why, strings.Join(bad, ", "))
+			}
+			if tb, ok := pkgs[p.ImportPath+".test"]; ok && r.tests {
+				if bad := r.violations(tb.Deps); len(bad) > 0 {
+					t.Errorf("%s (tests): %s; they depend on %s", p.ImportPath, r.why, strings.Join(bad, ", "))
+				}
+			}
+		}
+	}
+	// A guard that found no main would pass vacuously.
+	for _, m := range laneMains {
+		if !slices.Contains(found, m) {
+			t.Errorf("main %s not found among %v", m, found)
+		}
+	}
+}
+
+func TestTheSampleRuleHoldsTheLaneMains(t *testing.T) {
+	i := slices.IndexFunc(rules, func(r rule) bool { return r.mains != nil })
+	if i < 0 {
+		t.Fatal("no rule holds a main")
+	}
+	r := rules[i]
+	for _, m := range laneMains {
+		if !r.mains(module + "/" + m) {
+			t.Errorf("the rule does not apply to %s", m)
+		}
+	}
+	for _, other := range []string{"functions/consumer", "cmd/demo", "cmd/soak", "functions/replayx", "cmd/dlq/sub"} {
+		if r.mains(module + "/" + other) {
+			t.Errorf("the rule applies to %s, which may use the sample", other)
+		}
+	}
+	// What the replay function imported before issue 16: refused.
+	deps := []string{module + "/replay", module + "/internal/sample/invoicing", module + "/internal/sample/order"}
+	if got := r.violations(deps); !slices.Equal(got, deps[1:]) {
+		t.Errorf("violations(%v) = %v, want the sample's packages", deps, got)
+	}
+}
+
 func TestRulesMatchPackagesAndThoseBelow(t *testing.T) {
-	sampleRule, lambdaRule := rules[0], rules[2]
+	sampleRule, lambdaRule := rules[0], rules[3]
 	for _, tc := range []struct {
 		name string
 		r    rule

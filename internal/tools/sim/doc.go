@@ -60,6 +60,18 @@
 //	go test ./internal/tools/sim -run 'TestSim/seed=123'
 //	make sim SEED=123
 //
+// # Lanes
+//
+// A [Lane] is the sample's (key orderId, records written), or keyed at
+// order.ref with a decoy orderId (one seed in four: refKeySeed; a sim-side
+// adapter maps the body for the sample's handler, see Lane.sample), or one
+// whose consumer writes no completion records (one seed in four:
+// noRecordsSeed; a double relying on the deduplicating service). On the
+// last, the invariants that need the consumer's records (conflicts routed,
+// no park of a completed order, the breaker's refunds) are not checked,
+// and every run must report the canary reading no completions and remove
+// nothing as applied (docs/RELIABILITY.md, "Simulation").
+//
 // # Invariants
 //
 // After the system quiesces (no message in the source queue or the DLQ, none
@@ -88,7 +100,10 @@
 // it); a message is parked as replay-exhausted only after its own replays; a
 // dead letter whose order was already completed with the same payload is
 // not parked (unless the run failed to write its INTENT record: the
-// removal needs the ledger). "Its own replays" are those the simulation saw
+// removal needs the ledger), nor replayed (replayed-completed); the
+// completion is the consumer's record with the consumer's own hash of the
+// body, so a route whose key or payload-hash expression cannot match fails
+// it. "Its own replays" are those the simulation saw
 // sent in its lineage (since a reset of its count), never the counts its
 // metadata carries: a message a run sends is told by its body and what the
 // run holds, and among copies of one body by metadata only when its seal

@@ -32,7 +32,8 @@ type Consumer struct {
 }
 
 // newProcessor wires the consumer as functions/consumer does (newProcessor
-// there), on the simulation's adapters, with Concurrency 1.
+// there), on the simulation's adapters, with Concurrency 1; the lane's
+// shape and records decide the handler (see Lane.handler).
 func (s *Sim) newProcessor() *batch.Processor {
 	logger := slog.New(&traceHandler{s: s, actor: "consumer"})
 	tokens := 0
@@ -54,7 +55,7 @@ func (s *Sim) newProcessor() *batch.Processor {
 		},
 	}
 	h := &invoicing.Handler{Receiver: receiver, Invoicer: s.tax, Lookup: s.tax, MaxBytes: s.cfg.Consumer.MaxBytes}
-	return batch.New(h.Handle,
+	return batch.New(s.cfg.Lane.handler(h, s.tax),
 		batch.NewInvalidQueue(invalidSender{s: s}, s.sqs.invalid, consumerName, s.clock.Now),
 		batch.Options{Concurrency: 1, Logger: logger, Now: s.clock.Now})
 }
@@ -137,7 +138,7 @@ func (s *Sim) copyDuringCall(ctx context.Context, orderID string) {
 	if inv == nil || s.copying || !s.dice.chance("sqs-copy", orderID, s.cfg.Faults.ConcurrentCopy) {
 		return
 	}
-	i := slices.IndexFunc(inv.records, func(r events.SQSMessage) bool { return orderOf(r.Body) == orderID })
+	i := slices.IndexFunc(inv.records, func(r events.SQSMessage) bool { return s.cfg.Lane.orderOf(r.Body) == orderID })
 	if i < 0 {
 		return
 	}

@@ -42,7 +42,9 @@ func (s *Sim) check(quiet bool) {
 	}
 
 	invalidAt := map[int][]string{}
-	for _, m := range s.sqs.q.Messages(s.sqs.invalid) {
+	// What the operator's reviews took from the invalid queue counts as
+	// what is still in it.
+	for _, m := range append(s.reviewed, s.sqs.q.Messages(s.sqs.invalid)...) {
 		id := aws.ToString(m.MessageId)
 		meta, _, _, err := invalid.Read(m.MessageAttributes)
 		reason := meta.Reason
@@ -147,6 +149,10 @@ func (s *Sim) check(quiet bool) {
 				if len(at) == 1 && at[0] != placeAcknowledged && at[0] != placeResolved && !strings.HasPrefix(at[0], placeParked) {
 					s.violate("invoiced-payload-not-acknowledged", s.subject("", p.N), "its payload was invoiced but it ended "+at[0])
 				}
+			case s.cfg.Lane.NoRecords && slices.Equal(at, []string{placeAcknowledged}):
+				// A consumer without records cannot tell a conflict: the
+				// service answered it with the order's first invoice,
+				// and issued none.
 			case !slices.Contains(invalidAt[p.N], string(order.ReasonConflictingDuplicate)):
 				s.violate("conflict-not-routed", s.subject("", p.N), fmt.Sprintf("another payload of the order was invoiced; it ended %v", at))
 			}
@@ -154,6 +160,7 @@ func (s *Sim) check(quiet bool) {
 	}
 
 	s.checkPoison(parkedAt, places)
+	s.checkRecords()
 
 	// Invalid orders: in the invalid queue with their reason, never invoiced.
 	for _, p := range s.pubs {
@@ -168,6 +175,54 @@ func (s *Sim) check(quiet bool) {
 				s.violate("invalid-invoiced", s.subject("", p.N), fmt.Sprintf("an invalid order was invoiced %d times", len(e)))
 			}
 		}
+	}
+}
+
+// checkRecords checks, from the runs' summaries, what the lane's routes
+// said of the protections that read the consumer's completion records. On
+// a lane whose consumer writes none, every canary gate a route reports
+// reads no completions (its breaker reads the DLQ: replay.SignalDLQ), is
+// skipped unless that breaker decides, nothing is removed as already
+// applied (the engine cannot know), and some run said the canary was
+// skipped. On a lane that writes them, with a completions reader, no
+// canary gate is skipped unless the route reports the records missing
+// (RecordsMissing: then it says so). It counts the removals.
+func (s *Sim) checkRecords() {
+	lane := map[string]bool{s.sqs.route().Name: true, s.sqs.parkingRoute().Name: true}
+	said := false
+	for _, r := range s.runRecords {
+		for _, rs := range r.Summary.Routes {
+			if !lane[rs.Route] {
+				continue
+			}
+			s.stats.Applied += rs.Applied
+			if rs.RecordsMissing {
+				s.stats.RecordsMissing++
+			}
+			subject := rs.Route + " " + r.ID
+			if s.cfg.Lane.NoRecords && rs.Applied > 0 {
+				s.violate("applied-without-records", subject, fmt.Sprintf("%d dead letters removed as applied on a lane whose consumer writes no records", rs.Applied))
+			}
+			for _, g := range rs.Gates {
+				if g.Name != replay.GateCanary {
+					continue
+				}
+				skipped := g.Decision == replay.GateSkipped
+				switch {
+				case s.cfg.Lane.NoRecords && rs.BreakerSignal != replay.SignalDLQ:
+					s.violate("canary-without-records", subject, fmt.Sprintf("canary gate %s (%s), breaker on %q, on a lane whose consumer writes no records", g.Decision, g.Detail, rs.BreakerSignal))
+				case s.cfg.Lane.NoRecords && !skipped && rs.Breaker == nil:
+					s.violate("canary-without-records", subject, fmt.Sprintf("canary gate %s (%s) with no breaker, on a lane whose consumer writes no records", g.Decision, g.Detail))
+				case s.cfg.Lane.NoRecords:
+					said = said || skipped
+				case skipped && s.cfg.Replay.Canary && !rs.RecordsMissing:
+					s.violate("canary-skipped", subject, "canary gate skipped on a lane whose consumer writes records: "+g.Detail)
+				}
+			}
+		}
+	}
+	if s.cfg.Lane.NoRecords && !said && s.stats.Runs > 0 {
+		s.violate("records-off-unsaid", "", fmt.Sprintf("no run of %d on a lane whose consumer writes no records reported its canary gate skipped", s.stats.Runs))
 	}
 }
 

@@ -19,9 +19,11 @@ import (
 )
 
 // quiet is a scenario's starting point: no random faults, no trouble at the
-// tax service, a deduplicating service, standard queues.
+// tax service, a deduplicating service, standard queues, the sample's lane
+// (a scenario of another sets it, and its builder's: see appliedRemoval).
 func quiet(seed uint64) Config {
 	c := RandomConfig(seed, 0)
+	c.Lane = Lane{}
 	c.Window = 30 * time.Minute
 	c.Mix = Mix{}
 	c.Faults = Faults{}
@@ -53,9 +55,9 @@ func (b *builder) add(p *Publication) *Publication {
 	if p.Of == 0 && p.Kind != KindDuplicate && p.Kind != KindConflict {
 		p.Of = -1
 	}
-	describe(p)
+	b.w.lane.describe(p)
 	if p.OrderID == "" {
-		p.OrderID = replay.OrderID(p.Body)
+		p.OrderID = b.w.lane.keyOf(p.Body)
 	}
 	p.Group = group(p, 4)
 	b.pubs = append(b.pubs, p)
@@ -319,7 +321,7 @@ func scenarios() []scenario {
 				c.Publications = b.pubs
 				c.Phases = []Phase{{From: 0, To: 20 * time.Minute, Mode: "down"}}
 				c.Actions = []Action{{At: 40 * time.Minute, Do: func(s *Sim) {
-					s.replayRun("operator", replay.Request{Routes: []replay.Route{s.sqs.route()}, Filter: replay.Filter{OrderIDs: []string{b.pubs[0].OrderID}}}, crashPlan{}, nil)
+					s.replayRun("operator", replay.Request{Routes: []replay.Route{s.sqs.route()}, Filter: replay.Filter{Keys: []string{b.pubs[0].OrderID}}}, crashPlan{}, nil)
 				}}}
 				return c
 			},
@@ -398,11 +400,11 @@ func scenarios() []scenario {
 				p := b.invalidOrder(`"ORD-S-FORGED-1"`, 2*time.Minute, order.ReasonMissingTaxID)
 				p.Body = strings.Replace(p.Body, `"taxId"`, `"taxIdX"`, 1)
 				p.Attrs = forged(invalid.AttributeName, "{malformed")
-				describe(p)
+				b.w.lane.describe(p)
 				q := b.invalidOrder(`"ORD-S-FORGED-2"`, 3*time.Minute, order.ReasonMissingTaxID)
 				q.Body = strings.Replace(q.Body, `"taxId"`, `"taxIdX"`, 1)
 				q.Attrs = forged(invalid.AttributeName, `{"meta":{},"overflow":{"AWSTraceHeader":{"t":"String","s":"forged"}}}`)
-				describe(q)
+				b.w.lane.describe(q)
 				r := b.valid(1, 4*time.Minute)[0]
 				r.Attrs = forged(replay.AttributeName, "{malformed")
 				c.Publications = b.pubs
@@ -474,7 +476,7 @@ func issue15() []scenario {
 				cfg: func() Config {
 					c, last := deepDLQ(1522, d.n)
 					c.Actions = []Action{{At: 2 * time.Hour, Do: func(s *Sim) {
-						s.replayRun("operator", replay.Request{Routes: []replay.Route{s.sqs.route()}, Filter: replay.Filter{OrderIDs: []string{last.OrderID}}}, crashPlan{}, nil)
+						s.replayRun("operator", replay.Request{Routes: []replay.Route{s.sqs.route()}, Filter: replay.Filter{Keys: []string{last.OrderID}}}, crashPlan{}, nil)
 					}}}
 					return c
 				},
@@ -624,6 +626,7 @@ func issue15() []scenario {
 			},
 		})
 	}
+	out = append(out, laneScenarios()...)
 	return out
 }
 

@@ -14,8 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/internal/sample/invoicing"
-	"github.com/homingdlq/homing/internal/sample/order"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
@@ -90,12 +88,12 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	if s.cfg.Replay.Health {
 		opts.Health = s.tax.Health
 	}
-	opts.Completions, opts.PayloadHash = nil, nil
+	opts.Completions = nil
 	if s.cfg.Replay.Canary {
 		// As the replay function is wired (functions/replay): the canary,
-		// the breaker, and the removal of dead letters already applied.
+		// the breaker, and the removal of dead letters already applied, on
+		// the route whose consumer writes completion records.
 		opts.Completions = &replaytest.MemoryCompletions{Store: s.store.MemoryStore, Scope: consumerName, Now: s.clock.Now}
-		opts.PayloadHash = invoicing.PayloadHash
 	}
 	engine := replay.New(&queue{Queue: s.sqs.q, s: s, run: rs}, &ledger{Ledger: s.ledger, s: s, run: rs}, opts)
 	req.RunID = id
@@ -104,7 +102,7 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	if covered {
 		rec.DLQ = s.cov.start(s, id)
 	}
-	s.trace.add(now, "replay/"+id, "start", "", fmt.Sprintf("crash=%v reset=%v dry=%v max=%d filter=%v", crash, req.ResetCount, req.DryRun, req.Max, req.Filter.OrderIDs))
+	s.trace.add(now, "replay/"+id, "start", "", fmt.Sprintf("crash=%v reset=%v dry=%v max=%d filter=%v", crash, req.ResetCount, req.DryRun, req.Max, req.Filter.Keys))
 	sum, err := engine.Run(ctx, req)
 	detail := fmt.Sprintf("replayed=%d parked=%v recovered=%d delayed=%d errors=%d", sum.Total.Replayed, sum.Total.Parked, sum.Total.Recovered, sum.Total.Delayed, sum.Total.Errors)
 	if len(sum.Gates) > 0 && sum.Gates[0].Decision == replay.GateClosed {
@@ -261,6 +259,9 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 		// Parked without the ledger (the rescue): the run holds the
 		// message's visibility only, and no other run's lease stands.
 		rescue := dest == q.s.sqs.parking && !intended && !(stood && now.Before(h.until))
+		if dest != q.s.sqs.parking {
+			q.s.replayedCompleted(q.run, dlqID)
+		}
 		if !held && !rescue {
 			q.s.violate("lease-lost", q.s.subject(dlqID, q.s.sqs.pubOf(dlqID)),
 				fmt.Sprintf("run %s sends it (count %d) without holding its INTENT lease: %s", q.run.id, meta.ReplayCount, q.s.describeLease(dlqID)))
@@ -541,7 +542,7 @@ func (s *Sim) parked(run *runState, n int, dlqID, id string, meta replay.Metadat
 		return
 	}
 	p := s.pubs[n]
-	if ids := run.filter.OrderIDs; len(ids) > 0 && !slices.Contains(ids, p.OrderID) {
+	if ids := run.filter.Keys; len(ids) > 0 && !slices.Contains(ids, p.OrderID) {
 		s.stats.FilteredParks++
 		s.violate("filter-ignored", s.subject(dlqID, n), fmt.Sprintf("run %s, filtered to orders %v, parked it (%s)", run.id, ids, meta.Reason))
 	}
@@ -551,7 +552,8 @@ func (s *Sim) parked(run *runState, n int, dlqID, id string, meta replay.Metadat
 	run.mu.Lock()
 	ledgerFailed := run.unintended[dlqID] && !run.intended[dlqID]
 	run.mu.Unlock()
-	if p.Hash != "" && s.acked[p.OrderID] == p.Hash && !ledgerFailed {
+	// Only where the consumer writes the records the removal reads.
+	if s.removes() && p.Hash != "" && s.acked[p.OrderID] == p.Hash && !ledgerFailed {
 		s.violate("parked-completed", s.subject(dlqID, n),
 			fmt.Sprintf("parked (%s) although its order was already completed with the same payload", meta.Reason))
 	}
@@ -569,18 +571,41 @@ func (s *Sim) parked(run *runState, n int, dlqID, id string, meta replay.Metadat
 	}
 	// All its replays failed in an outage: the breaker should have given
 	// them back (when the lane has one: it needs the consumer's
-	// completions), unless it had all of them given back already (a
+	// completions and a lane whose consumer writes them), unless it had
+	// all of them given back already (a
 	// message's replays, refunds included, are bounded by 2 x MaxReplays).
-	if f := s.failures[n]; s.cfg.Replay.Canary && f.replayed > 0 && f.replayed == f.outage && own < 2*maxReplays {
+	if f := s.failures[n]; s.removes() && f.replayed > 0 && f.replayed == f.outage && own < 2*maxReplays {
 		s.violate("parked-for-outage", s.subject(dlqID, n),
 			fmt.Sprintf("parked as replay-exhausted after %d replays of its own although all %d of its failed replays failed in a tax-service outage", own, f.replayed))
 	}
 }
 
-// orderOf returns the orderId of a body, for traces.
-func orderOf(body string) string {
-	if o, err := order.Parse([]byte(body), 0); err == nil {
-		return o.OrderID
+// removes reports whether the engine can remove dead letters already
+// applied (and keep its breaker on the consumer's completions): it reads
+// the consumer's completions, and the lane's consumer writes them.
+func (s *Sim) removes() bool { return s.cfg.Replay.Canary && s.cfg.Lane.records() }
+
+// replayedCompleted checks a replay of dlqID, a message run received from
+// the queue it reads: when its key was completed by the consumer with the
+// payload it carries (the consumer's own hash of it, not the route's), the
+// engine had to remove it as already applied instead, unless it could not:
+// the lane has no records, its INTENT mark failed in this run (the removal
+// needs the ledger), or its key is over the engine's bound. The consumer
+// does not run while a run does, so the records the run read are those
+// read here.
+func (s *Sim) replayedCompleted(run *runState, dlqID string) {
+	n := s.sqs.pubOf(dlqID)
+	if !s.removes() || n < 0 {
+		return
 	}
-	return replay.OrderID(body)
+	run.mu.Lock()
+	intended := run.intended[dlqID]
+	run.mu.Unlock()
+	p := s.pubs[n]
+	if !intended || p.Hash == "" || len(p.OrderID) > replay.MaxKeyID || s.completedWith(p.OrderID) != p.Hash {
+		return
+	}
+	s.violate("replayed-completed", s.subject(dlqID, n), fmt.Sprintf(
+		"run %s replays it although its key was completed with the same payload: the removal as already applied (route key %q, payload hash %q) did not happen",
+		run.id, s.sqs.route().Key, s.sqs.route().PayloadHash))
 }

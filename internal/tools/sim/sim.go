@@ -6,11 +6,13 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/batch"
@@ -27,6 +29,7 @@ type Config struct {
 	Window        time.Duration // the producer publishes within this time after the start
 	Mix           Mix
 	Queues        Queues
+	Lane          Lane
 	Consumer      Consumer
 	Replay        Replay
 	Service       ServiceMode
@@ -97,6 +100,12 @@ func RandomConfig(seed uint64, orders int) Config {
 	if seed%2 == 1 {
 		c.Service = Counting
 	}
+	c.Lane = Lane{RefKey: refKeySeed(seed), NoRecords: noRecordsSeed(seed)}
+	if c.Lane.NoRecords {
+		// Without the consumer's records, only a service that honours the
+		// Idempotency-Key keeps the effect once (see Lane.NoRecords).
+		c.Service = Deduplicating
+	}
 	if concurrentSeed(seed) {
 		// The engine as it runs in production: several workers per
 		// route, each finishing a batch beside the next receive. Such a
@@ -141,6 +150,8 @@ type Stats struct {
 	Abandoned           int // consumer invocations that died or ran out of time
 	Invocations         int
 	Replays             int
+	Applied             int // dead letters the engine removed as already applied (OutcomeApplied), from the runs' summaries
+	RecordsMissing      int // route passes of the lane that reported its consumer's records missing (RouteSummary.RecordsMissing)
 	ReplaysDeduplicated int // FIFO sends SQS dropped as duplicates
 	DuplicateReplays    int // replays of a message with a count already sent
 	ResetDuplicates     int // publications a reset-count operator replayed into the source more than once
@@ -196,10 +207,13 @@ type Sim struct {
 	actions      []Action
 	nextSchedule time.Time
 	notBefore    time.Time // the loop is not quiet before then
-	runs         int
-	invocations  int
-	extended     time.Duration // the time drain added past the drain limits
-	copying      bool
+	// The operator's reviews of the invalid queue (see reviewInvalid).
+	nextReview  time.Time
+	reviewed    []types.Message
+	runs        int
+	invocations int
+	extended    time.Duration // the time drain added past the drain limits
+	copying     bool
 
 	// book guards the bookkeeping the replay engine's goroutines write
 	// through the port wrappers (stats, replayCounts, removed, ...); vmu
@@ -237,10 +251,14 @@ func New(cfg Config) (*Sim, error) {
 		sends: map[string][]sendRecord{}, lastSent: map[string]sentAttribute{}, shared: map[string]sentAttribute{}, cov: newCoverage(),
 	}
 	s.stats.Parked = map[string]int{}
+	if cfg.Lane.NoRecords && cfg.Service != Deduplicating {
+		return nil, fmt.Errorf("a lane whose consumer writes no records needs a deduplicating service: with %s, nothing keeps its effect once", cfg.Service)
+	}
 	var err error
 	if s.sqs, err = newSQS(s.clock, cfg.Queues); err != nil {
 		return nil, err
 	}
+	s.sqs.lane = cfg.Lane
 	s.store = &store{MemoryStore: idempotency.NewMemoryStore(), s: s}
 	s.ledger = replay.NewMemoryLedger(s.clock.Now)
 	if s.sealKey, err = replay.SealKey(context.Background(), s.ledger, Start); err != nil {
@@ -252,12 +270,12 @@ func New(cfg Config) (*Sim, error) {
 	s.proc = s.newProcessor()
 	s.pubs = cfg.Publications
 	if s.pubs == nil {
-		s.pubs = generate(rand.New(rand.NewPCG(cfg.Seed, 0x0d3e)), cfg.Seed, cfg.Orders, cfg.Window, cfg.Mix)
+		s.pubs = generate(rand.New(rand.NewPCG(cfg.Seed, 0x0d3e)), cfg.Seed, cfg.Orders, cfg.Window, cfg.Mix, cfg.Lane)
 	}
 	for i, p := range s.pubs {
 		p.N = i
 		if p.Hash == "" {
-			describe(p)
+			cfg.Lane.describe(p)
 		}
 	}
 	s.actions = append(s.actions, cfg.Actions...)
@@ -400,6 +418,9 @@ func (s *Sim) loop(until time.Time) bool {
 			s.actions = s.actions[1:]
 			a.Do(s)
 		}
+		if !now.Before(s.nextReview) {
+			s.reviewInvalid()
+		}
 		if !now.Before(s.nextSchedule) {
 			s.scheduledRun()
 			s.nextSchedule = s.nextSchedule.Add(s.cfg.Replay.Schedule)
@@ -448,6 +469,49 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// invalidReview is how often the operator, paged by InvalidDepthAlarm,
+// takes what the invalid queue holds to the producer's owner
+// (docs/OPERATIONS.md, "Invalid-queue depth"): well within the queue's
+// 14-day retention, so that no invalid message expires unread. Without it,
+// a seed that simulates more than 14 days (a long drain behind an open
+// breaker) loses its first invalid messages to retention, which no
+// deployment with the alarm does.
+const invalidReview = 3 * 24 * time.Hour
+
+// reviewInvalid is the operator's review: every message of the invalid
+// queue is read (with its verdict) and deleted; check counts the messages
+// read as it counts those still in the queue.
+func (s *Sim) reviewInvalid() {
+	s.nextReview = s.clock.Now().Add(invalidReview)
+	ctx := context.Background()
+	url := aws.String(s.sqs.invalid)
+	n := 0
+	for {
+		out, err := s.sqs.q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
+		if err != nil || len(out.Messages) == 0 {
+			break
+		}
+		entries := make([]types.DeleteMessageBatchRequestEntry, len(out.Messages))
+		for i, m := range out.Messages {
+			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
+		}
+		res, err := s.sqs.q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: url, Entries: entries})
+		if err != nil || len(res.Failed) > 0 {
+			s.violate("review-failed", "", fmt.Sprintf("delete from the invalid queue: %v %v", err, res))
+			break
+		}
+		for _, m := range out.Messages {
+			s.sqs.deleted("", aws.ToString(m.MessageId))
+			s.reviewed = append(s.reviewed, m)
+			n++
+		}
+	}
+	if n > 0 {
+		s.trace.add(s.clock.Now(), "operator", "review the invalid queue", "", fmt.Sprintf("%d messages to the producer's owner", n))
+	}
 }
 
 // quiet reports whether nothing is left in the source queue or the DLQ.
@@ -511,7 +575,7 @@ func (s *Sim) operatorRun() {
 	if s.rng.IntN(2) == 0 && s.next > 0 {
 		for range 3 {
 			if id := s.pubs[s.rng.IntN(s.next)].OrderID; id != "" {
-				req.Filter.OrderIDs = append(req.Filter.OrderIDs, id)
+				req.Filter.Keys = append(req.Filter.Keys, id)
 			}
 		}
 	}

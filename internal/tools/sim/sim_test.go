@@ -63,9 +63,9 @@ func TestSim(t *testing.T) {
 func check(t *testing.T, rep *Report, replay string) {
 	t.Helper()
 	st := rep.Stats
-	t.Logf("simulated %s: %d publications, %d valid orders (%d invoiced), %d invalid queued, parked %v (%d at the end), %d service calls, %d in-doubt doubles, %d takeovers, %d replays (%d duplicate), %d runs (%d crashed), %d invocations abandoned",
+	t.Logf("simulated %s: %d publications, %d valid orders (%d invoiced), %d invalid queued, parked %v (%d at the end), %d service calls, %d in-doubt doubles, %d takeovers, %d replays (%d duplicate), %d removed as applied, %d runs (%d crashed), %d invocations abandoned (lane %+v)",
 		st.Simulated.Round(time.Second), st.Publications, st.ValidOrders, st.Invoiced, st.InvalidQueued, st.Parked, st.ParkedAtEnd,
-		st.ServiceCalls, st.InDoubtDoubles, st.Takeovers, st.Replays, st.DuplicateReplays, st.Runs, st.RunCrashes, st.Abandoned)
+		st.ServiceCalls, st.InDoubtDoubles, st.Takeovers, st.Replays, st.DuplicateReplays, st.Applied, st.Runs, st.RunCrashes, st.Abandoned, rep.Config.Lane)
 	if len(rep.Violations) == 0 {
 		return
 	}

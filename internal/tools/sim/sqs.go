@@ -41,6 +41,7 @@ type Queues struct {
 type sqsModel struct {
 	q                             *replaytest.MemoryQueue
 	fifo                          bool
+	lane                          Lane   // the routes' key, payload hash and records
 	source, dlq, invalid, parking string // URLs
 	sourceARN                     string
 	mu                            sync.Mutex
@@ -98,12 +99,12 @@ func newSQS(c clock, qs Queues) (*sqsModel, error) {
 
 // route is the replay route of the lane.
 func (m *sqsModel) route() replay.Route {
-	return replay.Route{Name: "orders", DLQURL: m.dlq, SourceURL: m.source, ParkingURL: m.parking}
+	return replay.Route{Name: "orders", DLQURL: m.dlq, SourceURL: m.source, ParkingURL: m.parking, Key: m.lane.keyExpr(), PayloadHash: m.lane.hashPart(), Records: m.lane.records()}
 }
 
 // parkingRoute is the route an operator uses to bring parked messages back.
 func (m *sqsModel) parkingRoute() replay.Route {
-	return replay.Route{Name: "orders/parking", DLQURL: m.parking, SourceURL: m.source, ParkingURL: m.parking}
+	return replay.Route{Name: "orders/parking", DLQURL: m.parking, SourceURL: m.source, ParkingURL: m.parking, Key: m.lane.keyExpr(), PayloadHash: m.lane.hashPart(), Records: m.lane.records()}
 }
 
 // publish sends p, with attrs, to the source queue as the producer does.

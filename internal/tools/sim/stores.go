@@ -279,9 +279,9 @@ func checkKeys(pk, sk string) error {
 
 // Mark implements replay.Ledger.
 func (l *ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	err := l.fault(ctx, "mark", r.OrderKey+"/"+r.MessageID+"/"+string(r.State), true)
+	err := l.fault(ctx, "mark", r.HistoryKey+"/"+r.MessageID+"/"+string(r.State), true)
 	if err == nil {
-		err = checkKeys(r.OrderKey, r.MessageID)
+		err = checkKeys(r.HistoryKey, r.MessageID)
 	}
 	if err != nil {
 		if r.State == replay.Intent && r.RunID == l.run.id {
@@ -313,15 +313,15 @@ func (l *ledger) MarkBatch(ctx context.Context, records []replay.MessageRecord) 
 	return out
 }
 
-// OrderHistory implements replay.Ledger.
-func (l *ledger) OrderHistory(ctx context.Context, orderKey string) ([]replay.MessageRecord, error) {
-	if err := l.fault(ctx, "history", orderKey, false); err != nil {
+// History implements replay.Ledger.
+func (l *ledger) History(ctx context.Context, historyKey string) ([]replay.MessageRecord, error) {
+	if err := l.fault(ctx, "history", historyKey, false); err != nil {
 		return nil, err
 	}
-	if err := checkKeys(orderKey, ""); err != nil {
+	if err := checkKeys(historyKey, ""); err != nil {
 		return nil, err
 	}
-	return l.Ledger.OrderHistory(ctx, orderKey)
+	return l.Ledger.History(ctx, historyKey)
 }
 
 // PutRun implements replay.Ledger.

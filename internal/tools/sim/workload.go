@@ -12,7 +12,6 @@ import (
 
 	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/internal/sample/order"
-	"github.com/homingdlq/homing/replay"
 )
 
 // Kind is what a publication is, as the producer meant it.
@@ -43,7 +42,7 @@ type Publication struct {
 	At         time.Duration // when, after the start
 	WantReason string        // KindInvalid, KindRejected: the invalid queue's reason
 	Of         int           // KindDuplicate, KindConflict: the publication it repeats; else -1
-	Hash       string        // order.Order.Hash of a body that parses; "" otherwise
+	Hash       string        // the payload hash the consumer's record holds for a body that parses (Lane.describe); "" otherwise
 	Request    string        // the tax request of a body that parses, as JSON
 	// Forge, when set, puts a well-formed replay metadata attribute on the
 	// publication that the engine did not write (see forge.go): its
@@ -68,12 +67,13 @@ type Mix struct {
 type workload struct {
 	rng  *rand.Rand
 	seed uint64
+	lane Lane // the shape of the bodies
 	pubs []*Publication
 }
 
 // generate returns n publications spread over window, sorted by time.
-func generate(rng *rand.Rand, seed uint64, n int, window time.Duration, mix Mix) []*Publication {
-	w := &workload{rng: rng, seed: seed}
+func generate(rng *rand.Rand, seed uint64, n int, window time.Duration, mix Mix, lane Lane) []*Publication {
+	w := &workload{rng: rng, seed: seed, lane: lane}
 	var valid []*Publication
 	for len(w.pubs) < n {
 		at := time.Duration(rng.Int64N(int64(window)))
@@ -87,7 +87,7 @@ func generate(rng *rand.Rand, seed uint64, n int, window time.Duration, mix Mix)
 			w.add(&Publication{Kind: KindConflict, OrderID: of.OrderID, Body: w.validBody(of.OrderID, 99), At: of.At + time.Duration(rng.Int64N(int64(30*time.Minute))), Of: of.N})
 		case r < mix.Duplicate+mix.Conflict+mix.Invalid:
 			body, reason := w.invalidBody(len(w.pubs))
-			w.add(&Publication{Kind: KindInvalid, OrderID: replay.OrderID(body), Body: body, At: at, WantReason: reason, Of: -1})
+			w.add(&Publication{Kind: KindInvalid, OrderID: lane.keyOf(body), Body: body, At: at, WantReason: reason, Of: -1})
 		case r < mix.Duplicate+mix.Conflict+mix.Invalid+mix.Rejected:
 			id := fmt.Sprintf("ORD-%d-%06d-REJECT", seed, len(w.pubs))
 			w.add(&Publication{Kind: KindRejected, OrderID: id, Body: w.validBody(id, 0), At: at, WantReason: string(order.ReasonRejectedByTaxService), Of: -1})
@@ -137,17 +137,8 @@ func group(p *Publication, n int) string {
 
 func (w *workload) add(p *Publication) {
 	p.N = len(w.pubs)
-	describe(p)
+	w.lane.describe(p)
 	w.pubs = append(w.pubs, p)
-}
-
-// describe fills the fields derived from the body.
-func describe(p *Publication) {
-	if o, err := order.Parse([]byte(p.Body), 0); err == nil {
-		p.OrderID = o.OrderID
-		p.Hash = o.Hash()
-		p.Request = requestJSON(o)
-	}
 }
 
 // wireOrder is the order.created contract, for building bodies.
@@ -193,7 +184,40 @@ func (w *workload) validOrder(id string, variant int) wireOrder {
 	return o
 }
 
-func (w *workload) validBody(id string, variant int) string { return encode(w.validOrder(id, variant)) }
+func (w *workload) validBody(id string, variant int) string {
+	return w.encode(w.validOrder(id, variant))
+}
+
+// wireRefOrder is o as a RefKey lane's producer publishes it: the key at
+// order.ref, and a decoy orderId (see Lane.RefKey).
+type wireRefOrder struct {
+	EventType string     `json:"eventType"`
+	Version   int        `json:"version"`
+	Decoy     string     `json:"orderId"`
+	Order     wireRef    `json:"order"`
+	CreatedAt string     `json:"createdAt"`
+	Customer  wireCust   `json:"customer"`
+	Items     []wireItem `json:"items"`
+	Total     string     `json:"total"`
+	Currency  string     `json:"currency"`
+}
+
+type wireRef struct {
+	Ref string `json:"ref"`
+}
+
+// encode is the body of o in the lane's shape. On a RefKey lane every body
+// carries the same decoy orderId, a well-formed one: a toolkit that read
+// orderId would take every message for one order.
+func (w *workload) encode(o wireOrder) string {
+	if !w.lane.RefKey {
+		return encode(o)
+	}
+	return encode(wireRefOrder{
+		EventType: o.EventType, Version: o.Version, Decoy: fmt.Sprintf("ORD-%d-DECOY", w.seed), Order: wireRef{Ref: o.OrderID},
+		CreatedAt: o.CreatedAt, Customer: o.Customer, Items: o.Items, Total: o.Total, Currency: o.Currency,
+	})
+}
 
 // invalidBody returns a body that is invalid for one reason, and the reason.
 func (w *workload) invalidBody(n int) (string, string) {
@@ -201,29 +225,29 @@ func (w *workload) invalidBody(n int) (string, string) {
 	o := w.validOrder(id, 0)
 	switch w.rng.IntN(7) {
 	case 0:
-		b := encode(o)
+		b := w.encode(o)
 		return b[:len(b)/2], string(order.ReasonMalformedJSON)
 	case 1:
 		t := []byte(o.Customer.TaxID)
 		last := len(t) - 1
 		t[last] = '0' + (t[last]-'0'+1)%10
 		o.Customer.TaxID = string(t)
-		return encode(o), string(order.ReasonInvalidTaxID)
+		return w.encode(o), string(order.ReasonInvalidTaxID)
 	case 2:
 		o.Items, o.Total = []wireItem{}, "0.00"
-		return encode(o), string(order.ReasonNoItems)
+		return w.encode(o), string(order.ReasonNoItems)
 	case 3:
 		o.Total = money(parseCents(o.Total) + 1)
-		return encode(o), string(order.ReasonTotalMismatch)
+		return w.encode(o), string(order.ReasonTotalMismatch)
 	case 4:
 		o.Currency = "XYZ"
-		return encode(o), string(order.ReasonUnknownCurrency)
+		return w.encode(o), string(order.ReasonUnknownCurrency)
 	case 5:
 		o.Items[0].Quantity = 0
-		return encode(o), string(order.ReasonInvalidQuantity)
+		return w.encode(o), string(order.ReasonInvalidQuantity)
 	default:
 		o.OrderID = "   "
-		return encode(o), string(order.ReasonMissingOrderID)
+		return w.encode(o), string(order.ReasonMissingOrderID)
 	}
 }
 

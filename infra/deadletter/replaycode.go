@@ -1,0 +1,161 @@
+package deadletter
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+)
+
+// RootModule is the module whose functions/replay the lane deploys: the
+// module of the same release as this construct (infra/go.mod requires it).
+const RootModule = "github.com/homingdlq/homing"
+
+// ReplayPackage is the replay function's main package.
+const ReplayPackage = RootModule + "/functions/replay"
+
+// replayCode is the directory of the replay function's bootstrap: the
+// prebuilt one of Replay.CodeDir or CodeDir/replay when the props name one
+// (or the default CodeDir holds one, as `make build` writes it), else one
+// the lane builds from the root module its CDK app requires.
+func (r resolved) replayCode() (string, error) {
+	prebuilt := func(dir string) (string, error) {
+		abs, err := bootstrapDir(dir)
+		if err != nil {
+			return "", fmt.Errorf("%w (build it: `CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -tags lambda.norpc -trimpath -o %s/bootstrap %s`, "+
+				"`make build` in homing's repository; or set neither CodeDir nor Replay.CodeDir, and the lane builds it at synth)", err, r.goArch(), dir, ReplayPackage)
+		}
+		return abs, nil
+	}
+	switch {
+	case r.replay.codeDir != nil:
+		return prebuilt(*r.replay.codeDir)
+	case r.codeDirSet:
+		return prebuilt(filepath.Join(r.codeDir, "replay"))
+	}
+	if dir, err := bootstrapDir(filepath.Join(DefaultCodeDir, "replay")); err == nil {
+		return dir, nil
+	}
+	return buildReplay(r.goArch())
+}
+
+// goArch is the GOARCH of the lane's functions.
+func (r resolved) goArch() string {
+	if *r.architecture.Name() == *awslambda.Architecture_X86_64().Name() {
+		return "amd64"
+	}
+	return "arm64"
+}
+
+// goModule is what `go list -m -json` and `go mod download -json` say of a
+// module.
+type goModule struct {
+	Path, Version, Dir string
+	Replace            *goModule
+	Error              *struct{ Err string }
+}
+
+// buildReplay builds functions/replay of the root module that the CDK
+// app's module (the working directory's) requires, for Lambda on arch,
+// into a cache directory, and returns that directory. A tagged version is
+// built once per machine; a working tree (a workspace or a replace) on
+// every synth, from Go's build cache. The error says how to build it
+// instead.
+func buildReplay(arch string) (string, error) {
+	howto := fmt.Sprintf("the lane builds the replay function from %s at synth and could not; build it yourself "+
+		"(`CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -tags lambda.norpc -trimpath -o <dir>/bootstrap %s` in your CDK app's module, "+
+		"or unzip the release's replay_<version>_lambda_%s.zip into <dir>) and pass <dir> as ReplayProps.CodeDir", ReplayPackage, arch, ReplayPackage, arch)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("%s: no go command on PATH: %w", howto, err)
+	}
+	mod, err := locateRoot(goBin)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", howto, err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	version := mod.Version
+	if version == "" {
+		version = "devel"
+	}
+	out := filepath.Join(cache, "homing", "replay", version, arch)
+	if mod.Version != "" {
+		if dir, err := bootstrapDir(out); err == nil {
+			return dir, nil
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", fmt.Errorf("%s: %w", howto, err)
+	}
+	cmd := exec.Command(goBin, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(out, "bootstrap"), "./functions/replay")
+	cmd.Dir = mod.Dir
+	// The module as published: its own go.mod and go.sum, no workspace.
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=readonly")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s: go build in %s: %w: %s", howto, mod.Dir, err, strings.TrimSpace(stderr.String()))
+	}
+	return bootstrapDir(out)
+}
+
+// locateRoot finds the root module's source as the working directory's
+// module resolves it: a directory of the workspace or of a replace, or the
+// required version in the module cache (downloaded if it is not there).
+func locateRoot(goBin string) (goModule, error) {
+	var mod goModule
+	if err := goJSON(goBin, &mod, "list", "-m", "-json", RootModule); err != nil {
+		return mod, err
+	}
+	if mod.Replace != nil {
+		mod = *mod.Replace
+		if mod.Version == "" && !filepath.IsAbs(mod.Path) {
+			return mod, fmt.Errorf("%s is replaced by the relative directory %s, and `go list` gave no Dir", RootModule, mod.Path)
+		}
+	}
+	if mod.Dir != "" {
+		return mod, nil
+	}
+	if mod.Version == "" {
+		return mod, fmt.Errorf("`go list -m %s` names neither a directory nor a version", RootModule)
+	}
+	var dl goModule
+	if err := goJSON(goBin, &dl, "mod", "download", "-json", RootModule+"@"+mod.Version); err != nil {
+		return dl, err
+	}
+	if dl.Dir == "" {
+		return dl, fmt.Errorf("`go mod download %s@%s` gave no directory", RootModule, mod.Version)
+	}
+	dl.Version = mod.Version
+	return dl, nil
+}
+
+// goJSON runs the go command with args and decodes its JSON output into v.
+func goJSON(goBin string, v *goModule, args ...string) error {
+	cmd := exec.Command(goBin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		return fmt.Errorf("go %s: %w", strings.Join(args, " "), err)
+	}
+	if v.Error != nil {
+		return fmt.Errorf("go %s: %s", strings.Join(args, " "), v.Error.Err)
+	}
+	return nil
+}
+
+// errNoBootstrap is wrapped when a code directory holds no bootstrap.
+var errNoBootstrap = errors.New("no bootstrap")

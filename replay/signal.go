@@ -1,0 +1,223 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+)
+
+// The breaker's two signals, and the detection of a consumer that consumes
+// its replays without recording them. Both read what the engine already
+// sees: the sealed metadata of the messages its pass examines (the run that
+// replayed each), counted per recent replaying run in bounded counters,
+// and the run summaries the ledger keeps.
+
+// The signals a route's breaker reads ([RouteSummary.BreakerSignal]).
+const (
+	// SignalCompletions: the consumer's completion records of the keys
+	// the latest runs replayed, and one of their replays back in the DLQ.
+	SignalCompletions = "completions"
+	// SignalDLQ: how many of a run's replays come back to the DLQ, on a
+	// route whose consumer writes no completion records (or whose records
+	// are missing).
+	SignalDLQ = "dlq"
+)
+
+// UnrecordedRuns is how many consecutive runs the canary holds a route
+// whose replays neither complete in the records nor come back to the DLQ
+// before the engine reports the records missing and stops holding it. A
+// failed replay comes back after maxReceiveCount × the source's visibility
+// timeout; three runs leave it time to, on every schedule the construct
+// sets, so a slow outage is not taken for missing records (and if it were,
+// the route's breaker still reads the DLQ).
+const UnrecordedRuns = 3
+
+// Return is what a run saw of an earlier run's replays on a route: how
+// many it replayed, and how many of them its pass found back in the DLQ.
+type Return struct {
+	RunID    string `json:"runId"`
+	Replayed int    `json:"replayed"`
+	Back     int    `json:"back"`
+}
+
+// watched is a recent replaying run whose replays a pass counts back.
+type watched struct {
+	Return
+	startedAt time.Time
+	probe     bool // its replays probed an open breaker
+	before    int  // the most of its replays an earlier pass saw back
+}
+
+// seen is the most of w's replays any pass has seen back: this one's or an
+// earlier one's. A message a pass leaves in the DLQ is seen by the next
+// pass again, so counts of two passes are never added.
+func (w *watched) seen() int { return max(w.Back, w.before) }
+
+// failing reports whether most of w's replays came back: at least half,
+// of at least minEvidence. Half, not all: a replay comes back only after
+// maxReceiveCount × the source's visibility timeout, so when a pass meets
+// the first ones others are still being retried; an outage that began
+// during the run lets its first replays through; and a run's replays are
+// counted once each, where SQS delivers at least once. A run whose
+// messages fail on their own brings back a few, not half: those are
+// parked after their replays. Should many fail on their own together, the
+// breaker gives back at most MaxReplays replays to each, so they are
+// parked in the end as well.
+func (w *watched) failing() bool {
+	return w.Replayed >= minEvidence && 2*w.seen() >= w.Replayed
+}
+
+// watchRuns returns the latest replaying runs of a route (at most
+// maxSuspects), latest first, with what the passes since each saw back.
+func watchRuns(replaying []routeRun, all []routeRun) []watched {
+	var out []watched
+	for _, h := range replaying[:min(len(replaying), maxSuspects)] {
+		w := watched{Return: Return{RunID: h.runID, Replayed: h.rs.Replayed}, startedAt: h.startedAt, probe: h.rs.Probe}
+		for _, o := range all {
+			if i := slices.IndexFunc(o.rs.Returned, func(x Return) bool { return x.RunID == h.runID }); i >= 0 {
+				w.before = max(w.before, o.rs.Returned[i].Back)
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// countBack counts, per watched run, the messages of items it replayed.
+// It holds the run's lock.
+func (p *pass) countBack(items []*item) {
+	for _, it := range items {
+		if !it.msg.hasMeta {
+			continue
+		}
+		if i := slices.IndexFunc(p.watched, func(w watched) bool { return w.RunID == it.msg.meta.RunID }); i >= 0 {
+			p.watched[i].Back++
+		}
+	}
+}
+
+// dlqGate is the canary gate of a route whose breaker reads the DLQ: no
+// canary (nothing tells a completed replay from one still on its way), and
+// the breaker: closed while it is open and no probe is due; at a probe's
+// time, it stays open when most of the latest probe's replays came back,
+// and closes when they did not. A probe is judged no sooner than the time
+// a failed replay took to come back when the breaker opened
+// ([Breaker.ReturnAfter]).
+func (r *run) dlqGate(p *pass, detail string) Gate {
+	p.rs.BreakerSignal = SignalDLQ
+	g := Gate{Name: GateCanary, Decision: GateSkipped, Detail: detail}
+	b := p.rs.Breaker
+	if b == nil || !b.Open {
+		return g
+	}
+	var probe *watched
+	if len(p.watched) > 0 && p.watched[0].probe {
+		probe = &p.watched[0]
+	}
+	switch {
+	case r.now().Before(b.ProbeAt):
+		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; breaker open on the DLQ signal; next probe at %s", detail, b.ProbeAt.UTC().Format(time.RFC3339))
+		return g
+	case probe != nil && probe.failing():
+		b.addFailed(probe.RunID)
+		detail = fmt.Sprintf("%s; breaker open: %d of the %d replays of probe %s came back to the DLQ", detail, probe.seen(), probe.Replayed, probe.RunID)
+	case probe != nil:
+		// The probe's replays did not come back (or were too few to tell
+		// an outage from a bad message): the system works again.
+		b.Open, b.Trips, b.ProbeAt = false, 0, time.Time{}
+		g.Decision, g.Detail = GateOpen, fmt.Sprintf("%s; breaker closed: %d of the %d replays of probe %s came back to the DLQ", detail, probe.seen(), probe.Replayed, probe.RunID)
+		return g
+	default:
+		detail += "; breaker open on the DLQ signal"
+	}
+	b.Trips++
+	b.ProbeAt = r.now().Add(max(r.e.opts.Policy.ceiling(b.Trips-1), b.ReturnAfter))
+	p.rs.Probe = true
+	g.Decision, g.Detail, g.Limit = GateLimited, detail+"; probing", r.e.opts.CanaryLimit
+	return g
+}
+
+// watchDLQ trips the breaker of a route on the DLQ signal when most of a
+// watched run's replays are back (see [watched.failing]), and gives back
+// the replays of every such run. It holds the run's lock.
+func (r *run) watchDLQ(ctx context.Context, p *pass, now time.Time) {
+	b := p.rs.Breaker
+	var trip *watched
+	for i := range p.watched {
+		w := &p.watched[i]
+		if !w.failing() || b.failed(w.RunID) {
+			continue
+		}
+		if b == nil {
+			b = &Breaker{}
+			p.rs.Breaker = b
+		}
+		b.addFailed(w.RunID)
+		if !b.Open && trip == nil {
+			trip = w
+		}
+	}
+	if trip == nil {
+		return
+	}
+	b.Open = true
+	b.Trips = 1
+	b.ReturnAfter = max(0, now.Sub(trip.startedAt))
+	b.ProbeAt = now.Add(max(r.e.opts.Policy.ceiling(0), b.ReturnAfter))
+	g := Gate{Name: GateCanary, Decision: GateClosed, Detail: fmt.Sprintf(
+		"breaker open on the DLQ signal: %d of the %d messages run %s replayed are back in the DLQ; next probe at %s",
+		trip.seen(), trip.Replayed, trip.RunID, b.ProbeAt.UTC().Format(time.RFC3339))}
+	if i := slices.IndexFunc(p.rs.Gates, func(g Gate) bool { return g.Name == GateCanary }); i >= 0 {
+		p.rs.Gates[i] = g
+	}
+	r.logGate(ctx, p.route.DLQURL, g)
+	p.replayLeft, p.gated = 0, true
+}
+
+// recordsGone is the detail of a route whose records are missing.
+func (r *run) recordsGone(p *pass) string {
+	return fmt.Sprintf("records missing: for %d runs the replays of route %s were consumed (none came back to the DLQ) but none completed in the records of consumer %q under key expression %q; check that the consumer writes homing's completion records (<CONSUMER_NAME>#<key>, see docs/RELIABILITY.md), that CONSUMER_NAME is its scope, and that the route's key expression is the consumer's key; until a replayed key completes the route runs without records",
+		UnrecordedRuns, p.route.Name, r.e.opts.Consumer, p.route.Key)
+}
+
+// noteUnrecorded updates the route's count of runs held at the canary with
+// replays that neither completed nor came back, once its pass is over, and
+// reports the records missing when it reaches [UnrecordedRuns]: a log line
+// at WARN; the summary's RecordsMissing and the metric of the same name
+// follow from it.
+func (r *run) noteUnrecorded(ctx context.Context, p *pass, last *RouteSummary) {
+	rs := p.rs
+	rs.Returned = nil
+	for _, w := range p.watched {
+		rs.Returned = append(rs.Returned, w.Return)
+	}
+	if rs.RecordsMissing || !p.unrecorded {
+		return
+	}
+	if rs.StopReason != StopDrained && rs.StopReason != StopPass && rs.StopReason != StopGate {
+		return // the pass did not see the whole DLQ: no evidence either way
+	}
+	if slices.ContainsFunc(p.watched, func(w watched) bool { return w.Back > 0 }) {
+		return
+	}
+	rs.Unrecorded = 1
+	if last != nil {
+		rs.Unrecorded += last.Unrecorded
+	}
+	if rs.Unrecorded < UnrecordedRuns {
+		return
+	}
+	rs.RecordsMissing = true
+	rs.RecordsMissingDetail = r.recordsGone(p)
+	r.warnRecordsMissing(ctx, p)
+}
+
+// warnRecordsMissing logs, at WARN, that the route's records are missing:
+// once a run while they are.
+func (r *run) warnRecordsMissing(ctx context.Context, p *pass) {
+	r.e.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "replay records missing",
+		slog.String("runId", r.id), slog.String("queue", p.route.DLQURL), slog.String("route", p.route.Name),
+		slog.String("consumer", r.e.opts.Consumer), slog.String("key", p.route.Key), slog.String("reason", p.rs.RecordsMissingDetail))
+}
