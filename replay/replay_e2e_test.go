@@ -40,6 +40,7 @@ func newLane(t *testing.T, fifo bool) *lane {
 	}
 	l := &lane{sqs: q, ledger: dynamo.NewLedger(db, emulatortest.LedgerTable(t, db), nil)}
 	l.route.Name = "orders"
+	l.route.Key = "orderId" // the bodies are the sample's orders
 	l.route.DLQURL, _ = emulatortest.Queue(t, q, emulatortest.Name(t, "dlq")+suffix)
 	l.route.SourceURL, _ = emulatortest.Queue(t, q, emulatortest.Name(t, "src")+suffix)
 	l.route.ParkingURL, _ = emulatortest.Queue(t, q, emulatortest.Name(t, "park")+suffix)

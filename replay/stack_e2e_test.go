@@ -227,7 +227,7 @@ func TestDeployedCrashBetweenSendAndDelete(t *testing.T) {
 	crashing := replay.New(s.sqs, ledger, replay.Options{Policy: replay.Policy{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}})
 	errCrash := errors.New("crash between send and delete")
 	replay.SetAfterSend(crashing, func(string, []string) error { return errCrash })
-	route := replay.Route{Name: "crash-test", DLQURL: s.out[settings.OutputDeadLetterQueueURL], SourceURL: s.out[settings.OutputSourceQueueURL], ParkingURL: s.out[settings.OutputParkingQueueURL]}
+	route := replay.Route{Name: "crash-test", Key: "orderId", DLQURL: s.out[settings.OutputDeadLetterQueueURL], SourceURL: s.out[settings.OutputSourceQueueURL], ParkingURL: s.out[settings.OutputParkingQueueURL]}
 	sum, _ := crashing.Run(context.Background(), replay.Request{Routes: []replay.Route{route}, Filter: replay.Filter{Keys: []string{id}}})
 	if sum.Total.Replayed != 1 {
 		t.Fatalf("the crashing run sent %d, want 1 (summary %+v)", sum.Total.Replayed, sum)
