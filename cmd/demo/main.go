@@ -48,6 +48,11 @@ type demo struct {
 	tax     *drill.TaxAdmin
 	started time.Time
 	show    progress
+	// invalidSeen are the records (source message ids) whose verdict the
+	// demo took from the invalid queue: a standard queue delivers at least
+	// once, and an SDK retry of a send whose answer was lost leaves two
+	// copies of one verdict, which is one invalid record.
+	invalidSeen map[string]bool
 }
 
 func run(ctx context.Context) error {
@@ -174,11 +179,18 @@ func (d *demo) takeInvalid(ctx context.Context, run string, into map[string]int)
 	if err != nil {
 		return err
 	}
+	if d.invalidSeen == nil {
+		d.invalidSeen = map[string]bool{}
+	}
 	for _, m := range mine {
 		meta, _, _, err := invalid.Read(m.MessageAttributes)
 		if err != nil {
 			return err
 		}
+		if d.invalidSeen[meta.MessageID] {
+			continue
+		}
+		d.invalidSeen[meta.MessageID] = true
 		into[meta.Reason]++
 	}
 	return nil
