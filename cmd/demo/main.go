@@ -268,7 +268,7 @@ func (d *demo) report(ctx context.Context, s story, run string, invalidReasons m
 	}
 	fmt.Println("\nEvery order is accounted for.")
 	// The local stack holds two lanes (orders, and the example's payments).
-	look := fmt.Sprintf("export HOMING_LANE=orders; bin/dlq inspect; bin/dlq audit --runs 5; bin/dlq audit --order %s", s.valid[0])
+	look := fmt.Sprintf("export HOMING_LANE=orders; bin/dlq inspect; bin/dlq audit --runs 5; bin/dlq audit --key %s", s.valid[0])
 	if os.Getenv("KEEP") != "" {
 		fmt.Printf("The stack is still up. Look around with the operator's CLI:\n  %s\nand stop it with: make emulator-down\n", look)
 	} else {
