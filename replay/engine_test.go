@@ -411,7 +411,7 @@ func (q cancelAtSend) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMess
 }
 
 // ctxLedger fails every call on a done context, as the DynamoDB ledger does.
-type ctxLedger struct{ *replay.MemoryLedger }
+type ctxLedger struct{ *replaytest.MemoryLedger }
 
 func (l ctxLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
 	if err := ctx.Err(); err != nil {

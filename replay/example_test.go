@@ -24,7 +24,7 @@ func ExampleEngine_Run() {
 	route.SourceURL, _ = q.CreateQueue("orders", nil)
 	route.ParkingURL, _ = q.CreateQueue("orders-parking", nil)
 
-	ledger := replay.NewMemoryLedger(clock.Now) // in production: dynamo.NewLedger
+	ledger := replaytest.NewMemoryLedger(clock.Now) // in production: dynamo.NewLedger
 
 	ctx := context.Background()
 	_, _ = q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(route.DLQURL), MessageBody: aws.String(`{"orderId":"ORD-1"}`)})

@@ -30,7 +30,7 @@ type harness struct {
 	t       *testing.T
 	clock   *replaytest.Clock
 	q       *replaytest.MemoryQueue
-	ledger  *replay.MemoryLedger
+	ledger  *replaytest.MemoryLedger
 	route   replay.Route
 	logs    bytes.Buffer
 	metrics bytes.Buffer
@@ -42,7 +42,7 @@ func newHarness(t *testing.T, fifo bool, dlqAttrs map[string]string) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: replaytest.NewClock(time.Now().UTC().Truncate(time.Second))}
 	h.q = replaytest.NewMemoryQueue(h.clock.Now)
-	h.ledger = replay.NewMemoryLedger(h.clock.Now)
+	h.ledger = replaytest.NewMemoryLedger(h.clock.Now)
 	h.route = h.newRoute("orders", fifo, dlqAttrs)
 	return h
 }

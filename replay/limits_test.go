@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/replaytest"
 )
 
 // tickingQueue moves the clock on by step at every receive: a pass over a
@@ -199,7 +200,7 @@ func TestRefundsAreBounded(t *testing.T) {
 // after the lease of its INTENT ran out: between the two, another run could
 // have taken the message over and sent it too.
 type heldLeaseLedger struct {
-	*replay.MemoryLedger
+	*replaytest.MemoryLedger
 	t   *testing.T
 	now func() time.Time
 	mu  sync.Mutex
@@ -356,7 +357,7 @@ func TestForeignMetadataIsNeverTrusted(t *testing.T) {
 }
 
 // sealLedger fails the reads of the seal key.
-type sealLedger struct{ *replay.MemoryLedger }
+type sealLedger struct{ *replaytest.MemoryLedger }
 
 func (l sealLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
 	if r.HistoryKey == replay.SealKeyHistoryKey {

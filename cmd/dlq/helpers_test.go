@@ -35,7 +35,7 @@ type fixture struct {
 	t       *testing.T
 	clock   *replaytest.Clock
 	q       *replaytest.MemoryQueue
-	ledger  *replay.MemoryLedger
+	ledger  *replaytest.MemoryLedger
 	items   *fakeItems
 	outputs map[string]string // lane orders: lane output key -> value
 	file    string            // the outputs file
@@ -63,7 +63,7 @@ func newFixture(t *testing.T) *fixture {
 		calls: map[string]int{}, urls: map[string]string{}, vars: map[string]string{}, tagging: &fakeTagging{},
 	}
 	f.q = replaytest.NewMemoryQueue(f.clock.Now)
-	f.ledger = replay.NewMemoryLedger(f.clock.Now)
+	f.ledger = replaytest.NewMemoryLedger(f.clock.Now)
 	f.q.CallFault = func(op, _ string) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()

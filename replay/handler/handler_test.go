@@ -31,7 +31,7 @@ import (
 type fixture struct {
 	clock   *replaytest.Clock
 	q       *replaytest.MemoryQueue
-	ledger  *replay.MemoryLedger
+	ledger  *replaytest.MemoryLedger
 	routes  []replay.Route
 	health  error
 	handler lambda.Handler
@@ -43,7 +43,7 @@ func newFixture(t *testing.T, env map[string]string) *fixture {
 	t.Helper()
 	f := &fixture{clock: replaytest.NewClock(time.Now().UTC().Truncate(time.Second))}
 	f.q = replaytest.NewMemoryQueue(f.clock.Now)
-	f.ledger = replay.NewMemoryLedger(f.clock.Now)
+	f.ledger = replaytest.NewMemoryLedger(f.clock.Now)
 	for _, name := range []string{"orders", "payments"} {
 		r := replay.Route{Name: name}
 		for _, q := range []struct {

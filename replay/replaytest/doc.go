@@ -9,8 +9,9 @@
 //     included), with [QueueFeatures] declaring the documented behaviours
 //     an implementation lacks and [RunQueueGaps] keeping each declaration
 //     true;
-//   - [RunLedger], the contract every replay.Ledger passes (replay's
-//     MemoryLedger in unit tests, the DynamoDB ledger on the emulator);
+//   - [MemoryLedger], an in-memory replay.Ledger with the DynamoDB one's
+//     semantics, and [RunLedger], the contract every replay.Ledger passes
+//     (MemoryLedger in unit tests, the DynamoDB ledger on the emulator);
 //   - [MemoryCompletions] and [RunCompletions], the same for
 //     replay.Completions;
 //   - [Clock], a manual clock whose Sleep advances it.

@@ -39,7 +39,7 @@ func ExampleMemoryQueue() {
 	fmt.Println("in the DLQ:", len(q.Messages(route.DLQURL)))
 
 	clock.Advance(time.Hour) // past the first replay's backoff
-	e := replay.New(q, replay.NewMemoryLedger(clock.Now), replay.Options{
+	e := replay.New(q, replaytest.NewMemoryLedger(clock.Now), replay.Options{
 		Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Sleep: clock.Sleep,
 	})
 	s, err := e.Run(ctx, replay.Request{Routes: []replay.Route{route}})

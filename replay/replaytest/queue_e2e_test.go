@@ -153,7 +153,7 @@ func TestEngineReplaysARedriveOnEachQueue(t *testing.T) {
 						}
 					}
 				}
-				engine := replay.New(q, replay.NewMemoryLedger(nil), replay.Options{
+				engine := replay.New(q, replaytest.NewMemoryLedger(nil), replay.Options{
 					Policy:         replay.Policy{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond},
 					DecisionWindow: time.Second,
 					Logger:         slog.New(slog.DiscardHandler),

@@ -2,7 +2,7 @@
 // simulation of the whole system that runs the real code (the batch
 // processor, the invoicing handler and the idempotent receiver over
 // idempotency.MemoryStore, the invalid-message publisher, and the replay
-// engine over replay.MemoryLedger) against models of everything around it,
+// engine over replaytest.MemoryLedger) against models of everything around it,
 // on one simulated clock, all driven by one seed.
 //
 // # Models

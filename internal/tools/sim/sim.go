@@ -194,7 +194,7 @@ type Sim struct {
 	trace  *Trace
 	sqs    *sqsModel
 	store  *store
-	ledger *replay.MemoryLedger
+	ledger *replaytest.MemoryLedger
 	// sealKey is the ledger's seal key: the simulation takes the metadata
 	// of a message as the engine's when its seal verifies (see ours).
 	sealKey []byte
@@ -260,7 +260,7 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s.sqs.lane = cfg.Lane
 	s.store = &store{MemoryStore: idempotency.NewMemoryStore(), s: s}
-	s.ledger = replay.NewMemoryLedger(s.clock.Now)
+	s.ledger = replaytest.NewMemoryLedger(s.clock.Now)
 	if s.sealKey, err = replay.SealKey(context.Background(), s.ledger, Start); err != nil {
 		return nil, err
 	}

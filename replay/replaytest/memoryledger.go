@@ -1,4 +1,4 @@
-package replay
+package replaytest
 
 import (
 	"cmp"
@@ -8,17 +8,19 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/homingdlq/homing/replay"
 )
 
-// MemoryLedger is an in-memory [Ledger] with the same semantics as the
+// MemoryLedger is an in-memory [replay.Ledger] with the same semantics as the
 // DynamoDB one, for tests and single-process use. It is safe for concurrent
 // use.
 type MemoryLedger struct {
 	now func() time.Time
 
 	mu        sync.Mutex
-	histories map[string]map[string]MessageRecord // history key -> DLQ message id -> record
-	runs      []storedRun                         // sorted by StartedAt, then RunID
+	histories map[string]map[string]replay.MessageRecord // history key -> DLQ message id -> record
+	runs      []storedRun                                // sorted by StartedAt, then RunID
 }
 
 type storedRun struct {
@@ -34,10 +36,10 @@ func NewMemoryLedger(now func() time.Time) *MemoryLedger {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryLedger{now: now, histories: map[string]map[string]MessageRecord{}}
+	return &MemoryLedger{now: now, histories: map[string]map[string]replay.MessageRecord{}}
 }
 
-var _ BatchLedger = (*MemoryLedger)(nil)
+var _ replay.BatchLedger = (*MemoryLedger)(nil)
 
 // maxPartitionKey is DynamoDB's limit on a partition key, in bytes; the
 // memory ledger enforces it too, so that a key that grows with its input
@@ -51,72 +53,72 @@ func checkKey(key string) error {
 	return nil
 }
 
-// Mark implements [Ledger].
-func (m *MemoryLedger) Mark(_ context.Context, r MessageRecord) (MessageRecord, bool, error) {
+// Mark implements [replay.Ledger].
+func (m *MemoryLedger) Mark(_ context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
 	if err := checkKey(r.HistoryKey); err != nil {
-		return MessageRecord{}, false, err
+		return replay.MessageRecord{}, false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	msgs := m.histories[r.HistoryKey]
-	var cur *MessageRecord
+	var cur *replay.MessageRecord
 	if c, ok := msgs[r.MessageID]; ok && m.now().Before(c.ExpiresAt) {
 		cur = &c
 	}
-	if !Transition(cur, r) {
+	if !replay.Transition(cur, r) {
 		if cur == nil {
-			return MessageRecord{}, false, nil
+			return replay.MessageRecord{}, false, nil
 		}
 		return *cur, false, nil
 	}
 	if cur != nil && !cur.FirstSeenAt.IsZero() {
 		r.FirstSeenAt = cur.FirstSeenAt
 	}
-	if r.State != Intent {
+	if r.State != replay.Intent {
 		r.LeaseUntil = time.Time{}
 	}
 	if msgs == nil {
-		msgs = map[string]MessageRecord{}
+		msgs = map[string]replay.MessageRecord{}
 		m.histories[r.HistoryKey] = msgs
 	}
 	msgs[r.MessageID] = r
 	if cur == nil {
-		return MessageRecord{}, true, nil
+		return replay.MessageRecord{}, true, nil
 	}
 	return *cur, true, nil
 }
 
-// MarkBatch implements [BatchLedger].
-func (m *MemoryLedger) MarkBatch(ctx context.Context, records []MessageRecord) []Marked {
-	out := make([]Marked, len(records))
+// MarkBatch implements [replay.BatchLedger].
+func (m *MemoryLedger) MarkBatch(ctx context.Context, records []replay.MessageRecord) []replay.Marked {
+	out := make([]replay.Marked, len(records))
 	for i, r := range records {
 		out[i].Record, out[i].OK, out[i].Err = m.Mark(ctx, r)
 	}
 	return out
 }
 
-// History implements [Ledger]; the records come sorted by FirstSeenAt.
-func (m *MemoryLedger) History(_ context.Context, historyKey string) ([]MessageRecord, error) {
+// History implements [replay.Ledger]; the records come sorted by FirstSeenAt.
+func (m *MemoryLedger) History(_ context.Context, historyKey string) ([]replay.MessageRecord, error) {
 	if err := checkKey(historyKey); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	var out []MessageRecord
+	var out []replay.MessageRecord
 	for _, r := range m.histories[historyKey] {
 		if now.Before(r.ExpiresAt) {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b MessageRecord) int {
+	slices.SortFunc(out, func(a, b replay.MessageRecord) int {
 		return cmp.Or(a.FirstSeenAt.Compare(b.FirstSeenAt), cmp.Compare(a.MessageID, b.MessageID))
 	})
 	return out, nil
 }
 
-// PutRun implements [Ledger].
-func (m *MemoryLedger) PutRun(_ context.Context, s Summary, expiresAt time.Time) error {
+// PutRun implements [replay.Ledger].
+func (m *MemoryLedger) PutRun(_ context.Context, s replay.Summary, expiresAt time.Time) error {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encode run %s: %w", s.RunID, err)
@@ -137,26 +139,26 @@ func compareRuns(a, b storedRun) int {
 	return cmp.Or(a.startedAt.Compare(b.startedAt), cmp.Compare(a.runID, b.runID))
 }
 
-// LastRun implements [Ledger].
-func (m *MemoryLedger) LastRun(ctx context.Context) (Summary, bool, error) {
+// LastRun implements [replay.Ledger].
+func (m *MemoryLedger) LastRun(ctx context.Context) (replay.Summary, bool, error) {
 	runs, err := m.Runs(ctx, 1)
 	if err != nil || len(runs) == 0 {
-		return Summary{}, false, err
+		return replay.Summary{}, false, err
 	}
 	return runs[0], true, nil
 }
 
-// Runs implements [Ledger].
-func (m *MemoryLedger) Runs(_ context.Context, n int) ([]Summary, error) {
+// Runs implements [replay.Ledger].
+func (m *MemoryLedger) Runs(_ context.Context, n int) ([]replay.Summary, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	var out []Summary
+	var out []replay.Summary
 	for i := len(m.runs) - 1; i >= 0 && len(out) < n; i-- {
 		if !now.Before(m.runs[i].expiresAt) {
 			continue
 		}
-		var s Summary
+		var s replay.Summary
 		if err := json.Unmarshal(m.runs[i].summary, &s); err != nil {
 			return nil, fmt.Errorf("decode run %s: %w", m.runs[i].runID, err)
 		}

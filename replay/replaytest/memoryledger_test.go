@@ -1,4 +1,4 @@
-package replay_test
+package replaytest_test
 
 import (
 	"testing"
@@ -9,5 +9,5 @@ import (
 )
 
 func TestMemoryLedgerContract(t *testing.T) {
-	replaytest.RunLedger(t, func(_ *testing.T, now func() time.Time) replay.Ledger { return replay.NewMemoryLedger(now) })
+	replaytest.RunLedger(t, func(_ *testing.T, now func() time.Time) replay.Ledger { return replaytest.NewMemoryLedger(now) })
 }
