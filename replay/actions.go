@@ -436,13 +436,11 @@ var errLeaseLost = errors.New("another run holds the message")
 // fails is a warning; a delete that fails leaves the record for the next
 // run to recover; a delete before its record is written and a crash leave
 // the message gone with its INTENT, the audit of a move that happened).
-// In lockstep, and under the test-only crash hook, the records go first and
-// the deletes after them. Then it hides the delayed messages and holds the
-// ones left for a later run. It runs to the end even when ctx is done:
-// what was sent must be recorded and deleted, or the next run finds an
-// expired INTENT and sends it again. An error means the run must stop (the
-// crash hook).
-func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) error {
+// In lockstep the records go first and the deletes after them. Then it
+// hides the delayed messages and holds the ones left for a later run. It
+// runs to the end even when ctx is done: what was sent must be recorded and
+// deleted, or the next run finds an expired INTENT and sends it again.
+func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	var deleted map[string]error // the deletes that failed
@@ -453,7 +451,7 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) error {
 	} else {
 		var wg sync.WaitGroup
 		remove := func() { deleted = r.remove(fctx, p, b) }
-		together := !r.e.opts.Lockstep && r.e.afterSend == nil
+		together := !r.e.opts.Lockstep
 		if together {
 			wg.Go(remove)
 		}
@@ -466,11 +464,6 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) error {
 			c.apply(r, <-c.done) // written by the next batch's claim, or flushed
 		}
 		if !together {
-			if err := r.crashHook(p, b); err != nil {
-				r.account(p, b)
-				r.logItems(ctx, p, b)
-				return err
-			}
 			remove()
 		}
 		r.removed(b, deleted)
@@ -479,7 +472,6 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) error {
 	r.release(ctx, p, b)
 	r.account(p, b)
 	r.logItems(ctx, p, b)
-	return nil
 }
 
 // forget ends the way of a batch's messages in the run's memory of the ids
@@ -492,23 +484,6 @@ func (r *run) forget(b *batch, failed map[string]error) {
 		_, bad := failed[it.msg.id]
 		r.seen.done(it.msg.id, !r.req.DryRun && (it.sent || it.outcome == OutcomeRecovered) && !bad)
 	}
-}
-
-// crashHook calls the test-only hook with the ids of the messages sent.
-func (r *run) crashHook(p *pass, b *batch) error {
-	if r.e.afterSend == nil {
-		return nil
-	}
-	var ids []string
-	for _, it := range b.items {
-		if it.sent {
-			ids = append(ids, it.msg.id)
-		}
-	}
-	if err := r.e.afterSend(p.route.Name, ids); err != nil {
-		return fmt.Errorf("after send: %w", err)
-	}
-	return nil
 }
 
 // settle writes SENT, PARKED or RESOLVED over the movers' INTENT. A

@@ -17,11 +17,6 @@ type Engine struct {
 
 	keyMu sync.Mutex
 	key   []byte // the seal key, once read (see seal.go)
-
-	// afterSend, when set (by tests only, see export_test.go), is called
-	// after a batch's sends and ledger marks and before its deletes; an
-	// error stops the run there, as a crash would.
-	afterSend func(route string, ids []string) error
 }
 
 // New returns an Engine on the queues of q and the ledger l.

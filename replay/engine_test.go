@@ -387,8 +387,6 @@ func TestFailedDeleteLeavesSentAndTheNextRunDeletesWithoutSending(t *testing.T) 
 	}
 }
 
-var errCrash = errors.New("simulated crash")
-
 // cancelAtSend cancels the run's context as soon as its sends went out, the
 // way a Ctrl-C or the invocation deadline can; its DeleteMessageBatch fails
 // on a done context, as the SDK's does.
@@ -438,38 +436,6 @@ func TestCancelledAfterSendingStillSettles(t *testing.T) {
 	h.run(h.engine(), replay.Request{})
 	if n := len(h.q.Messages(h.route.SourceURL)); n != 3 {
 		t.Fatalf("%d in the source after the next run, want 3 (none sent twice)", n)
-	}
-}
-
-func TestCrashBetweenSendAndDeleteIsHarmless(t *testing.T) {
-	h := newHarness(t, false, nil)
-	h.orders("C", 5)
-	h.clock.Advance(due)
-	crashing := h.engine()
-	var crashedWith []string
-	replay.SetAfterSend(crashing, func(route string, ids []string) error {
-		crashedWith = ids
-		return errCrash
-	})
-	s, err := h.tryRun(context.Background(), crashing, replay.Request{})
-	if !errors.Is(err, errCrash) || s.Routes[0].StopReason != replay.StopError || len(crashedWith) != 5 {
-		t.Fatalf("err = %v, stop = %s, sent before the crash: %d", err, s.Routes[0].StopReason, len(crashedWith))
-	}
-	if n := len(h.q.Messages(h.route.SourceURL)); n != 5 {
-		t.Fatalf("%d in the source", n)
-	}
-	if n := len(h.q.Messages(h.route.DLQURL)); n != 5 {
-		t.Fatalf("%d in the DLQ", n)
-	}
-
-	h.clock.Advance(window)
-	s = h.run(h.engine(), replay.Request{})
-	checkCounts(t, s.Total, counts{Examined: 5, Recovered: 5})
-	if n := len(h.q.Messages(h.route.SourceURL)); n != 5 {
-		t.Fatalf("%d in the source after the recovery, want 5 (none sent twice)", n)
-	}
-	if n := len(h.q.Messages(h.route.DLQURL)); n != 0 {
-		t.Fatalf("%d left in the DLQ", n)
 	}
 }
 

@@ -57,12 +57,18 @@ type Options struct {
 	// out no message of a group while an earlier one is in flight), and a
 	// batch keeps the order of each group.
 	Workers int
-	// Lockstep makes a worker finish a batch (its ledger records, its
-	// deletes) before it receives the next one, instead of overlapping the
-	// two: about one round trip slower per batch, but every call of a
-	// worker then happens in a fixed order, which a deterministic
-	// simulation needs. FIFO routes always run in lockstep: a group is free
-	// again only once the batch's deletes are done.
+	// Lockstep makes a worker finish a batch, its final ledger records
+	// first and then its deletes, before it receives the next one. By
+	// default the finish overlaps the next batch's receive and claim, and
+	// the final records ride with that claim beside the deletes: about one
+	// round trip per batch faster, but a crash between a batch's sends and
+	// its final records has the next run send those messages again (the
+	// consumer's idempotency absorbs the copies). In lockstep a crash
+	// after the records leaves them, and the next run deletes the messages
+	// without sending them. Every call of a worker then also happens in a
+	// fixed order, for a deterministic replay of a run. FIFO routes always
+	// run in lockstep: a group is free again only once the batch's deletes
+	// are done.
 	Lockstep bool
 	// Health is the downstream health probe of the health gate; nil skips
 	// the gate.

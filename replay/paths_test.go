@@ -302,10 +302,9 @@ func TestFIFOResetCountIsDeterministic(t *testing.T) {
 	meta := &replay.Metadata{ReplayCount: 3, OriginalMessageID: "orig-1", Reason: replay.ReasonReplayExhausted}
 	h.deadLetter(parked, msg{body: order("ORD-RESET"), group: "g1", meta: meta})
 	h.clock.Advance(due)
-	crashing := replay.New(h.q, failSent{h.ledger}, h.options())
-	errCrash := errors.New("crash")
-	replay.SetAfterSend(crashing, func(string, []string) error { return errCrash })
-	if s, err := crashing.Run(context.Background(), replay.Request{Routes: []replay.Route{parked}, ResetCount: true}); !errors.Is(err, errCrash) {
+	crash := replaytest.NewCrash(replaytest.AtFirst("DeleteMessageBatch"))
+	crashing := replay.New(crash.Queue(h.q), crash.Ledger(failSent{h.ledger}), h.options())
+	if s, err := crashing.Run(context.Background(), replay.Request{Routes: []replay.Route{parked}, ResetCount: true}); !errors.Is(err, replaytest.ErrCrash) {
 		t.Fatalf("err = %v, %+v", err, s)
 	}
 	h.clock.Advance(window)

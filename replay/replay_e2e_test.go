@@ -21,6 +21,7 @@ import (
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/replaytest"
 )
 
 // lane is one route on real queues on the emulator, with a DynamoDB ledger.
@@ -49,14 +50,19 @@ func newLane(t *testing.T, fifo bool) *lane {
 
 // engine replays at once (a backoff of at most 1 ms) and hides messages it
 // leaves for at most about 2 s.
-func (l *lane) engine() *replay.Engine { return l.engineOn(l.sqs) }
+func (l *lane) engine() *replay.Engine { return l.engineWith(l.sqs, l.ledger) }
 
-// engineOn is engine on q, the lane's queues seen through a wrapper.
-func (l *lane) engineOn(q replay.Queue) *replay.Engine {
-	return replay.New(q, l.ledger, replay.Options{
+// engineWith is an engine on the ports q and ledger (the lane's, or
+// wrappers of them), with its options modified by mod.
+func (l *lane) engineWith(q replay.Queue, ledger replay.Ledger, mod ...func(*replay.Options)) *replay.Engine {
+	o := replay.Options{
 		Policy: replay.Policy{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}, DecisionWindow: time.Second,
 		Logger: slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, m := range mod {
+		m(&o)
+	}
+	return replay.New(q, ledger, o)
 }
 
 func (l *lane) run(t *testing.T, e *replay.Engine) (replay.Summary, error) {
@@ -208,38 +214,50 @@ func (c *sendCounter) SendMessageBatch(ctx context.Context, in *sqs.SendMessageB
 }
 
 func TestCrashBetweenSendAndDeleteOnTheEmulator(t *testing.T) {
-	l := newLane(t, false)
-	for i := range 4 {
-		l.send(t, l.route.DLQURL, order(fmt.Sprintf("ORD-C-%d", i)), "", nil)
-	}
-	// 4, or one more for each send the SDK retried after the emulator had
-	// applied it (see sendCounter).
-	n := l.depth(t, l.route.DLQURL)
-	sends := &sendCounter{Queue: l.sqs}
-	crashing := l.engineOn(sends)
-	replay.SetAfterSend(crashing, func(string, []string) error { return errCrash })
-	if _, err := l.run(t, crashing); !errors.Is(err, errCrash) {
-		t.Fatalf("err = %v", err)
-	}
-	time.Sleep(2500 * time.Millisecond) // the receive visibility (the decision window) ends
-	s, err := l.run(t, l.engineOn(sends))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkCounts(t, s.Total, counts{Examined: n, Recovered: n})
-	if sends.entries != n {
-		t.Fatalf("the engine sent %d messages, want %d: none twice", sends.entries, n)
-	}
-	// The source is counted from its attributes: a drain's receive retried
-	// by the SDK would hide what the lost answer held.
-	switch got := l.depth(t, l.route.SourceURL); {
-	case got < n || got > n+sends.retried:
-		t.Fatalf("%d messages in the source, want %d, plus at most the %d entries the SDK sent again", got, n, sends.retried)
-	case got > n:
-		t.Logf("%d messages in the source: %d copies from SDK retries of SendMessageBatch, not from the engine", got, got-n)
-	}
-	if left := l.depth(t, l.route.DLQURL); left != 0 {
-		t.Fatalf("%d left in the DLQ", left)
+	for _, lockstep := range []bool{true, false} {
+		t.Run(map[bool]string{true: "lockstep", false: "pipelined"}[lockstep], func(t *testing.T) {
+			l := newLane(t, false)
+			for i := range 4 {
+				l.send(t, l.route.DLQURL, order(fmt.Sprintf("ORD-C-%d", i)), "", nil)
+			}
+			// 4, or one more for each send the SDK retried after the emulator
+			// had applied it (see sendCounter).
+			n := l.depth(t, l.route.DLQURL)
+			sends := &sendCounter{Queue: l.sqs}
+			// The process dies as the first delete goes out: in lockstep the
+			// batch's SENT records are written by then; pipelined, they may
+			// not be (they go beside the deletes), and the recovery sends
+			// those messages again.
+			crash := replaytest.NewCrash(replaytest.AtFirst("DeleteMessageBatch"))
+			crashing := l.engineWith(crash.Queue(sends), crash.Ledger(l.ledger), func(o *replay.Options) { o.Lockstep = lockstep })
+			if _, err := l.run(t, crashing); !errors.Is(err, replaytest.ErrCrash) {
+				t.Fatalf("err = %v", err)
+			}
+			sent := sends.entries
+			time.Sleep(2500 * time.Millisecond) // the receive visibility (the decision window) ends
+			s, err := l.run(t, l.engineWith(sends, l.ledger, func(o *replay.Options) { o.Lockstep = lockstep }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := s.Total
+			if c.Examined != n || c.Recovered+c.Replayed != n || lockstep && c.Recovered != n {
+				t.Fatalf("the recovery examined %d, recovered %d and replayed %d of the %d the crash left (lockstep %v)", c.Examined, c.Recovered, c.Replayed, n, lockstep)
+			}
+			if sends.entries != sent+c.Replayed {
+				t.Fatalf("the engine sent %d messages, want the %d before the crash and the %d replayed by the recovery", sends.entries, sent, c.Replayed)
+			}
+			// The source is counted from its attributes: a drain's receive
+			// retried by the SDK would hide what the lost answer held.
+			switch got := l.depth(t, l.route.SourceURL); {
+			case got < sends.entries || got > sends.entries+sends.retried:
+				t.Fatalf("%d messages in the source, want %d, plus at most the %d entries the SDK sent again", got, sends.entries, sends.retried)
+			case got > sends.entries:
+				t.Logf("%d messages in the source: %d copies from SDK retries of SendMessageBatch, not from the engine", got, got-sends.entries)
+			}
+			if left := l.depth(t, l.route.DLQURL); left != 0 {
+				t.Fatalf("%d left in the DLQ", left)
+			}
+		})
 	}
 }
 

@@ -252,18 +252,12 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 // run.
 func (r *run) work(ctx context.Context, p *pass) {
 	overlap := !r.e.opts.Lockstep && !p.route.FIFO()
-	var pending chan error // the previous batch's finish, running
-	join := func() bool {
-		if pending == nil {
-			return true
+	var pending chan struct{} // the previous batch's finish, running
+	join := func() {
+		if pending != nil {
+			<-pending
+			pending = nil
 		}
-		err := <-pending
-		pending = nil
-		if err != nil {
-			r.end(p, StopError, err)
-			return false
-		}
-		return true
 	}
 	var carried *carry      // the previous batch's final records, for the next claim
 	var ahead chan received // the next batch's receive, running
@@ -323,9 +317,7 @@ func (r *run) work(ctx context.Context, p *pass) {
 		}
 		r.claim(ctx, p, b, carried)
 		carried = nil
-		if !join() {
-			return // the previous batch stopped the run: this one is left as a crash leaves it
-		}
+		join()
 		if overlap && r.next(ctx, p) == "" {
 			// The next receive goes out now: by the time this batch is
 			// sent it is in, and this worker's next batch costs its path
@@ -338,24 +330,20 @@ func (r *run) work(ctx context.Context, p *pass) {
 		}
 		if overlap {
 			var c *carry
-			if !r.req.DryRun && r.e.afterSend == nil {
+			if !r.req.DryRun {
 				c = r.carryOf(p, b)
 				carried = c
 			}
-			pending = make(chan error, 1)
-			go func(done chan<- error) {
-				err := r.finish(ctx, p, b, c)
+			pending = make(chan struct{})
+			go func(done chan<- struct{}) {
+				defer close(done)
+				r.finish(ctx, p, b, c)
 				r.took(at)
-				done <- err
 			}(pending)
 			continue
 		}
-		err := r.finish(ctx, p, b, nil)
+		r.finish(ctx, p, b, nil)
 		r.took(at)
-		if err != nil {
-			r.end(p, StopError, err)
-			return
-		}
 	}
 }
 

@@ -5,7 +5,6 @@ package replay_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/replaytest"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -214,8 +214,10 @@ func TestDeployedReplayExhaustedIsParked(t *testing.T) {
 }
 
 // A replay that crashes after sending and before deleting leaves the
-// message in the DLQ with a SENT ledger record: the next run (the deployed
-// function) deletes it without sending it again, and the consumer invoices
+// message in the DLQ with its SENT ledger record, or with its INTENT one
+// when the crash came before the record (the engine writes a batch's final
+// records beside its deletes): the next run (the deployed function) deletes
+// it without sending it again, or sends it again, and the consumer invoices
 // the order once.
 func TestDeployedCrashBetweenSendAndDelete(t *testing.T) {
 	s := deployed(t)
@@ -224,13 +226,12 @@ func TestDeployedCrashBetweenSendAndDelete(t *testing.T) {
 	s.send(t, s.out[settings.OutputDeadLetterQueueURL], s.orderBody(t, id), nil)
 
 	ledger := dynamo.NewLedger(dynamodb.NewFromConfig(cfg), s.out[settings.OutputLedgerTableName], time.Now)
-	crashing := replay.New(s.sqs, ledger, replay.Options{Policy: replay.Policy{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}})
-	errCrash := errors.New("crash between send and delete")
-	replay.SetAfterSend(crashing, func(string, []string) error { return errCrash })
+	crash := replaytest.NewCrash(replaytest.AtFirst("DeleteMessageBatch"))
+	crashing := replay.New(crash.Queue(s.sqs), crash.Ledger(ledger), replay.Options{Policy: replay.Policy{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}})
 	route := replay.Route{Name: "crash-test", Key: "orderId", DLQURL: s.out[settings.OutputDeadLetterQueueURL], SourceURL: s.out[settings.OutputSourceQueueURL], ParkingURL: s.out[settings.OutputParkingQueueURL]}
 	sum, _ := crashing.Run(context.Background(), replay.Request{Routes: []replay.Route{route}, Filter: replay.Filter{Keys: []string{id}}})
-	if sum.Total.Replayed != 1 {
-		t.Fatalf("the crashing run sent %d, want 1 (summary %+v)", sum.Total.Replayed, sum)
+	if sum.Total.Replayed != 1 || !crash.Crashed() {
+		t.Fatalf("the crashing run sent %d, want 1, and crashed: %v (summary %+v)", sum.Total.Replayed, crash.Crashed(), sum)
 	}
 	// The message is in the source (the consumer invoices it) and still in the DLQ.
 	emulatortest.Eventually(t, 60*time.Second, func() (bool, string) {
