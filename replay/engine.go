@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 )
 
 // Engine runs replays. It is safe for concurrent use when its ports are;
@@ -54,38 +53,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 		return Summary{}, fmt.Errorf("%w: options: %w", ErrInvalidRequest, err)
 	}
 	r := e.newRun(req)
-	// The recent runs (the routes' gates) are read beside the health probe.
-	type runs struct {
-		recent []Summary
-		err    error
-	}
-	read := make(chan runs, 1)
-	go func() {
-		recent, err := e.ledger.Runs(ctx, gateHistory)
-		read <- runs{recent, err}
-	}()
-	sealed := make(chan Gate, 1)
-	go func() { sealed <- r.sealGate(ctx) }()
-	sum := Summary{
-		RunID: r.id, DryRun: req.DryRun, StartedAt: r.start, Max: r.max, Rate: r.rate,
-		Gates: []Gate{r.healthGate(ctx)}, Routes: []RouteSummary{}, Total: newCounts(),
-	}
-	if g := <-sealed; g.Decision == GateClosed {
-		sum.Gates = append(sum.Gates, g)
-		r.logGate(ctx, "", g)
-	}
-	if !req.Filter.empty() {
-		f := req.Filter
-		sum.Filter = &f
-	}
-	r.health = sum.Gates
-	r.logGate(ctx, "", sum.Gates[0])
-
+	sum, recent, prevErr := r.begin(ctx)
 	var errs []error
-	got := <-read
-	recent, prevErr := got.recent, got.err
 	if prevErr != nil {
-		prevErr = fmt.Errorf("read the recent runs from the ledger: %w", prevErr)
 		errs = append(errs, prevErr)
 	}
 	for _, rt := range req.Routes {
@@ -100,22 +70,64 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 	sum.bound()
 	sum.FinishedAt = e.opts.Now()
 	sum.DurationMS = sum.FinishedAt.Sub(sum.StartedAt).Milliseconds()
-
 	if !req.DryRun {
-		// The record is written even when ctx has ended: the next run's
-		// gates depend on it.
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := e.ledger.PutRun(wctx, sum, sum.StartedAt.Add(e.opts.RecordLifetime)); err != nil {
-			errs = append(errs, fmt.Errorf("write run %s to the ledger: %w", sum.RunID, err))
-		}
-		cancel()
-		if e.opts.Metrics != nil {
-			if err := WriteEMF(e.opts.Metrics, e.opts.Namespace, sum); err != nil {
-				errs = append(errs, err)
-			}
-		}
+		errs = append(errs, e.record(ctx, sum)...)
 	}
 	err := errors.Join(errs...)
 	logSummary(ctx, e.opts.Logger, sum, err)
 	return sum, err
+}
+
+// begin starts the run's summary with the run's gates (health, and seal
+// when closed) and reads the recent runs the routes' gates compare with,
+// the three at once; prevErr is why the recent runs could not be read.
+func (r *run) begin(ctx context.Context) (sum Summary, recent []Summary, prevErr error) {
+	type runs struct {
+		recent []Summary
+		err    error
+	}
+	read := make(chan runs, 1)
+	go func() {
+		recent, err := r.e.ledger.Runs(ctx, gateHistory)
+		read <- runs{recent, err}
+	}()
+	sealed := make(chan Gate, 1)
+	go func() { sealed <- r.sealGate(ctx) }()
+	sum = Summary{
+		RunID: r.id, DryRun: r.req.DryRun, StartedAt: r.start, Max: r.max, Rate: r.rate,
+		Gates: []Gate{r.healthGate(ctx)}, Routes: []RouteSummary{}, Total: newCounts(),
+	}
+	if g := <-sealed; g.Decision == GateClosed {
+		sum.Gates = append(sum.Gates, g)
+		r.logGate(ctx, "", g)
+	}
+	if !r.req.Filter.empty() {
+		f := r.req.Filter
+		sum.Filter = &f
+	}
+	r.health = sum.Gates
+	r.logGate(ctx, "", sum.Gates[0])
+	got := <-read
+	if got.err != nil {
+		return sum, got.recent, fmt.Errorf("read the recent runs from the ledger: %w", got.err)
+	}
+	return sum, got.recent, nil
+}
+
+// record writes the run's summary to the ledger and its metrics. The
+// summary is written even when ctx has ended: the next run's gates depend
+// on it.
+func (e *Engine) record(ctx context.Context, sum Summary) []error {
+	var errs []error
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := e.ledger.PutRun(wctx, sum, sum.StartedAt.Add(e.opts.RecordLifetime)); err != nil {
+		errs = append(errs, fmt.Errorf("write run %s to the ledger: %w", sum.RunID, err))
+	}
+	if e.opts.Metrics != nil {
+		if err := WriteEMF(e.opts.Metrics, e.opts.Namespace, sum); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }

@@ -12,46 +12,28 @@ import (
 	"github.com/homingdlq/homing/internal/envelope"
 )
 
-// Visibilities that are not a timeout.
-const (
-	// keep leaves a message as it is: it reappears when the receive
-	// visibility (the decision window) ends.
-	keep = -1
-	// hold keeps a message left for a later run hidden until the route's
-	// pass ends, then releases it (visibility 0). Releasing it at once would
-	// hand it back to the next receive (SQS FIFO always returns the first
-	// message of a group, and the emulator and small standard queues return
-	// the oldest messages first), and the pass would never reach the rest.
-	hold = -2
-)
-
 // item is one received message on its way through a batch: what the plan
-// decided, then what the actions did.
+// decided (its outcome, along the lifecycle: see lifecycle.go), then what
+// the claim, the send and the finish did.
 type item struct {
 	msg     message
-	outcome Outcome // "" while undecided
+	outcome Outcome // undecided until planned
 	reason  string  // OutcomeParked: the parking reason; OutcomeApplied: ReasonAlreadyApplied
-	vis     int32   // the visibility to set when the batch ends: seconds, keep or hold
+	delay   int32   // OutcomeDelayed: the visibility timeout that hides it until due, in seconds
 	facts   Facts
 	refund  bool // its last replay failed in a run whose replays all failed: given back
 	dest    string
 	entry   types.SendMessageBatchRequestEntry
 	count   int // the replay count in the metadata sent
 
-	done    bool      // its key completed with the same payload (see applied)
-	claimed bool      // the run tried to write its INTENT record
-	first   bool      // the ledger had no record of it
-	intent  bool      // the run holds its INTENT record
-	lease   time.Time // the run holds the message (visibility, and INTENT when intent) until then
-	sent    bool      // the send succeeded (or, applied, nothing needed sending)
-	err     error     // why it failed (OutcomeFailed)
-	warn    error     // a failure after the move: the ledger record, or the delete
-}
-
-func (it *item) fail(err error) {
-	it.outcome = OutcomeFailed
-	it.err = err
-	it.vis = keep
+	completed bool      // its key completed with the same payload (see applied)
+	claimed   bool      // the run tried to write its INTENT record
+	first     bool      // the ledger had no record of it
+	intent    bool      // the run holds its INTENT record
+	lease     time.Time // the run holds the message (visibility, and INTENT when intent) until then
+	sent      bool      // the send succeeded (or, applied, nothing needed sending)
+	err       error     // why it failed (OutcomeFailed)
+	warn      error     // a failure after the move: the ledger record, or the delete
 }
 
 // batch is one received batch: its items in receive order, and the moves
@@ -90,13 +72,10 @@ type planner struct {
 // the canary limit; and builds the messages to send. It returns the moves
 // and replays it reserved.
 func (pl *planner) plan(items []*item) (moves, replays int) {
-	blocked := map[string]bool{}
+	order := newGroupOrder(pl.route)
 	for _, it := range items {
 		pl.decide(it)
-		if pl.route.FIFO() && blocked[it.msg.group] && it.outcome.moves() {
-			it.outcome = OutcomeBlocked
-			it.vis = keep
-		}
+		order.block(it)
 		switch it.outcome {
 		case OutcomeReplayed:
 			switch {
@@ -106,26 +85,19 @@ func (pl *planner) plan(items []*item) (moves, replays int) {
 					pl.replayLeft--
 				}
 			case pl.movesLeft > 0 && pl.policy.Expiring(it.facts, pl.now):
-				it.outcome = OutcomeParked
-				it.reason = ReasonExpiryRescue
+				it.park(ReasonExpiryRescue)
 			default:
-				it.outcome = OutcomeDeferred
-				it.vis = hold
+				it.to(OutcomeDeferred)
 			}
 		case OutcomeParked:
 			if pl.movesLeft <= 0 {
-				it.outcome = OutcomeDeferred
-				it.vis = hold
+				it.to(OutcomeDeferred)
 			}
 		}
 		if it.outcome.moves() {
 			pl.movesLeft--
 			moves++
-			wasReplay := it.outcome == OutcomeReplayed
-			if err := pl.build(it); err != nil {
-				it.fail(err)
-			}
-			if wasReplay && it.outcome != OutcomeReplayed {
+			if pl.prepare(it) {
 				// Parked as too large after all: the canary's slot is free.
 				replays--
 				if pl.replayLeft >= 0 {
@@ -133,16 +105,23 @@ func (pl *planner) plan(items []*item) (moves, replays int) {
 				}
 			}
 		}
-		if pl.route.FIFO() && !it.outcome.leaves() {
-			blocked[it.msg.group] = true
-		}
+		order.note(it)
 	}
 	return moves, replays
 }
 
+// prepare builds the message a mover sends and reports whether a replay
+// became a park (too large for its source) or failed on the way.
+func (pl *planner) prepare(it *item) (lostReplay bool) {
+	wasReplay := it.outcome == OutcomeReplayed
+	if err := pl.build(it); err != nil {
+		it.fail(err)
+	}
+	return wasReplay && it.outcome != OutcomeReplayed
+}
+
 // decide applies the filter, a closed gate and the policy to one item.
 func (pl *planner) decide(it *item) {
-	it.vis = keep
 	if pl.reset {
 		it.msg.meta.ReplayCount = 0
 		it.msg.meta.Refunds = 0 // the bound of 2 x MaxReplays starts again too
@@ -152,8 +131,7 @@ func (pl *planner) decide(it *item) {
 	if !pl.filter.match(it.msg, pl.now) {
 		// Filters apply first: a run for some messages leaves the others
 		// alone, whatever their state.
-		it.outcome = OutcomeSkipped
-		it.vis = hold
+		it.to(OutcomeSkipped)
 		return
 	}
 	count := it.msg.meta.ReplayCount
@@ -178,14 +156,16 @@ func (pl *planner) decide(it *item) {
 		// its replays (with any refund above: the park every later run
 		// would make, which a gate does not hold), needs a decision; the
 		// rest is left for a later run without a call.
-		it.outcome = OutcomeDeferred
-		it.vis = hold
+		it.to(OutcomeDeferred)
 		return
 	}
-	it.outcome = d.Outcome
-	it.reason = d.Reason
-	if d.Outcome == OutcomeDelayed {
-		it.vis = hide(d.Until, pl.now, pl.receivedAt)
+	switch d.Outcome {
+	case OutcomeDelayed:
+		it.delayFor(hide(d.Until, pl.now, pl.receivedAt))
+	case OutcomeParked:
+		it.park(d.Reason)
+	default:
+		it.to(d.Outcome)
 	}
 }
 
@@ -213,8 +193,7 @@ func (pl *planner) rescue(it *item) bool {
 	if it.outcome != OutcomeReplayed || !pl.policy.Expiring(it.facts, pl.now) {
 		return false
 	}
-	it.outcome = OutcomeParked
-	it.reason = ReasonExpiryRescue
+	it.park(ReasonExpiryRescue)
 	if err := pl.build(it); err != nil {
 		it.fail(err)
 	}
@@ -224,6 +203,33 @@ func (pl *planner) rescue(it *item) bool {
 // build prepares the message a mover sends: the body and the producer's
 // attributes unchanged, plus our metadata.
 func (pl *planner) build(it *item) error {
+	m := it.msg
+	meta := pl.metadata(it)
+	attrs, err := envelope.Pack(m.producer, AttributeName, meta)
+	if err != nil {
+		return fmt.Errorf("pack metadata of %s: %w", m.id, err)
+	}
+	if it.outcome == OutcomeReplayed && envelope.MessageBytes(len(m.body), attrs) > pl.sourceMax {
+		// With our metadata it no longer fits its source queue: it would
+		// fail every run until it expired. Park it for an operator.
+		it.park(ReasonTooLarge)
+		return pl.build(it)
+	}
+	it.entry = types.SendMessageBatchRequestEntry{MessageBody: aws.String(m.body), MessageAttributes: attrs}
+	if pl.route.FIFO() {
+		group := m.group
+		if group == "" {
+			group = pl.route.Name
+		}
+		it.entry.MessageGroupId = aws.String(group)
+		it.entry.MessageDeduplicationId = aws.String(pl.deduplicationID(m, meta))
+	}
+	return nil
+}
+
+// metadata is the sealed metadata a mover carries, and sets its
+// destination and replay count.
+func (pl *planner) metadata(it *item) Metadata {
 	m := it.msg
 	meta := Metadata{
 		ReplayCount:         it.facts.ReplayCount,
@@ -248,59 +254,28 @@ func (pl *planner) build(it *item) error {
 		meta.ParkedAt = pl.now
 	}
 	it.count = meta.ReplayCount
-	meta = meta.Sealed(pl.key, m.body, it.dest)
-	attrs, err := envelope.Pack(m.producer, AttributeName, meta)
-	if err != nil {
-		return fmt.Errorf("pack metadata of %s: %w", m.id, err)
-	}
-	if it.outcome == OutcomeReplayed && envelope.MessageBytes(len(m.body), attrs) > pl.sourceMax {
-		// With our metadata it no longer fits its source queue: it would
-		// fail every run until it expired. Park it for an operator.
-		it.outcome = OutcomeParked
-		it.reason = ReasonTooLarge
-		return pl.build(it)
-	}
-	it.entry = types.SendMessageBatchRequestEntry{MessageBody: aws.String(m.body), MessageAttributes: attrs}
-	if pl.route.FIFO() {
-		group := m.group
-		if group == "" {
-			group = pl.route.Name
-		}
-		it.entry.MessageGroupId = aws.String(group)
-		// After a reset the counts start again, so the ids must differ
-		// from those of the first replays, and be the same when the reset
-		// run is retried: the run that resets names the message it resets
-		// (its id in the queue it reads, the same on every retry); later
-		// runs name the reset time their metadata carries.
-		dedup := meta.Reason
-		switch {
-		case pl.reset:
-			dedup += "\nreset of " + m.id
-		case !meta.ResetAt.IsZero():
-			dedup += "\nreset " + meta.ResetAt.UTC().Format(time.RFC3339Nano)
-		}
-		// A replay given back by the breaker is sent again under the same
-		// count: a new send, so a new id (SQS would drop it as a duplicate
-		// within its 5-minute window, and the DLQ copy would be deleted).
-		if meta.Refunds > 0 {
-			dedup += "\nrefunds " + strconv.Itoa(meta.Refunds)
-		}
-		it.entry.MessageDeduplicationId = aws.String(DeduplicationID(m.id, meta.ReplayCount, dedup))
-	}
-	return nil
+	return meta.Sealed(pl.key, m.body, it.dest)
 }
 
-// blockBehind turns the movers behind a message of their group that does
-// not leave the DLQ into blocked ones, left as they are.
-func blockBehind(items []*item) {
-	stopped := map[string]bool{}
-	for _, it := range items {
-		if stopped[it.msg.group] && it.outcome.moves() {
-			it.outcome = OutcomeBlocked
-			it.vis = keep
-		}
-		if !it.outcome.leaves() {
-			stopped[it.msg.group] = true
-		}
+// deduplicationID is the FIFO deduplication id of a mover with meta.
+func (pl *planner) deduplicationID(m message, meta Metadata) string {
+	// After a reset the counts start again, so the ids must differ from
+	// those of the first replays, and be the same when the reset run is
+	// retried: the run that resets names the message it resets (its id in
+	// the queue it reads, the same on every retry); later runs name the
+	// reset time their metadata carries.
+	dedup := meta.Reason
+	switch {
+	case pl.reset:
+		dedup += "\nreset of " + m.id
+	case !meta.ResetAt.IsZero():
+		dedup += "\nreset " + meta.ResetAt.UTC().Format(time.RFC3339Nano)
 	}
+	// A replay given back by the breaker is sent again under the same
+	// count: a new send, so a new id (SQS would drop it as a duplicate
+	// within its 5-minute window, and the DLQ copy would be deleted).
+	if meta.Refunds > 0 {
+		dedup += "\nrefunds " + strconv.Itoa(meta.Refunds)
+	}
+	return DeduplicationID(m.id, meta.ReplayCount, dedup)
 }

@@ -1,0 +1,207 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// each runs f for the items want selects, concurrently (at most MaxBatch).
+func each(items []*item, want func(*item) bool, f func(*item)) {
+	var wg sync.WaitGroup
+	for _, it := range items {
+		if want(it) {
+			wg.Go(func() { f(it) })
+		}
+	}
+	wg.Wait()
+}
+
+// claim writes the INTENT records of the batch's movers, leased until the
+// messages' visibility ends; beside it, it reads which movers' keys are
+// already applied. The INTENT write is also the batch's look-up: a mover
+// whose record is final was sent by an earlier run (recovered: deleted
+// without sending); one whose INTENT another run holds is hidden until
+// that lease ends. A park goes on without the ledger (the rescue must not
+// depend on it); a replay does not, unless it is about to expire (then it
+// is parked). The claim also writes the final records c carries (the
+// previous batch's), when c is not nil. A dry run writes nothing: it reads
+// the messages' records.
+func (r *run) claim(ctx context.Context, p *pass, b *batch, c *carry) {
+	var wg sync.WaitGroup
+	check := r.appliedCandidates(p, b) // before the claims change outcomes
+	wg.Go(func() { r.applied(ctx, p, check) })
+	if r.req.DryRun {
+		each(b.items, lookedUp, func(it *item) { r.lookUp(ctx, b, it) })
+	} else {
+		r.intend(ctx, p, b, c)
+	}
+	wg.Wait()
+	for _, it := range b.items {
+		// A removal needs the ledger (its RESOLVED record); without it the
+		// message moves as planned.
+		if it.completed && it.outcome.moves() && (it.intent || r.req.DryRun) {
+			it.to(OutcomeApplied)
+			it.reason = ReasonAlreadyApplied
+		}
+	}
+	newGroupOrder(p.route).apply(b.items)
+}
+
+// lookedUp reports whether a dry run looks up the item's record: the ones a
+// real run would claim or mark seen.
+func lookedUp(it *item) bool {
+	return it.outcome.moves() || it.outcome == OutcomeDelayed || it.outcome == OutcomeBlocked
+}
+
+// lookUp is a dry run's claim: it reads the message's record and decides as
+// the INTENT write would.
+func (r *run) lookUp(ctx context.Context, b *batch, it *item) {
+	history, err := r.e.ledger.History(ctx, HistoryKey(it.msg.key, it.msg.originalID()))
+	if err != nil {
+		it.warn = fmt.Errorf("read the history of %s: %w", it.msg.id, err)
+		return
+	}
+	i := slices.IndexFunc(history, func(rec MessageRecord) bool { return rec.MessageID == it.msg.id })
+	if i < 0 {
+		it.first = true
+		return
+	}
+	switch own := history[i]; {
+	case own.State.Final():
+		it.to(OutcomeRecovered)
+	case own.State == Intent && b.plan.now.Before(own.LeaseUntil) && it.outcome.moves():
+		it.to(OutcomeDelayed) // a dry run holds it: no hide
+	}
+}
+
+// intend writes the INTENT records of the batch's movers, with the final
+// records of the previous batch that c carries, if any (in one call when
+// the ledger is a BatchLedger).
+func (r *run) intend(ctx context.Context, p *pass, b *batch, c *carry) {
+	now := b.plan.now
+	var movers []*item
+	var recs []MessageRecord
+	if c != nil {
+		recs = c.records(r)
+		// What was sent must be recorded even when the run's context is
+		// done: the carried records are written without its cancellation.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		defer cancel()
+		ctx = fctx
+	}
+	for _, it := range b.items {
+		if !it.outcome.moves() {
+			continue
+		}
+		rec := r.record(p, it, Intent, now)
+		rec.LeaseUntil = b.receivedAt.Add(r.visibility)
+		it.lease = rec.LeaseUntil
+		it.claimed = true
+		movers = append(movers, it)
+		recs = append(recs, rec)
+	}
+	marked := r.mark(ctx, recs)
+	if c != nil {
+		c.done <- marked[:len(c.items)]
+		marked = marked[len(c.items):]
+	}
+	for k, m := range marked {
+		it := movers[k]
+		switch cur := m.Record; {
+		case m.Err != nil && it.outcome == OutcomeParked:
+			it.warn = fmt.Errorf("mark %s intent: %w", it.msg.id, m.Err)
+		case m.Err != nil && b.plan.rescue(it):
+			it.warn = fmt.Errorf("mark %s intent: %w", it.msg.id, m.Err)
+		case m.Err != nil:
+			it.fail(fmt.Errorf("mark %s intent: %w", it.msg.id, m.Err))
+		case m.OK:
+			it.intent = true
+			it.first = cur.State == "" // it replaced no record
+		case cur.State.Final():
+			it.to(OutcomeRecovered)
+		case cur.State == Intent:
+			it.delayFor(hide(cur.LeaseUntil, now, b.receivedAt))
+		default:
+			it.fail(fmt.Errorf("mark %s intent: the ledger holds %q", it.msg.id, cur.State))
+		}
+	}
+}
+
+func (r *run) record(p *pass, it *item, s State, now time.Time) MessageRecord {
+	return MessageRecord{
+		HistoryKey: HistoryKey(it.msg.key, it.msg.originalID()), MessageID: it.msg.id, State: s,
+		Route: p.route.Name, Key: boundedKey(it.msg.key), OriginalMessageID: BoundedID(it.msg.originalID()), RunID: r.id,
+		FirstSeenAt: now, At: now, ExpiresAt: now.Add(r.e.opts.RecordLifetime),
+	}
+}
+
+// mark writes records: in one call when the ledger is a [BatchLedger],
+// else one Mark per record, concurrently.
+func (r *run) mark(ctx context.Context, recs []MessageRecord) []Marked {
+	if len(recs) == 0 {
+		return nil
+	}
+	if bl, ok := r.e.ledger.(BatchLedger); ok {
+		return bl.MarkBatch(ctx, recs)
+	}
+	out := make([]Marked, len(recs))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		wg.Go(func() { out[i].Record, out[i].OK, out[i].Err = r.e.ledger.Mark(ctx, rec) })
+	}
+	wg.Wait()
+	return out
+}
+
+// appliedCandidates returns the movers whose removal as already applied
+// the completions read decides: those with a key, on a route whose
+// consumer writes completion records.
+func (r *run) appliedCandidates(p *pass, b *batch) []*item {
+	if r.e.opts.Completions == nil || !p.route.Records {
+		return nil
+	}
+	var out []*item
+	for _, it := range b.items {
+		if !it.outcome.moves() || it.msg.key == "" || len(it.msg.key) > MaxKeyID {
+			continue // a key over the bound is no consumer's key either
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// applied finds the candidates whose key the consumer has completed with
+// the same payload (it sets completed; claim turns them into OutcomeApplied):
+// nobody needs them, so they are removed rather than replayed or parked.
+// A different payload still goes back (the consumer routes the conflict),
+// and so does one whose record's hash cannot be compared (a record of an
+// earlier hash version, or a body the hash cannot read): see
+// payload.Hash.Same. One read per batch; when it fails, the messages move
+// as planned.
+func (r *run) applied(ctx context.Context, p *pass, items []*item) {
+	if len(items) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(items))
+	for _, it := range items {
+		keys = append(keys, it.msg.key)
+	}
+	done, err := r.e.opts.Completions.Completed(ctx, keys)
+	if err != nil {
+		r.e.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "replay completions", slog.String("runId", r.id), slog.String("error", err.Error()))
+		return
+	}
+	for _, it := range items {
+		recorded, ok := done[it.msg.key]
+		if !ok {
+			continue
+		}
+		if same, comparable := p.lane.hash.Same(recorded, []byte(it.msg.body)); same && comparable {
+			it.completed = true
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// finishTimeout bounds the ledger marks and the delete that follow a send,
+// which run even when the run's context is done.
+const finishTimeout = 5 * time.Second
+
+// finish settles a sent batch: it writes the SENT, PARKED and RESOLVED
+// records over the run's INTENT ones and the SEEN records of what stays,
+// and deletes from the DLQ what left it, the three at once (a record that
+// fails is a warning; a delete that fails leaves the record for the next
+// run to recover; a delete before its record is written and a crash leave
+// the message gone with its INTENT, the audit of a move that happened).
+// In lockstep the records go first and the deletes after them. Then it
+// hides the delayed messages and holds the ones left for a later run. It
+// runs to the end even when ctx is done: what was sent must be recorded and
+// deleted, or the next run finds an expired INTENT and sends it again.
+func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	var deleted map[string]error // the deletes that failed
+	if !r.req.DryRun {
+		var wg sync.WaitGroup
+		remove := func() { deleted = r.remove(fctx, p, b) }
+		together := !r.e.opts.Lockstep
+		if together {
+			wg.Go(remove)
+		}
+		wg.Go(func() { r.see(fctx, p, b) })
+		if c == nil {
+			r.settle(fctx, p, b)
+		}
+		wg.Wait()
+		if c != nil {
+			c.apply(r, <-c.done) // written by the next batch's claim, or flushed
+		}
+		if !together {
+			remove()
+		}
+		r.removed(b, deleted)
+	}
+	r.forget(b, deleted)
+	r.release(ctx, p, b)
+	r.account(p, b)
+	r.logItems(ctx, p, b)
+}
+
+// see writes the SEEN records of the messages that stay in the DLQ and
+// were not claimed: a message is seen for the first time when it had no
+// record.
+func (r *run) see(ctx context.Context, p *pass, b *batch) {
+	var stay []*item
+	var recs []MessageRecord
+	for _, it := range b.items {
+		if !it.claimed && (it.outcome == OutcomeDelayed || it.outcome == OutcomeBlocked) {
+			stay = append(stay, it)
+			recs = append(recs, r.record(p, it, Seen, b.plan.now))
+		}
+	}
+	for k, m := range r.mark(ctx, recs) {
+		it := stay[k]
+		switch {
+		case m.Err != nil:
+			it.warn = fmt.Errorf("mark %s seen: %w", it.msg.id, m.Err)
+		case m.OK:
+			it.first = true
+		}
+	}
+}
+
+// forget ends the way of a batch's messages in the run's memory of the ids
+// it examined (see seen): before any is released, so none is examined
+// again. failed are the deletes that failed.
+func (r *run) forget(b *batch, failed map[string]error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range b.items {
+		_, bad := failed[it.msg.id]
+		r.seen.done(it.msg.id, !r.req.DryRun && (it.sent || it.outcome == OutcomeRecovered) && !bad)
+	}
+}
+
+// settle writes SENT, PARKED or RESOLVED over the movers' INTENT. A
+// failure is a warning: the message was sent, it is deleted all the same.
+func (r *run) settle(ctx context.Context, p *pass, b *batch) {
+	c := r.carryOf(p, b)
+	c.apply(r, r.mark(ctx, c.records(r)))
+}
+
+// carry is the final records of a sent batch on their way to the ledger:
+// written by settle, or carried by the next batch's claim, which writes them
+// with its INTENT records in one call. It holds the items until then, not
+// the records: those are made when written.
+type carry struct {
+	p     *pass
+	now   time.Time // the batch's
+	items []*item
+	done  chan []Marked // the results, once written
+}
+
+// carryOf returns the carry of the final records of b's movers that the
+// run holds.
+func (r *run) carryOf(p *pass, b *batch) *carry {
+	c := &carry{p: p, now: b.plan.now, done: make(chan []Marked, 1)}
+	for _, it := range b.items {
+		if it.sent && it.intent {
+			c.items = append(c.items, it)
+		}
+	}
+	return c
+}
+
+// records returns the final records of c's items, in their order.
+func (c *carry) records(r *run) []MessageRecord {
+	recs := make([]MessageRecord, len(c.items))
+	for k, it := range c.items {
+		recs[k] = r.record(c.p, it, finalState(it), c.now)
+		recs[k].ReplayCount = it.count
+		if recs[k].State != Sent {
+			recs[k].Reason = it.reason
+		}
+	}
+	return recs
+}
+
+// finalState is the state of the final record of a mover sent.
+func finalState(it *item) State {
+	switch it.outcome {
+	case OutcomeParked:
+		return Parked
+	case OutcomeApplied:
+		return Resolved
+	}
+	return Sent
+}
+
+// flush writes the records of a carry no claim took.
+func (c *carry) flush(ctx context.Context, r *run) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	c.done <- r.mark(fctx, c.records(r))
+}
+
+// apply notes what the ledger answered for the carried records.
+func (c *carry) apply(r *run, marked []Marked) {
+	for k, m := range marked {
+		it := c.items[k]
+		state := finalState(it)
+		switch {
+		case m.Err != nil:
+			it.warn = errors.Join(it.warn, fmt.Errorf("mark %s %s: %w", it.msg.id, state, m.Err))
+		case !m.OK:
+			it.warn = errors.Join(it.warn, fmt.Errorf("mark %s %s: the INTENT of run %s is gone", it.msg.id, state, r.id))
+		}
+	}
+}
+
+// remove deletes from the DLQ what was sent now or by an earlier run, and
+// returns the error of each message (by id) not deleted.
+func (r *run) remove(ctx context.Context, p *pass, b *batch) map[string]error {
+	var ids, receipts []string
+	for _, it := range b.items {
+		if it.sent || it.outcome == OutcomeRecovered {
+			ids = append(ids, it.msg.id)
+			receipts = append(receipts, it.msg.receipt)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return deleteMessages(ctx, r.e.queue, p.route.DLQURL, ids, receipts)
+}
+
+// removed notes the deletes that failed: a warning for a message sent (the
+// ledger says SENT: the next run deletes it), a failure for a recovered one.
+func (r *run) removed(b *batch, failed map[string]error) {
+	for _, it := range b.items {
+		err, bad := failed[it.msg.id]
+		switch {
+		case !bad || !it.sent && it.outcome != OutcomeRecovered:
+		case it.sent:
+			it.warn = errors.Join(it.warn, err)
+		default:
+			it.fail(err)
+		}
+	}
+}
+
+// release hides delayed messages until due and holds the ones left for a
+// later run until the pass ends (see hold.go).
+func (r *run) release(ctx context.Context, p *pass, b *batch) {
+	var changes, held []visibility
+	now := r.now()
+	r.mu.Lock()
+	end := r.holdEnd(ctx, p, now)
+	for _, it := range b.items {
+		switch e, stays := it.end(r.req.DryRun); {
+		case !stays || e == endKeep:
+		case e == endHold:
+			held = append(held, r.holding(p, it.msg.id, it.msg.receipt, it.msg.sentAt, b.receivedAt, now, end))
+		case e == endHide:
+			changes = append(changes, visibility{id: it.msg.id, receipt: it.msg.receipt, seconds: it.delay})
+		}
+	}
+	held = p.hold(held)
+	r.mu.Unlock()
+	r.changeVisibility(ctx, p, changes, slog.LevelWarn)
+	r.changeVisibility(ctx, p, held, slog.LevelDebug)
+}
+
+// changeVisibility applies changes to the route's DLQ. A failure is harmless
+// (the message reappears when its visibility ends) and only logged, at
+// level: releasing a held message fails as a matter of course when its
+// decision window has already ended.
+func (r *run) changeVisibility(ctx context.Context, p *pass, changes []visibility, level slog.Level) {
+	if len(changes) == 0 {
+		return
+	}
+	for id, err := range changeVisibility(ctx, r.e.queue, p.route.DLQURL, changes) {
+		r.e.opts.Logger.LogAttrs(ctx, level, "replay visibility", slog.String("runId", r.id),
+			slog.String("messageId", id), slog.String("queue", p.route.DLQURL), slog.String("error", err.Error()))
+	}
+}
