@@ -21,7 +21,7 @@ type Handler func(ctx context.Context, msg events.SQSMessage) error
 
 // Rejection says why a record goes to the invalid channel.
 type Rejection struct {
-	Reason string // stable, machine-readable code, e.g. "invalid-tax-id"
+	Reason string // stable, machine-readable code, e.g. "missing-field"
 	Detail string // one human sentence
 }
 
@@ -37,7 +37,8 @@ func (r Rejection) Error() string { return "invalid: " + r.Reason + ": " + r.Det
 func (r Rejection) Invalid() (reason, detail string) { return r.Reason, r.Detail }
 
 // InvalidChannel receives the records that will never be valid. Publish must
-// return an error unless the record is durably stored.
+// return an error unless the record is durably stored. [InvalidQueue]
+// implements it on SQS, batchtest.InvalidChannel in memory.
 type InvalidChannel interface {
 	Publish(ctx context.Context, msg events.SQSMessage, r Rejection) error
 }
@@ -90,7 +91,19 @@ type Processor struct {
 }
 
 // New returns a Processor that sends invalid records to invalid.
+//
+// New panics when h or invalid is nil (invalid a nil interface or a nil
+// *InvalidQueue), with the message "batch: New: nil Handler" or "batch:
+// New: nil InvalidChannel": either would fail every record it was given,
+// so the mistake stops the cold start instead. The zero fields of opts take
+// their defaults.
 func New(h Handler, invalid InvalidChannel, opts Options) *Processor {
+	if h == nil {
+		panic("batch: New: nil Handler")
+	}
+	if q, ok := invalid.(*InvalidQueue); invalid == nil || ok && q == nil {
+		panic("batch: New: nil InvalidChannel")
+	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
@@ -260,7 +273,7 @@ type annotationsKey struct{}
 
 type annotations struct{ attrs []slog.Attr }
 
-// Annotate adds attributes (for example slog.String("orderId", id)) to the
+// Annotate adds attributes (for example slog.String("shipmentId", id)) to the
 // log line the Processor writes for the record being handled in ctx. It is a
 // no-op outside a Processor. A handler calls it from its own goroutine only.
 func Annotate(ctx context.Context, attrs ...slog.Attr) {

@@ -25,4 +25,7 @@
 //
 // The event source mapping must have ReportBatchItemFailures enabled, or
 // Lambda ignores the response and treats the batch as all-successful.
+//
+// [InvalidQueue] is the InvalidChannel of a Lambda consumer (an SQS queue);
+// batchtest.InvalidChannel is an in-memory one for a consumer's unit tests.
 package batch

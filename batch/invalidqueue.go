@@ -36,8 +36,13 @@ type InvalidQueue struct {
 }
 
 // NewInvalidQueue returns an InvalidQueue to queueURL that signs its metadata
-// with the consumer's name. now may be nil (time.Now).
+// with the consumer's name. now may be nil (time.Now). It panics with the
+// message "batch: NewInvalidQueue: nil Sender" when s is nil, which would
+// fail every publication.
 func NewInvalidQueue(s Sender, queueURL, consumer string, now func() time.Time) *InvalidQueue {
+	if s == nil {
+		panic("batch: NewInvalidQueue: nil Sender")
+	}
 	if now == nil {
 		now = time.Now
 	}

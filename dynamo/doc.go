@@ -29,7 +29,7 @@
 //	pk            S  "<consumer>#<key>", the business key by the route's key expression
 //	status        S  IN_PROGRESS | COMPLETED
 //	payloadHash   S  hash of the validated payload
-//	result        S  the effect's result (the invoice number), once COMPLETED
+//	result        S  the effect's result (what the downstream call returned), once COMPLETED
 //	lockToken     S  the claim that wrote the item
 //	lockExpiresAt N  epoch milliseconds: the holder's invocation deadline (IN_PROGRESS only)
 //	expiresAt     N  epoch seconds: the item counts as absent from then on (also the TTL attribute)

@@ -22,7 +22,10 @@ func TestIdempotencyStoreContract(t *testing.T) {
 	emulatortest.OnEachEndpoint(t, emulatortest.DynamoDB, func(t *testing.T, e emulatortest.Endpoint) {
 		db := dynamodb.NewFromConfig(e.Config)
 		table := emulatortest.IdempotencyTable(t, db)
-		idempotencytest.Run(t, func(*testing.T) idempotency.Store { return dynamo.NewIdempotencyStore(db, table) }, dynamoGaps[e.Name]...)
+		idempotencytest.Run(t, idempotencytest.Harness{
+			NewStore: func(*testing.T) idempotency.Store { return dynamo.NewIdempotencyStore(db, table) },
+			Features: idempotencytest.Features{ConcurrentClaims: serialisesConditionalWrites(e.Name)},
+		})
 	})
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
-	"github.com/homingdlq/homing/idempotency/idempotencytest"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -27,28 +26,31 @@ import (
 // moto's server does not serialise concurrent conditional writes to one
 // item (seen: two of eight concurrent INTENT marks both passed their
 // condition, in a make test under load), so the concurrency subtests are
-// skipped there (dynamoGaps).
+// skipped there (serialisesConditionalWrites).
 func TestLedgerContract(t *testing.T) {
 	emulatortest.OnEachEndpoint(t, emulatortest.DynamoDB, func(t *testing.T, e emulatortest.Endpoint) {
 		db := dynamodb.NewFromConfig(e.Config)
-		replaytest.RunLedger(t, func(t *testing.T, now func() time.Time) replay.Ledger {
-			return dynamo.NewLedger(db, emulatortest.LedgerTable(t, db), now)
-		}, dynamoGaps[e.Name]...)
+		replaytest.RunLedger(t, replaytest.LedgerHarness{
+			NewLedger: func(t *testing.T, now func() time.Time) replay.Ledger {
+				return dynamo.NewLedger(db, emulatortest.LedgerTable(t, db), now)
+			},
+			Features: replaytest.LedgerFeatures{ConcurrentMarks: serialisesConditionalWrites(e.Name)},
+		})
 	})
 }
 
-// dynamoGaps are the declared DynamoDB gaps of each emulator, by name.
-var dynamoGaps = map[string][]idempotencytest.Gap{
-	"moto": {idempotencytest.UnserialisedConditionalWrites},
-}
+// serialisesConditionalWrites tells whether the DynamoDB implementation of
+// that name serialises concurrent conditional writes to one item, as
+// DynamoDB does: every one but moto's server.
+func serialisesConditionalWrites(name string) bool { return name != "moto" }
 
 func TestCompletionsContract(t *testing.T) {
 	emulatortest.OnEachEndpoint(t, emulatortest.DynamoDB, func(t *testing.T, e emulatortest.Endpoint) {
 		db := dynamodb.NewFromConfig(e.Config)
-		replaytest.RunCompletions(t, func(t *testing.T) (idempotency.Store, replay.Completions) {
+		replaytest.RunCompletions(t, replaytest.CompletionsHarness{NewPair: func(t *testing.T) (idempotency.Store, replay.Completions) {
 			table := emulatortest.IdempotencyTable(t, db)
 			return dynamo.NewIdempotencyStore(db, table), dynamo.NewCompletions(db, table, "invoice", nil)
-		})
+		}})
 	})
 }
 

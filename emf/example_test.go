@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/batch/batchtest"
 	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/idempotency"
 )
@@ -31,7 +32,11 @@ func Example() {
 	}
 
 	metrics := emf.NewRecorder(os.Stdout, emf.LoadConfig(getenv, "shipping"))
-	p := batch.New(handle, discardInvalid{}, batch.Options{OnOutcome: emf.CountOutcome[batch.Outcome], Logger: slog.New(slog.DiscardHandler)})
+	// Concurrency 1 for a stable Output: run concurrently, the second
+	// delivery of SHP-1 may find the first in progress (a transient failure)
+	// rather than completed (a duplicate absorbed).
+	p := batch.New(handle, &batchtest.InvalidChannel{}, batch.Options{Concurrency: 1, OnOutcome: emf.CountOutcome[batch.Outcome], Logger: slog.New(slog.DiscardHandler)})
+	// In Lambda the invalid channel is batch.NewInvalidQueue(sqsClient, ...).
 	lambdaHandler := emf.Wrap(metrics, p.Process) // lambda.Start(lambdaHandler)
 
 	metrics.Now = func() time.Time { return time.UnixMilli(1796205600000) } // for a stable Output
@@ -44,11 +49,6 @@ func Example() {
 	// {"_aws":{"Timestamp":1796205600000,"CloudWatchMetrics":[{"Namespace":"Homing","Dimensions":[["Lane","Reason"]],"Metrics":[{"Name":"RecordsInvalid","Unit":"Count"}]}]},"Lane":"shipments","Reason":"empty-body","RecordsInvalid":1}
 	// <nil>
 }
-
-// discardInvalid stands in for batch.NewInvalidQueue (an SQS client).
-type discardInvalid struct{}
-
-func (discardInvalid) Publish(context.Context, events.SQSMessage, batch.Rejection) error { return nil }
 
 // One Line with its own dimensions, metrics and properties: what the
 // replay writes per route and run.

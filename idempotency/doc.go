@@ -1,21 +1,24 @@
 // Package idempotency is the idempotent receiver: a replayed or duplicated
 // message never applies its effect twice.
 //
-// The key is a business key (the orderId), scoped by consumer, never the SQS
-// message id: a message replayed from the dead-letter queue is a new SQS
-// message with a new id, and standard queues deliver at least once.
+// The key is a business key (the id the producer gives the record, such as
+// a shipment id), scoped by consumer, never the SQS message id: a message
+// replayed from the dead-letter queue is a new SQS message with a new id,
+// and standard queues deliver at least once.
 //
 // Keys have one format, [Key]: "<scope>#<id>", hashed when long, so that a
-// key is bounded ([MaxKeyBytes]) whatever the input.
+// key is bounded ([MaxKeyBytes]) whatever the input. A scope is never empty
+// and never contains '#', and a key is never empty: [Receiver.Validate] and
+// [Receiver.Do] refuse them ([ErrInvalidScope], [ErrEmptyKey]).
 //
 // [Receiver.Do] claims the key with a conditional write in a [Store]: it
 // succeeds when no record exists, when the record has expired, or when an
 // IN_PROGRESS lock of the same payload (or one found void, see below) has
 // passed its expiry (the invocation deadline of the holder, which then can
-// no longer be running). It runs the
-// effect, then completes the record with the result (for the invoice
-// consumer, the invoice number) and a hash of the payload. A failure before
-// the effect releases the claim so the next delivery can proceed.
+// no longer be running). It runs the effect, then completes the record with
+// the result (what the downstream call returned, such as the id it gave the
+// effect) and a hash of the payload. A failure before the effect releases
+// the claim so the next delivery can proceed.
 //
 // An effect's error is either known not applied (it has a NotApplied() bool
 // method that says true: the downstream answered with a failure) or
@@ -73,8 +76,8 @@
 // earlier build wrote). A record whose hash is of another version than the
 // caller's keeps its meaning until it expires: COMPLETED, it is a duplicate
 // absorbed; a live lock, in progress; an expired lock, taken over in doubt
-// as one of the same payload. So an upgrade of the hash never turns an
-// order in flight into a false conflict; the price is that a conflicting
+// as one of the same payload. So an upgrade of the hash never turns a
+// record in flight into a false conflict; the price is that a conflicting
 // payload that arrives across the change is taken for a duplicate, not sent
 // to the invalid lane.
 //

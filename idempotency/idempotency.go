@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/homingdlq/homing/internal/wait"
@@ -44,6 +45,17 @@ var (
 	// ErrLeaseLost: the caller's claim was taken over or released; returned
 	// by [Store.Complete] and [Store.Release].
 	ErrLeaseLost = errors.New("idempotency: claim no longer held")
+	// ErrInvalidScope: the [Receiver]'s Scope is empty or contains the key
+	// separator ('#', settings.KeySeparator), which ends the scope in a key
+	// ([Key]), so that two scopes could spell the same key. Returned,
+	// wrapped with the scope, by [Receiver.Validate], Do and DoResolving.
+	ErrInvalidScope = errors.New("idempotency: the scope must be non-empty and must not contain '" + settings.KeySeparator + "', the key separator")
+	// ErrEmptyKey: Do or DoResolving was given an empty business key; the
+	// messages without one would all share one record. Returned wrapped.
+	ErrEmptyKey = errors.New("idempotency: the key must not be empty")
+	// ErrNoStore: the [Receiver] has no Store. Returned by
+	// [Receiver.Validate], Do and DoResolving.
+	ErrNoStore = errors.New("idempotency: the receiver has no Store")
 )
 
 // Record is the stored state of a key.
@@ -111,7 +123,7 @@ type Store interface {
 
 // Resolver is the optional port that resolves an in-doubt takeover: it asks
 // the downstream whether it applied the effect of key (the business key,
-// for the invoice consumer the orderId sent as Idempotency-Key). It returns
+// the one the caller sent the downstream as its idempotency key). It returns
 // the effect's result and applied=true when it was applied, applied=false
 // when it never was, and an error when it cannot tell (the receiver then
 // keeps the claim it holds, if any, so that the doubt survives until a
@@ -184,7 +196,9 @@ const storeTimeout = 2 * time.Second
 const completeMargin = 250 * time.Millisecond
 
 // Receiver runs an effect at most once per key. Its zero value is not
-// usable; set Store and Scope. It is safe for concurrent use.
+// usable; set Store and Scope, and call [Receiver.Validate] where the
+// configuration is read (Do refuses an invalid receiver as well, without
+// touching the store). It is safe for concurrent use.
 //
 // An effect's error says whether the effect was applied through a
 // behaviour, found with errors.As:
@@ -197,22 +211,39 @@ const completeMargin = 250 * time.Millisecond
 // says false, is ambiguous (a timeout, a connection reset after the request
 // was sent, the context's deadline): the effect may have happened, and with
 // a [Resolver] the key is looked up before anything is released (see
-// [Receiver.DoResolving]). The errors of tax.Client.IssueInvoice have it.
+// [Receiver.DoResolving]). The client of the downstream gives the method to
+// the errors that prove the effect did not happen (a refusal, a request
+// that never left).
 type Receiver struct {
 	Store    Store
-	Scope    string              // the consumer's name, without '#'; keys are Key(Scope, key)
+	Scope    string              // the consumer's name: non-empty, without '#'; keys are Key(Scope, key)
 	Lifetime time.Duration       // how long a completed record is kept; default DefaultLifetime
 	Now      func() time.Time    // default time.Now
 	NewToken func() string       // default: 128 random bits
 	OnError  func(error, string) // called with errors it can only report (a failed release); may be nil
-	// Sleep waits between completion attempts; default internal/wait.Sleep.
-	// Tests inject one that advances their clock.
+	// Sleep waits between completion attempts; default: it waits d, or
+	// until ctx is done (then it returns ctx.Err()). Tests inject one that
+	// advances their clock.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// OnUnrecorded is called once for every effect whose completion could
 	// not be recorded (see [Outcome].Unrecorded), with the business key, the
 	// result and the last error, so that the caller can count it (a log
 	// line, a metric). May be nil. Must be safe for concurrent use.
 	OnUnrecorded func(key, result string, err error)
+}
+
+// Validate reports every reason the receiver cannot run, joined: no Store
+// ([ErrNoStore]), a Scope that is empty or contains '#' ([ErrInvalidScope]).
+// Match them with errors.Is.
+func (r *Receiver) Validate() error {
+	var errs []error
+	if r.Store == nil {
+		errs = append(errs, ErrNoStore)
+	}
+	if r.Scope == "" || strings.Contains(r.Scope, settings.KeySeparator) {
+		errs = append(errs, fmt.Errorf("scope %q: %w", r.Scope, ErrInvalidScope))
+	}
+	return errors.Join(errs...)
 }
 
 // Do runs effect unless key has run before; it is DoResolving without a
@@ -228,7 +259,9 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 // It returns ErrInProgress, ErrConflict (both wrapped), the effect's error
 // (after releasing the claim so that a retry can run it), the resolver's
 // error wrapped with ErrInProgress (the claim, if it holds one, kept), or a
-// store error from a claim.
+// store error from a claim. Before anything else it refuses an empty key
+// ([ErrEmptyKey]) and a receiver that [Receiver.Validate] refuses, running
+// nothing.
 //
 // An expired IN_PROGRESS lock is in doubt: its holder may have applied the
 // effect before it died. When the lock is of the same payload, DoResolving
@@ -287,6 +320,12 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 // clock); then the call still succeeds, with Outcome.Unrecorded set and
 // OnUnrecorded called.
 func (r *Receiver) DoResolving(ctx context.Context, key, payloadHash string, resolver Resolver, effect func(context.Context) (string, error)) (Outcome, error) {
+	if err := r.Validate(); err != nil {
+		return Outcome{}, err
+	}
+	if key == "" {
+		return Outcome{}, fmt.Errorf("receiver of scope %q: %w", r.Scope, ErrEmptyKey)
+	}
 	l := r.lease(ctx, key, payloadHash)
 	current, claimed, err := r.Store.Claim(ctx, l)
 	if err != nil {

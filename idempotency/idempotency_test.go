@@ -12,7 +12,10 @@ import (
 )
 
 func TestMemoryStoreContract(t *testing.T) {
-	idempotencytest.Run(t, func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() })
+	idempotencytest.Run(t, idempotencytest.Harness{
+		NewStore: func(*testing.T) idempotency.Store { return idempotency.NewMemoryStore() },
+		Features: idempotencytest.Features{ConcurrentClaims: true},
+	})
 }
 
 type clock struct{ t time.Time }

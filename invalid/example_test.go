@@ -22,9 +22,9 @@ func ExampleStamp() {
 	stamped, err := invalid.Stamp(producer, invalid.Metadata{
 		Reason:      "schema-violation",
 		Detail:      "amount: must be positive",
-		SourceQueue: "arn:aws:sqs:eu-west-1:123456789012:orders",
+		SourceQueue: "arn:aws:sqs:eu-west-1:123456789012:shipments",
 		MessageID:   "m-1",
-		Consumer:    "invoice",
+		Consumer:    "labels",
 		At:          time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
 	})
 	if err != nil {

@@ -13,17 +13,18 @@ import (
 )
 
 // AttributeName is the message attribute that carries [Metadata]. A
-// producer's attribute of this name is kept as data under
-// envelope.Neutral(AttributeName, ...) ("homing-invalid.prev"), never decoded.
+// producer's attribute of this name is kept as data under a neutral name
+// ("homing-invalid.prev"), never decoded.
 const AttributeName = envelope.InvalidAttributeName
 
 // Bounds of the [Metadata] fields, in bytes before JSON escaping; a longer
 // value is cut on a rune boundary and marked with "...". Even fully escaped
-// (sixfold), the metadata stays within envelope.MaxMetadataBytes, so any
-// message the source queue accepted fits the invalid queue.
+// (sixfold), the metadata stays within the bound the lane keeps room for on
+// the source queue, so any message the source queue accepted fits the
+// invalid queue.
 const (
 	MaxReasonBytes = 64
-	MaxDetailBytes = 1024 // the tax service's 422 detail is cut at 512
+	MaxDetailBytes = 1024 // one human sentence, with room for a downstream's error text
 	MaxNameBytes   = 512  // SourceQueue, MessageID, Consumer
 )
 

@@ -3,7 +3,7 @@
 // ([Hash]).
 //
 // A [Key] is a JMESPath expression over the JSON body, the convention of
-// Powertools' eventKeyJmesPath ("orderId", "payment.id",
+// Powertools' eventKeyJmesPath ("shipmentId", "payment.id",
 // "join('-', [tenant, id])"). It is evaluated with the JMESPath Community
 // implementation (github.com/jmespath-community/go-jmespath). A string
 // result, trimmed and non-empty, or an integral JSON number is the key;

@@ -7,19 +7,19 @@ import (
 )
 
 func ExampleKey_Of() {
-	key, err := payload.NewKey("orderId")
+	key, err := payload.NewKey("shipmentId")
 	if err != nil {
 		panic(err)
 	}
-	for _, body := range []string{`{"orderId":" ORD-1 "}`, `{"orderId":12}`, `{"orderId":null}`, `not json`} {
+	for _, body := range []string{`{"shipmentId":" SHP-1 "}`, `{"shipmentId":12}`, `{"shipmentId":null}`, `not json`} {
 		k, ok := key.Of([]byte(body))
-		fmt.Printf("%-22s %q %v\n", body, k, ok)
+		fmt.Printf("%-25s %q %v\n", body, k, ok)
 	}
 	// Output:
-	// {"orderId":" ORD-1 "}  "ORD-1" true
-	// {"orderId":12}         "12" true
-	// {"orderId":null}       "" false
-	// not json               "" false
+	// {"shipmentId":" SHP-1 "}  "SHP-1" true
+	// {"shipmentId":12}         "12" true
+	// {"shipmentId":null}       "" false
+	// not json                  "" false
 }
 
 func ExampleHash_Sum() {

@@ -19,9 +19,11 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	isTerminal     func(any) bool
-	connect        func(context.Context, *globalFlags) (*backend, error)
-	now            func() time.Time        // default time.Now
-	getenv         func(key string) string // default os.Getenv
+	// connect builds the AWS adapters; log is dlq's logger, which the
+	// SDK's own log lines go to (see connectAWS).
+	connect func(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend, error)
+	now     func() time.Time        // default time.Now
+	getenv  func(key string) string // default os.Getenv
 
 	flags globalFlags
 }
@@ -39,7 +41,7 @@ type globalFlags struct {
 	profile string
 	output  string // table or json
 	json    bool   // --json, the same as -o json
-	verbose bool
+	verbose int    // -v: 1, -vv: 2 (see logger)
 
 	dlqURL, sourceURL, parkingURL, invalidURL string
 	ledgerTable, idempotencyTable             string
@@ -57,16 +59,17 @@ func (g *globalFlags) jsonOutput() bool { return g.output == outputJSON }
 type resourceFlag struct {
 	name, key, usage string
 	value            *string
+	check            func(flag, value string) error // what a value given must be
 }
 
 func (g *globalFlags) resourceFlags() []resourceFlag {
 	return []resourceFlag{
-		{"dlq-url", outDLQ, "URL of the dead-letter queue", &g.dlqURL},
-		{"source-url", outSource, "URL of the source queue (where replays go)", &g.sourceURL},
-		{"parking-url", outParking, "URL of the parking queue", &g.parkingURL},
-		{"invalid-url", outInvalid, "URL of the invalid-message queue", &g.invalidURL},
-		{"ledger-table", outLedger, "DynamoDB table of the replay ledger", &g.ledgerTable},
-		{"idempotency-table", outIdempotency, "DynamoDB table of the consumer's idempotency records", &g.idempotencyTable},
+		{"dlq-url", outDLQ, "URL of the dead-letter queue", &g.dlqURL, checkQueueURL},
+		{"source-url", outSource, "URL of the source queue (where replays go)", &g.sourceURL, checkQueueURL},
+		{"parking-url", outParking, "URL of the parking queue", &g.parkingURL, checkQueueURL},
+		{"invalid-url", outInvalid, "URL of the invalid-message queue", &g.invalidURL, checkQueueURL},
+		{"ledger-table", outLedger, "DynamoDB table of the replay ledger", &g.ledgerTable, checkTableName},
+		{"idempotency-table", outIdempotency, "DynamoDB table of the consumer's idempotency records", &g.idempotencyTable, checkTableName},
 	}
 }
 
@@ -95,6 +98,9 @@ func execute(ctx context.Context, args []string, a *app) int {
 		e = &codedError{code: exitUsage, err: err}
 	}
 	fmt.Fprintln(a.stderr, "dlq:", e.err)
+	if e.cause != nil && a.flags.verbose > 0 {
+		fmt.Fprintln(a.stderr, "dlq: cause:", e.cause)
+	}
 	if e.code == exitUsage {
 		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
@@ -129,13 +135,15 @@ Where the lane is, first that applies:
   nothing               .local/outputs.json when it exists (the local stack of
                         ` + "`make deploy-local`" + `)
 A stack may hold several lanes: each output is named <Lane><Key>
-(OrdersDeadLetterQueueUrl for lane orders). --lane NAME (or HOMING_LANE) picks
+(MyLaneDeadLetterQueueUrl for lane my-lane). --lane NAME (or HOMING_LANE) picks
 one; with one lane, it is picked without --lane. The resource flags
 (--dlq-url...) override what was found, or stand alone. Flags win over the
 environment variables.
 
 AWS access is the SDK's default configuration: AWS_PROFILE or --profile,
-AWS_REGION or --region, AWS_ENDPOINT_URL for an emulator.
+AWS_REGION or --region, AWS_ENDPOINT_URL for an emulator. dlq checks its flags
+and where the lane is before it looks for a region or credentials, and those
+before its first AWS call.
 
 ` + exitCodesHelp
 
@@ -146,12 +154,12 @@ func (a *app) rootCommand() *cobra.Command {
 		Short:   "Inspect, peek at, replay and audit a dead-letter lane",
 		Long:    rootLong,
 		Version: version(),
-		Example: `  dlq --stack Homing --region eu-west-1 inspect
-  dlq --outputs-file cdk-outputs.json --lane orders peek -n 5 --queue parking
-  dlq --lane orders inspect                    # found by its tags
+		Example: `  dlq --stack MyStack --region eu-west-1 inspect
+  dlq --outputs-file cdk-outputs.json --lane my-lane peek -n 5 --queue parking
+  dlq --lane my-lane inspect                   # found by its tags
   dlq replay --dry-run --older-than 1h
-  dlq replay --order ORD-2026-000123 --yes -o json
-  dlq audit --order ORD-2026-000123
+  dlq replay --key KEY --yes -o json           # the messages of one business key
+  dlq audit --key KEY                          # its history and completion record
   dlq audit --runs 5`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
@@ -168,7 +176,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&g.profile, "profile", "", "AWS shared-config profile (default: AWS_PROFILE)")
 	pf.StringVarP(&g.output, "output", "o", outputTable, "output `FORMAT`: table, or json (stable camelCase fields)")
 	pf.BoolVar(&g.json, "json", false, "the same as -o json")
-	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log the replay engine's per-message lines to stderr")
+	pf.CountVarP(&g.verbose, "verbose", "v", "log to stderr: once (-v) the replay engine's per-message lines and the cause of an AWS error, twice (-vv) the engine's and the AWS SDK's debug lines too")
 	for _, f := range g.resourceFlags() {
 		pf.StringVar(f.value, f.name, "", f.usage+" (default: the lane's "+f.key+" output)")
 	}
@@ -210,6 +218,13 @@ func (a *app) resolveFlags(cmd *cobra.Command) error {
 	if !fl.Changed("lane") {
 		g.lane, g.laneFrom = a.getenv(envLane), envLane
 	}
+	for _, f := range g.resourceFlags() {
+		if fl.Changed(f.name) {
+			if err := f.check(f.name, *f.value); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -219,10 +234,15 @@ type session struct {
 	res *resources
 }
 
-// logger is the engine's logger: warnings only, unless --verbose.
+// logger is dlq's logger, the replay engine's and the AWS SDK's (at
+// debug level): warnings only; -v adds the engine's per-message lines
+// (info), -vv the debug lines.
 func (a *app) logger() *slog.Logger {
 	level := slog.LevelWarn
-	if a.flags.verbose {
+	switch {
+	case a.flags.verbose >= 2:
+		level = slog.LevelDebug
+	case a.flags.verbose == 1:
 		level = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))

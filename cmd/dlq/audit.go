@@ -32,7 +32,7 @@ type completionRecord struct {
 	Found     bool      `json:"found"`
 	Status    string    `json:"status,omitempty"` // IN_PROGRESS or COMPLETED
 	Completed bool      `json:"completed"`        // COMPLETED and not expired
-	Result    string    `json:"result,omitempty"` // what the consumer recorded (the sample: the invoice number)
+	Result    string    `json:"result,omitempty"` // what the consumer recorded as the key's result
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
@@ -46,25 +46,35 @@ func (a *app) auditCommand() *cobra.Command {
 		Use:   "audit",
 		Short: "A key's history in the replay ledger and its completion record, or the last replay runs",
 		Long: `audit --key KEY shows what the replay ledger holds about a business key (the
-lane's route's key of a message body: the order id in the sample): one record
-per DLQ message of the key (SEEN: dead-lettered and seen by a run; INTENT: a
-run is sending it; SENT: replayed, with its replay count, run id and time;
-PARKED: sent to the parking queue, with the reason), and the consumer's
+key that the key expression of the lane's route gives a message's body): one
+record per DLQ message of the key (SEEN: dead-lettered and seen by a run;
+INTENT: a run is sending it; SENT: replayed, with its replay count, run id and
+time; PARKED: sent to the parking queue, with the reason), and the consumer's
 idempotency record "<consumer>#<key>": COMPLETED with its result means the
-consumer has applied it. The consumer is the replay function's CONSUMER_NAME
-unless --consumer names it. --order is an alias of --key, kept from earlier
-versions. Ledger records live 30 days.
+consumer has applied the message. The consumer is the replay function's
+CONSUMER_NAME unless --consumer names it. --order is an alias of --key.
+Ledger records live 30 days.
 
 audit --runs N (the default, N=10) lists the last replay runs, scheduled and
 on demand (run ids starting "dlq-" come from this command), with their counts,
 gate decisions, duration and whether they were dry runs. Dry runs write no
 record and do not appear.`,
-		Example: `  dlq audit --key ORD-2026-000123
+		Example: `  dlq audit --key KEY
   dlq audit --runs 5
   dlq audit --runs 1 --json | jq '.[0].total'`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if runs < 1 {
 				return usageError("--runs %d: want at least 1", runs)
+			}
+			for _, name := range []string{"key", "order"} {
+				if f := cmd.Flags().Lookup(name); f.Changed && f.Value.String() == "" {
+					return usageError(`--%s "": want a business key (audit without --key lists the last runs)`, name)
+				}
+			}
+			if cmd.Flags().Changed("consumer") {
+				if err := checkConsumer(consumer); err != nil {
+					return err
+				}
 			}
 			k := cmp.Or(key, order)
 			if k == "" {
@@ -76,16 +86,18 @@ record and do not appear.`,
 		}),
 	}
 	cmd.Flags().StringVar(&key, "key", "", "the business key to audit")
-	cmd.Flags().StringVar(&order, "order", "", "alias of --key (deprecated)")
+	cmd.Flags().StringVar(&order, "order", "", "alias of --key")
 	cmd.Flags().IntVar(&runs, "runs", 10, "list this many of the last runs (without --key)")
 	cmd.Flags().StringVar(&consumer, "consumer", "", "the consumer's idempotency scope (default: the replay function's "+settings.ConsumerName.Env+")")
 	cmd.MarkFlagsMutuallyExclusive("key", "order", "runs")
 	return cmd
 }
 
-// ledger opens a session and its ledger.
-func (a *app) ledger(ctx context.Context) (*session, replay.Ledger, string, error) {
-	s, err := a.open(ctx)
+// ledger opens a session, which needs the ledger table and keys, and its
+// ledger.
+func (a *app) ledger(ctx context.Context, keys ...string) (*session, replay.Ledger, string, error) {
+	keys = append(keys, outLedger)
+	s, err := a.open(ctx, needs(keys...))
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -110,7 +122,7 @@ func (a *app) auditRuns(ctx context.Context, n int) ([]replay.Summary, error) {
 
 func (a *app) auditKey(ctx context.Context, key, consumer string) (keyAudit, error) {
 	rep := keyAudit{Key: key, HistoryKey: replay.HistoryKey(key, "")}
-	s, ledger, _, err := a.ledger(ctx)
+	s, ledger, _, err := a.ledger(ctx, outIdempotency)
 	if err != nil {
 		return rep, err
 	}

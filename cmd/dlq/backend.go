@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
 	tagschemas "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 	"golang.org/x/term"
 
@@ -36,23 +39,12 @@ type backend struct {
 	queueURLs queueURLGetter
 }
 
-// connectAWS loads the SDK's default configuration (AWS_PROFILE,
-// AWS_REGION, AWS_ENDPOINT_URL...), with --region and --profile when set,
-// and builds the clients.
-func connectAWS(ctx context.Context, g *globalFlags) (*backend, error) {
-	var opts []func(*config.LoadOptions) error
-	if g.region != "" {
-		opts = append(opts, config.WithRegion(g.region))
-	}
-	if g.profile != "" {
-		opts = append(opts, config.WithSharedConfigProfile(g.profile))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+// connectAWS loads the AWS configuration (loadAWSConfig) and builds the
+// clients.
+func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend, error) {
+	cfg, err := loadAWSConfig(ctx, g, log)
 	if err != nil {
-		return nil, fmt.Errorf("load the AWS configuration: %w (check AWS_PROFILE/--profile and AWS_REGION/--region)", err)
-	}
-	if cfg.Region == "" {
-		return nil, usageError("no AWS region: pass --region or set AWS_REGION")
+		return nil, err
 	}
 	var (
 		queue = sqs.NewFromConfig(cfg)
@@ -103,6 +95,75 @@ func connectAWS(ctx context.Context, g *globalFlags) (*backend, error) {
 		tagging:   tags,
 		queueURLs: queue,
 	}, nil
+}
+
+// loadAWSConfig loads the SDK's default configuration (AWS_PROFILE,
+// AWS_REGION, AWS_ENDPOINT_URL...), with --region and --profile when set,
+// and resolves its credentials once, before any client is built. The
+// SDK's own log lines go to log at debug level (sdkLogger): a warning
+// such as the EC2 metadata client's "falling back to IMDSv1" on a machine
+// that is not an instance shows with -vv only, while the metadata service
+// stays one of the places credentials come from. A missing profile,
+// region or credentials is a one-line error that says what to set, its
+// cause the SDK's chain of errors (printed with -v).
+func loadAWSConfig(ctx context.Context, g *globalFlags, log *slog.Logger) (aws.Config, error) {
+	opts := []func(*config.LoadOptions) error{config.WithLogger(sdkLogger(log))}
+	if g.region != "" {
+		opts = append(opts, config.WithRegion(g.region))
+	}
+	if g.profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(g.profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	var missing config.SharedConfigProfileNotExistError
+	switch {
+	case errors.As(err, &missing):
+		return cfg, &codedError{code: exitUsage, cause: err, err: fmt.Errorf(
+			"no AWS profile %s in the shared config files: check --profile and AWS_PROFILE, or create it with `aws configure --profile %s`%s", missing.Profile, missing.Profile, causeHint)}
+	case err != nil:
+		return cfg, fmt.Errorf("load the AWS configuration: %w (check AWS_PROFILE/--profile and AWS_REGION/--region)", err)
+	}
+	if cfg.Region == "" {
+		return cfg, usageError("no AWS region: pass --region REGION, or set AWS_REGION (or the region of your AWS profile)")
+	}
+	if cfg.Credentials == nil {
+		return cfg, noCredentials(g, cfg, errors.New("no credentials provider"))
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return cfg, noCredentials(g, cfg, err)
+	}
+	return cfg, nil
+}
+
+// causeHint ends a one-line error whose cause -v prints.
+const causeHint = " (-v shows why)"
+
+// noCredentials is the error of credentials that do not resolve: what to
+// set, for the profile in use if there is one; cause is the SDK's error.
+func noCredentials(g *globalFlags, cfg aws.Config, cause error) error {
+	profile := g.profile
+	for _, src := range cfg.ConfigSources {
+		if env, ok := src.(config.EnvConfig); ok && profile == "" {
+			profile = env.SharedConfigProfile // AWS_PROFILE
+		}
+	}
+	if profile != "" {
+		return &codedError{code: exitError, cause: cause, err: fmt.Errorf(
+			"no AWS credentials from profile %s: sign in (`aws sso login --profile %s` for an SSO profile) or check its keys, or pick another profile with --profile or AWS_PROFILE%s", profile, profile, causeHint)}
+	}
+	return &codedError{code: exitError, cause: cause, err: fmt.Errorf(
+		"no AWS credentials: set AWS_PROFILE (or pass --profile) to a profile that has them, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY%s", causeHint)}
+}
+
+// sdkLogger is the AWS SDK's logger: each of its lines goes to log at
+// debug level, with the SDK's own classification (WARN, DEBUG).
+func sdkLogger(log *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		if !log.Enabled(context.Background(), slog.LevelDebug) {
+			return
+		}
+		log.LogAttrs(context.Background(), slog.LevelDebug, fmt.Sprintf(format, v...), slog.String("source", "aws-sdk"), slog.String("sdkLevel", string(c)))
+	})
 }
 
 // taggingClient is a Resource Groups Tagging API client that speaks AWS

@@ -14,14 +14,24 @@ const (
 	exitIncomplete = 4 // replay: the run hit errors, or closed gates held every route
 )
 
-// codedError is an error with the exit code it ends dlq with.
+// codedError is an error with the exit code it ends dlq with. err is the
+// one line dlq prints; cause, when set, is what an underlying library
+// said (the AWS SDK's chain of errors), printed under it with --verbose.
 type codedError struct {
-	code int
-	err  error
+	code  int
+	err   error
+	cause error
 }
 
 func (e *codedError) Error() string { return e.err.Error() }
-func (e *codedError) Unwrap() error { return e.err }
+
+// Unwrap returns err and, when set, cause.
+func (e *codedError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.err}
+	}
+	return []error{e.err, e.cause}
+}
 
 func usageError(format string, args ...any) error {
 	return &codedError{code: exitUsage, err: fmt.Errorf(format, args...)}

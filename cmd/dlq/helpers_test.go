@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +49,9 @@ type fixture struct {
 	vars   map[string]string // dlq's own environment (HOMING_OUTPUTS...)
 
 	connects int // calls of connect: none for a rejected command
+	// noAWS makes connect fail the test: a command that must fail on its
+	// flags or resources before any AWS client is built.
+	noAWS bool
 
 	stdin                string
 	stdinTTY, stderrTTY  bool
@@ -179,8 +184,12 @@ func (f *fixture) runRaw(args ...string) result {
 		stdin: stdin, stdout: &stdout, stderr: &stderr, now: f.clock.Now,
 		getenv:     func(k string) string { return f.vars[k] },
 		isTerminal: func(x any) bool { return x == any(stdin) && f.stdinTTY || x == any(&stderr) && f.stderrTTY },
-		connect: func(context.Context, *globalFlags) (*backend, error) {
+		connect: func(context.Context, *globalFlags, *slog.Logger) (*backend, error) {
 			f.connects++
+			if f.noAWS {
+				f.t.Errorf("dlq %s: connected to AWS, want a failure before any AWS client is built", strings.Join(args, " "))
+				return nil, errors.New("connected to AWS")
+			}
 			return &backend{
 				queue:  f.q,
 				ledger: func(string) replay.Ledger { return f.ledger },

@@ -63,5 +63,15 @@ func (s *session) laneConfig(ctx context.Context, fn string, set bool, dlq strin
 	return c, nil
 }
 
+// checkConsumer refuses a --consumer that is no consumer's scope: empty,
+// too long, or with the ledger's key separator in it (keys are
+// "<consumer>#<key>").
+func checkConsumer(v string) error {
+	if settings.ConsumerName.Check(v) != nil {
+		return usageError("--consumer %q: want the consumer's name, %s (its records' keys are %s)", v, settings.ConsumerName.Want(), settings.ScopedKey("<consumer>", "<key>"))
+	}
+	return nil
+}
+
 // keysOf returns the values of --key and of its alias --order, together.
 func keysOf(keys, orders []string) []string { return slices.Concat(keys, orders) }

@@ -59,6 +59,7 @@ func TestUsageAndResourceErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
+			f.noAWS = true
 			flat := filepath.Join(t.TempDir(), "flat.json")
 			f.writeFile(flat, f.outputs)
 			list := filepath.Join(t.TempDir(), "list.json")
@@ -86,16 +87,146 @@ func TestUsageAndResourceErrors(t *testing.T) {
 func TestResourceErrorsAfterConnecting(t *testing.T) {
 	f := newFixture(t)
 	f.runRaw("--stack", "Nope", "inspect").want(t, exitError, "read the outputs of stack Nope", "does not exist", "check the name, --region")
-	// Nothing says where the lane is: no deploy-local advice for an
-	// operator who is not in a checkout.
-	r := f.runRaw("inspect")
-	r.want(t, exitError, "no DeadLetterQueueUrl: nothing says where the lane is — pass --stack NAME (CloudFormation), "+
-		"--outputs-file FILE (as `cdk deploy --outputs-file` writes it), or --lane NAME to find the lane by its tags; or pass --dlq-url")
-	if strings.Contains(r.stderr, "make deploy-local") {
-		t.Fatalf("a production operator is told to run make deploy-local:\n%s", r.stderr)
-	}
 	if n := f.callsOf("ReceiveMessage") + f.callsOf("SendMessageBatch"); n != 0 {
 		t.Fatalf("%d SQS receive/send calls for a failed command", n)
+	}
+}
+
+// Every flag, and where the lane is when no AWS call is needed to know
+// it, is checked before dlq builds an AWS client: a bad flag never waits
+// for a region or credentials, and a command with nothing to say where the
+// lane is says so rather than ask for a region.
+func TestChecksBeforeAWS(t *testing.T) {
+	const noOrigin = "nothing says where the lane is — pass --stack NAME (CloudFormation), " +
+		"--outputs-file FILE (as `cdk deploy --outputs-file` writes it), or --lane NAME to find the lane by its tags"
+	tests := []struct {
+		name   string
+		args   []string
+		raw    bool // without the fixture's --outputs-file
+		code   int
+		stderr []string
+	}{
+		{"inspect, nothing given", []string{"inspect"}, true, exitError, []string{"no DeadLetterQueueUrl: " + noOrigin + "; or pass --dlq-url"}},
+		{"peek at parking, only the DLQ given", []string{"--dlq-url", "DLQ", "peek", "--queue", "parking"}, true, exitError, []string{"no ParkingQueueUrl: " + noOrigin + "; or pass --parking-url"}},
+		{"replay, only the DLQ given", []string{"--dlq-url", "DLQ", "replay", "--dry-run"}, true, exitError, []string{"no ParkingQueueUrl: " + noOrigin}},
+		{"audit, nothing given", []string{"audit"}, true, exitError, []string{"no LedgerTableName: " + noOrigin + "; or pass --ledger-table"}},
+		{"audit a key, only the ledger given", []string{"--ledger-table", "ledger", "audit", "--key", "K-1"}, true, exitError, []string{"no IdempotencyTableName: " + noOrigin}},
+		{"to, not a queue URL", []string{"replay", "--yes", "--to", "http://x"}, false, exitUsage, []string{`--to "http://x": not a queue URL (want https://sqs.REGION.amazonaws.com/ACCOUNT/NAME`}},
+		{"to, not a queue URL, on a stack", []string{"--stack", "Homing", "replay", "--yes", "--to", "http://x"}, true, exitUsage, []string{`--to "http://x": not a queue URL`}},
+		{"to, no account", []string{"replay", "--yes", "--to", "https://sqs.us-east-1.amazonaws.com/retry"}, false, exitUsage, []string{"not a queue URL"}},
+		{"to, empty", []string{"replay", "--yes", "--to", ""}, false, exitUsage, []string{`--to "": not a queue URL`}},
+		{"to, the queue replayed from", []string{"replay", "--yes", "--to", "DLQ"}, false, exitUsage, []string{"is the queue replayed from (--from dlq)"}},
+		{"to, another type", []string{"replay", "--yes", "--to", "https://sqs.us-east-1.amazonaws.com/000000000000/retry.fifo"}, false, exitUsage, []string{"is a FIFO queue but", "is a standard queue"}},
+		{"replay, consumer with the separator", []string{"replay", "--yes", "--consumer", "a#b"}, false, exitUsage, []string{`--consumer "a#b": want the consumer's name, 1..64 bytes without '#' (its records' keys are <consumer>#<key>)`}},
+		{"replay, empty consumer", []string{"replay", "--yes", "--consumer", ""}, false, exitUsage, []string{`--consumer "": want the consumer's name`}},
+		{"replay, consumer too long", []string{"replay", "--yes", "--consumer", strings.Repeat("c", 65)}, false, exitUsage, []string{"want the consumer's name, 1..64 bytes"}},
+		{"audit, consumer with the separator", []string{"audit", "--key", "K-1", "--consumer", "a#b"}, false, exitUsage, []string{`--consumer "a#b": want the consumer's name`}},
+		{"audit, empty consumer", []string{"audit", "--key", "K-1", "--consumer", ""}, false, exitUsage, []string{`--consumer "": want the consumer's name`}},
+		{"audit, empty key", []string{"audit", "--key", ""}, false, exitUsage, []string{`--key "": want a business key (audit without --key lists the last runs)`}},
+		{"audit, empty order", []string{"audit", "--order", ""}, false, exitUsage, []string{`--order "": want a business key (audit without --key lists the last runs)`}},
+		{"replay, empty key", []string{"replay", "--dry-run", "--key", ""}, false, exitUsage, []string{`--key "": want 1..128 bytes`}},
+		{"replay, empty order", []string{"replay", "--dry-run", "--order", ""}, false, exitUsage, []string{`--order "": want 1..128 bytes`}},
+		{"replay, key too long", []string{"replay", "--dry-run", "--key", strings.Repeat("k", 129)}, false, exitUsage, []string{"want 1..128 bytes"}},
+		{"replay, empty reason", []string{"replay", "--dry-run", "--reason", ""}, false, exitUsage, []string{`--reason "": want 1..128 bytes`}},
+		{"replay, empty route", []string{"replay", "--dry-run", "--route", ""}, false, exitUsage, []string{`--route "": want 1..256 bytes`}},
+		{"replay, health URL not http", []string{"replay", "--dry-run", "--health-url", "ftp://x"}, false, exitUsage, []string{`--health-url: base URL "ftp://x": scheme must be http or https`}},
+		{"replay, empty health URL", []string{"replay", "--dry-run", "--health-url", ""}, false, exitUsage, []string{`--health-url "": want the downstream's base URL (--no-health-gate skips the gate)`}},
+		{"every problem at once", []string{"replay", "--dry-run", "--to", "http://x", "--consumer", "a#b"}, false, exitUsage, []string{`--to "http://x"`, `; --consumer "a#b"`}},
+		{"replay, not a function", []string{"replay", "--dry-run", "--replay-function", "my fn"}, false, exitUsage, []string{`--replay-function "my fn": not a Lambda function`}},
+		{"a resource flag, not a queue URL", []string{"--dlq-url", "http://x", "inspect"}, true, exitUsage, []string{`--dlq-url "http://x": not a queue URL`}},
+		{"a resource flag, empty", []string{"--parking-url", "", "inspect"}, false, exitUsage, []string{`--parking-url "": not a queue URL`}},
+		{"a table flag, not a table", []string{"--ledger-table", "a b", "audit"}, false, exitUsage, []string{`--ledger-table "a b": not a DynamoDB table`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.noAWS = true
+			args := slices.Clone(tt.args)
+			for i, a := range args {
+				args[i] = strings.ReplaceAll(a, "DLQ", f.dlq)
+			}
+			var r result
+			if tt.raw {
+				r = f.runRaw(args...)
+			} else {
+				r = f.run(args...)
+			}
+			r.want(t, tt.code, tt.stderr...)
+			if strings.Contains(r.stderr, "region") || strings.Contains(r.stderr, "make deploy-local") {
+				t.Fatalf("stderr speaks of a region or of make deploy-local:\n%s", r.stderr)
+			}
+			if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n > 1 || n == 1 && tt.code != exitUsage {
+				t.Fatalf("stderr is not one line (and the usage hint):\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+func TestCheckResourceNames(t *testing.T) {
+	for _, tt := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/orders", true},
+		{"https://sqs.eu-west-1.amazonaws.com/123456789012/a_b-c.fifo", true},
+		{"https://queue.amazonaws.com/123456789012/q", true},
+		{"http://localhost:4566/000000000000/q", true},
+		{"http://sqs.us-east-1.localhost.localstack.cloud:4566/000000000000/q", true},
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/" + strings.Repeat("q", 80), true},
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/" + strings.Repeat("q", 75) + ".fifo", true},
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/" + strings.Repeat("q", 81), false},
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/" + strings.Repeat("q", 76) + ".fifo", false},
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/a.b", false},
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/q/", false},
+		{"https://sqs.us-east-1.amazonaws.com/12345/q", false},
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/q?x=1", false},
+		{"ftp://sqs.us-east-1.amazonaws.com/123456789012/q", false},
+		{"https:///123456789012/q", false},
+		{"http://x", false},
+		{"orders", false},
+		{"", false},
+	} {
+		if err := checkQueueURL("to", tt.url); (err == nil) != tt.ok {
+			t.Errorf("checkQueueURL(%q) = %v, want ok %v", tt.url, err, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		fn string
+		ok bool
+	}{
+		{"replay-fn", true},
+		{"Homing-OrdersReplay9C162605-F207191D80617", true},
+		{"replay-fn:live", true},
+		{"replay-fn:$LATEST", true},
+		{"123456789012:function:replay-fn", true},
+		{"arn:aws:lambda:eu-west-1:123456789012:function:replay-fn:3", true},
+		{"arn:aws-us-gov:lambda:us-gov-west-1:123456789012:function:replay-fn", true},
+		{"my fn", false},
+		{"replay-fn:", false},
+		{"arn:aws:sqs:us-east-1:123456789012:q", false},
+		{strings.Repeat("f", 171), false},
+	} {
+		if got := isFunctionName(tt.fn); got != tt.ok {
+			t.Errorf("isFunctionName(%q) = %v, want %v", tt.fn, got, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		table string
+		ok    bool
+	}{
+		{"ledger", true},
+		{"My_Stack-Ledger.v2", true},
+		{"arn:aws:dynamodb:us-east-1:123456789012:table/ledger", true},
+		{"ab", false},
+		{"a b", false},
+		{strings.Repeat("t", 256), false},
+		{"arn:aws:sqs:us-east-1:123456789012:ledger", false},
+		{"arn:aws:dynamodb:us-east-1:123456789012:ledger", false},
+		{"", false},
+	} {
+		if err := checkTableName("ledger-table", tt.table); (err == nil) != tt.ok {
+			t.Errorf("checkTableName(%q) = %v, want ok %v", tt.table, err, tt.ok)
+		}
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -42,7 +44,7 @@ func (s *session) roleURL(flag, role string) (string, error) {
 // browsableRole opens a session and checks that the queue --queue names
 // may be browsed (see browsable); it returns the queue's URL and attributes.
 func (a *app) browsableRole(ctx context.Context, role, verb string, force bool) (s *session, url string, attrs map[string]string, err error) {
-	if s, err = a.open(ctx); err != nil {
+	if s, err = a.open(ctx, needs(roleOutputs[role])); err != nil {
 		return nil, "", nil, err
 	}
 	if url, err = s.roleURL("queue", role); err != nil {
@@ -50,6 +52,50 @@ func (a *app) browsableRole(ctx context.Context, role, verb string, force bool) 
 	}
 	attrs, err = browsable(ctx, s.queue, url, verb, force)
 	return s, url, attrs, err
+}
+
+// An SQS queue URL is http(s)://HOST/ACCOUNT/NAME: the account's 12
+// digits, the queue's name up to 80 letters, digits, '-' and '_', a FIFO
+// queue's ending in ".fifo" (counted in the 80).
+var (
+	accountPattern   = regexp.MustCompile(`^[0-9]{12}$`)
+	queueNamePattern = regexp.MustCompile(`^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$`)
+)
+
+// checkQueueURL refuses a value of --flag that is not an SQS queue URL.
+func checkQueueURL(flag, v string) error {
+	u, err := url.Parse(v)
+	ok := err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil && u.RawQuery == "" && u.Fragment == ""
+	if ok {
+		account, name, found := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+		ok = found && accountPattern.MatchString(account) && queueNamePattern.MatchString(name)
+	}
+	if !ok {
+		return usageError("--%s %q: not a queue URL (want https://sqs.REGION.amazonaws.com/ACCOUNT/NAME, or an emulator's http://HOST:PORT/ACCOUNT/NAME)", flag, v)
+	}
+	return nil
+}
+
+// tableNamePattern is a DynamoDB table name: 3..255 letters, digits, '_',
+// '-' and '.'.
+var tableNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
+
+// checkTableName refuses a value of --flag that is neither a DynamoDB
+// table name nor a table's ARN.
+func checkTableName(flag, v string) error {
+	name := v
+	if strings.HasPrefix(v, "arn:") {
+		name = "" // unless a table's: arn:PARTITION:dynamodb:REGION:ACCOUNT:table/NAME
+		if parts := strings.SplitN(v, ":", 6); len(parts) == 6 && parts[2] == "dynamodb" {
+			if n, ok := strings.CutPrefix(parts[5], "table/"); ok {
+				name = n
+			}
+		}
+	}
+	if !tableNamePattern.MatchString(name) {
+		return usageError("--%s %q: not a DynamoDB table (want its name, 3..255 letters, digits, '_', '-' or '.', or its ARN)", flag, v)
+	}
+	return nil
 }
 
 // queueStats are a queue's approximate counts and retention.
@@ -106,6 +152,6 @@ func browsable(ctx context.Context, q replay.Queue, url, verb string, force bool
 	_ = json.Unmarshal([]byte(policy), &rp) // the raw policy is named below either way
 	target := rp.Target[strings.LastIndex(rp.Target, ":")+1:]
 	return nil, refused("refusing to %s %s: it has a RedrivePolicy (maxReceiveCount %v, dead-letter queue %s), so it is a source queue, "+
-		"and every receive from it counts as a delivery attempt that pushes orders toward the DLQ. "+
+		"and every receive from it counts as a delivery attempt that pushes its messages toward the DLQ. "+
 		"Look at its DLQ instead (--queue dlq), or pass --force if you accept burning delivery attempts", verb, url, rp.Max, target)
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -35,6 +36,7 @@ type replayFlags struct {
 	dryRun, yes, force        bool
 	// whether the flags were given: they override the function's values
 	consumerSet, healthSet, functionSet bool
+	toSet, routeSet                     bool
 	max                                 int
 	rate                                float64
 	reasons, keys, orders               []string
@@ -61,20 +63,23 @@ does; --replay-function "" uses the engine's defaults and a route without a
 key or completion records (messages are decided by their message id).
 
 Filters (--reason, --older-than, --key) select messages; the others are
-skipped and left in place. --order is an alias of --key, kept from earlier
-versions. --max caps the messages moved, --rate spaces the
-sends. --dry-run decides and reports but moves and writes nothing.
+skipped and left in place. --order is an alias of --key. --max caps the
+messages moved, --rate spaces the sends. --dry-run decides and reports but
+moves and writes nothing.
 
 --from parking|invalid replays from the parking or invalid queue instead of
 the DLQ (to the source queue, or --to). Parked messages exhausted their
 replays: --from parking needs --reset-count, which restarts their replay count
 (the metadata's and the ledger's) so they get the full number of replays
 again. Invalid messages are never replayed as is after a producer fix (the
-producer resends corrected orders); --from invalid is for messages the
+producer sends corrected messages); --from invalid is for messages the
 consumer rejected wrongly, after the consumer is fixed.
 
 --to URL sends replays to another queue of the same type (FIFO or standard)
 instead of the source queue.
+
+Every flag is checked before the first AWS call, and so are the lane's
+resources when an outputs file or the resource flags name them.
 
 A run that is not a dry run writes its summary to the ledger, where the next
 scheduled run reads it for its gates. On a terminal it asks for confirmation
@@ -83,14 +88,16 @@ when stderr is a terminal, else one line per route when its pass ends. -o json
 prints the engine's run summary.`,
 		Example: `  dlq replay --dry-run
   dlq replay --older-than 2h --max 100 --rate 10
-  dlq replay --key ORD-2026-000123 --key ORD-2026-000124 --yes
+  dlq replay --key KEY-1 --key KEY-2 --yes     # the messages of two business keys
   dlq replay --reason dead-lettered -o json --yes > summary.json
   dlq replay --from parking --reset-count --reason replay-exhausted
-  dlq replay --from invalid --reason invalid-tax-id --to https://sqs.us-east-1.amazonaws.com/123456789012/orders-retry`,
+  dlq replay --from invalid --reason REASON --to https://sqs.us-east-1.amazonaws.com/123456789012/my-lane-retry`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			f.consumerSet = cmd.Flags().Changed("consumer")
 			f.healthSet = cmd.Flags().Changed("health-url")
 			f.functionSet = cmd.Flags().Changed("replay-function")
+			f.toSet = cmd.Flags().Changed("to")
+			f.routeSet = cmd.Flags().Changed("route")
 			return a.replay(cmd.Context(), f)
 		}),
 	}
@@ -106,10 +113,10 @@ prints the engine's run summary.`,
 	fl.StringArrayVar(&f.reasons, "reason", nil, "only messages with this reason (repeatable): dead-lettered, replay-exhausted, expiry-rescue, or an invalid reason")
 	fl.DurationVar(&f.olderThan, "older-than", 0, "only messages first dead-lettered at least this long ago (e.g. 90m, 24h)")
 	fl.StringArrayVar(&f.keys, "key", nil, "only the messages of this business key (repeatable; the key is the lane's route's key expression of the body)")
-	fl.StringArrayVar(&f.orders, "order", nil, "alias of --key (deprecated)")
+	fl.StringArrayVar(&f.orders, "order", nil, "alias of --key")
 	fl.BoolVar(&f.resetCount, "reset-count", false, "restart the replay count of the messages (only with --from parking|invalid)")
-	fl.StringVar(&f.healthURL, "health-url", "", "base URL of the tax service whose /health gates the run (default: the function's HEALTH_URL)")
-	fl.BoolVar(&f.noHealth, "no-health-gate", false, "skip the health gate (when the tax service is not reachable from here)")
+	fl.StringVar(&f.healthURL, "health-url", "", "base URL of the downstream service whose /health gates the run (default: the function's HEALTH_URL)")
+	fl.BoolVar(&f.noHealth, "no-health-gate", false, "skip the health gate (when the downstream's /health is not reachable from here)")
 	fl.StringVar(&f.consumer, "consumer", "", "the consumer's idempotency scope for the canary gate (default: the replay function's "+settings.ConsumerName.Env+")")
 	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
 	fl.BoolVar(&f.force, "force", false, "replay from a queue even if it has a RedrivePolicy (burns delivery attempts)")
@@ -138,10 +145,88 @@ func (f *replayFlags) check() error {
 	if f.olderThan < 0 {
 		errs = append(errs, fmt.Sprintf("--older-than %s: want a positive duration", f.olderThan))
 	}
+	if f.functionSet && f.function != "" && !isFunctionName(f.function) {
+		errs = append(errs, fmt.Sprintf(`--replay-function %q: not a Lambda function (want its name, ARN or partial ARN, with a qualifier or without; "" for the engine's defaults)`, f.function))
+	}
+	if f.toSet {
+		if err := checkQueueURL("to", f.to); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if f.consumerSet {
+		if err := checkConsumer(f.consumer); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if f.healthSet {
+		if f.healthURL == "" {
+			errs = append(errs, `--health-url "": want the downstream's base URL (--no-health-gate skips the gate)`)
+		} else if _, err := (handler.Config{HealthURL: f.healthURL}).Health(nil); err != nil {
+			errs = append(errs, fmt.Sprintf("--health-url: %v", cmp.Or(errors.Unwrap(err), err)))
+		}
+	}
+	if f.routeSet && (f.route == "" || len(f.route) > settings.MaxRouteNameBytes) {
+		errs = append(errs, fmt.Sprintf("--route %q: want 1..%d bytes", f.route, settings.MaxRouteNameBytes))
+	}
+	errs = append(errs, checkValues("key", f.keys)...)
+	errs = append(errs, checkValues("order", f.orders)...)
+	errs = append(errs, checkValues("reason", f.reasons)...)
+	if n := len(keysOf(f.keys, f.orders)); n > replay.MaxFilterValues {
+		errs = append(errs, fmt.Sprintf("--key: %d keys, want at most %d", n, replay.MaxFilterValues))
+	}
+	if len(f.reasons) > replay.MaxFilterValues {
+		errs = append(errs, fmt.Sprintf("--reason: %d reasons, want at most %d", len(f.reasons), replay.MaxFilterValues))
+	}
 	if len(errs) > 0 {
 		return usageError("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// functionNamePattern is the pattern of lambda:GetFunctionConfiguration's
+// FunctionName: a name, an ARN or a partial ARN, with a qualifier or
+// without.
+var functionNamePattern = regexp.MustCompile(`^(arn:(aws[a-zA-Z-]*)?:lambda:)?([a-z]{2}(-gov)?-[a-z]+-\d{1}:)?(\d{12}:)?(function:)?([a-zA-Z0-9-_.]+)(:(\$LATEST|[a-zA-Z0-9-_]+))?$`)
+
+// isFunctionName reports whether v is a FunctionName that
+// lambda:GetFunctionConfiguration takes: the pattern, 1..170 characters.
+func isFunctionName(v string) bool { return len(v) <= 170 && functionNamePattern.MatchString(v) }
+
+// checkValues checks the values of a repeatable filter flag: each one
+// 1..replay.MaxKeyID bytes.
+func checkValues(flag string, values []string) []string {
+	var errs []string
+	for _, v := range values {
+		if v == "" || len(v) > replay.MaxKeyID {
+			errs = append(errs, fmt.Sprintf("--%s %q: want 1..%d bytes", flag, v, replay.MaxKeyID))
+		}
+	}
+	return errs
+}
+
+// need is what a replay needs of the lane's resources, checked before any
+// AWS call when they are known without one (see open): the queue it
+// replays from, the one it sends to (the source queue, or --to: of the
+// same type, and not the queue replayed from), the parking queue and the
+// tables.
+func (f *replayFlags) need(r *resources) error {
+	from, err := r.get(roleOutputs[f.from])
+	if err != nil {
+		return err
+	}
+	if f.to != "" {
+		if f.to == from {
+			return usageError("--to %s is the queue replayed from (--from %s): replays go to another queue", f.to, f.from)
+		}
+		if err := checkTo(from, f.to); err != nil {
+			return err
+		}
+	}
+	keys := []string{outDLQ, outParking, outLedger, outIdempotency}
+	if f.to == "" {
+		keys = append(keys, outSource)
+	}
+	return needs(keys...)(r)
 }
 
 // checkTo refuses a --to queue of another type than the queue replayed from.
@@ -162,7 +247,7 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	s, err := a.open(ctx)
+	s, err := a.open(ctx, f.need)
 	if err != nil {
 		return err
 	}

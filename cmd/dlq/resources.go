@@ -74,10 +74,14 @@ func (r *resources) optional(key string) string { return r.values[key] }
 var errNoOrigin = errors.New("nothing says where the lane is — pass --stack NAME (CloudFormation), " +
 	"--outputs-file FILE (as `cdk deploy --outputs-file` writes it), or --lane NAME to find the lane by its tags")
 
-// open reads the outputs file, if that is where the lane is, before any
-// AWS call (a missing or malformed file fails fast); then connects to AWS
-// and reads the stack or the tags when the lane is there.
-func (a *app) open(ctx context.Context) (*session, error) {
+// open finds the lane's resources and connects to AWS. need checks the
+// resources the command cannot do without (nil: none). When the lane is
+// in an outputs file, or nowhere and the resource flags name it, the
+// resources are known before any AWS call: they are read (a missing or
+// malformed file fails fast) and need checks them before dlq looks for a
+// region or credentials. When the lane is a stack or its tags, dlq
+// connects, reads them, then checks.
+func (a *app) open(ctx context.Context, need func(*resources) error) (*session, error) {
 	g := &a.flags
 	var res *resources
 	if g.outputsFile != "" || g.stack == "" && g.lane == "" {
@@ -85,13 +89,17 @@ func (a *app) open(ctx context.Context) (*session, error) {
 		if res, err = a.fileResources(); err != nil {
 			return nil, err
 		}
+		if err := a.withFlags(res, need); err != nil {
+			return nil, err
+		}
 	}
-	b, err := a.connect(ctx, g)
+	b, err := a.connect(ctx, g, a.logger())
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case res != nil:
+		return &session{backend: b, res: res}, nil
 	case g.stack != "":
 		out, err := b.stackOutputs(ctx, g.stack)
 		if err != nil {
@@ -110,14 +118,38 @@ func (a *app) open(ctx context.Context) (*session, error) {
 			return fmt.Sprintf("no %s is tagged %s=%s and %s=%s", r.kind(), settings.TagLane, g.lane, settings.TagRole, r.role)
 		}}
 	}
+	if err := a.withFlags(res, need); err != nil {
+		return nil, err
+	}
+	return &session{backend: b, res: res}, nil
+}
+
+// withFlags puts the resource flags given on top of res, then checks res
+// with need (nil: no check).
+func (a *app) withFlags(res *resources, need func(*resources) error) error {
 	res.flags = map[string]string{}
-	for _, f := range g.resourceFlags() {
+	for _, f := range a.flags.resourceFlags() {
 		res.flags[f.key] = f.name
 		if *f.value != "" {
 			res.values[f.key] = *f.value
 		}
 	}
-	return &session{backend: b, res: res}, nil
+	if need == nil {
+		return nil
+	}
+	return need(res)
+}
+
+// needs returns a need (see open) that gets each of keys.
+func needs(keys ...string) func(*resources) error {
+	return func(r *resources) error {
+		for _, k := range keys {
+			if _, err := r.get(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // fileResources reads the lane from the outputs file: the one given, or

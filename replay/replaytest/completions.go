@@ -37,51 +37,109 @@ func (m *MemoryCompletions) Completed(_ context.Context, keys []string) (map[str
 	return out, nil
 }
 
-// RunCompletions runs the contract every replay.Completions passes: it
-// writes records through the idempotent receiver (scope "invoice") into the
-// store newPair returns, and reads them back through the Completions it
-// returns, which must read scope "invoice" of that store.
-func RunCompletions(t *testing.T, newPair func(t *testing.T) (idempotency.Store, replay.Completions)) {
-	ctx := context.Background()
-	store, c := newPair(t)
-	complete := func(scope, id string) {
-		r := &idempotency.Receiver{Store: store, Scope: scope}
-		if _, err := r.Do(ctx, id, "hash-"+id, func(context.Context) (string, error) { return "INV-" + id, nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	complete("invoice", "ORD-done")
-	complete("other", "ORD-other-scope")
-	now := time.Now()
-	lease := idempotency.Lease{Key: "invoice#ORD-running", PayloadHash: "h", Token: "t", Now: now, Until: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
-	if _, claimed, err := store.Claim(ctx, lease); err != nil || !claimed {
-		t.Fatalf("claim: claimed=%v err=%v", claimed, err)
-	}
-	many := make([]string, 120) // more than one BatchGetItem
-	for i := range many {
-		many[i] = fmt.Sprintf("ORD-many-%03d", i)
-		complete("invoice", many[i])
-	}
+// CompletionsHarness is what the completions contract needs of a
+// replay.Completions implementation.
+type CompletionsHarness struct {
+	// NewPair returns a store and the Completions that reads its scope
+	// "invoice". The tests write their records through the idempotent
+	// receiver, under keys of their own (from t.Name()), so the pairs of
+	// one harness may share a table.
+	NewPair func(t *testing.T) (idempotency.Store, replay.Completions)
+}
 
-	ask := append([]string{"ORD-done", "ORD-running", "ORD-absent", "ORD-other-scope", "ORD-done"}, many...)
-	got, err := c.Completed(ctx, ask)
-	if err != nil {
+// CompletionsTest is one rule of the completions contract, a test function
+// of its own; [CompletionsTests] lists them all.
+type CompletionsTest func(t *testing.T, h CompletionsHarness)
+
+// CompletionsTests returns the contract every replay.Completions passes,
+// one test per rule, in the order [RunCompletions] runs them.
+func CompletionsTests() []CompletionsTest {
+	return []CompletionsTest{
+		TestOnlyCompletedKeysAreCompleted,
+		TestCompletedAnswersMoreKeysThanOneBatch,
+		TestCompletedOfNoKeysIsEmpty,
+	}
+}
+
+// RunCompletions runs every test of [CompletionsTests] against h as a
+// subtest named after its function.
+func RunCompletions(t *testing.T, h CompletionsHarness) {
+	t.Helper()
+	runTests(t, h, CompletionsTests())
+}
+
+// completeKey completes id in scope through the idempotent receiver, with
+// payload hash "hash-"+id.
+func completeKey(t *testing.T, store idempotency.Store, scope, id string) {
+	t.Helper()
+	r := &idempotency.Receiver{Store: store, Scope: scope}
+	if _, err := r.Do(t.Context(), id, "hash-"+id, func(context.Context) (string, error) { return "INV-" + id, nil }); err != nil {
 		t.Fatal(err)
 	}
-	// Completed keys with their payload hash; the others are absent.
-	want := map[string]string{"ORD-done": "hash-ORD-done"}
-	for _, id := range many {
-		want[id] = "hash-" + id
-	}
+}
+
+// wantCompleted checks that got holds exactly want's keys, each with its
+// payload hash.
+func wantCompleted(t *testing.T, got, want map[string]string, asked int) {
+	t.Helper()
 	if len(got) != len(want) {
-		t.Errorf("%d completed of %d, want %d: %v", len(got), len(ask), len(want), got)
+		t.Errorf("%d completed of %d, want %d: %v", len(got), asked, len(want), got)
 	}
 	for id, w := range want {
 		if v, ok := got[id]; !ok || v != w {
 			t.Errorf("%s: hash %q (completed %v), want %q", id, v, ok, w)
 		}
 	}
-	if got, err := c.Completed(ctx, nil); err != nil || len(got) != 0 {
+}
+
+// TestOnlyCompletedKeysAreCompleted: Completed answers a COMPLETED key of
+// scope "invoice" with its payload hash, once however often it is asked,
+// and leaves out a key in progress, an absent key and a key completed in
+// another scope.
+func TestOnlyCompletedKeysAreCompleted(t *testing.T, h CompletionsHarness) {
+	store, c := h.NewPair(t)
+	done := businessKey(t, "done")
+	running := businessKey(t, "running")
+	otherScope := businessKey(t, "other-scope")
+	completeKey(t, store, "invoice", done)
+	completeKey(t, store, "other", otherScope)
+	now := time.Now()
+	lease := idempotency.Lease{Key: idempotency.Key("invoice", running), PayloadHash: "h", Token: "t", Now: now, Until: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+	if _, claimed, err := store.Claim(t.Context(), lease); err != nil || !claimed {
+		t.Fatalf("claim: claimed=%v err=%v", claimed, err)
+	}
+	ask := []string{done, running, businessKey(t, "absent"), otherScope, done}
+	got, err := c.Completed(t.Context(), ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCompleted(t, got, map[string]string{done: "hash-" + done}, len(ask))
+}
+
+// TestCompletedAnswersMoreKeysThanOneBatch: asked for 120 completed keys,
+// more than one BatchGetItem reads, with an absent key and a repeated one
+// among them, Completed answers each completed key with its payload hash.
+func TestCompletedAnswersMoreKeysThanOneBatch(t *testing.T, h CompletionsHarness) {
+	store, c := h.NewPair(t)
+	many := make([]string, 120)
+	want := map[string]string{}
+	for i := range many {
+		many[i] = businessKey(t, fmt.Sprintf("%03d", i))
+		completeKey(t, store, "invoice", many[i])
+		want[many[i]] = "hash-" + many[i]
+	}
+	ask := append([]string{businessKey(t, "absent"), many[0]}, many...)
+	got, err := c.Completed(t.Context(), ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCompleted(t, got, want, len(ask))
+}
+
+// TestCompletedOfNoKeysIsEmpty: Completed of no keys answers none.
+func TestCompletedOfNoKeysIsEmpty(t *testing.T, h CompletionsHarness) {
+	_, c := h.NewPair(t)
+	if got, err := c.Completed(t.Context(), nil); err != nil || len(got) != 0 {
 		t.Fatalf("no keys: %v, %v", got, err)
 	}
 }

@@ -9,5 +9,8 @@ import (
 )
 
 func TestMemoryLedgerContract(t *testing.T) {
-	replaytest.RunLedger(t, func(_ *testing.T, now func() time.Time) replay.Ledger { return replaytest.NewMemoryLedger(now) })
+	replaytest.RunLedger(t, replaytest.LedgerHarness{
+		NewLedger: func(_ *testing.T, now func() time.Time) replay.Ledger { return replaytest.NewMemoryLedger(now) },
+		Features:  replaytest.LedgerFeatures{ConcurrentMarks: true},
+	})
 }

@@ -1,7 +1,6 @@
 package replaytest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -12,8 +11,9 @@ import (
 )
 
 // QueueFeatures declares which of SQS's documented behaviours an
-// implementation has, as watermill's tests.Features do: [RunQueue] checks
-// the declared ones and skips the others, naming the declaration, and
+// implementation has, as watermill's tests.Features do: the test of each
+// ([TestMoreThanTenAttributesAreRefused], ...) runs where the harness
+// declares it and skips, naming the field, where it does not; and
 // [RunQueueGaps] fails when an implementation shows a behaviour it declares
 // absent, so a declaration cannot outlive its gap.
 type QueueFeatures struct {
@@ -58,131 +58,175 @@ func SQSFeatures() QueueFeatures {
 	}
 }
 
-// queueFeature is one declarable behaviour and the check that shows it.
+// queueFeature is one field of QueueFeatures and the check that shows the
+// behaviour it declares.
 type queueFeature struct {
-	name     string
+	name     string // the QueueFeatures field
 	declared func(QueueFeatures) bool
 	// check returns "" when the implementation behaves as documented, or
 	// what it did instead.
 	check func(t *testing.T, h QueueHarness) string
 }
 
-var queueFeatures = []queueFeature{
-	{
-		name:     "more than ten message attributes are refused",
+// The features, one per field of QueueFeatures.
+var (
+	attributeLimit = queueFeature{
+		name:     "AttributeLimit",
 		declared: func(f QueueFeatures) bool { return f.AttributeLimit },
-		check: func(t *testing.T, h QueueHarness) string {
-			url := h.NewQueue(t, "contract-attributes")
-			attrs := map[string]types.MessageAttributeValue{}
-			for i := range 11 {
-				attrs[fmt.Sprintf("a%02d", i)] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("v")}
-			}
-			_, err := h.Queue.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x"), MessageAttributes: attrs})
-			if err == nil {
-				return "a message with 11 attributes was accepted"
-			}
-			return ""
-		},
-	},
-	{
-		name:     "a visibility batch without entries is refused",
+		check:    checkAttributeLimit,
+	}
+	emptyVisibilityBatchRefused = queueFeature{
+		name:     "EmptyVisibilityBatchRefused",
 		declared: func(f QueueFeatures) bool { return f.EmptyVisibilityBatchRefused },
-		check: func(t *testing.T, h QueueHarness) string {
-			url := h.NewQueue(t, "contract-empty-visibility")
-			_, err := h.Queue.ChangeMessageVisibilityBatch(context.Background(), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: []types.ChangeMessageVisibilityBatchRequestEntry{}})
-			var empty *types.EmptyBatchRequest
-			if !errors.As(err, &empty) {
-				return fmt.Sprintf("ChangeMessageVisibilityBatch without entries answered err = %v", err)
-			}
-			return ""
-		},
-	},
-	{
-		name:     "deleting a deleted message again succeeds",
+		check:    checkEmptyVisibilityBatchRefused,
+	}
+	deleteAgainSucceeds = queueFeature{
+		name:     "DeleteAgainSucceeds",
 		declared: func(f QueueFeatures) bool { return f.DeleteAgainSucceeds },
-		check: func(t *testing.T, h QueueHarness) string {
-			ctx := context.Background()
-			url := h.NewQueue(t, "contract-delete-again")
-			if _, err := h.Queue.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}); err != nil {
-				t.Fatal(err)
-			}
-			var got []types.Message
-			for range 3 {
-				out, err := h.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 1, VisibilityTimeout: 60, WaitTimeSeconds: 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got = out.Messages; len(got) == 1 {
-					break
-				}
-			}
-			if len(got) != 1 {
-				t.Fatalf("received %d messages, want 1", len(got))
-			}
-			entries := []types.DeleteMessageBatchRequestEntry{{Id: aws.String("m"), ReceiptHandle: got[0].ReceiptHandle}}
-			for i, what := range []string{"first", "second"} {
-				out, err := h.Queue.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
-				switch {
-				case err != nil && i == 0:
-					t.Fatalf("first delete: %v", err)
-				case err == nil && len(out.Failed) > 0 && i == 0:
-					t.Fatalf("first delete failed: %s", aws.ToString(out.Failed[0].Code))
-				case err != nil:
-					return fmt.Sprintf("the %s delete answered err = %v", what, err)
-				case len(out.Failed) > 0:
-					return fmt.Sprintf("the %s delete failed with %s", what, aws.ToString(out.Failed[0].Code))
-				}
-			}
-			return ""
-		},
-	},
-	{
-		name:     "a dead letter names its source queue",
+		check:    checkDeleteAgainSucceeds,
+	}
+	deadLetterSourceARN = queueFeature{
+		name:     "DeadLetterSourceARN",
 		declared: func(f QueueFeatures) bool { return f.DeadLetterSourceARN },
 		check:    checkDeadLetterSourceARN,
-	},
-	{
-		name:     "ListDeadLetterSourceQueues names a DLQ's source",
+	}
+	listDeadLetterSources = queueFeature{
+		name:     "ListDeadLetterSources",
 		declared: func(f QueueFeatures) bool { return f.ListDeadLetterSources },
 		check:    checkListDeadLetterSources,
-	},
-	{
-		name:     "a FIFO duplicate is dropped within 5 minutes, also after the first was deleted",
+	}
+	deduplicationAfterDelete = queueFeature{
+		name:     "DeduplicationAfterDelete",
 		declared: func(f QueueFeatures) bool { return f.DeduplicationAfterDelete },
 		check:    checkDeduplicationAfterDelete,
-	},
+	}
+)
+
+// queueFeatures returns every feature, in the order of QueueFeatures.
+func queueFeatures() []queueFeature {
+	return []queueFeature{attributeLimit, emptyVisibilityBatchRefused, deleteAgainSucceeds, deadLetterSourceARN, listDeadLetterSources, deduplicationAfterDelete}
 }
 
-// runDeclaredFeatures is RunQueue's part for the declarable behaviours.
-func runDeclaredFeatures(t *testing.T, h QueueHarness) {
-	for _, f := range queueFeatures {
-		t.Run(f.name, func(t *testing.T) {
-			if !f.declared(h.Features) {
-				t.Skip("declared absent in QueueHarness.Features (RunQueueGaps checks the declaration)")
-			}
-			if got := f.check(t, h); got != "" {
-				t.Fatal(got)
-			}
-		})
+// test is the feature's test: skipped unless h declares the feature, failed
+// when the implementation does not behave as documented.
+func (f queueFeature) test(t *testing.T, h QueueHarness) {
+	t.Helper()
+	needs(t, f.declared(h.Features), f.name)
+	if got := f.check(t, h); got != "" {
+		t.Fatal(got)
 	}
 }
 
-// RunQueueGaps checks every behaviour h.Features declares absent: a
-// subtest fails when the implementation now behaves as SQS documents,
-// telling the reader to declare the feature (the gap is closed); it logs
-// the gap otherwise. Run it as a TestEmulatorGap* test beside the
-// declarations.
+// TestMoreThanTenAttributesAreRefused: a message with 11 message attributes
+// is refused. It needs [QueueFeatures].AttributeLimit.
+func TestMoreThanTenAttributesAreRefused(t *testing.T, h QueueHarness) { attributeLimit.test(t, h) }
+
+// TestEmptyVisibilityBatchIsRefused: ChangeMessageVisibilityBatch without
+// entries fails with EmptyBatchRequest. It needs
+// [QueueFeatures].EmptyVisibilityBatchRefused.
+func TestEmptyVisibilityBatchIsRefused(t *testing.T, h QueueHarness) {
+	emptyVisibilityBatchRefused.test(t, h)
+}
+
+// TestDeleteAgainSucceeds: deleting a deleted message again succeeds. It
+// needs [QueueFeatures].DeleteAgainSucceeds.
+func TestDeleteAgainSucceeds(t *testing.T, h QueueHarness) { deleteAgainSucceeds.test(t, h) }
+
+// TestDeadLetterNamesItsSource: a dead letter carries its source queue's
+// ARN. It needs [QueueFeatures].DeadLetterSourceARN.
+func TestDeadLetterNamesItsSource(t *testing.T, h QueueHarness) { deadLetterSourceARN.test(t, h) }
+
+// TestListDeadLetterSourceQueues: ListDeadLetterSourceQueues names a DLQ's
+// source. It needs [QueueFeatures].ListDeadLetterSources.
+func TestListDeadLetterSourceQueues(t *testing.T, h QueueHarness) { listDeadLetterSources.test(t, h) }
+
+// TestDeduplicationAfterDelete: a FIFO duplicate is dropped within 5
+// minutes, also after the first was deleted. It needs
+// [QueueFeatures].DeduplicationAfterDelete.
+func TestDeduplicationAfterDelete(t *testing.T, h QueueHarness) {
+	deduplicationAfterDelete.test(t, h)
+}
+
+// RunQueueGaps checks every behaviour h.Features declares absent, as a
+// subtest named after its QueueFeatures field: it fails when the
+// implementation now behaves as SQS documents, telling the reader to
+// declare the feature (the gap is closed); it logs the gap otherwise. Run
+// it as a TestEmulatorGap* test beside the declarations.
 func RunQueueGaps(t *testing.T, h QueueHarness) {
-	for _, f := range queueFeatures {
+	t.Helper()
+	for _, f := range queueFeatures() {
 		if f.declared(h.Features) {
 			continue
 		}
 		t.Run(f.name, func(t *testing.T) {
 			got := f.check(t, h)
 			if got == "" {
-				t.Fatalf("the gap is closed: %q now holds; declare it in QueueHarness.Features (and drop this tripwire's case)", f.name)
+				t.Fatalf("the gap is closed: the implementation now has QueueFeatures.%s; declare it in QueueHarness.Features", f.name)
 			}
-			t.Logf("gap still present: %s (documented: %s)", got, f.name)
+			t.Logf("gap still present: %s (QueueFeatures.%s)", got, f.name)
 		})
 	}
+}
+
+// checkAttributeLimit is QueueFeatures.AttributeLimit's check.
+func checkAttributeLimit(t *testing.T, h QueueHarness) string {
+	url := h.NewQueue(t, queueName(t, "q"))
+	attrs := map[string]types.MessageAttributeValue{}
+	for i := range 11 {
+		attrs[fmt.Sprintf("a%02d", i)] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("v")}
+	}
+	_, err := h.Queue.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x"), MessageAttributes: attrs})
+	if err == nil {
+		return "a message with 11 attributes was accepted"
+	}
+	return ""
+}
+
+// checkEmptyVisibilityBatchRefused is
+// QueueFeatures.EmptyVisibilityBatchRefused's check.
+func checkEmptyVisibilityBatchRefused(t *testing.T, h QueueHarness) string {
+	url := h.NewQueue(t, queueName(t, "q"))
+	_, err := h.Queue.ChangeMessageVisibilityBatch(t.Context(), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: []types.ChangeMessageVisibilityBatchRequestEntry{}})
+	var empty *types.EmptyBatchRequest
+	if !errors.As(err, &empty) {
+		return fmt.Sprintf("ChangeMessageVisibilityBatch without entries answered err = %v", err)
+	}
+	return ""
+}
+
+// checkDeleteAgainSucceeds is QueueFeatures.DeleteAgainSucceeds's check.
+func checkDeleteAgainSucceeds(t *testing.T, h QueueHarness) string {
+	ctx := t.Context()
+	url := h.NewQueue(t, queueName(t, "q"))
+	if _, err := h.Queue.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}); err != nil {
+		t.Fatal(err)
+	}
+	var got []types.Message
+	for range 3 {
+		out, err := h.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 1, VisibilityTimeout: 60, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = out.Messages; len(got) == 1 {
+			break
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("received %d messages, want 1", len(got))
+	}
+	entries := []types.DeleteMessageBatchRequestEntry{{Id: aws.String("m"), ReceiptHandle: got[0].ReceiptHandle}}
+	for i, what := range []string{"first", "second"} {
+		out, err := h.Queue.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		switch {
+		case err != nil && i == 0:
+			t.Fatalf("first delete: %v", err)
+		case err == nil && len(out.Failed) > 0 && i == 0:
+			t.Fatalf("first delete failed: %s", aws.ToString(out.Failed[0].Code))
+		case err != nil:
+			return fmt.Sprintf("the %s delete answered err = %v", what, err)
+		case len(out.Failed) > 0:
+			return fmt.Sprintf("the %s delete failed with %s", what, aws.ToString(out.Failed[0].Code))
+		}
+	}
+	return ""
 }

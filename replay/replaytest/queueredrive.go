@@ -25,87 +25,29 @@ type redrive struct {
 	sourceARN   string
 }
 
-// newRedrive creates a DLQ and a source queue (FIFO when name ends in
-// ".fifo") whose RedrivePolicy moves a message there after maxReceiveCount
-// receives.
-func newRedrive(t *testing.T, h QueueHarness, name string, maxReceiveCount int) redrive {
+// newRedrive creates a DLQ and a source queue of t's own (FIFO when fifo)
+// whose RedrivePolicy moves a message there after maxReceiveCount receives.
+func newRedrive(t *testing.T, h QueueHarness, fifo bool, maxReceiveCount int) redrive {
 	t.Helper()
 	if h.NewQueueWithAttributes == nil {
-		t.Fatal("QueueHarness.NewQueueWithAttributes is nil: the redrive rules need it")
+		t.Fatal("QueueHarness.NewQueueWithAttributes is nil: the redrive tests need it")
 	}
 	suffix := ""
-	if n := len(name); n > 5 && name[n-5:] == ".fifo" {
-		name, suffix = name[:n-5], ".fifo"
+	if fifo {
+		suffix = ".fifo"
 	}
-	dlq, dlqARN := h.NewQueueWithAttributes(t, name+"-dlq"+suffix, nil)
-	source, sourceARN := h.NewQueueWithAttributes(t, name+"-src"+suffix, map[string]string{
+	dlq, dlqARN := h.NewQueueWithAttributes(t, queueName(t, "dlq"+suffix), nil)
+	source, sourceARN := h.NewQueueWithAttributes(t, queueName(t, "src"+suffix), map[string]string{
 		string(types.QueueAttributeNameRedrivePolicy): fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":%d}`, dlqARN, maxReceiveCount),
 	})
 	return redrive{source: source, dlq: dlq, sourceARN: sourceARN}
 }
 
-// redriveClient is what the redrive rules do with h.Queue.
-type redriveClient struct {
-	q SendQueue
-}
-
-func (c redriveClient) send(t *testing.T, url, body, group, dedup string) string {
-	t.Helper()
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body), MessageAttributes: map[string]types.MessageAttributeValue{
+// produced is the message attribute the redrive tests send body with, to
+// find it again in the DLQ.
+func produced(body string) map[string]types.MessageAttributeValue {
+	return map[string]types.MessageAttributeValue{
 		"producer": {DataType: aws.String("String"), StringValue: aws.String("p-" + body)},
-	}}
-	if group != "" {
-		in.MessageGroupId, in.MessageDeduplicationId = aws.String(group), aws.String(dedup)
-	}
-	out, err := c.q.SendMessage(context.Background(), in)
-	if err != nil {
-		t.Fatalf("send %s: %v", body, err)
-	}
-	return aws.ToString(out.MessageId)
-}
-
-// receive receives up to n messages with every attribute, hidden for 60 s.
-func (c redriveClient) receive(t *testing.T, url string, n int32) []types.Message {
-	t.Helper()
-	out, err := c.q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(url), MaxNumberOfMessages: n, VisibilityTimeout: 60, WaitTimeSeconds: 1,
-		MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-	})
-	if err != nil {
-		t.Fatalf("receive from %s: %v", url, err)
-	}
-	return out.Messages
-}
-
-// receiveN receives until it has want messages, trying a few times: a short
-// poll (and a busy emulator) may come back with fewer.
-func (c redriveClient) receiveN(t *testing.T, url string, n int32, want int) []types.Message {
-	t.Helper()
-	var got []types.Message
-	for range 3 {
-		got = append(got, c.receive(t, url, n)...)
-		if len(got) >= want {
-			break
-		}
-	}
-	return got
-}
-
-// release makes a received message visible again at once, as a consumer
-// that fails it does (the event source mapping leaves it to its visibility
-// timeout; a release is the same receive, sooner).
-func (c redriveClient) release(t *testing.T, url string, m types.Message) {
-	t.Helper()
-	if _, err := c.q.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}); err != nil {
-		t.Fatalf("release %s: %v", aws.ToString(m.MessageId), err)
-	}
-}
-
-func (c redriveClient) delete(t *testing.T, url string, m types.Message) {
-	t.Helper()
-	out, err := c.q.DeleteMessageBatch(context.Background(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("d"), ReceiptHandle: m.ReceiptHandle}}})
-	if err != nil || len(out.Failed) > 0 {
-		t.Fatalf("delete %s: %+v, %v", aws.ToString(m.MessageId), out, err)
 	}
 }
 
@@ -113,7 +55,7 @@ func (c redriveClient) delete(t *testing.T, url string, m types.Message) {
 // times, checking its receive count each time; then it receives once more,
 // which must find it gone (moved by that receive), and returns the first
 // receive.
-func (c redriveClient) failUntilMoved(t *testing.T, url string, want int) types.Message {
+func (c queueClient) failUntilMoved(t *testing.T, url string, want int) types.Message {
 	t.Helper()
 	var first types.Message
 	for i := 1; i <= want; i++ {
@@ -136,65 +78,58 @@ func (c redriveClient) failUntilMoved(t *testing.T, url string, want int) types.
 	return first
 }
 
-// runRedrive is RunQueue's part for SQS's redrive (dead-letter queues), the
-// behaviour every implementation must have.
-func runRedrive(t *testing.T, h QueueHarness) {
-	c := redriveClient{q: h.Queue}
-
-	t.Run("a message is received maxReceiveCount times, then moved to the DLQ as it was", func(t *testing.T) {
-		r := newRedrive(t, h, "contract-redrive", 2)
-		id := c.send(t, r.source, "r-1", "", "")
-		first := c.failUntilMoved(t, r.source, 2)
-		got := c.receiveN(t, r.dlq, 10, 1)
-		if len(got) != 1 {
-			t.Fatalf("%d messages in the DLQ, want 1", len(got))
-		}
-		m := got[0]
-		if aws.ToString(m.MessageId) != id || aws.ToString(m.Body) != "r-1" {
-			t.Fatalf("in the DLQ: id %s body %q, want id %s body r-1 (SQS keeps the message id)", aws.ToString(m.MessageId), aws.ToString(m.Body), id)
-		}
-		if a := m.MessageAttributes["producer"]; aws.ToString(a.StringValue) != "p-r-1" {
-			t.Fatalf("producer attribute in the DLQ = %+v", a)
-		}
-		t.Logf("ApproximateReceiveCount in the DLQ's first receive: %s", m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-		if sent := m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]; sent != first.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)] {
-			t.Fatalf("SentTimestamp in the DLQ = %s, in the source %s: a standard queue's redrive keeps the original enqueue timestamp",
-				sent, first.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)])
-		}
-	})
-
-	t.Run("a FIFO redrive moves the group's head and delivers the rest of the group", func(t *testing.T) {
-		r := newRedrive(t, h, "contract-redrive.fifo", 1)
-		head := c.send(t, r.source, "g-a", "g", "g-a")
-		c.send(t, r.source, "g-b", "g", "g-b")
-		got := c.receiveN(t, r.source, 1, 1)
-		if len(got) != 1 || aws.ToString(got[0].MessageId) != head {
-			t.Fatalf("first receive = %v, want the head g-a", bodies(got))
-		}
-		c.release(t, r.source, got[0])
-		if rest := c.receiveN(t, r.source, 10, 1); !slices.Equal(bodies(rest), []string{"g-b"}) {
-			t.Fatalf("after the head's last receive: %v, want [g-b] (the head moved)", bodies(rest))
-		}
-		dead := c.receiveN(t, r.dlq, 10, 1)
-		if len(dead) != 1 || aws.ToString(dead[0].MessageId) != head || dead[0].Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] != "g" {
-			t.Fatalf("in the DLQ: %v, want g-a with its group", dead)
-		}
-	})
+// TestRedriveMovesAfterMaxReceiveCount: a message is received
+// maxReceiveCount times, then moved to the DLQ by the next receive as it
+// was: its id, body and attributes, and a standard queue's SentTimestamp.
+func TestRedriveMovesAfterMaxReceiveCount(t *testing.T, h QueueHarness) {
+	c := queueClient{q: h.Queue}
+	r := newRedrive(t, h, false, 2)
+	id := c.send(t, r.source, "r-1", "", "", produced("r-1"))
+	first := c.failUntilMoved(t, r.source, 2)
+	got := c.receiveN(t, r.dlq, 10, 1)
+	if len(got) != 1 {
+		t.Fatalf("%d messages in the DLQ, want 1", len(got))
+	}
+	m := got[0]
+	if aws.ToString(m.MessageId) != id || aws.ToString(m.Body) != "r-1" {
+		t.Fatalf("in the DLQ: id %s body %q, want id %s body r-1 (SQS keeps the message id)", aws.ToString(m.MessageId), aws.ToString(m.Body), id)
+	}
+	if a := m.MessageAttributes["producer"]; aws.ToString(a.StringValue) != "p-r-1" {
+		t.Fatalf("producer attribute in the DLQ = %+v", a)
+	}
+	t.Logf("ApproximateReceiveCount in the DLQ's first receive: %s", m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	if sent := m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)]; sent != first.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)] {
+		t.Fatalf("SentTimestamp in the DLQ = %s, in the source %s: a standard queue's redrive keeps the original enqueue timestamp",
+			sent, first.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)])
+	}
 }
 
-func bodies(msgs []types.Message) []string {
-	out := make([]string, len(msgs))
-	for i, m := range msgs {
-		out[i] = aws.ToString(m.Body)
+// TestFIFORedriveMovesTheGroupsHead: a FIFO redrive moves the group's head,
+// with its group, and delivers the rest of the group.
+func TestFIFORedriveMovesTheGroupsHead(t *testing.T, h QueueHarness) {
+	c := queueClient{q: h.Queue}
+	r := newRedrive(t, h, true, 1)
+	head := c.send(t, r.source, "g-a", "g", "g-a", produced("g-a"))
+	c.send(t, r.source, "g-b", "g", "g-b", produced("g-b"))
+	got := c.receiveN(t, r.source, 1, 1)
+	if len(got) != 1 || aws.ToString(got[0].MessageId) != head {
+		t.Fatalf("first receive = %v, want the head g-a", bodies(got))
 	}
-	return out
+	c.release(t, r.source, got[0])
+	if rest := c.receiveN(t, r.source, 10, 1); !slices.Equal(bodies(rest), []string{"g-b"}) {
+		t.Fatalf("after the head's last receive: %v, want [g-b] (the head moved)", bodies(rest))
+	}
+	dead := c.receiveN(t, r.dlq, 10, 1)
+	if len(dead) != 1 || aws.ToString(dead[0].MessageId) != head || dead[0].Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] != "g" {
+		t.Fatalf("in the DLQ: %v, want g-a with its group", dead)
+	}
 }
 
 // checkDeadLetterSourceARN is QueueFeatures.DeadLetterSourceARN's check.
 func checkDeadLetterSourceARN(t *testing.T, h QueueHarness) string {
-	c := redriveClient{q: h.Queue}
-	r := newRedrive(t, h, "contract-dlq-source", 1)
-	c.send(t, r.source, "a-1", "", "")
+	c := queueClient{q: h.Queue}
+	r := newRedrive(t, h, false, 1)
+	c.send(t, r.source, "a-1", "", "", produced("a-1"))
 	c.failUntilMoved(t, r.source, 1)
 	got := c.receiveN(t, r.dlq, 10, 1)
 	if len(got) != 1 {
@@ -212,8 +147,8 @@ func checkListDeadLetterSources(t *testing.T, h QueueHarness) string {
 	if !ok {
 		return fmt.Sprintf("%T has no ListDeadLetterSourceQueues", h.Queue)
 	}
-	r := newRedrive(t, h, "contract-list-sources", 3)
-	out, err := l.ListDeadLetterSourceQueues(context.Background(), &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(r.dlq)})
+	r := newRedrive(t, h, false, 3)
+	out, err := l.ListDeadLetterSourceQueues(t.Context(), &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(r.dlq)})
 	if err != nil {
 		return fmt.Sprintf("ListDeadLetterSourceQueues answered %v", err)
 	}
@@ -226,16 +161,16 @@ func checkListDeadLetterSources(t *testing.T, h QueueHarness) string {
 // checkDeduplicationAfterDelete is QueueFeatures.DeduplicationAfterDelete's
 // check.
 func checkDeduplicationAfterDelete(t *testing.T, h QueueHarness) string {
-	c := redriveClient{q: h.Queue}
-	url := h.NewQueue(t, "contract-dedup.fifo")
-	c.send(t, url, "d-1", "g", "dedup-1")
+	c := queueClient{q: h.Queue}
+	url := h.NewQueue(t, queueName(t, "q.fifo"))
+	c.send(t, url, "d-1", "g", "dedup-1", produced("d-1"))
 	got := c.receiveN(t, url, 10, 1)
 	if len(got) != 1 {
 		t.Fatalf("received %d, want 1", len(got))
 	}
 	c.delete(t, url, got[0])
-	c.send(t, url, "d-1 again", "g", "dedup-1")
-	c.send(t, url, "d-2", "g", "dedup-2")
+	c.send(t, url, "d-1 again", "g", "dedup-1", produced("d-1 again"))
+	c.send(t, url, "d-2", "g", "dedup-2", produced("d-2"))
 	if after := c.receiveN(t, url, 10, 1); !slices.Equal(bodies(after), []string{"d-2"}) {
 		return fmt.Sprintf("after deleting the first: %v, want [d-2]", bodies(after))
 	}

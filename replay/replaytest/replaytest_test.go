@@ -48,10 +48,10 @@ func TestMemoryQueueGaps(t *testing.T) {
 }
 
 func TestMemoryCompletionsContract(t *testing.T) {
-	replaytest.RunCompletions(t, func(*testing.T) (idempotency.Store, replay.Completions) {
+	replaytest.RunCompletions(t, replaytest.CompletionsHarness{NewPair: func(*testing.T) (idempotency.Store, replay.Completions) {
 		s := idempotency.NewMemoryStore()
 		return s, &replaytest.MemoryCompletions{Store: s, Scope: "invoice"}
-	})
+	}})
 }
 
 func TestClockSleepAdvances(t *testing.T) {

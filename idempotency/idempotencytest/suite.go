@@ -1,0 +1,84 @@
+package idempotencytest
+
+import (
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/homingdlq/homing/idempotency"
+)
+
+// Harness is what the suite needs of an idempotency.Store implementation.
+type Harness struct {
+	// NewStore returns a store for one test. It may share its backend (one
+	// table) between tests: each test uses a key of its own.
+	NewStore func(t *testing.T) idempotency.Store
+	// Features declares what the implementation has; the zero value
+	// declares nothing, and the tests that need a feature skip, naming it.
+	Features Features
+}
+
+// Features declares, as watermill's tests.Features do, the behaviours an
+// implementation has beyond what every store must do. A test that needs an
+// undeclared feature skips and names it, so a gap is declared, never passed
+// silently.
+type Features struct {
+	// ConcurrentClaims: concurrent claims of one key are serialised, so of
+	// several claimers racing for one key exactly one wins. DynamoDB
+	// serialises conditional writes to one item; moto's server does not.
+	// No test checks that a gap of it is still there: a race not seen in
+	// one run does not show it closed.
+	ConcurrentClaims bool
+}
+
+// Test is one rule of the contract, a test function of its own; [Tests]
+// lists them all.
+type Test func(t *testing.T, h Harness)
+
+// Tests returns the contract, one test per rule, in the order [Run] runs
+// them. Each test derives its key from t.Name(), so any one runs alone and
+// none reads another's records.
+func Tests() []Test {
+	return []Test{
+		TestFirstClaimWins,
+		TestLiveLockIsNotClaimable,
+		TestExpiredLockIsClaimable,
+		TestTakeoverReturnsTheExpiredLock,
+		TestFreshClaimReturnsNoRecord,
+		TestTakeoverOfAnotherPayloadIsRefused,
+		TestTakeoverOfAnotherPayloadAfterAVoidClaim,
+		TestVoidClaimMustBeTheExpiredLockSeen,
+		TestExpiredClaimFoundAppliedIsCompletedByItsToken,
+		TestCompletedRecordReturnsItsResult,
+		TestExpiredRecordIsClaimable,
+		TestReleaseFreesTheKey,
+		TestOnlyTheHolderCompletesOrReleases,
+		TestAbsentKeyCannotBeCompletedOrReleased,
+		TestConcurrentClaimersOneWins,
+	}
+}
+
+// Run runs every test of [Tests] against h as a subtest named after its
+// function (go test -run 'StoreContract/TestReleaseFreesTheKey').
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	for _, test := range Tests() {
+		t.Run(testName(test), func(t *testing.T) { test(t, h) })
+	}
+}
+
+// testName is the name of test's function, under which [Run] runs it
+// ("TestReleaseFreesTheKey").
+func testName(test Test) string {
+	name := runtime.FuncForPC(reflect.ValueOf(test).Pointer()).Name()
+	return name[strings.LastIndex(name, ".")+1:]
+}
+
+// needs skips t unless the harness declares the feature named.
+func needs(t *testing.T, declared bool, feature string) {
+	t.Helper()
+	if !declared {
+		t.Skipf("needs Features.%s, which the harness does not declare", feature)
+	}
+}

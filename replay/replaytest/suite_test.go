@@ -1,0 +1,180 @@
+package replaytest
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/replay"
+)
+
+// suiteFunctions returns the exported functions of the package's non-test
+// files that take a *testing.T and a harness, by the harness's type name.
+func suiteFunctions(t *testing.T) map[string][]string {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !fn.Name.IsExported() || !strings.HasPrefix(fn.Name.Name, "Test") || len(fn.Type.Params.List) != 2 {
+				continue
+			}
+			if h, ok := fn.Type.Params.List[1].Type.(*ast.Ident); ok {
+				out[h.Name] = append(out[h.Name], fn.Name.Name)
+			}
+		}
+	}
+	return out
+}
+
+func names[F any](tests []F) []string {
+	var out []string
+	for _, f := range tests {
+		out = append(out, testName(f))
+	}
+	return out
+}
+
+// Every exported test function of a suite is in its table, once: a test
+// left out of the table would never run.
+func TestTablesListEveryTestFunction(t *testing.T) {
+	declared := suiteFunctions(t)
+	for harness, table := range map[string][]string{
+		"LedgerHarness":      names(LedgerTests()),
+		"QueueHarness":       names(QueueTests()),
+		"CompletionsHarness": names(CompletionsTests()),
+	} {
+		got := slices.Clone(table)
+		slices.Sort(got)
+		if len(slices.Compact(slices.Clone(got))) != len(table) {
+			t.Errorf("the table of %s lists a test twice: %v", harness, table)
+		}
+		want := slices.Clone(declared[harness])
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("the table of %s lists %v, the package declares %v", harness, got, want)
+		}
+	}
+}
+
+// Each field of QueueFeatures has one feature named after it, whose
+// declared reads that field alone, and SQSFeatures declares every field.
+func TestQueueFeaturesCoverEveryField(t *testing.T) {
+	typ := reflect.TypeFor[QueueFeatures]()
+	features := queueFeatures()
+	if len(features) != typ.NumField() {
+		t.Fatalf("%d features for %d fields of QueueFeatures", len(features), typ.NumField())
+	}
+	for i, f := range features {
+		field := typ.Field(i)
+		if f.name != field.Name {
+			t.Errorf("feature %d is named %s, the field %s", i, f.name, field.Name)
+		}
+		var only QueueFeatures
+		reflect.ValueOf(&only).Elem().Field(i).SetBool(true)
+		all := SQSFeatures()
+		reflect.ValueOf(&all).Elem().Field(i).SetBool(false)
+		if !f.declared(only) || f.declared(all) {
+			t.Errorf("%s's declared does not read QueueFeatures.%s", f.name, field.Name)
+		}
+		if !reflect.ValueOf(SQSFeatures()).Field(i).Bool() {
+			t.Errorf("SQSFeatures does not declare %s", field.Name)
+		}
+	}
+}
+
+// The tests of message records use keys of their own: they pass on one
+// ledger shared by all of them (TestRunsComeBackLatestFirst needs it empty).
+func TestLedgerTestsShareOneLedger(t *testing.T) {
+	now := time.Now
+	shared := NewMemoryLedger(func() time.Time { return now() })
+	h := LedgerHarness{
+		NewLedger: func(_ *testing.T, clock func() time.Time) replay.Ledger {
+			now = clock
+			return shared
+		},
+		Features: LedgerFeatures{ConcurrentMarks: true},
+	}
+	for _, test := range LedgerTests() {
+		if testName(test) == "TestRunsComeBackLatestFirst" {
+			continue
+		}
+		t.Run(testName(test), func(t *testing.T) { test(t, h) })
+	}
+}
+
+// The completions tests use keys of their own: they pass on one store.
+func TestCompletionsTestsShareOneStore(t *testing.T) {
+	s := idempotency.NewMemoryStore()
+	RunCompletions(t, CompletionsHarness{NewPair: func(*testing.T) (idempotency.Store, replay.Completions) {
+		return s, &MemoryCompletions{Store: s, Scope: "invoice"}
+	}})
+}
+
+// A queue name is t's own and a valid SQS name within 80 characters with
+// its role, also for long test names that differ only at the front.
+func TestQueueNameIsTheTests(t *testing.T) {
+	if got := queueName(t, "q.fifo"); got != "TestQueueNameIsTheTests-q.fifo" {
+		t.Fatalf("queueName = %q", got)
+	}
+	long := strings.Repeat(" a very long subtest name", 8)
+	var got []string
+	for _, name := range []string{"one" + long, "two" + long} {
+		t.Run(name, func(t *testing.T) {
+			n := queueName(t, "src.fifo")
+			if len(n) > 80 || !strings.HasSuffix(n, "-src.fifo") || strings.ContainsAny(n, " /_") {
+				t.Fatalf("queueName = %q (%d characters)", n, len(n))
+			}
+			got = append(got, n)
+		})
+	}
+	if len(got) != 2 || got[0] == got[1] {
+		t.Fatalf("two tests got the queue names %q", got)
+	}
+}
+
+// A test that needs a feature the harness does not declare skips, naming
+// the feature, before it touches the implementation.
+func TestUndeclaredFeatureSkips(t *testing.T) {
+	for name, test := range map[string]func(t *testing.T){
+		"ConcurrentMarks": func(t *testing.T) {
+			TestConcurrentIntentsOneWins(t, LedgerHarness{NewLedger: func(*testing.T, func() time.Time) replay.Ledger {
+				t.Error("the ledger was made: the test ran without its feature")
+				return NewMemoryLedger(nil)
+			}})
+		},
+		"AttributeLimit": func(t *testing.T) {
+			TestMoreThanTenAttributesAreRefused(t, QueueHarness{NewQueue: func(*testing.T, string) string {
+				t.Error("a queue was made: the test ran without its feature")
+				return ""
+			}})
+		},
+	} {
+		var skipped bool
+		t.Run(name, func(t *testing.T) {
+			defer func() { skipped = t.Skipped() }()
+			test(t)
+		})
+		if !skipped {
+			t.Errorf("the test that needs %s did not skip without it", name)
+		}
+	}
+}
