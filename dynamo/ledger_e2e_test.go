@@ -49,7 +49,7 @@ func TestCompletionsContract(t *testing.T) {
 		db := dynamodb.NewFromConfig(e.Config)
 		replaytest.RunCompletions(t, replaytest.CompletionsHarness{NewPair: func(t *testing.T) (idempotency.Store, replay.Completions) {
 			table := emulatortest.IdempotencyTable(t, db)
-			return dynamo.NewIdempotencyStore(db, table), dynamo.NewCompletions(db, table, "invoice", nil)
+			return dynamo.NewIdempotencyStore(db, table), dynamo.NewCompletions(db, table, replaytest.CompletionsScope, nil)
 		}})
 	})
 }

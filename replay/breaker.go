@@ -67,6 +67,20 @@ const minEvidence = 2
 // several runs of the schedule.
 const maxSuspects = 5
 
+// trip opens the breaker, with its first probe at probeAt.
+func (b *Breaker) trip(probeAt time.Time) {
+	b.Open = true
+	b.Trips = 1
+	b.ProbeAt = probeAt
+}
+
+// close closes the breaker: the route replays as usual.
+func (b *Breaker) close() {
+	b.Open = false
+	b.Trips = 0
+	b.ProbeAt = time.Time{}
+}
+
 func (b *Breaker) clone() *Breaker {
 	c := *b
 	c.FailedRuns = slices.Clone(b.FailedRuns)
@@ -108,16 +122,25 @@ func (r *run) watch(ctx context.Context, p *pass, items []*item, now time.Time) 
 		b = &Breaker{}
 		p.rs.Breaker = b
 	}
-	b.Open, b.Trips, b.ProbeAt = true, 1, now.Add(r.e.opts.Policy.ceiling(0))
+	b.trip(now.Add(r.e.opts.Policy.ceiling(0)))
 	for _, run := range slices.Backward(p.suspects) {
 		b.addFailed(run)
 	}
-	g := Gate{Name: GateCanary, Decision: GateClosed, Detail: fmt.Sprintf(
+	detail := fmt.Sprintf(
 		"breaker open: a message run %s replayed is back in the DLQ and none of the keys of the latest %d replaying runs has completed; next probe at %s",
-		back, len(p.suspects), b.ProbeAt.UTC().Format(time.RFC3339))}
+		back, len(p.suspects), b.ProbeAt.UTC().Format(time.RFC3339))
+	p.suspects = nil
+	r.tripped(ctx, p, detail)
+}
+
+// tripped closes the pass's canary gate on the breaker that just opened
+// (detail says why): from then on the route replays nothing.
+func (r *run) tripped(ctx context.Context, p *pass, detail string) {
+	g := Gate{Name: GateCanary, Decision: GateClosed, Detail: detail}
 	if i := slices.IndexFunc(p.rs.Gates, func(g Gate) bool { return g.Name == GateCanary }); i >= 0 {
 		p.rs.Gates[i] = g
 	}
 	r.logGate(ctx, p.route.DLQURL, g)
-	p.suspects, p.replayLeft, p.gated = nil, 0, true
+	p.replayLeft = 0
+	p.gated = true
 }

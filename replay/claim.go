@@ -30,7 +30,7 @@ func each(items []*item, want func(*item) bool, f func(*item)) {
 // is parked). The claim also writes the final records c carries (the
 // previous batch's), when c is not nil. A dry run writes nothing: it reads
 // the messages' records.
-func (r *run) claim(ctx context.Context, p *pass, b *batch, c *carry) {
+func (r *run) claim(ctx context.Context, p *pass, b *batch, c *finals) {
 	var wg sync.WaitGroup
 	check := r.appliedCandidates(p, b) // before the claims change outcomes
 	wg.Go(func() { r.applied(ctx, p, check) })
@@ -81,7 +81,7 @@ func (r *run) lookUp(ctx context.Context, b *batch, it *item) {
 // intend writes the INTENT records of the batch's movers, with the final
 // records of the previous batch that c carries, if any (in one call when
 // the ledger is a BatchLedger).
-func (r *run) intend(ctx context.Context, p *pass, b *batch, c *carry) {
+func (r *run) intend(ctx context.Context, p *pass, b *batch, c *finals) {
 	now := b.plan.now
 	var movers []*item
 	var recs []MessageRecord
@@ -106,7 +106,7 @@ func (r *run) intend(ctx context.Context, p *pass, b *batch, c *carry) {
 	}
 	marked := r.mark(ctx, recs)
 	if c != nil {
-		c.done <- marked[:len(c.items)]
+		c.written <- marked[:len(c.items)]
 		marked = marked[len(c.items):]
 	}
 	for k, m := range marked {

@@ -23,7 +23,7 @@ const finishTimeout = 5 * time.Second
 // hides the delayed messages and holds the ones left for a later run. It
 // runs to the end even when ctx is done: what was sent must be recorded and
 // deleted, or the next run finds an expired INTENT and sends it again.
-func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) {
+func (r *run) finish(ctx context.Context, p *pass, b *batch, c *finals) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	var deleted map[string]error // the deletes that failed
@@ -34,13 +34,13 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) {
 		if together {
 			wg.Go(remove)
 		}
-		wg.Go(func() { r.see(fctx, p, b) })
+		wg.Go(func() { r.markSeen(fctx, p, b) })
 		if c == nil {
 			r.settle(fctx, p, b)
 		}
 		wg.Wait()
 		if c != nil {
-			c.apply(r, <-c.done) // written by the next batch's claim, or flushed
+			c.apply(r, <-c.written) // written by the next batch's claim, or flushed
 		}
 		if !together {
 			remove()
@@ -53,10 +53,10 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch, c *carry) {
 	r.logItems(ctx, p, b)
 }
 
-// see writes the SEEN records of the messages that stay in the DLQ and
+// markSeen writes the SEEN records of the messages that stay in the DLQ and
 // were not claimed: a message is seen for the first time when it had no
 // record.
-func (r *run) see(ctx context.Context, p *pass, b *batch) {
+func (r *run) markSeen(ctx context.Context, p *pass, b *batch) {
 	var stay []*item
 	var recs []MessageRecord
 	for _, it := range b.items {
@@ -91,25 +91,25 @@ func (r *run) forget(b *batch, failed map[string]error) {
 // settle writes SENT, PARKED or RESOLVED over the movers' INTENT. A
 // failure is a warning: the message was sent, it is deleted all the same.
 func (r *run) settle(ctx context.Context, p *pass, b *batch) {
-	c := r.carryOf(p, b)
+	c := r.finalsOf(p, b)
 	c.apply(r, r.mark(ctx, c.records(r)))
 }
 
-// carry is the final records of a sent batch on their way to the ledger:
+// finals is the final records of a sent batch on their way to the ledger:
 // written by settle, or carried by the next batch's claim, which writes them
 // with its INTENT records in one call. It holds the items until then, not
 // the records: those are made when written.
-type carry struct {
-	p     *pass
-	now   time.Time // the batch's
-	items []*item
-	done  chan []Marked // the results, once written
+type finals struct {
+	p       *pass
+	now     time.Time // the batch's
+	items   []*item
+	written chan []Marked // the results, once written
 }
 
-// carryOf returns the carry of the final records of b's movers that the
+// finalsOf returns the final records of b's movers that the
 // run holds.
-func (r *run) carryOf(p *pass, b *batch) *carry {
-	c := &carry{p: p, now: b.plan.now, done: make(chan []Marked, 1)}
+func (r *run) finalsOf(p *pass, b *batch) *finals {
+	c := &finals{p: p, now: b.plan.now, written: make(chan []Marked, 1)}
 	for _, it := range b.items {
 		if it.sent && it.intent {
 			c.items = append(c.items, it)
@@ -119,7 +119,7 @@ func (r *run) carryOf(p *pass, b *batch) *carry {
 }
 
 // records returns the final records of c's items, in their order.
-func (c *carry) records(r *run) []MessageRecord {
+func (c *finals) records(r *run) []MessageRecord {
 	recs := make([]MessageRecord, len(c.items))
 	for k, it := range c.items {
 		recs[k] = r.record(c.p, it, finalState(it), c.now)
@@ -142,15 +142,15 @@ func finalState(it *item) State {
 	return Sent
 }
 
-// flush writes the records of a carry no claim took.
-func (c *carry) flush(ctx context.Context, r *run) {
+// flush writes the records of finals no claim took.
+func (c *finals) flush(ctx context.Context, r *run) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	c.done <- r.mark(fctx, c.records(r))
+	c.written <- r.mark(fctx, c.records(r))
 }
 
 // apply notes what the ledger answered for the carried records.
-func (c *carry) apply(r *run, marked []Marked) {
+func (c *finals) apply(r *run, marked []Marked) {
 	for k, m := range marked {
 		it := c.items[k]
 		state := finalState(it)

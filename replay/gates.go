@@ -192,7 +192,7 @@ func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 		// a single key), so that messages failing on their own are parked
 		// after their replays instead of being held behind probes that
 		// only they answer.
-		b.Open, b.Trips, b.ProbeAt = false, 0, time.Time{}
+		b.close()
 		return Gate{}, false
 	}
 	// No completion since it opened (or none can be seen): it stays open,

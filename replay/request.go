@@ -38,7 +38,7 @@ type Route struct {
 	SourceURL  string `json:"sourceUrl"`
 	ParkingURL string `json:"parkingUrl"`
 	// Key is the JMESPath expression of a message's business key over its
-	// JSON body (Powertools' eventKeyJmesPath; the sample's order id field):
+	// JSON body (Powertools' eventKeyJmesPath; e.g. "shipment.id"):
 	// the key of its history in the ledger ([HistoryKey]), what
 	// [Filter.Keys] matches, and the key of the consumer's completion
 	// record. A body whose key does not evaluate to a non-empty string or

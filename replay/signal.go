@@ -126,7 +126,7 @@ func (r *run) dlqGate(p *pass, detail string) Gate {
 	case probe != nil:
 		// The probe's replays did not come back (or were too few to tell
 		// an outage from a bad message): the system works again.
-		b.Open, b.Trips, b.ProbeAt = false, 0, time.Time{}
+		b.close()
 		g.Decision, g.Detail = GateOpen, fmt.Sprintf("%s; breaker closed: %d of the %d replays of probe %s came back to the DLQ", detail, probe.seen(), probe.Replayed, probe.RunID)
 		return g
 	default:
@@ -162,18 +162,11 @@ func (r *run) watchDLQ(ctx context.Context, p *pass, now time.Time) {
 	if trip == nil {
 		return
 	}
-	b.Open = true
-	b.Trips = 1
 	b.ReturnAfter = max(0, now.Sub(trip.startedAt))
-	b.ProbeAt = now.Add(max(r.e.opts.Policy.ceiling(0), b.ReturnAfter))
-	g := Gate{Name: GateCanary, Decision: GateClosed, Detail: fmt.Sprintf(
+	b.trip(now.Add(max(r.e.opts.Policy.ceiling(0), b.ReturnAfter)))
+	r.tripped(ctx, p, fmt.Sprintf(
 		"breaker open on the DLQ signal: %d of the %d messages run %s replayed are back in the DLQ; next probe at %s",
-		trip.seen(), trip.Replayed, trip.RunID, b.ProbeAt.UTC().Format(time.RFC3339))}
-	if i := slices.IndexFunc(p.rs.Gates, func(g Gate) bool { return g.Name == GateCanary }); i >= 0 {
-		p.rs.Gates[i] = g
-	}
-	r.logGate(ctx, p.route.DLQURL, g)
-	p.replayLeft, p.gated = 0, true
+		trip.seen(), trip.Replayed, trip.RunID, b.ProbeAt.UTC().Format(time.RFC3339)))
 }
 
 // recordsGone is the detail of a route whose records are missing.

@@ -33,7 +33,7 @@ type worker struct {
 	overlap bool
 	wait    int32         // the next receive's long poll: 0 as long as messages come
 	ahead   chan received // the next batch's receive, running
-	carried *carry        // the previous batch's final records, for the next claim
+	finals  *finals       // the previous batch's final records, for the next claim
 	pending chan struct{} // the previous batch's finish, running
 }
 
@@ -105,8 +105,8 @@ func (w *worker) receive(ctx context.Context) (received, bool) {
 // and its finish (beside the next batch, when pipelining).
 func (w *worker) move(ctx context.Context, b *batch, at time.Time) {
 	r, p := w.r, w.p
-	r.claim(ctx, p, b, w.carried)
-	w.carried = nil
+	r.claim(ctx, p, b, w.finals)
+	w.finals = nil
 	w.join()
 	if w.overlap && r.next(ctx, p) == "" {
 		// The next receive goes out now: by the time this batch is sent
@@ -123,10 +123,10 @@ func (w *worker) move(ctx context.Context, b *batch, at time.Time) {
 		r.noteBatchTime(at)
 		return
 	}
-	var c *carry
+	var c *finals
 	if !r.req.DryRun {
-		c = r.carryOf(p, b)
-		w.carried = c
+		c = r.finalsOf(p, b)
+		w.finals = c
 	}
 	w.pending = make(chan struct{})
 	go func(done chan<- struct{}) {
@@ -150,8 +150,8 @@ func (w *worker) stop(ctx context.Context) {
 	if w.ahead != nil {
 		w.r.holdAll(ctx, w.p, <-w.ahead)
 	}
-	if w.carried != nil {
-		w.carried.flush(ctx, w.r)
+	if w.finals != nil {
+		w.finals.flush(ctx, w.r)
 	}
 	w.join()
 }

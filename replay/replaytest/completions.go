@@ -37,11 +37,15 @@ func (m *MemoryCompletions) Completed(_ context.Context, keys []string) (map[str
 	return out, nil
 }
 
+// CompletionsScope is the consumer scope the completions contract writes
+// its records under.
+const CompletionsScope = "consumer"
+
 // CompletionsHarness is what the completions contract needs of a
 // replay.Completions implementation.
 type CompletionsHarness struct {
 	// NewPair returns a store and the Completions that reads its scope
-	// "invoice". The tests write their records through the idempotent
+	// [CompletionsScope]. The tests write their records through the idempotent
 	// receiver, under keys of their own (from t.Name()), so the pairs of
 	// one harness may share a table.
 	NewPair func(t *testing.T) (idempotency.Store, replay.Completions)
@@ -93,7 +97,7 @@ func wantCompleted(t *testing.T, got, want map[string]string, asked int) {
 }
 
 // TestOnlyCompletedKeysAreCompleted: Completed answers a COMPLETED key of
-// scope "invoice" with its payload hash, once however often it is asked,
+// scope CompletionsScope with its payload hash, once however often it is asked,
 // and leaves out a key in progress, an absent key and a key completed in
 // another scope.
 func TestOnlyCompletedKeysAreCompleted(t *testing.T, h CompletionsHarness) {
@@ -101,10 +105,10 @@ func TestOnlyCompletedKeysAreCompleted(t *testing.T, h CompletionsHarness) {
 	done := businessKey(t, "done")
 	running := businessKey(t, "running")
 	otherScope := businessKey(t, "other-scope")
-	completeKey(t, store, "invoice", done)
+	completeKey(t, store, CompletionsScope, done)
 	completeKey(t, store, "other", otherScope)
 	now := time.Now()
-	lease := idempotency.Lease{Key: idempotency.Key("invoice", running), PayloadHash: "h", Token: "t", Now: now, Until: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+	lease := idempotency.Lease{Key: idempotency.Key(CompletionsScope, running), PayloadHash: "h", Token: "t", Now: now, Until: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
 	if _, claimed, err := store.Claim(t.Context(), lease); err != nil || !claimed {
 		t.Fatalf("claim: claimed=%v err=%v", claimed, err)
 	}
@@ -125,7 +129,7 @@ func TestCompletedAnswersMoreKeysThanOneBatch(t *testing.T, h CompletionsHarness
 	want := map[string]string{}
 	for i := range many {
 		many[i] = businessKey(t, fmt.Sprintf("%03d", i))
-		completeKey(t, store, "invoice", many[i])
+		completeKey(t, store, CompletionsScope, many[i])
 		want[many[i]] = "hash-" + many[i]
 	}
 	ask := append([]string{businessKey(t, "absent"), many[0]}, many...)

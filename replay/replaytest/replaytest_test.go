@@ -50,7 +50,7 @@ func TestMemoryQueueGaps(t *testing.T) {
 func TestMemoryCompletionsContract(t *testing.T) {
 	replaytest.RunCompletions(t, replaytest.CompletionsHarness{NewPair: func(*testing.T) (idempotency.Store, replay.Completions) {
 		s := idempotency.NewMemoryStore()
-		return s, &replaytest.MemoryCompletions{Store: s, Scope: "invoice"}
+		return s, &replaytest.MemoryCompletions{Store: s, Scope: replaytest.CompletionsScope}
 	}})
 }
 

@@ -125,7 +125,7 @@ func TestLedgerTestsShareOneLedger(t *testing.T) {
 func TestCompletionsTestsShareOneStore(t *testing.T) {
 	s := idempotency.NewMemoryStore()
 	RunCompletions(t, CompletionsHarness{NewPair: func(*testing.T) (idempotency.Store, replay.Completions) {
-		return s, &MemoryCompletions{Store: s, Scope: "invoice"}
+		return s, &MemoryCompletions{Store: s, Scope: CompletionsScope}
 	}})
 }
 
