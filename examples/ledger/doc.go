@@ -20,6 +20,6 @@
 //
 // An append is one transaction (head, entry, marker), conditional on the
 // head's sequence and the marker's absence, so entries never skip or repeat
-// a number and a payment is applied at most once. Both pass the same
-// contract tests.
+// a number and a payment is applied at most once. Both pass the contract
+// suite of package ledgertest.
 package ledger

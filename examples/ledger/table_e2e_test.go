@@ -16,13 +16,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/homingdlq/homing/examples/ledger"
+	"github.com/homingdlq/homing/examples/ledger/ledgertest"
 )
 
 // TestTableContract holds the DynamoDB ledger to the contract the in-memory
-// one passes, on a table of its own, on every DynamoDB implementation that
-// `make e2e` lists in HOMING_DYNAMODB_ENDPOINTS (comma-separated name=URL
-// pairs: ministack and moto's server), so that one emulator's quirk cannot
-// make it pass.
+// one passes, on every DynamoDB implementation that `make e2e` lists in
+// HOMING_DYNAMODB_ENDPOINTS (comma-separated name=URL pairs: ministack and
+// moto's server), so that one emulator's quirk cannot make it pass. Each
+// implementation gets a table of its own, which the contract's tests share
+// (each uses accounts and payments of its own).
 func TestTableContract(t *testing.T) {
 	list := os.Getenv("HOMING_DYNAMODB_ENDPOINTS")
 	if os.Getenv("AWS_ENDPOINT_URL") == "" || list == "" {
@@ -35,25 +37,26 @@ func TestTableContract(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			client := db(t, endpoint)
-			runContract(t, ledger.NewTable(client, table(t, client)), fmt.Sprintf("e2e%d", time.Now().UnixNano()%1e6), declaredGaps[name])
+			shared := ledger.NewTable(client, table(t, client))
+			ledgertest.Run(t, ledgertest.Harness{
+				NewLedger: func(*testing.T) ledger.Ledger { return shared },
+				Features:  ledgertest.Features{ConcurrentTransactions: isolatesTransactions(name)},
+			})
 		})
 	}
 }
 
-// declaredGaps are the implementations' gaps, by the name `make e2e` gives
-// them.
-var declaredGaps = map[string]gaps{
-	// moto's TransactWriteItems (moto/dynamodb/models/__init__.py, 5.x)
-	// applies a transaction's items one by one, and a canceled one restores
-	// a deep copy of every table it touched, taken when it began; its server
-	// handles requests on threads without a lock around it. Two concurrent
-	// appends can then both pass their conditions, or a canceled one can
-	// erase the entry another committed meanwhile (7 of 8 entries, seen
-	// under a CPU hog). DynamoDB isolates transactions (serializable; a
-	// conflicting one is canceled with TransactionConflict), as ministack
-	// does: the case runs there.
-	"moto": {concurrentTransactions: "moto does not isolate concurrent TransactWriteItems (a canceled one restores a snapshot of the table)"},
-}
+// isolatesTransactions tells whether the DynamoDB implementation of that
+// name, as `make e2e` names it, isolates concurrent TransactWriteItems as
+// DynamoDB does (serializable; a conflicting one is canceled with
+// TransactionConflict): every one but moto's server. moto's
+// TransactWriteItems (moto/dynamodb/models/__init__.py, 5.x) applies a
+// transaction's items one by one, and a canceled one restores a deep copy
+// of every table it touched, taken when it began; its server handles
+// requests on threads without a lock around it. Two concurrent appends can
+// then both pass their conditions, or a canceled one can erase the entry
+// another committed meanwhile (7 of 8 entries, seen under a CPU hog).
+func isolatesTransactions(name string) bool { return name != "moto" }
 
 func db(t *testing.T, endpoint string) *dynamodb.Client {
 	t.Helper()
