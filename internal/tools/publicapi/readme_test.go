@@ -85,3 +85,55 @@ func readmeBlock(t *testing.T, path, heading string) string {
 	}
 	return block + "\n"
 }
+
+// TestReadmeUsePrerequisites checks the README's "To use the packages"
+// table against the modules: its Go row names the root module's go line,
+// its CDK CLI row the aws-cdk-lib that infra/go.mod requires, and it asks
+// for nothing only developing homing needs.
+func TestReadmeUsePrerequisites(t *testing.T) {
+	readme := readFile(t, "../../../README.md")
+	start := strings.Index(readme, "#### To use the packages")
+	end := strings.Index(readme, "#### To develop homing")
+	if start < 0 || end < start {
+		t.Fatal(`README.md has no "To use the packages" section before "To develop homing"`)
+	}
+	use := readme[start:end]
+	goLine := modLine(t, readFile(t, "../../../go.mod"), "go ")
+	major, _, _ := strings.Cut(strings.TrimPrefix(goLine, "go "), ".")
+	minor := strings.Split(strings.TrimPrefix(goLine, "go "), ".")[1]
+	if want := "| Go | " + major + "." + minor + " or later |"; !strings.Contains(use, want) || !strings.Contains(use, "`"+goLine+"`") {
+		t.Errorf("the Go row does not say %q and name go.mod's %q", want, goLine)
+	}
+	cdk := modLine(t, readFile(t, "../../../infra/go.mod"), "github.com/aws/aws-cdk-go/awscdk/v2 ")
+	version := strings.TrimPrefix(strings.Fields(cdk)[1], "v")
+	if !strings.Contains(use, "`aws-cdk-lib` "+version) {
+		t.Errorf("the CDK CLI row does not name aws-cdk-lib %s, which infra/go.mod requires", version)
+	}
+	for _, dev := range []string{"| Python", "| GNU make", "| npm"} {
+		if strings.Contains(use, dev) {
+			t.Errorf("using the packages asks for %q, which only developing homing needs", dev)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// modLine returns the first line of a go.mod that starts with prefix,
+// trimmed (a require inside a block included).
+func modLine(t *testing.T, mod, prefix string) string {
+	t.Helper()
+	for line := range strings.Lines(mod) {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	t.Fatalf("go.mod has no line %q", prefix)
+	return ""
+}
