@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/suite"
 )
 
 // t0 is the time the tests start at.
@@ -285,7 +286,7 @@ func TestAbsentKeyCannotBeCompletedOrReleased(t *testing.T, h Harness) {
 // TestConcurrentClaimersOneWins: of eight claimers racing for one key,
 // exactly one wins. It needs [Features].ConcurrentClaims.
 func TestConcurrentClaimersOneWins(t *testing.T, h Harness) {
-	needs(t, h.Features.ConcurrentClaims, "ConcurrentClaims")
+	suite.Needs(t, h.Features.ConcurrentClaims, "ConcurrentClaims")
 	s := h.NewStore(t)
 	const n = 8
 	base := lease(t, "", t0)

@@ -1,12 +1,10 @@
 package idempotencytest
 
 import (
-	"reflect"
-	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/suite"
 )
 
 // Harness is what the suite needs of an idempotency.Store implementation.
@@ -63,22 +61,5 @@ func Tests() []Test {
 // function (go test -run 'StoreContract/TestReleaseFreesTheKey').
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	for _, test := range Tests() {
-		t.Run(testName(test), func(t *testing.T) { test(t, h) })
-	}
-}
-
-// testName is the name of test's function, under which [Run] runs it
-// ("TestReleaseFreesTheKey").
-func testName(test Test) string {
-	name := runtime.FuncForPC(reflect.ValueOf(test).Pointer()).Name()
-	return name[strings.LastIndex(name, ".")+1:]
-}
-
-// needs skips t unless the harness declares the feature named.
-func needs(t *testing.T, declared bool, feature string) {
-	t.Helper()
-	if !declared {
-		t.Skipf("needs Features.%s, which the harness does not declare", feature)
-	}
+	suite.Run(t, h, Tests())
 }

@@ -1,49 +1,16 @@
 package idempotencytest
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/suite"
 )
 
 // Every exported test function of the package is in Tests, once: a test
 // left out of the table would never run.
 func TestTestsListsEveryTestFunction(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var declared []string
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if ok && fn.Recv == nil && fn.Name.IsExported() && strings.HasPrefix(fn.Name.Name, "Test") && len(fn.Type.Params.List) == 2 {
-				declared = append(declared, fn.Name.Name)
-			}
-		}
-	}
-	var listed []string
-	for _, test := range Tests() {
-		listed = append(listed, testName(test))
-	}
-	slices.Sort(declared)
-	slices.Sort(listed)
-	if !slices.Equal(listed, declared) || len(slices.Compact(slices.Clone(listed))) != len(listed) {
-		t.Fatalf("Tests lists %v, the package declares %v", listed, declared)
-	}
+	suite.CheckTable(t, "Harness", Tests())
 }
 
 // The tests use keys of their own: they pass on one store shared by all.

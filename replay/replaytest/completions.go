@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/suite"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -69,7 +70,7 @@ func CompletionsTests() []CompletionsTest {
 // subtest named after its function.
 func RunCompletions(t *testing.T, h CompletionsHarness) {
 	t.Helper()
-	runTests(t, h, CompletionsTests())
+	suite.Run(t, h, CompletionsTests())
 }
 
 // completeKey completes id in scope through the idempotent receiver, with

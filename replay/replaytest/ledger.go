@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homingdlq/homing/internal/suite"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -62,7 +63,7 @@ func LedgerTests() []LedgerTest {
 // MemoryLedger in unit tests, the DynamoDB ledger on the emulators.
 func RunLedger(t *testing.T, h LedgerHarness) {
 	t.Helper()
-	runTests(t, h, LedgerTests())
+	suite.Run(t, h, LedgerTests())
 }
 
 // ledgerStart is the time the ledger tests start at.
@@ -332,7 +333,7 @@ func TestExpiredRecordsCountAsAbsent(t *testing.T, h LedgerHarness) {
 // TestConcurrentIntentsOneWins: of eight runs marking INTENT on one message
 // at once, exactly one wins. It needs [LedgerFeatures].ConcurrentMarks.
 func TestConcurrentIntentsOneWins(t *testing.T, h LedgerHarness) {
-	needs(t, h.Features.ConcurrentMarks, "ConcurrentMarks")
+	suite.Needs(t, h.Features.ConcurrentMarks, "ConcurrentMarks")
 	l, _ := newLedger(t, h)
 	var wins atomic.Int32
 	var wg sync.WaitGroup

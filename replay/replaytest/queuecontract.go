@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/suite"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -69,7 +70,7 @@ func QueueTests() []QueueTest {
 // so that MemoryQueue is held to what the emulators (and AWS) do.
 func RunQueue(t *testing.T, h QueueHarness) {
 	t.Helper()
-	runTests(t, h, QueueTests())
+	suite.Run(t, h, QueueTests())
 }
 
 // queueClient is what the tests do with a QueueHarness's Queue.

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/homingdlq/homing/internal/suite"
 )
 
 // QueueFeatures declares which of SQS's documented behaviours an
@@ -111,7 +112,7 @@ func queueFeatures() []queueFeature {
 // when the implementation does not behave as documented.
 func (f queueFeature) test(t *testing.T, h QueueHarness) {
 	t.Helper()
-	needs(t, f.declared(h.Features), f.name)
+	suite.Needs(t, f.declared(h.Features), f.name)
 	if got := f.check(t, h); got != "" {
 		t.Fatal(got)
 	}

@@ -3,36 +3,9 @@ package replaytest
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 )
-
-// runTests runs each test against h as a subtest named after its function, as
-// watermill's tests.TestPubSub does (TestSeenIsWrittenOnce runs as
-// <parent>/TestSeenIsWrittenOnce).
-func runTests[H any, F ~func(*testing.T, H)](t *testing.T, h H, tests []F) {
-	t.Helper()
-	for _, test := range tests {
-		t.Run(testName(test), func(t *testing.T) { test(t, h) })
-	}
-}
-
-// testName is the name of a test's function ("TestSeenIsWrittenOnce").
-func testName[F any](test F) string {
-	name := runtime.FuncForPC(reflect.ValueOf(test).Pointer()).Name()
-	return name[strings.LastIndex(name, ".")+1:]
-}
-
-// needs skips t unless the harness declares the feature named (the field
-// of its Features).
-func needs(t *testing.T, declared bool, feature string) {
-	t.Helper()
-	if !declared {
-		t.Skipf("needs Features.%s, which the harness does not declare", feature)
-	}
-}
 
 // maxQueueBase bounds the part of a queue name that queueName takes from
 // t.Name(), so that the role and ".fifo" fit in SQS's 80 characters.

@@ -1,78 +1,22 @@
 package replaytest
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/suite"
 	"github.com/homingdlq/homing/replay"
 )
-
-// suiteFunctions returns the exported functions of the package's non-test
-// files that take a *testing.T and a harness, by the harness's type name.
-func suiteFunctions(t *testing.T) map[string][]string {
-	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]string{}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv != nil || !fn.Name.IsExported() || !strings.HasPrefix(fn.Name.Name, "Test") || len(fn.Type.Params.List) != 2 {
-				continue
-			}
-			if h, ok := fn.Type.Params.List[1].Type.(*ast.Ident); ok {
-				out[h.Name] = append(out[h.Name], fn.Name.Name)
-			}
-		}
-	}
-	return out
-}
-
-func names[F any](tests []F) []string {
-	var out []string
-	for _, f := range tests {
-		out = append(out, testName(f))
-	}
-	return out
-}
 
 // Every exported test function of a suite is in its table, once: a test
 // left out of the table would never run.
 func TestTablesListEveryTestFunction(t *testing.T) {
-	declared := suiteFunctions(t)
-	for harness, table := range map[string][]string{
-		"LedgerHarness":      names(LedgerTests()),
-		"QueueHarness":       names(QueueTests()),
-		"CompletionsHarness": names(CompletionsTests()),
-	} {
-		got := slices.Clone(table)
-		slices.Sort(got)
-		if len(slices.Compact(slices.Clone(got))) != len(table) {
-			t.Errorf("the table of %s lists a test twice: %v", harness, table)
-		}
-		want := slices.Clone(declared[harness])
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("the table of %s lists %v, the package declares %v", harness, got, want)
-		}
-	}
+	suite.CheckTable(t, "LedgerHarness", LedgerTests())
+	suite.CheckTable(t, "QueueHarness", QueueTests())
+	suite.CheckTable(t, "CompletionsHarness", CompletionsTests())
 }
 
 // Each field of QueueFeatures has one feature named after it, whose
@@ -114,10 +58,10 @@ func TestLedgerTestsShareOneLedger(t *testing.T) {
 		Features: LedgerFeatures{ConcurrentMarks: true},
 	}
 	for _, test := range LedgerTests() {
-		if testName(test) == "TestRunsComeBackLatestFirst" {
+		if suite.Name(test) == "TestRunsComeBackLatestFirst" {
 			continue
 		}
-		t.Run(testName(test), func(t *testing.T) { test(t, h) })
+		t.Run(suite.Name(test), func(t *testing.T) { test(t, h) })
 	}
 }
 
