@@ -13,12 +13,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/settings"
 )
 
-// Attribute names shared with the infrastructure that creates the tables.
+// Attribute names of both tables, as the infrastructure creates them:
+// package settings declares the key schema once.
 const (
-	KeyAttribute = "pk"
-	TTLAttribute = "expiresAt"
+	// KeyAttribute is the String partition key of both tables.
+	KeyAttribute = settings.PartitionKeyAttribute
+	// TTLAttribute holds a record's expiry in epoch seconds on both tables.
+	TTLAttribute = settings.TTLAttribute
 )
 
 // IdempotencyAPI is the part of the DynamoDB client the store uses.

@@ -22,7 +22,7 @@ import (
 
 // Key attributes and key values of the ledger table.
 const (
-	SortKeyAttribute = "sk"
+	SortKeyAttribute = settings.SortKeyAttribute         // the String sort key of the ledger
 	messagePrefix    = "message" + settings.KeySeparator // sort key of a message record: "message#<DLQ message id>"
 	runPartition     = "run"                             // partition of the run records
 	runTimeLayout    = "2006-01-02T15:04:05.000000000Z"
@@ -594,7 +594,8 @@ type Completions struct {
 }
 
 // NewCompletions reads the idempotency table of the consumer scope (its
-// CONSUMER_NAME, e.g. "invoice" for the sample); now is the clock for expiry (nil: time.Now).
+// CONSUMER_NAME, the receiver's Scope); now is the clock for expiry (nil:
+// time.Now).
 func NewCompletions(api CompletionsAPI, table, scope string, now func() time.Time) *Completions {
 	if now == nil {
 		now = time.Now

@@ -39,7 +39,7 @@ const (
 
 // newPaymentsLane adds the example lane to stack: the ledger's entries
 // table, and a FIFO lane whose consumer is the examples module's bootstrap
-// (props.ConsumerCodeDir, by default CodeDir/payments), told the table in
+// (props.Consumer.CodeDir, by default CodeDir/payments), told the table in
 // ENTRIES_TABLE and granted exactly the calls package ledger makes on it.
 func newPaymentsLane(stack constructs.Construct, props deadletter.LaneProps) deadletter.Lane {
 	// The lane's defaults (deadletter.LaneProps.RemovalPolicy and
@@ -62,27 +62,27 @@ func newPaymentsLane(stack constructs.Construct, props deadletter.LaneProps) dea
 	props.Fifo = jsii.Bool(true)
 	// The example's consumer keys its records by the payment id and writes
 	// them with the idempotency package.
-	if props.Key == nil {
-		props.Key = jsii.String(PaymentsKey)
+	if props.Consumer.Key == nil {
+		props.Consumer.Key = jsii.String(PaymentsKey)
 	}
-	if props.PayloadHash == nil {
-		props.PayloadHash = jsii.String(PaymentsPayloadHash)
+	if props.Consumer.PayloadHash == nil {
+		props.Consumer.PayloadHash = jsii.String(PaymentsPayloadHash)
 	}
-	if props.ConsumerRecords == "" {
-		props.ConsumerRecords = deadletter.ConsumerWritesRecords
+	if props.Consumer.Records == "" {
+		props.Consumer.Records = deadletter.ConsumerWritesRecords
 	}
-	if props.ConsumerCodeDir == nil {
+	if props.Consumer.CodeDir == nil {
 		codeDir := deadletter.DefaultCodeDir
 		if props.CodeDir != nil {
 			codeDir = *props.CodeDir
 		}
-		props.ConsumerCodeDir = jsii.String(filepath.Join(codeDir, PaymentsFunction))
+		props.Consumer.CodeDir = jsii.String(filepath.Join(codeDir, PaymentsFunction))
 	}
-	props.ConsumerEnvironment = maps.Clone(props.ConsumerEnvironment)
-	if props.ConsumerEnvironment == nil {
-		props.ConsumerEnvironment = map[string]string{}
+	props.Consumer.Environment = maps.Clone(props.Consumer.Environment)
+	if props.Consumer.Environment == nil {
+		props.Consumer.Environment = map[string]string{}
 	}
-	props.ConsumerEnvironment["ENTRIES_TABLE"] = *entries.TableName()
+	props.Consumer.Environment["ENTRIES_TABLE"] = *entries.TableName()
 	lane := deadletter.NewLane(stack, PaymentsLaneID, &props)
 	// What the consumer calls: an append is a transaction of a Put, an
 	// Update and a Put; the head and a lookup are GetItem.

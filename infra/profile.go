@@ -91,10 +91,10 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		p.Orders = localLane(codeDir)
 		// The consumer's defaults (10 s tax budget, 2 s margin) do not fit in
 		// a 3 s invocation.
-		p.Orders.ConsumerEnvironment = map[string]string{settings.TaxBudget.Env: "1s", settings.ConsumerDeadlineMargin.Env: "1s"}
+		p.Orders.Consumer.Environment = map[string]string{settings.TaxBudget.Env: "1s", settings.ConsumerDeadlineMargin.Env: "1s"}
 		// The example lane (examples/) beside it, FIFO, as fast.
 		payments := localLane(codeDir)
-		payments.ConsumerEnvironment = map[string]string{settings.ConsumerDeadlineMargin.Env: "1s"}
+		payments.Consumer.Environment = map[string]string{settings.ConsumerDeadlineMargin.Env: "1s"}
 		p.Payments = &payments
 		return p, nil
 	default:
@@ -107,19 +107,25 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 // the host's architecture, everything destroyed with the stack.
 func localLane(codeDir *string) deadletter.LaneProps {
 	return deadletter.LaneProps{
-		CodeDir:           codeDir,
-		MaxReceiveCount:   jsii.Number(3),
-		ConsumerTimeout:   awscdk.Duration_Seconds(jsii.Number(3)),
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(18)),
-		Architecture:      hostArchitecture(),
-		RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
-		LogRetention:      awslogs.RetentionDays_ONE_DAY,
-		// ministack rejects metric-math alarms: the consumer's failure alarm
-		// counts failed records instead of their rate.
-		MetricMath: jsii.Bool(false),
+		CodeDir: codeDir,
+		Queues: deadletter.QueuesProps{
+			MaxReceiveCount:   jsii.Number(3),
+			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(18)),
+		},
+		Consumer: deadletter.ConsumerProps{
+			Timeout: awscdk.Duration_Seconds(jsii.Number(3)),
+		},
+		Architecture:  hostArchitecture(),
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		LogRetention:  awslogs.RetentionDays_ONE_DAY,
+		Alarms: deadletter.AlarmProps{
+			// ministack rejects metric-math alarms: the consumer's failure alarm
+			// counts failed records instead of their rate.
+			MetricMath: jsii.Bool(false),
+		},
 		// A dead letter comes back within a minute or two: the backoff
 		// before its first replay is seconds, not minutes.
-		Replay: &deadletter.ReplayProps{
+		Replay: deadletter.ReplayProps{
 			Schedule:           jsii.String("rate(1 minute)"),
 			Timeout:            awscdk.Duration_Seconds(jsii.Number(30)),
 			MaxReplays:         jsii.Number(3),

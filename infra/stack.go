@@ -50,9 +50,9 @@ type HomingStackProps struct {
 	// for its stand-in on 127.0.0.1.
 	AllowPlainHTTP *bool
 	// Orders configures the order lane. The stack wires the tax service into
-	// it (ConsumerEnvironment TAX_SERVICE_URL, HealthURL) and names its
-	// consumer settings.ConsumerName.Default ("invoice", the function's own
-	// default) unless Orders.ConsumerName is set.
+	// it (Consumer.Environment TAX_SERVICE_URL, Replay.HealthURL) and names
+	// its consumer settings.ConsumerName.Default ("invoice", the function's
+	// own default) unless Orders.Consumer.Name is set.
 	Orders deadletter.LaneProps
 	// TableDeletionProtectionParameter declares the deploy parameter
 	// TableDeletionProtection ("true" or "false", default "false") that
@@ -92,14 +92,14 @@ func NewHomingStack(scope constructs.Construct, id string, props *HomingStackPro
 	}
 
 	orders := props.Orders
-	orders.ConsumerEnvironment = maps.Clone(orders.ConsumerEnvironment)
-	if orders.ConsumerEnvironment == nil {
-		orders.ConsumerEnvironment = map[string]string{}
+	orders.Consumer.Environment = maps.Clone(orders.Consumer.Environment)
+	if orders.Consumer.Environment == nil {
+		orders.Consumer.Environment = map[string]string{}
 	}
-	orders.ConsumerEnvironment[settings.TaxServiceURL.Env] = *taxURL
-	orders.HealthURL = taxURL
-	if orders.ConsumerName == nil {
-		orders.ConsumerName = jsii.String(settings.ConsumerName.Default)
+	orders.Consumer.Environment[settings.TaxServiceURL.Env] = *taxURL
+	orders.Replay.HealthURL = taxURL
+	if orders.Consumer.Name == nil {
+		orders.Consumer.Name = jsii.String(settings.ConsumerName.Default)
 	}
 	ordersContract(&orders)
 	lane := deadletter.NewLane(stack, OrdersLaneID, &orders)
@@ -169,13 +169,13 @@ func protectTablesByParameter(stack awscdk.Stack, lane deadletter.Lane) {
 // it unset: it keys its idempotency records by the order id and writes them
 // (internal/sample's wiring of the idempotency package).
 func ordersContract(p *deadletter.LaneProps) {
-	if p.Key == nil {
-		p.Key = jsii.String(OrdersKey)
+	if p.Consumer.Key == nil {
+		p.Consumer.Key = jsii.String(OrdersKey)
 	}
-	if p.PayloadHash == nil {
-		p.PayloadHash = jsii.String(OrdersPayloadHash)
+	if p.Consumer.PayloadHash == nil {
+		p.Consumer.PayloadHash = jsii.String(OrdersPayloadHash)
 	}
-	if p.ConsumerRecords == "" {
-		p.ConsumerRecords = deadletter.ConsumerWritesRecords
+	if p.Consumer.Records == "" {
+		p.Consumer.Records = deadletter.ConsumerWritesRecords
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
@@ -397,7 +398,9 @@ func TestProfileProps(t *testing.T) {
 	if p.TaxServiceURL == nil || *p.TaxServiceURL != "https://tax.example.com" || *p.Orders.CodeDir != "/b" {
 		t.Errorf("aws profile ignores TAX_SERVICE_URL or HOMING_CODE_DIR: %+v", p)
 	}
-	if p.Orders.MaxReceiveCount != nil || p.Orders.RemovalPolicy != "" || p.Orders.Architecture != nil || p.Orders.Replay != nil {
+	if p.Orders.RemovalPolicy != "" || p.Orders.Architecture != nil ||
+		!reflect.ValueOf(p.Orders.Queues).IsZero() || !reflect.ValueOf(p.Orders.Consumer).IsZero() ||
+		!reflect.ValueOf(p.Orders.Alarms).IsZero() || !reflect.ValueOf(p.Orders.Replay).IsZero() {
 		t.Errorf("aws profile must keep the construct's production defaults: %+v", p.Orders)
 	}
 	// Order bodies carry tax ids: the aws profile refuses a plain HTTP tax
@@ -428,7 +431,7 @@ func TestProfileProps(t *testing.T) {
 	if err := orders.Validate(); err != nil {
 		t.Errorf("local profile props are invalid: %v", err)
 	}
-	if p.Payments == nil || *p.Payments.MaxReceiveCount != 3 || p.Payments.ConsumerEnvironment["DEADLINE_MARGIN"] != "1s" {
+	if p.Payments == nil || *p.Payments.Queues.MaxReceiveCount != 3 || p.Payments.Consumer.Environment["DEADLINE_MARGIN"] != "1s" {
 		t.Errorf("local profile's example lane: %+v", p.Payments)
 	}
 	if aws, _ := ProfileProps(ProfileAWS, env{}.get); aws.Payments != nil {

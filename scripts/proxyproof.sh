@@ -81,9 +81,11 @@ func main() {
 		Timeout: awscdk.Duration_Seconds(jsii.Number(20)),
 	})
 	deadletter.NewLane(stack, "Shipments", &deadletter.LaneProps{
-		ConsumerFunction: consumer,
-		ConsumerRecords:  deadletter.ConsumerWritesNoRecords,
-		Key:              jsii.String("shipmentId"),
+		Consumer: deadletter.ConsumerProps{
+			Function: consumer,
+			Records:  deadletter.ConsumerWritesNoRecords,
+			Key:      jsii.String("shipmentId"),
+		},
 	})
 	app.Synth(nil)
 }

@@ -20,12 +20,12 @@ var (
 	ServiceName = String{Env: "POWERTOOLS_SERVICE_NAME", DefaultDoc: "`CONSUMER_NAME`'s value", MaxBytes: 1024,
 		Doc: "the `Lane` dimension of the metrics (the construct sets the lane's name)"}
 	// The lane's contract on its consumer (docs/CONTRACT.md): the construct
-	// sets them from LaneProps.Key and PayloadHash, so that a consumer in
+	// sets them from Consumer.Key and Consumer.PayloadHash, so that a consumer in
 	// any runtime reads the key and the payload hash the replay uses.
 	KeyExpression = String{Env: "KEY_EXPRESSION", MaxBytes: 256,
-		Doc: "JMESPath expression of the message's business key (the construct's `Key`); the consumer keys its records `<CONSUMER_NAME>#<key>` by it"}
+		Doc: "JMESPath expression of the message's business key (the construct's `Consumer.Key`); the consumer keys its records `<CONSUMER_NAME>#<key>` by it"}
 	PayloadHashExpression = String{Env: "PAYLOAD_HASH_EXPRESSION", MaxBytes: 256,
-		Doc: "JMESPath expression of the part of the body the payload hash covers (the construct's `PayloadHash`); unset: the whole body"}
+		Doc: "JMESPath expression of the part of the body the payload hash covers (the construct's `Consumer.PayloadHash`); unset: the whole body"}
 	MetricsNamespace = String{Env: "POWERTOOLS_METRICS_NAMESPACE", Default: "Homing", MaxBytes: 255,
 		Doc: "CloudWatch namespace of the metrics, written as EMF lines on stdout"}
 )
@@ -44,7 +44,7 @@ var (
 		Doc: "total time for one record's tax calls, retries included (never past the deadline)"}
 	RecordLifetime = Duration{Env: "RECORD_LIFETIME", Default: 30 * 24 * time.Hour, Min: 18 * 24 * time.Hour,
 		Doc: "idempotency record lifetime; at least 432h (source 4 d + DLQ 14 d), so that a replay from the DLQ is still recognised"}
-	MaxPayloadBytes = Int{Env: "MAX_PAYLOAD_BYTES", Default: 256 << 10, Min: 1, Max: 1<<20 - 64<<10,
+	MaxPayloadBytes = Int{Env: "MAX_PAYLOAD_BYTES", Default: 256 << 10, Min: 1, Max: MaxSourceMessageBytes,
 		Doc: "larger bodies are invalid (`payload-too-large`); at most 983040, the source queue's size (SQS's 1 MiB less 64 KiB kept for our metadata)"}
 )
 

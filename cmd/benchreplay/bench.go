@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/tools/drill"
+	"github.com/homingdlq/homing/settings"
 )
 
 // profile is one network the contenders run on.
@@ -215,7 +216,7 @@ func (b *bench) fresh(ctx context.Context, k contender) (route, func() error, er
 		name *string
 		keys []string
 		what string
-	}{{&rt.ledger, []string{"pk", "sk"}, "ledger"}, {&rt.idempotency, []string{"pk"}, "idempotency"}} {
+	}{{&rt.ledger, []string{settings.PartitionKeyAttribute, settings.SortKeyAttribute}, "ledger"}, {&rt.idempotency, []string{settings.PartitionKeyAttribute}, "idempotency"}} {
 		name := prefix + "-" + t.what
 		if err := b.table(ctx, name, t.keys); err != nil {
 			return rt, cleanup, err

@@ -30,20 +30,20 @@ const (
 // adoptSourceRedrive reads the dead-letter queue the team's queue q (cfn
 // its resource) redrives to, if any: the lane adopts it when it is the
 // DeadLetterQueue prop, and refuses it otherwise.
-func (r *resolved) adoptSourceRedrive(p *LaneProps, q awssqs.Queue, cfn awssqs.CfnQueue) {
+func (r *queuesResolved) adoptSourceRedrive(p *QueuesProps, q awssqs.Queue, cfn awssqs.CfnQueue) {
 	own := q.DeadLetterQueue()
 	switch {
 	case own != nil && p.DeadLetterQueue == nil:
 		r.sourceProblems = append(r.sourceProblems, fmt.Sprintf(
-			"redrives to a dead-letter queue of its own (%s): pass that queue as DeadLetterQueue, and the lane adopts it as its DLQ, "+
+			"redrives to a dead-letter queue of its own (%s): pass that queue as Queues.DeadLetterQueue, and the lane adopts it as its DLQ, "+
 				"keeping its messages (do not remove it from the queue: its messages would be replayed by nothing)", *own.Queue.Node().Path()))
 		return
 	case own == nil && cfn.RedrivePolicy() != nil:
 		r.sourceProblems = append(r.sourceProblems,
-			"has a RedrivePolicy set on its CfnQueue: define it as the awssqs.Queue's DeadLetterQueue prop and pass that queue as DeadLetterQueue, so that the lane knows it")
+			"has a RedrivePolicy set on its CfnQueue: define it as the awssqs.Queue's DeadLetterQueue prop and pass that queue as Queues.DeadLetterQueue, so that the lane knows it")
 		return
 	case own != nil && *own.Queue.Node().Path() != *p.DeadLetterQueue.Node().Path():
-		r.sourceProblems = append(r.sourceProblems, fmt.Sprintf("redrives to %s, but DeadLetterQueue is %s: the lane adopts the queue's own DLQ, or none",
+		r.sourceProblems = append(r.sourceProblems, fmt.Sprintf("redrives to %s, but Queues.DeadLetterQueue is %s: the lane adopts the queue's own DLQ, or none",
 			*own.Queue.Node().Path(), *p.DeadLetterQueue.Node().Path()))
 		return
 	}
@@ -58,7 +58,7 @@ func (r *resolved) adoptSourceRedrive(p *LaneProps, q awssqs.Queue, cfn awssqs.C
 
 // adoptSourceName reads the name of the team's queue (cfn its resource):
 // the DLQ's redrive allow-policy names the source queue by name.
-func (r *resolved) adoptSourceName(p *LaneProps, cfn awssqs.CfnQueue) {
+func (r *queuesResolved) adoptSourceName(p *QueuesProps, cfn awssqs.CfnQueue) {
 	// An awssqs.Queue without a QueueName renders one lazily: a token.
 	name := cfn.QueueName()
 	if name != nil && *awscdk.Token_IsUnresolved(name) {
@@ -66,22 +66,22 @@ func (r *resolved) adoptSourceName(p *LaneProps, cfn awssqs.CfnQueue) {
 	}
 	switch {
 	case name != nil && p.SourceQueueName != nil && *p.SourceQueueName != *name:
-		r.sourceProblems = append(r.sourceProblems, fmt.Sprintf("is named %q, but SourceQueueName is %q: leave SourceQueueName unset for a queue with a QueueName", *name, *p.SourceQueueName))
+		r.sourceProblems = append(r.sourceProblems, fmt.Sprintf("is named %q, but Queues.SourceQueueName is %q: leave it unset for a queue with a QueueName", *name, *p.SourceQueueName))
 	case name != nil:
 		r.sourceName = *name
 	case p.SourceQueueName != nil:
 		r.sourceName = *p.SourceQueueName
 		if !validQueueName(r.sourceName, r.fifo) {
-			r.sourceProblems = append(r.sourceProblems, fmt.Sprintf("SourceQueueName is %q, want the queue's deployed name (1..80 letters, digits, '-' and '_', ending in .fifo for a FIFO queue)", r.sourceName))
+			r.sourceProblems = append(r.sourceProblems, fmt.Sprintf("Queues.SourceQueueName is %q, want the queue's deployed name (1..80 letters, digits, '-' and '_', ending in .fifo for a FIFO queue)", r.sourceName))
 		}
 	case r.allowReplacement:
 		r.nameSource = true
 	default:
 		r.sourceProblems = append(r.sourceProblems, "has no QueueName, and the DLQ's redrive allow-policy must name it (by reference it would be a cycle). "+
-			"If the queue is deployed, set SourceQueueName to its deployed name (the queue's physical id: "+
+			"If the queue is deployed, set Queues.SourceQueueName to its deployed name (the queue's physical id: "+
 			"`aws cloudformation describe-stack-resource --stack-name <stack> --logical-resource-id <id>`); do not add a QueueName: "+
 			"CloudFormation would replace the queue, and its messages would be lost. "+
-			"If it is not deployed yet (or empty), give it a QueueName, or set AllowQueueReplacement and the lane names it")
+			"If it is not deployed yet (or empty), give it a QueueName, or set Queues.AllowQueueReplacement and the lane names it")
 	}
 }
 
@@ -107,7 +107,7 @@ func validQueueName(name string, fifo bool) bool {
 
 // adoptDeadLetter reads what the lane needs of p.DeadLetterQueue, the
 // team's DLQ, and notes why it cannot use it, if so.
-func (r *resolved) adoptDeadLetter(p *LaneProps) {
+func (r *queuesResolved) adoptDeadLetter(p *QueuesProps) {
 	q, ok := p.DeadLetterQueue.(awssqs.Queue)
 	var cfn awssqs.CfnQueue
 	if ok {
@@ -119,7 +119,10 @@ func (r *resolved) adoptDeadLetter(p *LaneProps) {
 	}
 	r.deadLetterQueue = q
 	if p.DeadLetterRetention != nil {
-		r.deadLetterProblems = append(r.deadLetterProblems, "is the team's: DeadLetterRetention configures the DLQ the lane creates; set RetentionPeriod on that queue")
+		r.deadLetterProblems = append(r.deadLetterProblems, "is the team's: Queues.DeadLetterRetention configures the DLQ the lane creates; set RetentionPeriod on that queue")
+	}
+	if p.DeadLetterQueueProps != nil {
+		r.deadLetterProblems = append(r.deadLetterProblems, "is the team's: Queues.DeadLetterQueueProps configure the DLQ the lane creates; set them on that queue")
 	}
 	if q.DeadLetterQueue() != nil || cfn.RedrivePolicy() != nil {
 		r.deadLetterProblems = append(r.deadLetterProblems, "redrives to a queue of its own: a DLQ behind the DLQ would hide dead letters from the replay; remove it")
@@ -128,7 +131,7 @@ func (r *resolved) adoptDeadLetter(p *LaneProps) {
 		r.deadLetterProblems = append(r.deadLetterProblems, "has a redrive allow-policy of its own: remove it, the lane sets byQueue naming the source queue")
 	}
 	if f := q.Fifo(); f != nil && *f != r.fifo {
-		r.deadLetterProblems = append(r.deadLetterProblems, fmt.Sprintf("is FIFO: %v, but the lane's Fifo is %v: all four queues are of one type", *f, r.fifo))
+		r.deadLetterProblems = append(r.deadLetterProblems, fmt.Sprintf("is FIFO: %v, but LaneProps.Fifo is %v: all four queues are of one type", *f, r.fifo))
 	}
 	if v := cfn.MaximumMessageSize(); v != nil && !*awscdk.Token_IsUnresolved(v) && *v < MaxMessageBytes {
 		r.deadLetterProblems = append(r.deadLetterProblems, fmt.Sprintf("has a MaximumMessageSize of %v, want it unset or %d: the lane's metadata travels with each dead letter", *v, MaxMessageBytes))
@@ -147,19 +150,20 @@ func (r *resolved) adoptDeadLetter(p *LaneProps) {
 // allow-policy names the source queue (source), and its retention, if it
 // leaves it unset, becomes DeadLetterRetention.
 func (l *lane) adoptDeadLetterQueue(source awssqs.IQueue) {
-	q := l.props.deadLetterQueue
+	r := l.props.queues
+	q := r.deadLetterQueue
 	cfn := q.Node().DefaultChild().(awssqs.CfnQueue)
 	cfn.SetRedriveAllowPolicy(map[string]any{
 		"redrivePermission": "byQueue",
 		"sourceQueueArns":   []any{source.QueueArn()},
 	})
-	if l.props.deadLetterUnsetRetention {
-		cfn.SetMessageRetentionPeriod(jsii.Number(l.props.deadLetterRetention))
+	if r.deadLetterUnsetRetention {
+		cfn.SetMessageRetentionPeriod(jsii.Number(r.deadLetterRetention))
 		awscdk.Annotations_Of(q).AddWarningV2(jsii.String(warnDeadLetterRetention), jsii.String(fmt.Sprintf(
-			"the dead-letter lane set this queue's MessageRetentionPeriod to %s (DeadLetterRetention's default): unset, it is SQS's default of 4 days, "+
+			"the dead-letter lane set this queue's MessageRetentionPeriod to %s (Queues.DeadLetterRetention's default): unset, it is SQS's default of 4 days, "+
 				"no longer than the source queue's, and SQS keeps a message's original enqueue time when it moves it to the DLQ. "+
 				"The change updates the queue without interruption. To silence this warning, set RetentionPeriod on the queue yourself.",
-			human(l.props.deadLetterRetention))), nil)
+			human(r.deadLetterRetention))), nil)
 	}
 	l.deadLetter = q
 }
@@ -170,7 +174,7 @@ func (l *lane) adoptDeadLetterQueue(source awssqs.IQueue) {
 func nameTeamQueue(q constructs.IConstruct, cfn awssqs.CfnQueue, name string) {
 	cfn.SetQueueName(jsii.String(name))
 	awscdk.Annotations_Of(q).AddWarningV2(jsii.String(warnSourceQueueName), jsii.String(fmt.Sprintf(
-		"the dead-letter lane named this queue %q (AllowQueueReplacement): if the queue is deployed, CloudFormation replaces it and its messages are lost", name)), nil)
+		"the dead-letter lane named this queue %q (Queues.AllowQueueReplacement): if the queue is deployed, CloudFormation replaces it and its messages are lost", name)), nil)
 }
 
 // eventSourcesOn are the paths of the event source mappings of stack that
@@ -255,11 +259,11 @@ func environmentOf(fn awslambda.Function) map[string]string {
 // wayForward names what makes the lane's value of a consumer variable agree
 // with the team's.
 var wayForward = map[string]string{
-	settings.ConsumerName.Env:     "set LaneProps.ConsumerName to the function's value (it scopes the idempotency keys the function already wrote), or remove the variable from the function",
+	settings.ConsumerName.Env:     "set LaneProps.Consumer.Name to the function's value (it scopes the idempotency keys the function already wrote), or remove the variable from the function",
 	settings.ServiceName.Env:      "set LaneProps.ServiceName to the function's value (the lane's alarms and dashboard then read the metrics under the name they already carry), or remove the variable from the function",
 	settings.MetricsNamespace.Env: "set LaneProps.MetricsNamespace to the function's value, or remove the variable from the function",
-	EnvKeyExpression:              "set LaneProps.Key to the function's value, or remove the variable from the function",
-	EnvPayloadHashExpression:      "set LaneProps.PayloadHash to the function's value, or remove the variable from the function",
+	EnvKeyExpression:              "set LaneProps.Consumer.Key to the function's value, or remove the variable from the function",
+	EnvPayloadHashExpression:      "set LaneProps.Consumer.PayloadHash to the function's value, or remove the variable from the function",
 	settings.InvalidQueueURL.Env:  "remove the variable from the function: the lane brings its invalid queue (or adopt no consumer and keep the team's wiring)",
 	settings.IdempotencyTable.Env: "remove the variable from the function: the lane brings its idempotency table",
 }
@@ -288,7 +292,7 @@ func environmentClashes(fn awslambda.Function, wanted map[string]*string) []erro
 		if theirs == ours {
 			continue
 		}
-		errs = append(errs, fmt.Errorf("ConsumerFunction %s sets %s to %s, and the lane needs %s: the lane never overwrites a variable the function sets; %s",
+		errs = append(errs, fmt.Errorf("Consumer.Function %s sets %s to %s, and the lane needs %s: the lane never overwrites a variable the function sets; %s",
 			*fn.Node().Path(), k, theirs, ours, wayForward[k]))
 	}
 	return errs

@@ -25,38 +25,38 @@ func TestAdoptionRefused(t *testing.T) {
 		want  []string
 	}{
 		{"a queue without a name", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.SourceQueue = awssqs.NewQueue(stack, jsii.String("Unnamed"), &awssqs.QueueProps{VisibilityTimeout: visibility})
+			p.Queues.SourceQueue = awssqs.NewQueue(stack, jsii.String("Unnamed"), &awssqs.QueueProps{VisibilityTimeout: visibility})
 		}, []string{
 			"SourceQueue has no QueueName",
-			"If the queue is deployed, set SourceQueueName to its deployed name",
+			"If the queue is deployed, set Queues.SourceQueueName to its deployed name",
 			"do not add a QueueName: CloudFormation would replace the queue, and its messages would be lost",
-			"or set AllowQueueReplacement and the lane names it",
+			"or set Queues.AllowQueueReplacement and the lane names it",
 		}},
 		{"a SourceQueueName that is no queue name", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.SourceQueue = awssqs.NewQueue(stack, jsii.String("Unnamed"), &awssqs.QueueProps{VisibilityTimeout: visibility})
-			p.SourceQueueName = jsii.String("Test Unnamed")
+			p.Queues.SourceQueue = awssqs.NewQueue(stack, jsii.String("Unnamed"), &awssqs.QueueProps{VisibilityTimeout: visibility})
+			p.Queues.SourceQueueName = jsii.String("Test Unnamed")
 		}, []string{`SourceQueueName is "Test Unnamed", want the queue's deployed name`}},
 		{"a SourceQueueName beside a QueueName", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{VisibilityTimeout: visibility})
-			p.SourceQueueName = jsii.String("other")
-		}, []string{`SourceQueue is named "payments-captured", but SourceQueueName is "other"`}},
+			p.Queues.SourceQueue = teamQueue(stack, &awssqs.QueueProps{VisibilityTimeout: visibility})
+			p.Queues.SourceQueueName = jsii.String("other")
+		}, []string{`SourceQueue is named "payments-captured", but Queues.SourceQueueName is "other"`}},
 		{"a queue with a DLQ of its own, not adopted", func(stack awscdk.Stack, p *deadletter.LaneProps) {
 			own := awssqs.NewQueue(stack, jsii.String("OwnDLQ"), nil)
-			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
+			p.Queues.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
 				VisibilityTimeout: visibility,
 				DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: own, MaxReceiveCount: jsii.Number(5)},
 			})
-		}, []string{"SourceQueue redrives to a dead-letter queue of its own (Test/OwnDLQ): pass that queue as DeadLetterQueue, and the lane adopts it as its DLQ"}},
+		}, []string{"SourceQueue redrives to a dead-letter queue of its own (Test/OwnDLQ): pass that queue as Queues.DeadLetterQueue, and the lane adopts it as its DLQ"}},
 		{"a DeadLetterQueue other than the queue's own", func(stack awscdk.Stack, p *deadletter.LaneProps) {
 			own := awssqs.NewQueue(stack, jsii.String("OwnDLQ"), nil)
-			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
+			p.Queues.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
 				VisibilityTimeout: visibility,
 				DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: own, MaxReceiveCount: jsii.Number(5)},
 			})
-			p.DeadLetterQueue = awssqs.NewQueue(stack, jsii.String("Other"), nil)
-		}, []string{"SourceQueue redrives to Test/OwnDLQ, but DeadLetterQueue is Test/Other"}},
+			p.Queues.DeadLetterQueue = awssqs.NewQueue(stack, jsii.String("Other"), nil)
+		}, []string{"SourceQueue redrives to Test/OwnDLQ, but Queues.DeadLetterQueue is Test/Other"}},
 		{"a DeadLetterQueue without a SourceQueue", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.DeadLetterQueue = awssqs.NewQueue(stack, jsii.String("OwnDLQ"), nil)
+			p.Queues.DeadLetterQueue = awssqs.NewQueue(stack, jsii.String("OwnDLQ"), nil)
 		}, []string{"DeadLetterQueue adopt a part of the team's existing lane and need its SourceQueue"}},
 		{"a DeadLetterQueue that cannot be the lane's", func(stack awscdk.Stack, p *deadletter.LaneProps) {
 			own := awssqs.NewQueue(stack, jsii.String("OwnDLQ"), &awssqs.QueueProps{
@@ -64,14 +64,14 @@ func TestAdoptionRefused(t *testing.T) {
 				RetentionPeriod:     awscdk.Duration_Days(jsii.Number(4)),
 				RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_ALLOW_ALL},
 			})
-			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
+			p.Queues.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
 				VisibilityTimeout: visibility,
 				DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: own, MaxReceiveCount: jsii.Number(5)},
 			})
-			p.DeadLetterQueue = own
-			p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(10))
+			p.Queues.DeadLetterQueue = own
+			p.Queues.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(10))
 		}, []string{
-			"DeadLetterQueue is the team's: DeadLetterRetention configures the DLQ the lane creates",
+			"DeadLetterQueue is the team's: Queues.DeadLetterRetention configures the DLQ the lane creates",
 			"DeadLetterQueue has a redrive allow-policy of its own: remove it",
 			"DeadLetterQueue has a MaximumMessageSize of 262144, want it unset or 1048576",
 			"DeadLetterRetention (4d) must be longer than SourceQueue's MessageRetentionPeriod (4d)",
@@ -80,18 +80,18 @@ func TestAdoptionRefused(t *testing.T) {
 			q := teamQueue(stack, &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(2))})
 			fn := nodeConsumer(stack)
 			fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, nil))
-			p.SourceQueue = q
-			p.ConsumerFunction = fn
+			p.Queues.SourceQueue = q
+			p.Consumer.Function = fn
 		}, []string{
-			"ConsumerFunction Test/PaymentsConsumer has an SQS event source on the SourceQueue already (Test/PaymentsConsumer/SqsEventSource:TestCaptured",
+			"Consumer.Function Test/PaymentsConsumer has an SQS event source on the SourceQueue already (Test/PaymentsConsumer/SqsEventSource:TestCaptured",
 			"remove your AddEventSource call; the lane adds the same mapping, under the same construct id and so the same logical id",
 		}},
 		{"a mapping of its own on the queue", func(stack awscdk.Stack, p *deadletter.LaneProps) {
 			q := teamQueue(stack, &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(2))})
 			fn := nodeConsumer(stack)
 			fn.AddEventSourceMapping(jsii.String("Orders"), &awslambda.EventSourceMappingOptions{EventSourceArn: q.QueueArn()})
-			p.SourceQueue = q
-			p.ConsumerFunction = fn
+			p.Queues.SourceQueue = q
+			p.Consumer.Function = fn
 		}, []string{"the SourceQueue is consumed by the event source mapping Test/PaymentsConsumer/Orders/Resource already: remove it"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,29 +129,29 @@ func TestAdoptionEnvironment(t *testing.T) {
 		want   []string
 	}{
 		{"Powertools' service name", map[string]string{"POWERTOOLS_SERVICE_NAME": "payments-api"}, nil, []string{
-			`ConsumerFunction Test/PaymentsConsumer sets POWERTOOLS_SERVICE_NAME to "payments-api", and the lane needs "Test/Payments"`,
+			`Consumer.Function Test/PaymentsConsumer sets POWERTOOLS_SERVICE_NAME to "payments-api", and the lane needs "Test/Payments"`,
 			"set LaneProps.ServiceName to the function's value",
 		}},
 		{"Powertools' namespace", map[string]string{"POWERTOOLS_METRICS_NAMESPACE": "Payments"}, nil, []string{
 			`sets POWERTOOLS_METRICS_NAMESPACE to "Payments", and the lane needs "Homing"`, "set LaneProps.MetricsNamespace",
 		}},
 		{"the consumer's name", map[string]string{"CONSUMER_NAME": "ledger"}, nil, []string{
-			`sets CONSUMER_NAME to "ledger", and the lane needs "payments"`, "set LaneProps.ConsumerName to the function's value",
+			`sets CONSUMER_NAME to "ledger", and the lane needs "payments"`, "set LaneProps.Consumer.Name to the function's value",
 		}},
-		{"the key", map[string]string{"KEY_EXPRESSION": "id"}, nil, []string{`sets KEY_EXPRESSION to "id", and the lane needs "orderId"`, "set LaneProps.Key"}},
+		{"the key", map[string]string{"KEY_EXPRESSION": "id"}, nil, []string{`sets KEY_EXPRESSION to "id", and the lane needs "orderId"`, "set LaneProps.Consumer.Key"}},
 		{"the invalid queue", map[string]string{"INVALID_QUEUE_URL": "https://sqs.example/q"}, nil, []string{
 			`sets INVALID_QUEUE_URL to "https://sqs.example/q", and the lane needs {"Ref":"PaymentsInvalidQueue`, "remove the variable from the function",
 		}},
 		{"agreeing values stay", map[string]string{"POWERTOOLS_SERVICE_NAME": "payments-api", "CONSUMER_NAME": "ledger", "KEY_EXPRESSION": "orderId"},
 			func(p *deadletter.LaneProps) {
 				p.ServiceName = jsii.String("payments-api")
-				p.ConsumerName = jsii.String("ledger")
+				p.Consumer.Name = jsii.String("ledger")
 			}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stack := newStack()
 			p := baseProps()
-			p.ConsumerFunction = withVars(stack, tc.vars)
+			p.Consumer.Function = withVars(stack, tc.vars)
 			if tc.modify != nil {
 				tc.modify(p)
 			}
@@ -189,8 +189,8 @@ func TestAdoptionHandled(t *testing.T) {
 		stack := newStack()
 		q := awssqs.NewQueue(stack, jsii.String("Unnamed"), &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3)), MaxMessageSizeBytes: jsii.Number(262144)})
 		p := baseProps()
-		p.SourceQueue = q
-		p.SourceQueueName = jsii.String("Test-Unnamed-1A2B3C4D5E6F")
+		p.Queues.SourceQueue = q
+		p.Queues.SourceQueueName = jsii.String("Test-Unnamed-1A2B3C4D5E6F")
 		s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
 		source := s.ref(q.QueueArn())
 		if v, ok := props(s.resources[source])["QueueName"]; ok {
@@ -207,8 +207,8 @@ func TestAdoptionHandled(t *testing.T) {
 		stack := newStack()
 		q := awssqs.NewQueue(stack, jsii.String("Unnamed"), &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3)), MaxMessageSizeBytes: jsii.Number(262144)})
 		p := baseProps()
-		p.SourceQueue = q
-		p.AllowQueueReplacement = jsii.Bool(true)
+		p.Queues.SourceQueue = q
+		p.Queues.AllowQueueReplacement = jsii.Bool(true)
 		s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
 		name, _ := props(s.resources[s.ref(q.QueueArn())])["QueueName"].(string)
 		if !strings.HasSuffix(name, "-source") {
@@ -229,8 +229,8 @@ func TestAdoptionHandled(t *testing.T) {
 			DeadLetterQueue:     &awssqs.DeadLetterQueue{Queue: own, MaxReceiveCount: jsii.Number(5)},
 		})
 		p := baseProps()
-		p.SourceQueue = q
-		p.DeadLetterQueue = own
+		p.Queues.SourceQueue = q
+		p.Queues.DeadLetterQueue = own
 		s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
 		dlq := s.ref(own.QueueArn())
 		if got := s.ref(s.lane.DeadLetterQueue().QueueArn()); got != dlq {

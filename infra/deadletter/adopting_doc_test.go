@@ -60,14 +60,18 @@ func teamLane(adopted bool) map[string]map[string]any {
 		fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, &awslambdaeventsources.SqsEventSourceProps{BatchSize: jsii.Number(10)}))
 	} else {
 		deadletter.NewLane(stack, "Orders", &deadletter.LaneProps{
-			SourceQueue:      queue,
-			SourceQueueName:  jsii.String("Team-OrdersQueue4A0D2C1B-x1Y2z3W4v5U6"),
-			DeadLetterQueue:  dlq,
-			ConsumerFunction: fn,
-			ServiceName:      jsii.String("orders"),
-			ConsumerRecords:  deadletter.ConsumerWritesRecords,
-			Key:              jsii.String("orderId"),
-			Replay:           &deadletter.ReplayProps{CodeDir: jsii.String(codeDir() + "/replay")},
+			ServiceName: jsii.String("orders"),
+			Queues: deadletter.QueuesProps{
+				SourceQueue:     queue,
+				SourceQueueName: jsii.String("Team-OrdersQueue4A0D2C1B-x1Y2z3W4v5U6"),
+				DeadLetterQueue: dlq,
+			},
+			Consumer: deadletter.ConsumerProps{
+				Function: fn,
+				Records:  deadletter.ConsumerWritesRecords,
+				Key:      jsii.String("orderId"),
+			},
+			Replay: deadletter.ReplayProps{CodeDir: jsii.String(codeDir() + "/replay")},
 		})
 	}
 	var doc struct{ Resources map[string]map[string]any }

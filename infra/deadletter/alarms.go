@@ -2,8 +2,6 @@ package deadletter
 
 import (
 	"fmt"
-	"math"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -17,35 +15,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/homingdlq/homing/settings"
-)
-
-// Defaults of the metrics and early-paging props of [LaneProps], and the
-// promise they keep.
-const (
-	// DefaultConsumerFailureRatePercent: the ConsumerFailures alarm fires when
-	// more than this percentage of the records of a period failed.
-	DefaultConsumerFailureRatePercent = 10
-	// SourceAgeMarginSeconds: the SourceAge alarm's default threshold is the
-	// source queue's visibility timeout plus the consumer timeout plus this
-	// margin (180 + 30 + 60 = 270 s on the defaults). A message that
-	// failed once is hidden for the visibility timeout, then redelivered
-	// and, if it succeeds, deleted within the consumer timeout: only a
-	// message older than that has failed more than once or was never
-	// consumed.
-	SourceAgeMarginSeconds = 60
-	// PageWithinSeconds is the promise of the alarms on the default props:
-	// a downstream outage pages within 5 minutes, with sparse traffic (a
-	// lone order) and heavy traffic alike, however slowly the DLQ fills
-	// (maxReceiveCount x visibility, 30 minutes on AWS). ConsumerFailures
-	// keeps it; the template tests compute the worst time to page from the
-	// alarms' own properties and AWS's documented metric delays
-	// (docs/OPERATIONS.md, "Alarm by alarm").
-	PageWithinSeconds = 300
-	// ReportPeriodIntervals: the alarms on the replay's run report
-	// (DeadLetterAge, RescueWindow, ReplayHeartbeat) evaluate one period of
-	// this many schedule intervals (ReplayProps.Interval), so that one run
-	// that comes late or not at all changes nothing and two do.
-	ReportPeriodIntervals = 2
 )
 
 // The consumer's EMF metric and dimension names, as internal/metrics writes
@@ -68,85 +37,11 @@ const (
 	MetricRunCompleted        = "RunCompleted"
 )
 
-// alarmsResolved are the metrics and early-paging props with their defaults.
-type alarmsResolved struct {
-	serviceName   *string // nil: the lane's construct path
-	namespace     string
-	failureRate   float64 // percent
-	failedRecords float64
-	sourceAge     float64 // seconds
-	metricMath    bool
-	actions       []awscloudwatch.IAlarmAction
-}
-
-func (p *LaneProps) resolveAlarms() alarmsResolved {
-	a := alarmsResolved{
-		serviceName:   p.ServiceName,
-		namespace:     settings.MetricsNamespace.Default,
-		failureRate:   number(p.ConsumerFailureRateThreshold, DefaultConsumerFailureRatePercent),
-		failedRecords: number(p.ConsumerFailedRecordsThreshold, 0),
-		sourceAge:     seconds(p.SourceAgeThreshold, 0), // default: defaultSourceAge, set by resolve
-		metricMath:    p.MetricMath == nil || *p.MetricMath,
-		actions:       p.AlarmActions,
-	}
-	if p.MetricsNamespace != nil {
-		a.namespace = *p.MetricsNamespace
-	}
-	return a
-}
-
-// validate reports the invalid metrics and alarm props, in the words of
-// [LaneProps.Validate]; the names follow CloudWatch's rules, as the
-// functions check them (internal/metrics.Config.Validate).
-func (a alarmsResolved) validate() []error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	ns := a.namespace
-	if strings.TrimSpace(ns) == "" || len(ns) > 255 || strings.HasPrefix(ns, "AWS/") ||
-		strings.IndexFunc(ns, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_/#: ", r))
-		}) >= 0 {
-		bad("MetricsNamespace is %q, want 1..255 ASCII letters, digits, spaces and . - _ / # :, not blank, not AWS/...", ns)
-	}
-	if a.serviceName != nil {
-		name := *a.serviceName
-		if strings.TrimSpace(name) == "" || len(name) > 1024 || strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
-			bad("ServiceName is %q, want 1..1024 printable ASCII characters, not blank", name)
-		}
-	}
-	if !(a.failureRate > 0 && a.failureRate < 100) {
-		bad("ConsumerFailureRateThreshold is %v, want a percentage above 0 and below 100", a.failureRate)
-	}
-	if a.failedRecords < 0 || a.failedRecords != math.Trunc(a.failedRecords) {
-		bad("ConsumerFailedRecordsThreshold is %v, want a whole number >= 0", a.failedRecords)
-	}
-	if a.sourceAge < 1 {
-		bad("SourceAgeThreshold is %s, want at least 1s", human(a.sourceAge))
-	}
-	for i, action := range a.actions {
-		if action == nil {
-			bad("AlarmActions[%d] is nil", i)
-		}
-	}
-	return errs
-}
-
-// defaultSourceAge is the SourceAge threshold when the props set none: the
-// source queue's visibility timeout (VisibilityFactor x the consumer
-// timeout when an adopted queue's is a token) plus the consumer timeout
-// plus SourceAgeMarginSeconds.
-func defaultSourceAge(visibility, timeout float64) float64 {
-	if math.IsNaN(visibility) {
-		visibility = VisibilityFactor * timeout
-	}
-	return visibility + timeout + SourceAgeMarginSeconds
-}
-
 // serviceName is the lane's POWERTOOLS_SERVICE_NAME, the Lane dimension of
 // both functions' metrics: the prop, or the lane's construct path (unique
 // in the app, so two lanes never merge).
 func (l *lane) serviceName() string {
-	if n := l.props.alarms.serviceName; n != nil {
+	if n := l.props.serviceName; n != nil {
 		return *n
 	}
 	return *l.Node().Path()
@@ -156,7 +51,7 @@ func (l *lane) serviceName() string {
 func (l *lane) metricsEnvironment() map[string]*string {
 	return map[string]*string{
 		settings.ServiceName.Env:      jsii.String(l.serviceName()),
-		settings.MetricsNamespace.Env: jsii.String(l.props.alarms.namespace),
+		settings.MetricsNamespace.Env: jsii.String(l.props.namespace),
 	}
 }
 
@@ -165,11 +60,11 @@ func (l *lane) metricsEnvironment() map[string]*string {
 // with a metric query, which emulators that reject metric math refuse.
 func (l *lane) consumerMetric(name, label, statistic string) awscloudwatch.Metric {
 	props := &awscloudwatch.MetricProps{
-		Namespace:     jsii.String(l.props.alarms.namespace),
+		Namespace:     jsii.String(l.props.namespace),
 		MetricName:    jsii.String(name),
 		DimensionsMap: &map[string]*string{DimensionLane: jsii.String(l.serviceName())},
 		Statistic:     jsii.String(statistic),
-		Period:        seconds2duration(l.props.alarmPeriod),
+		Period:        seconds2duration(l.props.alarms.period),
 	}
 	if label != "" {
 		props.Label = jsii.String(label)
@@ -181,7 +76,7 @@ func (l *lane) consumerMetric(name, label, statistic string) awscloudwatch.Metri
 // route, labelled for the dashboard.
 func (l *lane) replayMetric(name, statistic string) awscloudwatch.Metric {
 	m := l.replayAlarmMetric(name, statistic)
-	return m.With(&awscloudwatch.MetricOptions{Label: jsii.String(name), Period: seconds2duration(l.props.alarmPeriod)})
+	return m.With(&awscloudwatch.MetricOptions{Label: jsii.String(name), Period: seconds2duration(l.props.alarms.period)})
 }
 
 // replayAlarmMetric is one of the replay's EMF metrics of this lane's route
@@ -189,7 +84,7 @@ func (l *lane) replayMetric(name, statistic string) awscloudwatch.Metric {
 // without a label (see consumerMetric).
 func (l *lane) replayAlarmMetric(name, statistic string) awscloudwatch.Metric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:  jsii.String(l.props.alarms.namespace),
+		Namespace:  jsii.String(l.props.namespace),
 		MetricName: jsii.String(name),
 		DimensionsMap: &map[string]*string{
 			DimensionLane:  jsii.String(l.serviceName()),
@@ -213,13 +108,13 @@ func (l *lane) consumerFailureRate(label string) awscloudwatch.MathExpression {
 			"failed":    l.consumerMetric(MetricRecordsFailed, "failed", "Sum"),
 			"processed": l.consumerMetric(MetricRecordsProcessed, "processed", "Sum"),
 		},
-		Period: seconds2duration(l.props.alarmPeriod),
+		Period: seconds2duration(l.props.alarms.period),
 		Label:  jsii.String(label),
 	})
 }
 
 // Alarms are the lane's CloudWatch alarms. Each fires on one breaching
-// period and notifies the lane's alarm topic, and the props' AlarmActions,
+// period and notifies the lane's alarm topic, and the props' Alarms.Actions,
 // of both ALARM and OK. No alarm uses metric math but ConsumerFailures
 // with MetricMath (the default; emulators reject it). Missing data is not
 // breaching, except where a field says otherwise.
@@ -293,7 +188,7 @@ func (a Alarms) All() []awscloudwatch.Alarm {
 
 func (l *lane) metricOptions(statistic string) *awscloudwatch.MetricOptions {
 	return &awscloudwatch.MetricOptions{
-		Period:    seconds2duration(l.props.alarmPeriod),
+		Period:    seconds2duration(l.props.alarms.period),
 		Statistic: jsii.String(statistic),
 	}
 }
@@ -340,13 +235,13 @@ func (l *lane) alarmOf(spec alarmSpec) awscloudwatch.Alarm {
 	return a
 }
 
-// addAlarmTopic adopts LaneProps.AlarmTopic, or creates the lane's topic
+// addAlarmTopic adopts AlarmProps.Topic, or creates the lane's topic
 // with its own key, and lets CloudWatch alarms of this account publish.
 func (l *lane) addAlarmTopic() {
 	r := l.props
 	cloudwatch := awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)
-	if r.alarmTopic != nil {
-		l.topic = r.alarmTopic
+	if r.alarms.topic != nil {
+		l.topic = r.alarms.topic
 	} else {
 		// CloudWatch cannot publish to a topic encrypted with the AWS-managed
 		// SNS key, so the topic has its own key, rotated yearly, that
@@ -393,9 +288,9 @@ func (l *lane) addAlarms() {
 
 	maximum := l.metricOptions("Maximum")
 	sum := l.metricOptions("Sum")
-	ageThreshold := DeadLetterAgeAlarmRatio * r.deadLetterRetention
+	ageThreshold := DeadLetterAgeAlarmRatio * r.queues.deadLetterRetention
 	report := human(l.reportPeriod())
-	rescueWindow := r.replay.setting("ExpiryRescueWindow", settings.ExpiryRescueWindow.Default.Seconds())
+	rescueWindow := r.replay.tuning.rescueWindowSeconds()
 	l.alarms = Alarms{
 		DeadLetterDepth: l.alarm("DeadLetterDepthAlarm",
 			"Messages reached the DLQ after exhausting their receives on the source queue; the scheduled replay returns them when the cause is gone.",
@@ -403,7 +298,7 @@ func (l *lane) addAlarms() {
 		DeadLetterAge: l.alarm("DeadLetterAgeAlarm",
 			fmt.Sprintf("The oldest dead letter the replay examined is older than %.0f%% of the DLQ retention (%s of %s; the replay's %s, from its SentTimestamp): "+
 				"it expires unseen unless it is replayed or parked.",
-				DeadLetterAgeAlarmRatio*100, human(ageThreshold), human(r.deadLetterRetention), MetricOldestDeadLetterAge),
+				DeadLetterAgeAlarmRatio*100, human(ageThreshold), human(r.queues.deadLetterRetention), MetricOldestDeadLetterAge),
 			l.replayAlarmMetric(MetricOldestDeadLetterAge, "Maximum"), ageThreshold),
 		InvalidDepth: l.alarm("InvalidDepthAlarm",
 			"The consumer rejected messages as invalid; fix them at the producer, they are never replayed as is.",
@@ -464,7 +359,7 @@ func (l *lane) addAlarms() {
 
 func (l *lane) addDashboard() {
 	r := l.props
-	period := seconds2duration(r.alarmPeriod)
+	period := seconds2duration(r.alarms.period)
 	labelled := func(label, statistic string) *awscloudwatch.MetricOptions {
 		return &awscloudwatch.MetricOptions{Label: jsii.String(label), Period: period, Statistic: jsii.String(statistic)}
 	}
@@ -532,7 +427,7 @@ func (l *lane) addDashboard() {
 				}),
 			},
 			l.recordsRow(graph),
-			functionRow("Consumer", l.consumer, r.timeout),
+			functionRow("Consumer", l.consumer, r.consumer.timeout),
 			functionRow("Replay", l.replay.fn, r.replay.timeout),
 			{
 				graph("Replay runs (EMF, route "+r.replay.routeName+")", 24, []awscloudwatch.IMetric{
@@ -545,7 +440,7 @@ func (l *lane) addDashboard() {
 				graph("Oldest dead letter and its expiry (seconds, replay report)", 12, []awscloudwatch.IMetric{
 					l.replayMetric(MetricOldestDeadLetterAge, "Maximum"), l.replayMetric(MetricSecondsToExpiry, "Minimum"),
 				}, &awscloudwatch.HorizontalAnnotation{
-					Label: jsii.String("DLQ age alarm"), Value: jsii.Number(DeadLetterAgeAlarmRatio * r.deadLetterRetention),
+					Label: jsii.String("DLQ age alarm"), Value: jsii.Number(DeadLetterAgeAlarmRatio * r.queues.deadLetterRetention),
 				}),
 				graph("Dead letters in the rescue window (replay report)", 12, []awscloudwatch.IMetric{
 					l.replayMetric(MetricInRescueWindow, "Maximum"),
@@ -581,8 +476,8 @@ func (l *lane) recordsRow(graph func(string, float64, []awscloudwatch.IMetric, .
 	}
 	byReason := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s" %s="%s"', 'Sum', %.0f)`,
-			a.namespace, DimensionLane, DimensionReason, MetricRecordsInvalid, DimensionLane, l.serviceName(), l.props.alarmPeriod)),
-		Period: seconds2duration(l.props.alarmPeriod),
+			l.props.namespace, DimensionLane, DimensionReason, MetricRecordsInvalid, DimensionLane, l.serviceName(), a.period)),
+		Period: seconds2duration(l.props.alarms.period),
 		Label:  jsii.String(""),
 	})
 	return &[]awscloudwatch.IWidget{

@@ -142,7 +142,8 @@ func TestReportPeriod(t *testing.T) {
 	} {
 		t.Run(tc.schedule, func(t *testing.T) {
 			p := baseProps()
-			p.Replay = &deadletter.ReplayProps{Schedule: jsii.String(tc.schedule), Interval: tc.interval}
+			p.Replay.Schedule = jsii.String(tc.schedule)
+			p.Replay.Interval = tc.interval
 			s := synth(p)
 			got := props(s.resources[s.ref(s.lane.Alarms().ReplayHeartbeat.AlarmArn())])["Period"]
 			if got != tc.want {
@@ -156,16 +157,16 @@ func TestReportPeriod(t *testing.T) {
 // are props.
 func TestEarlyAlarmProps(t *testing.T) {
 	props := baseProps()
-	props.ConsumerFailureRateThreshold = jsii.Number(25)
-	props.SourceAgeThreshold = awscdk.Duration_Minutes(jsii.Number(3))
-	props.MetricMath = jsii.Bool(false)
-	props.ConsumerFailedRecordsThreshold = jsii.Number(5)
+	props.Alarms.ConsumerFailureRateThreshold = jsii.Number(25)
+	props.Alarms.SourceAgeThreshold = awscdk.Duration_Minutes(jsii.Number(3))
+	props.Alarms.MetricMath = jsii.Bool(false)
+	props.Alarms.ConsumerFailedRecordsThreshold = jsii.Number(5)
 	props.ServiceName = jsii.String("billing-eu")
 	props.MetricsNamespace = jsii.String("Acme/Billing")
 	// An imported topic: its ARN is a literal, whatever stack holds it.
 	const pagerARN = "arn:aws:sns:us-east-1:123456789012:pager"
 	pager := awssns.Topic_FromTopicArn(newStack(), jsii.String("Pager"), jsii.String(pagerARN))
-	props.AlarmActions = []awscloudwatch.IAlarmAction{awscloudwatchactions.NewSnsAction(pager)}
+	props.Alarms.Actions = []awscloudwatch.IAlarmAction{awscloudwatchactions.NewSnsAction(pager)}
 	s := synth(props)
 	tpl := s.template
 	alarm := jsii.String("AWS::CloudWatch::Alarm")
@@ -214,18 +215,18 @@ func TestDashboardShowsTheMetrics(t *testing.T) {
 
 func TestValidateEarlyAlarmProps(t *testing.T) {
 	props := baseProps()
-	props.ConsumerFailureRateThreshold = jsii.Number(100)
-	props.ConsumerFailedRecordsThreshold = jsii.Number(1.5)
-	props.SourceAgeThreshold = awscdk.Duration_Millis(jsii.Number(500))
+	props.Alarms.ConsumerFailureRateThreshold = jsii.Number(100)
+	props.Alarms.ConsumerFailedRecordsThreshold = jsii.Number(1.5)
+	props.Alarms.SourceAgeThreshold = awscdk.Duration_Millis(jsii.Number(500))
 	props.MetricsNamespace = jsii.String("AWS/Lambda")
 	props.ServiceName = jsii.String(" ")
-	props.ConsumerEnvironment = map[string]string{"POWERTOOLS_SERVICE_NAME": "x"}
+	props.Consumer.Environment = map[string]string{"POWERTOOLS_SERVICE_NAME": "x"}
 	err := props.Validate()
 	if err == nil {
 		t.Fatal("want errors")
 	}
 	for _, want := range []string{"ConsumerFailureRateThreshold is 100", "ConsumerFailedRecordsThreshold is 1.5", "SourceAgeThreshold is 500ms",
-		`MetricsNamespace is "AWS/Lambda"`, `ServiceName is " "`, "ConsumerEnvironment sets POWERTOOLS_SERVICE_NAME"} {
+		`MetricsNamespace is "AWS/Lambda"`, `ServiceName is " "`, "Consumer.Environment sets POWERTOOLS_SERVICE_NAME"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
 		}

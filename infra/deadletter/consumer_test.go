@@ -39,9 +39,9 @@ func consumerLane(t *testing.T) *synthesized {
 		stack := newStack()
 		fn := nodeConsumer(stack)
 		p := baseProps()
-		p.ConsumerFunction = fn
-		p.BatchSize = jsii.Number(7)
-		p.MaxConcurrency = jsii.Number(3)
+		p.Consumer.Function = fn
+		p.Consumer.BatchSize = jsii.Number(7)
+		p.Consumer.MaxConcurrency = jsii.Number(3)
 		withConsumer.s = synthesize(stack, deadletter.NewLane(stack, "Payments", p))
 	})
 	if withConsumer.err != nil {
@@ -155,16 +155,16 @@ func TestImportedConsumer(t *testing.T) {
 
 	stack := newStack()
 	p := baseProps()
-	p.ConsumerFunction = imported(stack)
+	p.Consumer.Function = imported(stack)
 	err := panicOf(func() { deadletter.NewLane(stack, "Ledger", p) })
-	if !errors.Is(err, deadletter.ErrInvalidProps) || !strings.Contains(err.Error(), "ConsumerTimeout is required with an imported ConsumerFunction") {
+	if !errors.Is(err, deadletter.ErrInvalidProps) || !strings.Contains(err.Error(), "Consumer.Timeout is required with an imported Consumer.Function") {
 		t.Fatalf("NewLane without the imported function's timeout: %v", err)
 	}
 
 	stack = newStack()
 	p = baseProps()
-	p.ConsumerFunction = imported(stack)
-	p.ConsumerTimeout = awscdk.Duration_Seconds(jsii.Number(10))
+	p.Consumer.Function = imported(stack)
+	p.Consumer.Timeout = awscdk.Duration_Seconds(jsii.Number(10))
 	s := synthesize(stack, deadletter.NewLane(stack, "Ledger", p))
 	check(t, "one function (the replay), a mapping to the imported one", func() {
 		s.template.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(1))
@@ -183,10 +183,10 @@ func TestImportedConsumer(t *testing.T) {
 		}))
 	})
 	if s.lane.ConsumerLogGroup() != nil {
-		t.Error("ConsumerLogGroup of a ConsumerFunction is not nil")
+		t.Error("ConsumerLogGroup of a Consumer.Function is not nil")
 	}
 	if _, ok := (*s.template.FindOutputs(jsii.String(settings.OutputID("ledger", settings.OutputConsumerLogGroupName)), nil))[settings.OutputID("ledger", settings.OutputConsumerLogGroupName)]; ok {
-		t.Error("an output names the ConsumerFunction's log group, which the lane does not know")
+		t.Error("an output names the Consumer.Function's log group, which the lane does not know")
 	}
 }
 
@@ -197,18 +197,18 @@ func TestConsumerFunctionValidation(t *testing.T) {
 		want  []string
 	}{
 		{"props of the lane's own consumer", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.ConsumerFunction = nodeConsumer(stack)
-			p.ConsumerMemorySize = jsii.Number(512)
-			p.ConsumerEnvironment = map[string]string{"X": "y"}
-		}, []string{"ConsumerMemorySize, ConsumerEnvironment configure the consumer the lane builds; with a ConsumerFunction, set them on that function"}},
+			p.Consumer.Function = nodeConsumer(stack)
+			p.Consumer.MemorySize = jsii.Number(512)
+			p.Consumer.Environment = map[string]string{"X": "y"}
+		}, []string{"Consumer.Function is the team's: Consumer.MemorySize, Consumer.Environment configure the consumer the lane builds; set them on that function"}},
 		{"a timeout other than the function's", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.ConsumerFunction = nodeConsumer(stack)
-			p.ConsumerTimeout = awscdk.Duration_Seconds(jsii.Number(30))
-		}, []string{"ConsumerTimeout is 30s, but the ConsumerFunction's timeout is 20s"}},
+			p.Consumer.Function = nodeConsumer(stack)
+			p.Consumer.Timeout = awscdk.Duration_Seconds(jsii.Number(30))
+		}, []string{"Consumer.Timeout is 30s, but the Consumer.Function's timeout is 20s"}},
 		{"a function of another stack", func(stack awscdk.Stack, p *deadletter.LaneProps) {
 			other := awscdk.NewStack(awscdk.App_Of(stack), jsii.String("Other"), nil)
-			p.ConsumerFunction = nodeConsumer(other)
-		}, []string{"ConsumerFunction Other/PaymentsConsumer belongs to stack Other, the lane to Test"}},
+			p.Consumer.Function = nodeConsumer(other)
+		}, []string{"Consumer.Function Other/PaymentsConsumer belongs to stack Other, the lane to Test"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stack := newStack()
@@ -239,7 +239,7 @@ func TestConsumerCodeDir(t *testing.T) {
 	}
 	stack := newStack()
 	p := baseProps()
-	p.ConsumerCodeDir = jsii.String(dir)
+	p.Consumer.CodeDir = jsii.String(dir)
 	s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
 	code := mustJSON(props(s.resources[s.ref(s.lane.Consumer().FunctionName())])["Code"])
 	replayCode := mustJSON(props(s.resources[s.ref(s.lane.Replay().FunctionName())])["Code"])
@@ -248,9 +248,9 @@ func TestConsumerCodeDir(t *testing.T) {
 	}
 
 	p = baseProps()
-	p.ConsumerCodeDir = jsii.String(codeDir() + "/nowhere")
+	p.Consumer.CodeDir = jsii.String(codeDir() + "/nowhere")
 	err := panicOf(func() { deadletter.NewLane(newStack(), "Payments", p) })
 	if err == nil || !strings.Contains(err.Error(), "consumer code") || !strings.Contains(err.Error(), "nowhere/bootstrap") {
-		t.Errorf("a missing ConsumerCodeDir bootstrap: %v", err)
+		t.Errorf("a missing Consumer.CodeDir bootstrap: %v", err)
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 // ConsumerRecords is a lane's declared choice: does its consumer write
 // homing's completion records (the idempotency table's records under
-// "<CONSUMER_NAME>#<key>" that the replay reads)? [LaneProps] requires
-// one of the two constants; the zero value is refused at synth.
+// "<CONSUMER_NAME>#<key>" that the replay reads)? [ConsumerProps].Records
+// takes one of the two constants; the zero value is refused at synth.
 type ConsumerRecords string
 
 const (
@@ -33,9 +33,9 @@ const (
 // uses. The lane sets each only when its prop is set. Declared once, in
 // package settings.
 var (
-	// EnvKeyExpression is LaneProps.Key.
+	// EnvKeyExpression is ConsumerProps.Key.
 	EnvKeyExpression = settings.KeyExpression.Env
-	// EnvPayloadHashExpression is LaneProps.PayloadHash.
+	// EnvPayloadHashExpression is ConsumerProps.PayloadHash.
 	EnvPayloadHashExpression = settings.PayloadHashExpression.Env
 )
 
@@ -47,15 +47,15 @@ const MaxExpressionBytes = 256
 func (c ConsumerRecords) records() bool { return c == ConsumerWritesRecords }
 
 // validateContract reports the invalid contract props of r.
-func (r resolved) validateContract() []error {
+func (r consumerResolved) validateContract() []error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	switch r.consumerRecords {
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("Consumer."+format, args...)) }
+	switch r.records {
 	case ConsumerWritesRecords, ConsumerWritesNoRecords:
 	case "":
-		bad("ConsumerRecords is required: deadletter.ConsumerWritesRecords if the consumer writes homing's completion records (a Go consumer with the idempotency package), deadletter.ConsumerWritesNoRecords if it does not (the replay's canary and already-applied removal are then off)")
+		bad("Records is required: deadletter.ConsumerWritesRecords if the consumer writes homing's completion records (a Go consumer with the idempotency package), deadletter.ConsumerWritesNoRecords if it does not (the replay's canary and already-applied removal are then off)")
 	default:
-		bad("ConsumerRecords is %q, want deadletter.ConsumerWritesRecords (%q) or deadletter.ConsumerWritesNoRecords (%q)", string(r.consumerRecords), ConsumerWritesRecords, ConsumerWritesNoRecords)
+		bad("Records is %q, want deadletter.ConsumerWritesRecords (%q) or deadletter.ConsumerWritesNoRecords (%q)", string(r.records), ConsumerWritesRecords, ConsumerWritesNoRecords)
 	}
 	for _, f := range [...]struct {
 		name string
@@ -68,8 +68,8 @@ func (r resolved) validateContract() []error {
 			bad("%s is %q: %v", f.name, *f.expr, err)
 		}
 	}
-	if r.consumerRecords.records() && r.key == nil {
-		bad("Key is required with ConsumerWritesRecords: the replay finds the consumer's records under <ConsumerName>#<key>; set the JMESPath expression of the body's business key (\"orderId\", say), or declare ConsumerWritesNoRecords")
+	if r.records.records() && r.key == nil {
+		bad("Key is required with ConsumerWritesRecords: the replay finds the consumer's records under <Consumer.Name>#<key>; set the JMESPath expression of the body's business key (\"orderId\", say), or declare ConsumerWritesNoRecords")
 	}
 	return errs
 }
@@ -92,7 +92,7 @@ func checkExpression(expr string) error {
 }
 
 // contractEnvironment are the consumer variables of the set contract props.
-func (r resolved) contractEnvironment() map[string]*string {
+func (r consumerResolved) contractEnvironment() map[string]*string {
 	env := map[string]*string{}
 	if r.key != nil {
 		env[EnvKeyExpression] = r.key
@@ -105,15 +105,15 @@ func (r resolved) contractEnvironment() map[string]*string {
 
 // route is the lane's one route of REPLAY_ROUTES, in replay.Route's JSON.
 func (l *lane) route() map[string]any {
-	r := l.props
+	c := l.props.consumer
 	return map[string]any{
-		"name":        r.replay.routeName,
+		"name":        l.props.replay.routeName,
 		"dlqUrl":      l.deadLetter.QueueUrl(),
 		"sourceUrl":   l.source.QueueUrl(),
 		"parkingUrl":  l.parking.QueueUrl(),
-		"key":         deref(r.key),
-		"payloadHash": deref(r.payloadHash),
-		"records":     r.consumerRecords.records(),
+		"key":         deref(c.key),
+		"payloadHash": deref(c.payloadHash),
+		"records":     c.records.records(),
 	}
 }
 

@@ -9,7 +9,7 @@
 //
 // A lane holds:
 //   - four queues (source, DLQ, invalid, parking), all standard or all FIFO,
-//     encrypted with SQS-managed keys (or [LaneProps].QueueEncryptionKey),
+//     encrypted with SQS-managed keys (or [QueuesProps].EncryptionKey),
 //     with TLS-only queue policies; the
 //     source's redrive policy moves a message to the DLQ after
 //     MaxReceiveCount receives, the DLQ keeps messages longer than the source
@@ -18,16 +18,16 @@
 //     every queue. Their queue policies deny SendMessage to every IAM
 //     principal but the lane's senders (the DLQ: none, only SQS's redrive;
 //     the invalid queue: the consumer; the parking queue: the replay
-//     function and [LaneProps].OperatorArns), and the DLQ's denies
-//     StartMessageMoveTask unless [LaneProps].AllowNativeRedrive;
+//     function and [QueuesProps].OperatorArns), and the DLQ's denies
+//     StartMessageMoveTask unless [QueuesProps].AllowNativeRedrive;
 //   - two DynamoDB tables, on-demand, with point-in-time recovery, SSE and a
 //     TTL attribute: the idempotency table ([PartitionKey]) and the replay
 //     ledger ([PartitionKey], [SortKey]); deletion protection only with the
 //     removal policy RETAIN (the default, RETAIN_ON_UPDATE_OR_DELETE, lets
 //     the rollback of a failed first deploy delete them);
-//   - the consumer: any function the team brings ([LaneProps].ConsumerFunction,
+//   - the consumer: any function the team brings ([ConsumerProps].Function,
 //     any runtime), or a provided.al2023 function the lane builds from a Go
-//     bootstrap ([LaneProps].ConsumerCodeDir; handler bootstrap, JSON logs to
+//     bootstrap ([ConsumerProps].CodeDir; handler bootstrap, JSON logs to
 //     its own log group, a role without managed policies). Either way an SQS
 //     event source mapping reports batch item failures, with the lane's
 //     batch size and maximum concurrency, and the consumer is granted only:
@@ -51,16 +51,17 @@
 //     [PageWithinSeconds], and the replay's report of each run: the oldest
 //     dead letter against the DLQ retention, dead letters in the rescue
 //     window, a heartbeat; see [Alarms]) to an SNS topic, the team's own
-//     ([LaneProps].AlarmTopic) or one the lane creates, encrypted with its
+//     ([AlarmProps].Topic) or one the lane creates, encrypted with its
 //     own KMS key (CloudWatch may use it for this account's alarms only) and
 //     TLS-only, and a dashboard.
 //
 // The team's own resources: a consumer function in any runtime
-// ([LaneProps].ConsumerFunction), a source queue of the lane's stack
-// ([LaneProps].SourceQueue: the lane sets its redrive policy, and its
-// MaximumMessageSize to [SourceMaxMessageBytes] with a warning if it is
-// unset, and checks what it cannot set) and an alarm topic. The
-// downstream's health gate is an optional URL ([LaneProps].HealthURL). [Lane].GrantOperator gives the
+// ([ConsumerProps].Function), a source queue of the lane's stack and its
+// DLQ ([QueuesProps].SourceQueue and DeadLetterQueue: the lane sets the
+// queue's redrive policy, and its MaximumMessageSize to
+// [SourceMaxMessageBytes] with a warning if it is unset, and checks what it
+// cannot set) and an alarm topic. The downstream's health gate is an
+// optional URL ([ReplayProps].HealthURL). [Lane].GrantOperator gives the
 // on-call role what the runbook (docs/OPERATIONS.md) has it do, and nothing
 // more.
 //
@@ -70,7 +71,7 @@
 // the DLQ's allow-policy must name it without a reference cycle.
 //
 // Every grant on a queue encrypted with a KMS key (an adopted SSE-KMS
-// SourceQueue, or QueueEncryptionKey) also grants the key actions SQS needs
+// SourceQueue, or QueuesProps.EncryptionKey) also grants the key actions SQS needs
 // for it: kms:GenerateDataKey and kms:Decrypt to send, kms:Decrypt to
 // receive.
 //
@@ -88,7 +89,10 @@
 // Operators stop scheduled replay during an incident without a deploy:
 // `aws events disable-rule --name <rule>` (the lane's ReplayScheduleName
 // output), and enable-rule to resume. ReplayProps.Enabled
-// is the state a deploy that creates or changes the rule gives it.
+// is the state a deploy that creates or changes the rule gives it. A
+// schedule that starts runs more often than ReplayProps.Timeout lets them
+// end draws a warning at synth: overlapping runs are safe (the ledger
+// leases every dead letter to one run), but each applies its own rate.
 //
 // Another team's CDK app uses it as any construct library:
 //
@@ -101,5 +105,14 @@
 //
 // Props follow the CDK's Go conventions (pointers, awscdk.Duration) and are
 // checked at synth time by [LaneProps.Validate]; [NewLane] panics with that
-// error, as CDK constructs do.
+// error, as CDK constructs do. [LaneProps] holds the lane-wide fields and
+// one group per part of the lane: [QueuesProps], [ConsumerProps],
+// [AlarmProps] and [ReplayProps]. Each group also takes pass-through
+// overrides of the CDK props the lane builds from, in the style of
+// aws-solutions-constructs (QueuesProps.QueueProps, DeadLetterQueueProps,
+// InvalidQueueProps, ParkingQueueProps; ConsumerProps.FunctionProps and
+// EventSourceProps; ReplayProps.FunctionProps): the lane's own settings win,
+// and an override that sets one of them is refused at synth, naming what
+// sets it instead; an override wins over the lane's defaults; every other
+// field passes through.
 package deadletter

@@ -43,12 +43,19 @@ func ExampleNewLane_existingConsumer() {
 	pager := awssns.Topic_FromTopicArn(stack, jsii.String("Pager"), jsii.String("arn:aws:sns:eu-west-1:123456789012:pager"))
 
 	lane := deadletter.NewLane(stack, "Payments", &deadletter.LaneProps{
-		ConsumerFunction: consumer,
-		SourceQueue:      queue, // FIFO: the lane's DLQ, invalid and parking queues are FIFO too
-		AlarmTopic:       pager,
-		HealthURL:        jsii.String("https://ledger.example.com"), // replay holds while GET /health fails
-		CodeDir:          jsii.String("bin"),                        // bin/replay/bootstrap
-		MaxReceiveCount:  jsii.Number(5),
+		CodeDir: jsii.String("bin"), // bin/replay/bootstrap
+		Queues: deadletter.QueuesProps{
+			SourceQueue:     queue, // FIFO: the lane's DLQ, invalid and parking queues are FIFO too
+			MaxReceiveCount: jsii.Number(5),
+		},
+		Consumer: deadletter.ConsumerProps{
+			Function: consumer,
+			Records:  deadletter.ConsumerWritesNoRecords, // a Node.js consumer without homing's completion records
+		},
+		Alarms: deadletter.AlarmProps{Topic: pager},
+		Replay: deadletter.ReplayProps{
+			HealthURL: jsii.String("https://ledger.example.com"), // replay holds while GET /health fails
+		},
 	})
 
 	// The on-call role may inspect, peek, replay, audit and park.
@@ -65,22 +72,61 @@ func ExampleNewLane() {
 
 	// The lane declares its outputs itself: InvoiceSourceQueueUrl...
 	deadletter.NewLane(stack, "Invoice", &deadletter.LaneProps{
-		CodeDir:             jsii.String("../bin"), // bin/{consumer,replay}/bootstrap from `make build ARCH=arm64`
-		ConsumerEnvironment: map[string]string{"TAX_SERVICE_URL": "https://tax.example.com"},
-		HealthURL:           jsii.String("https://tax.example.com"),
+		CodeDir: jsii.String("../bin"), // bin/{consumer,replay}/bootstrap from `make build ARCH=arm64`
+		Consumer: deadletter.ConsumerProps{
+			Records:     deadletter.ConsumerWritesRecords, // the idempotency package's records, keyed by Key
+			Key:         jsii.String("orderId"),
+			Environment: map[string]string{"TAX_SERVICE_URL": "https://tax.example.com"},
+		},
+		Replay: deadletter.ReplayProps{HealthURL: jsii.String("https://tax.example.com")},
 	})
 
 	deadletter.NewLane(stack, "InvoiceFast", &deadletter.LaneProps{
-		ConsumerEnvironment: map[string]string{"TAX_SERVICE_URL": "http://127.0.0.1:4580"},
-		MaxReceiveCount:     jsii.Number(3),
-		ConsumerTimeout:     awscdk.Duration_Seconds(jsii.Number(5)),
-		VisibilityTimeout:   awscdk.Duration_Seconds(jsii.Number(30)),
-		RemovalPolicy:       awscdk.RemovalPolicy_DESTROY,
-		Replay: &deadletter.ReplayProps{
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		Queues: deadletter.QueuesProps{
+			MaxReceiveCount:   jsii.Number(3),
+			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(30)),
+		},
+		Consumer: deadletter.ConsumerProps{
+			Records:     deadletter.ConsumerWritesRecords,
+			Key:         jsii.String("orderId"),
+			Timeout:     awscdk.Duration_Seconds(jsii.Number(5)),
+			Environment: map[string]string{"TAX_SERVICE_URL": "http://127.0.0.1:4580"},
+		},
+		Replay: deadletter.ReplayProps{
 			Schedule:    jsii.String("rate(1 minute)"),
-			Timeout:     awscdk.Duration_Seconds(jsii.Number(30)),
+			Timeout:     awscdk.Duration_Seconds(jsii.Number(30)), // within the schedule: runs do not overlap
 			BackoffBase: awscdk.Duration_Seconds(jsii.Number(2)),
 			BackoffMax:  awscdk.Duration_Seconds(jsii.Number(10)),
+		},
+	})
+	app.Synth(nil)
+}
+
+// A FIFO lane whose source queue and DLQ use SQS's high throughput mode,
+// and whose consumer is traced, through the pass-through overrides: the
+// lane builds each resource from the override with its own settings on top
+// (an override that sets one of them, a queue's retention say, is refused
+// at synth with the prop that sets it).
+func ExampleNewLane_overrides() {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("Payments"), nil)
+
+	highThroughput := &awssqs.QueueProps{
+		DeduplicationScope:  awssqs.DeduplicationScope_MESSAGE_GROUP,
+		FifoThroughputLimit: awssqs.FifoThroughputLimit_PER_MESSAGE_GROUP_ID,
+	}
+	deadletter.NewLane(stack, "Payments", &deadletter.LaneProps{
+		Fifo:    jsii.Bool(true),
+		CodeDir: jsii.String("bin"), // bin/{consumer,replay}/bootstrap
+		Queues: deadletter.QueuesProps{
+			QueueProps:           highThroughput,
+			DeadLetterQueueProps: highThroughput,
+		},
+		Consumer: deadletter.ConsumerProps{
+			Records:       deadletter.ConsumerWritesRecords,
+			Key:           jsii.String("paymentId"),
+			FunctionProps: &awslambda.FunctionProps{Tracing: awslambda.Tracing_ACTIVE},
 		},
 	})
 	app.Synth(nil)

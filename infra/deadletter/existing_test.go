@@ -37,8 +37,8 @@ func TestExistingSourceQueue(t *testing.T) {
 		MaxMessageSizeBytes: jsii.Number(262144),
 	})
 	p := baseProps()
-	p.SourceQueue = q
-	p.MaxReceiveCount = jsii.Number(4)
+	p.Queues.SourceQueue = q
+	p.Queues.MaxReceiveCount = jsii.Number(4)
 	s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
 	source := s.ref(q.QueueArn())
 	if got := s.ref(s.lane.SourceQueue().QueueArn()); got != source {
@@ -100,7 +100,7 @@ func TestExistingSourceQueueMessageSize(t *testing.T) {
 				MaxMessageSizeBytes: tc.set,
 			})
 			p := baseProps()
-			p.SourceQueue = q
+			p.Queues.SourceQueue = q
 			s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
 			if got := props(s.resources[s.ref(q.QueueArn())])["MaximumMessageSize"]; got != tc.want {
 				t.Errorf("the team's queue's MaximumMessageSize is %v, want %v", got, tc.want)
@@ -139,30 +139,30 @@ func TestExistingSourceQueueValidation(t *testing.T) {
 		want  []string
 	}{
 		{"imported", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.SourceQueue = awssqs.Queue_FromQueueArn(stack, jsii.String("Imported"), jsii.String("arn:aws:sqs:us-east-1:123456789012:captured"))
+			p.Queues.SourceQueue = awssqs.Queue_FromQueueArn(stack, jsii.String("Imported"), jsii.String("arn:aws:sqs:us-east-1:123456789012:captured"))
 		}, []string{"SourceQueue is imported: the lane cannot set an imported queue's redrive policy"}},
 		{"visibility too short, retention too long, messages too large", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
+			p.Queues.SourceQueue = teamQueue(stack, &awssqs.QueueProps{
 				RetentionPeriod:     awscdk.Duration_Days(jsii.Number(14)),
 				MaxMessageSizeBytes: jsii.Number(1048576),
 			})
 		}, []string{
-			"SourceQueue's VisibilityTimeout is 30s, want at least 6x ConsumerTimeout (3m)",
+			"SourceQueue's VisibilityTimeout is 30s, want at least 6x Consumer.Timeout (3m)",
 			"DeadLetterRetention (14d) must be longer than SourceQueue's MessageRetentionPeriod (14d)",
 			"SourceQueue's MaximumMessageSize is 1.048576e+06, want at most 983040",
 		}},
 		{"props of the lane's own queue", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
-			p.VisibilityTimeout = awscdk.Duration_Minutes(jsii.Number(5))
-			p.SourceRetention = awscdk.Duration_Days(jsii.Number(1))
-		}, []string{"SourceRetention, VisibilityTimeout configure the queue the lane creates; with a SourceQueue, set them on that queue"}},
+			p.Queues.SourceQueue = teamQueue(stack, &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+			p.Queues.VisibilityTimeout = awscdk.Duration_Minutes(jsii.Number(5))
+			p.Queues.SourceRetention = awscdk.Duration_Days(jsii.Number(1))
+		}, []string{"Queues.SourceQueue is the team's: Queues.SourceRetention, Queues.VisibilityTimeout configure the queue the lane creates; set them on that queue"}},
 		{"FIFO queue, standard lane", func(stack awscdk.Stack, p *deadletter.LaneProps) {
-			p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{QueueName: jsii.String("captured.fifo"), Fifo: jsii.Bool(true), VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+			p.Queues.SourceQueue = teamQueue(stack, &awssqs.QueueProps{QueueName: jsii.String("captured.fifo"), Fifo: jsii.Bool(true), VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
 			p.Fifo = jsii.Bool(false)
-		}, []string{"SourceQueue is FIFO: true, but Fifo is false"}},
+		}, []string{"SourceQueue is FIFO: true, but LaneProps.Fifo is false"}},
 		{"a queue of another stack", func(stack awscdk.Stack, p *deadletter.LaneProps) {
 			other := awscdk.NewStack(awscdk.App_Of(stack), jsii.String("Queues"), nil)
-			p.SourceQueue = teamQueue(other, &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+			p.Queues.SourceQueue = teamQueue(other, &awssqs.QueueProps{VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
 		}, []string{"SourceQueue Queues/Captured belongs to stack Queues, the lane to Test"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,7 +184,7 @@ func TestExistingSourceQueueValidation(t *testing.T) {
 	t.Run("a FIFO queue makes a FIFO lane", func(t *testing.T) {
 		stack := newStack()
 		p := baseProps()
-		p.SourceQueue = teamQueue(stack, &awssqs.QueueProps{QueueName: jsii.String("captured.fifo"), Fifo: jsii.Bool(true), VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
+		p.Queues.SourceQueue = teamQueue(stack, &awssqs.QueueProps{QueueName: jsii.String("captured.fifo"), Fifo: jsii.Bool(true), VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3))})
 		s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
 		check(t, "four FIFO queues", func() {
 			s.template.ResourcePropertiesCountIs(jsii.String("AWS::SQS::Queue"), like(obj{"FifoQueue": true}), jsii.Number(4))
@@ -198,7 +198,7 @@ func TestExistingAlarmTopic(t *testing.T) {
 	stack := newStack()
 	topic := awssns.NewTopic(stack, jsii.String("Pager"), &awssns.TopicProps{EnforceSSL: jsii.Bool(true)})
 	p := baseProps()
-	p.AlarmTopic = topic
+	p.Alarms.Topic = topic
 	s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
 	id := s.ref(topic.TopicArn())
 	if s.lane.AlarmTopicKey() != nil {

@@ -125,8 +125,11 @@ const taxURL = "https://tax.example.test"
 const operatorArn = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/*/AWSReservedSSO_Ops_*"
 
 func baseProps() *deadletter.LaneProps {
-	return &deadletter.LaneProps{HealthURL: jsii.String(taxURL), CodeDir: jsii.String(codeDir()),
-		ConsumerRecords: deadletter.ConsumerWritesRecords, Key: jsii.String("orderId")}
+	return &deadletter.LaneProps{
+		CodeDir:  jsii.String(codeDir()),
+		Consumer: deadletter.ConsumerProps{Records: deadletter.ConsumerWritesRecords, Key: jsii.String("orderId")},
+		Replay:   deadletter.ReplayProps{HealthURL: jsii.String(taxURL)},
+	}
 }
 
 var (
@@ -141,24 +144,25 @@ var (
 	// tuned: every tuning prop away from its default.
 	tuned = &fixture{props: func() *deadletter.LaneProps {
 		p := baseProps()
-		p.MaxReceiveCount = jsii.Number(3)
-		p.SourceRetention = awscdk.Duration_Days(jsii.Number(1))
-		p.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(7))
-		p.ConsumerTimeout = awscdk.Duration_Seconds(jsii.Number(10))
-		p.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(5))
-		p.BatchSize = jsii.Number(100)
-		p.MaxConcurrency = jsii.Number(20)
-		p.ReservedConcurrency = jsii.Number(50)
-		p.ConsumerMemorySize = jsii.Number(512)
-		p.ConsumerName = jsii.String("billing")
-		p.ConsumerEnvironment = map[string]string{"CONCURRENCY": "4"}
+		p.Queues.MaxReceiveCount = jsii.Number(3)
+		p.Queues.SourceRetention = awscdk.Duration_Days(jsii.Number(1))
+		p.Queues.DeadLetterRetention = awscdk.Duration_Days(jsii.Number(7))
+		p.Consumer.Timeout = awscdk.Duration_Seconds(jsii.Number(10))
+		p.Consumer.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(5))
+		p.Consumer.BatchSize = jsii.Number(100)
+		p.Consumer.MaxConcurrency = jsii.Number(20)
+		p.Consumer.ReservedConcurrency = jsii.Number(50)
+		p.Consumer.MemorySize = jsii.Number(512)
+		p.Consumer.Name = jsii.String("billing")
+		p.Consumer.Environment = map[string]string{"CONCURRENCY": "4"}
 		p.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
 		p.LogRetention = awslogs.RetentionDays_ONE_DAY
-		p.AlarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
-		p.AllowNativeRedrive = jsii.Bool(true)
-		p.OperatorArns = []string{operatorArn}
+		p.Alarms.Period = awscdk.Duration_Minutes(jsii.Number(5))
+		p.Queues.AllowNativeRedrive = jsii.Bool(true)
+		p.Queues.OperatorArns = []string{operatorArn}
 		p.SystemLogLevel = awslambda.SystemLogLevel_DEBUG
-		p.Replay = &deadletter.ReplayProps{
+		p.Replay = deadletter.ReplayProps{
+			HealthURL:           p.Replay.HealthURL,
 			RouteName:           jsii.String("billing-orders"),
 			Schedule:            jsii.String("cron(0/5 * * * ? *)"),
 			Interval:            awscdk.Duration_Minutes(jsii.Number(5)),

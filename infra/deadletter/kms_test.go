@@ -31,8 +31,8 @@ func TestKMSEncryptedQueues(t *testing.T) {
 		MaxMessageSizeBytes: jsii.Number(262144),
 	})
 	p := baseProps()
-	p.SourceQueue = source
-	p.QueueEncryptionKey = laneKey
+	p.Queues.SourceQueue = source
+	p.Queues.EncryptionKey = laneKey
 	lane := deadletter.NewLane(stack, "Payments", p)
 	operator := awsiam.NewRole(stack, jsii.String("Operator"), &awsiam.RoleProps{AssumedBy: awsiam.NewAccountRootPrincipal()})
 	lane.GrantOperator(operator)

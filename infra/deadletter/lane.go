@@ -24,36 +24,17 @@ import (
 	"github.com/homingdlq/homing/settings"
 )
 
-// Key schema of the lane's tables; dynamo reads and writes the same
-// attribute names.
+// Key schema of the lane's tables, as package settings declares it for the
+// stores of package dynamo too.
 const (
 	// PartitionKey is the String partition key of both tables.
-	PartitionKey = "pk"
+	PartitionKey = settings.PartitionKeyAttribute
 	// SortKey is the String sort key of the replay ledger table.
-	SortKey = "sk"
+	SortKey = settings.SortKeyAttribute
 	// TTLAttribute holds a record's expiry in epoch seconds on both tables.
 	// DynamoDB's TTL deletion is housekeeping only: readers check the expiry
 	// themselves.
-	TTLAttribute = "expiresAt"
-)
-
-// Message sizes of the lane's queues, in the bytes SQS counts (body plus
-// attribute names, types and values).
-const (
-	// MaxMessageBytes is SQS's largest message and the size of a queue
-	// that does not set MaximumMessageSize; the size of the DLQ, the
-	// invalid and the parking queues.
-	MaxMessageBytes = 1048576
-	// MetadataReserveBytes is what the consumer and the replay function may
-	// add to a message when they forward it with their metadata attribute
-	// (internal/envelope.MetadataReserveBytes, pinned to this value by a
-	// test of the root module, which this module cannot import).
-	MetadataReserveBytes = 65536
-	// SourceMaxMessageBytes is the source queue's MaximumMessageSize: any
-	// message it accepts still fits the invalid and parking queues with our
-	// metadata. The lane sets it on its own source queue and on an adopted
-	// one that leaves it unset.
-	SourceMaxMessageBytes = MaxMessageBytes - MetadataReserveBytes
+	TTLAttribute = settings.TTLAttribute
 )
 
 // Lane is one dead-letter lane for one source queue: the queues, the tables,
@@ -69,7 +50,7 @@ type Lane interface {
 	// the prefix of its stack outputs.
 	Name() string
 	// SourceQueue receives the producers' messages; its redrive policy moves
-	// a message to the DLQ after MaxReceiveCount receives.
+	// a message to the DLQ after QueuesProps.MaxReceiveCount receives.
 	SourceQueue() awssqs.IQueue
 	// DeadLetterQueue holds the messages that failed MaxReceiveCount times.
 	// Its redrive allow-policy names only the source queue.
@@ -83,23 +64,23 @@ type Lane interface {
 	IdempotencyTable() awsdynamodb.Table
 	// LedgerTable is the replay ledger (pk, sk; TTL expiresAt).
 	LedgerTable() awsdynamodb.Table
-	// Consumer is the consumer function: LaneProps.ConsumerFunction, or the
+	// Consumer is the consumer function: ConsumerProps.Function, or the
 	// one the lane built.
 	Consumer() awslambda.IFunction
 	// ConsumerRole is the consumer's execution role, nil when an imported
-	// ConsumerFunction has none. The role of a consumer the lane built has
+	// Consumer.Function has none. The role of a consumer the lane built has
 	// no managed policies, only the grants the lane makes.
 	ConsumerRole() awsiam.IRole
 	// ConsumerLogGroup receives the logs of a consumer the lane built; nil
-	// for a ConsumerFunction, whose log group is the team's.
+	// for a Consumer.Function, whose log group is the team's.
 	ConsumerLogGroup() awslogs.ILogGroup
 	// ConsumerEnvironment are the variables by which the consumer finds the
 	// lane: INVALID_QUEUE_URL, IDEMPOTENCY_TABLE, CONSUMER_NAME,
 	// POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, and the
 	// route's contract, KEY_EXPRESSION and PAYLOAD_HASH_EXPRESSION (each
-	// only when LaneProps.Key, PayloadHash is set). The lane sets them on a
+	// only when ConsumerProps.Key, PayloadHash is set). The lane sets them on a
 	// consumer it builds and on an awslambda.Function given as
-	// ConsumerFunction (never overwriting a variable the function sets: a
+	// Consumer.Function (never overwriting a variable the function sets: a
 	// different value is refused at synth); an imported function sets them
 	// itself.
 	ConsumerEnvironment() map[string]*string
@@ -118,13 +99,17 @@ type Lane interface {
 	// summaries.
 	ReplayLogGroup() awslogs.LogGroup
 	// ReplaySchedule is the EventBridge rule that invokes Replay; disabling
-	// it stops scheduled replay (on-demand invocations still run).
+	// it stops scheduled replay (on-demand invocations still run). When
+	// its schedule starts runs more often than ReplayProps.Timeout lets
+	// them end (rate(1 minute) with a 10 minute timeout, say), the lane
+	// warns on it at synth: overlapping runs are safe, but each applies
+	// its own RATE (see shortestGap for what is read of a cron()).
 	ReplaySchedule() awsevents.Rule
-	// AlarmTopic receives every alarm and OK transition: LaneProps.AlarmTopic,
+	// AlarmTopic receives every alarm and OK transition: AlarmProps.Topic,
 	// or the topic the lane created.
 	AlarmTopic() awssns.ITopic
-	// AlarmTopicKey encrypts the topic the lane created; nil with a
-	// LaneProps.AlarmTopic.
+	// AlarmTopicKey encrypts the topic the lane created; nil with an
+	// AlarmProps.Topic.
 	AlarmTopicKey() awskms.Key
 	// Alarms are the lane's alarms.
 	Alarms() Alarms
@@ -164,9 +149,9 @@ type lane struct {
 // construct props, it panics when props are invalid (the value is an error
 // wrapping [ErrInvalidProps], listing every problem; see [LaneProps.Validate]),
 // when the consumer's bootstrap does not exist (unless props give a
-// ConsumerFunction), or when the replay function's code can be neither found
+// Consumer.Function), or when the replay function's code can be neither found
 // nor built (see ReplayProps.CodeDir; the error says how to build it). Nil
-// props are refused: ConsumerRecords has no default.
+// props are refused: Consumer.Records has no default.
 func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 	if props == nil {
 		props = &LaneProps{}
@@ -176,11 +161,11 @@ func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 		panic(fmt.Errorf("deadletter.NewLane %q: %w", id, err))
 	}
 	code := map[string]string{}
-	if r.consumerFunction == nil {
-		abs, err := bootstrapDir(r.consumerCodeDir)
+	if r.consumer.function == nil {
+		abs, err := bootstrapDir(r.consumer.codeDir)
 		if err != nil {
 			panic(fmt.Errorf("deadletter.NewLane %q: consumer code: %w (build your consumer's bootstrap for Lambda, GOOS=linux GOARCH=%s, "+
-				"into ConsumerCodeDir, or pass your function as ConsumerFunction)", id, err, r.goArch()))
+				"into Consumer.CodeDir, or pass your function as Consumer.Function)", id, err, r.goArch()))
 		}
 		code["consumer"] = abs
 	}
@@ -213,23 +198,23 @@ func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 func (r resolved) validateScope(scope constructs.Construct) []error {
 	var errs []error
 	stack := awscdk.Stack_Of(scope)
-	if q := r.sourceQueue; q != nil && !sameStack(q, stack) {
-		errs = append(errs, fmt.Errorf("SourceQueue %s belongs to stack %s, the lane to %s: the lane sets its redrive policy, which needs the queue in the lane's stack",
+	if q := r.queues.sourceQueue; q != nil && !sameStack(q, stack) {
+		errs = append(errs, fmt.Errorf("Queues.SourceQueue %s belongs to stack %s, the lane to %s: the lane sets its redrive policy, which needs the queue in the lane's stack",
 			*q.Node().Path(), *awscdk.Stack_Of(q).StackName(), *stack.StackName()))
 	}
-	if fn := r.consumerFunction; fn != nil && !sameStack(fn, stack) {
-		errs = append(errs, fmt.Errorf("ConsumerFunction %s belongs to stack %s, the lane to %s: define or import it in the lane's stack (they refer to each other)",
+	if fn := r.consumer.function; fn != nil && !sameStack(fn, stack) {
+		errs = append(errs, fmt.Errorf("Consumer.Function %s belongs to stack %s, the lane to %s: define or import it in the lane's stack (they refer to each other)",
 			*fn.Node().Path(), *awscdk.Stack_Of(fn).StackName(), *stack.StackName()))
 	}
-	if q := r.deadLetterQueue; q != nil && !sameStack(q, stack) {
-		errs = append(errs, fmt.Errorf("DeadLetterQueue %s belongs to stack %s, the lane to %s: the lane sets its redrive allow-policy, which needs the queue in the lane's stack",
+	if q := r.queues.deadLetterQueue; q != nil && !sameStack(q, stack) {
+		errs = append(errs, fmt.Errorf("Queues.DeadLetterQueue %s belongs to stack %s, the lane to %s: the lane sets its redrive allow-policy, which needs the queue in the lane's stack",
 			*q.Node().Path(), *awscdk.Stack_Of(q).StackName(), *stack.StackName()))
 	}
-	if fn, ok := r.consumerFunction.(awslambda.Function); ok && r.sourceQueue != nil {
-		paths, sameID := eventSourcesOn(stack, fn, r.sourceQueue)
+	if fn, ok := r.consumer.function.(awslambda.Function); ok && r.queues.sourceQueue != nil {
+		paths, sameID := eventSourcesOn(stack, fn, r.queues.sourceQueue)
 		switch {
 		case sameID:
-			errs = append(errs, fmt.Errorf("ConsumerFunction %s has an SQS event source on the SourceQueue already (%s): remove your AddEventSource call; "+
+			errs = append(errs, fmt.Errorf("Consumer.Function %s has an SQS event source on the SourceQueue already (%s): remove your AddEventSource call; "+
 				"the lane adds the same mapping, under the same construct id and so the same logical id, which CloudFormation updates in place "+
 				"(ReportBatchItemFailures, the lane's BatchSize and MaxConcurrency): no second mapping, no message lost",
 				*fn.Node().Path(), strings.Join(paths, ", ")))
@@ -272,26 +257,28 @@ func (l *lane) scope() constructs.Construct { return l }
 
 func seconds2duration(s float64) awscdk.Duration { return awscdk.Duration_Seconds(jsii.Number(s)) }
 
-// queue creates a queue with the settings every lane queue shares: SSE with
-// SQS-managed keys or the lane's QueueEncryptionKey, a TLS-only queue
-// policy, the lane's FIFO choice and removal policy.
-func (l *lane) queue(id string, props *awssqs.QueueProps) awssqs.Queue {
-	props.Encryption = awssqs.QueueEncryption_SQS_MANAGED
-	if key := l.props.queueKey; key != nil {
-		props.Encryption = awssqs.QueueEncryption_KMS
-		props.EncryptionMasterKey = key
+// queue creates a queue of kind k from override (Validate refuses what it
+// must not set) with the lane's own props on top, and the settings every
+// lane queue shares: SSE with SQS-managed keys or Queues.EncryptionKey, a
+// TLS-only queue policy, the lane's FIFO choice and removal policy.
+func (l *lane) queue(id string, k queueKind, override *awssqs.QueueProps, own awssqs.QueueProps) awssqs.Queue {
+	r := l.props.queues
+	own.Encryption = awssqs.QueueEncryption_SQS_MANAGED
+	if r.key != nil {
+		own.Encryption = awssqs.QueueEncryption_KMS
+		own.EncryptionMasterKey = r.key
 	}
-	props.EnforceSSL = jsii.Bool(true)
-	props.RemovalPolicy = l.props.removalPolicy
-	if l.props.fifo {
-		props.Fifo = jsii.Bool(true)
-		props.ContentBasedDeduplication = jsii.Bool(false)
+	own.EnforceSSL = jsii.Bool(true)
+	own.RemovalPolicy = l.props.removalPolicy
+	if r.fifo {
+		own.Fifo = jsii.Bool(true)
+		own.ContentBasedDeduplication = jsii.Bool(false)
 	}
-	return awssqs.NewQueue(l.scope(), jsii.String(id), props)
+	return awssqs.NewQueue(l.scope(), jsii.String(id), overlay(queueRule(k), override, own))
 }
 
 func (l *lane) addQueues() {
-	r := l.props
+	r := l.props.queues
 	stack := awscdk.Stack_Of(l.scope())
 
 	// The DLQ's byQueue allow-policy names the source queue, and the source
@@ -329,7 +316,7 @@ func (l *lane) addQueues() {
 	if r.deadLetterQueue != nil {
 		l.adoptDeadLetterQueue(sourceRef)
 	} else {
-		l.deadLetter = l.queue("DeadLetterQueue", &awssqs.QueueProps{
+		l.deadLetter = l.queue("DeadLetterQueue", queueDeadLetter, r.deadLetterProps, awssqs.QueueProps{
 			RetentionPeriod:     seconds2duration(r.deadLetterRetention),
 			MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
 			RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
@@ -353,12 +340,12 @@ func (l *lane) addQueues() {
 		l.addSourceQueue(sourceName)
 	}
 	// Neither lane of last resort may become another queue's DLQ.
-	l.invalid = l.queue("InvalidQueue", &awssqs.QueueProps{
+	l.invalid = l.queue("InvalidQueue", queueLastResort, r.invalidProps, awssqs.QueueProps{
 		RetentionPeriod:     seconds2duration(r.deadLetterRetention),
 		MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
 		RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
 	})
-	l.parking = l.queue("ParkingQueue", &awssqs.QueueProps{
+	l.parking = l.queue("ParkingQueue", queueLastResort, r.parkingProps, awssqs.QueueProps{
 		RetentionPeriod:     seconds2duration(r.deadLetterRetention),
 		MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
 		RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
@@ -393,8 +380,8 @@ func sizeSourceMessages(q awssqs.Queue, cfn awssqs.CfnQueue) {
 // addSourceQueue creates the lane's own source queue, named name. No other
 // queue may name it as its DLQ and push its failures into the lane.
 func (l *lane) addSourceQueue(name string) {
-	r := l.props
-	l.source = l.queue("SourceQueue", &awssqs.QueueProps{
+	r := l.props.queues
+	l.source = l.queue("SourceQueue", queueSource, r.sourceProps, awssqs.QueueProps{
 		QueueName:           jsii.String(name),
 		RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
 		RetentionPeriod:     seconds2duration(r.sourceRetention),
@@ -441,22 +428,25 @@ type laneFunction struct {
 // builds them all alike.
 type functionSpec struct {
 	// id is the function's construct id; its log group and role are
-	// id+"Logs" and id+"Role".
-	id, description, roleDescription string
-	code                             string
-	timeout, memory                  float64
-	reservedConcurrency              *float64
+	// id+"Logs" and id+"Role". group names its props ("Consumer", "Replay").
+	id, group, description, roleDescription string
+	code                                    string
+	timeout, memory                         float64
+	reservedConcurrency                     *float64
 	// wired are the variables from the lane's resources; environment the
 	// further ones from the props (Validate keeps the two apart).
 	wired       map[string]*string
 	environment map[string]string
+	// override is the group's FunctionProps.
+	override *awslambda.FunctionProps
 }
 
 // function creates a provided.al2023 function running the bootstrap in
 // spec.code, with JSON logs to its own log group and its own role. The role
 // has no managed policy: the AWSLambdaBasicExecutionRole one would allow logs
 // on every log group, this one may write to its own log group only. Callers
-// add the function's other grants.
+// add the function's other grants. The function's props are spec.override
+// with the lane's own on top (see overrides.go).
 func (l *lane) function(spec functionSpec) laneFunction {
 	r := l.props
 	f := laneFunction{}
@@ -476,7 +466,7 @@ func (l *lane) function(spec functionSpec) laneFunction {
 	for k, v := range spec.environment {
 		env[k] = jsii.String(v)
 	}
-	f.fn = awslambda.NewFunction(l.scope(), jsii.String(spec.id), &awslambda.FunctionProps{
+	f.fn = awslambda.NewFunction(l.scope(), jsii.String(spec.id), overlay(functionRule(spec.group), spec.override, awslambda.FunctionProps{
 		Description:                  jsii.String(spec.description),
 		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
 		Handler:                      jsii.String("bootstrap"),
@@ -491,7 +481,7 @@ func (l *lane) function(spec functionSpec) laneFunction {
 		ApplicationLogLevelV2:        awslambda.ApplicationLogLevel_INFO,
 		SystemLogLevelV2:             r.systemLogLevel,
 		Environment:                  &env,
-	})
+	}))
 	return f
 }
 
@@ -500,19 +490,19 @@ func (l *lane) ConsumerEnvironment() map[string]*string {
 	env := map[string]*string{
 		settings.InvalidQueueURL.Env:  l.invalid.QueueUrl(),
 		settings.IdempotencyTable.Env: l.idempotency.TableName(),
-		settings.ConsumerName.Env:     jsii.String(l.props.consumerName),
+		settings.ConsumerName.Env:     jsii.String(l.props.consumer.name),
 	}
-	maps.Copy(env, l.props.contractEnvironment())
+	maps.Copy(env, l.props.consumer.contractEnvironment())
 	maps.Copy(env, l.metricsEnvironment())
 	return env
 }
 
 // addConsumer builds the consumer from the bootstrap in code, or takes
-// LaneProps.ConsumerFunction, then grants it its ports and wires the
-// source queue to it.
+// ConsumerProps.Function, then grants it its ports and wires the source
+// queue to it.
 func (l *lane) addConsumer(code string) {
-	r := l.props
-	if fn := r.consumerFunction; fn != nil {
+	r := l.props.consumer
+	if fn := r.function; fn != nil {
 		l.consumer = fn
 		l.consumerRole = fn.Role()
 		if own, ok := fn.(awslambda.Function); ok {
@@ -533,6 +523,7 @@ func (l *lane) addConsumer(code string) {
 	} else {
 		built := l.function(functionSpec{
 			id:                  "Consumer",
+			group:               "Consumer",
 			description:         "Consumer of the lane's source queue; reports failures per record, sends invalid messages to the invalid queue.",
 			roleDescription:     "Consumer of the source queue: its own logs, send to the invalid queue, items of the idempotency table.",
 			code:                code,
@@ -541,6 +532,7 @@ func (l *lane) addConsumer(code string) {
 			reservedConcurrency: r.reservedConcurrency,
 			wired:               l.ConsumerEnvironment(),
 			environment:         r.environment,
+			override:            r.functionProps,
 		})
 		l.consumer = built.fn
 		l.consumerRole = built.role
@@ -559,7 +551,7 @@ func (l *lane) addConsumer(code string) {
 	l.idempotency.Grant(consumer, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
 
-	esProps := &awslambdaeventsources.SqsEventSourceProps{
+	esProps := awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(r.batchSize),
 		MaxConcurrency:          jsii.Number(r.maxConcurrency),
 		ReportBatchItemFailures: jsii.Bool(true),
@@ -567,7 +559,7 @@ func (l *lane) addConsumer(code string) {
 	if r.batchingWindow > 0 {
 		esProps.MaxBatchingWindow = seconds2duration(r.batchingWindow)
 	}
-	l.eventSource = awslambdaeventsources.NewSqsEventSource(l.source, esProps)
+	l.eventSource = awslambdaeventsources.NewSqsEventSource(l.source, overlay(eventSourceRule, r.eventSourceProps, esProps))
 	consumer.AddEventSource(l.eventSource)
 }
 
@@ -585,6 +577,7 @@ func (l *lane) addReplay(code string) {
 	maps.Copy(environment, rp.environment)
 	l.replay = l.function(functionSpec{
 		id:                  "Replay",
+		group:               "Replay",
 		description:         "Scheduled replay of the DLQ: back to the source queue under backoff, caps and gates, or to the parking queue when replays are exhausted.",
 		roleDescription:     "Replay of the DLQ: its own logs, consume the DLQ, send to the source and parking queues, items of the ledger, read the idempotency table.",
 		code:                code,
@@ -592,13 +585,14 @@ func (l *lane) addReplay(code string) {
 		memory:              rp.memory,
 		reservedConcurrency: rp.reserved,
 		wired: map[string]*string{
-			settings.HealthURL.Env:        r.healthURL,
+			settings.HealthURL.Env:        rp.healthURL,
 			settings.ReplayRoutes.Env:     routes,
 			settings.LedgerTable.Env:      l.ledger.TableName(),
 			settings.IdempotencyTable.Env: l.idempotency.TableName(),
-			settings.ConsumerName.Env:     jsii.String(r.consumerName),
+			settings.ConsumerName.Env:     jsii.String(r.consumer.name),
 		},
 		environment: environment,
+		override:    rp.functionProps,
 	})
 	replay := l.replay.fn
 
@@ -632,6 +626,9 @@ func (l *lane) addReplay(code string) {
 		Enabled:     jsii.Bool(rp.enabled),
 		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(replay, nil)},
 	})
+	if gap, ok := shortestGap(rp.schedule); ok && gap < rp.timeout {
+		awscdk.Annotations_Of(l.schedule).AddWarningV2(jsii.String(warnReplayOverlap), jsii.String(overlapWarning(rp.schedule, gap, rp.timeout)), nil)
+	}
 }
 
 // suppress records a cdk-nag suppression with its reason on c (its L1

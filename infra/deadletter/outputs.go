@@ -12,7 +12,7 @@ import (
 // settings.Output*, named settings.OutputID(lane name, key), by which `dlq`
 // and scripts find the lane: two lanes of one stack have different names,
 // so their outputs never collide (a collision is a construct id clash the
-// CDK reports). ConsumerLogGroupName is left out for a ConsumerFunction,
+// CDK reports). ConsumerLogGroupName is left out for a Consumer.Function,
 // whose log group is the team's.
 func (l *lane) addOutputs() {
 	stack := awscdk.Stack_Of(l.scope())
@@ -54,7 +54,7 @@ func (l *lane) addOutputs() {
 // addTags tags every resource of the lane with settings.TagLane (the lane's
 // name), and each of its queues, tables and functions with settings.TagRole,
 // so that `dlq` finds a lane by tag where there are no stack outputs. A
-// ConsumerFunction and a SourceQueue of the team's get both tags too (an
+// Consumer.Function and a Queues.SourceQueue of the team's get both tags too (an
 // imported function has no resource in the stack to tag).
 func (l *lane) addTags() {
 	tag := func(c constructs.IConstruct, key, value, only string) {
@@ -66,10 +66,10 @@ func (l *lane) addTags() {
 	}
 	tag(l, settings.TagLane, l.props.name, "")
 	// The team's own resources outside the lane's scope.
-	if l.props.consumerFunction != nil {
+	if l.props.consumer.function != nil {
 		tag(l.consumer, settings.TagLane, l.props.name, "")
 	}
-	if l.props.sourceQueue != nil {
+	if l.props.queues.sourceQueue != nil {
 		tag(l.source, settings.TagLane, l.props.name, "")
 	}
 	// The role tag on the resource itself, not on what the CDK adds under

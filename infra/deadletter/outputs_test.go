@@ -36,7 +36,7 @@ func twoLaneStack(t *testing.T) (orders, payments *synthesized) {
 		pp := baseProps()
 		pp.Fifo = jsii.Bool(true)
 		pp.Name = jsii.String("payments")
-		pp.ConsumerCodeDir = jsii.String(codeDir() + "/consumer")
+		pp.Consumer.CodeDir = jsii.String(codeDir() + "/consumer")
 		p = deadletter.NewLane(stack, "PaymentsLedger", pp)
 		twoLanes.s = synthesize(stack, o)
 		twoLanes.extra = p

@@ -70,7 +70,7 @@ func (l *lane) restrictSenders() {
 	// The parking queue's senders grow with GrantOperator, which may be
 	// called after NewLane: the list is resolved at synthesis.
 	l.parkingSenders = &senders{arns: []*string{l.replay.role.RoleArn()}}
-	for _, arn := range l.props.operatorArns {
+	for _, arn := range l.props.queues.operatorArns {
 		l.parkingSenders.arns = append(l.parkingSenders.arns, jsii.String(arn))
 	}
 	onlyFrom(l.parking, awscdk.Lazy_List(l.parkingSenders, nil))
@@ -80,7 +80,7 @@ func (l *lane) restrictSenders() {
 	// SQS moves only from queues that are the DLQ of another queue, and
 	// theirs deny every source queue. ListMessageMoveTasks and
 	// CancelMessageMoveTask stay allowed: they only show or stop a task.
-	if !l.props.allowNativeRedrive {
+	if !l.props.queues.allowNativeRedrive {
 		l.deadLetter.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:        jsii.String(SidNoNativeRedrive),
 			Effect:     awsiam.Effect_DENY,

@@ -5,8 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/infra/deadletter"
 )
 
 // routes parses the replay function's REPLAY_ROUTES, an Fn::Join of the
@@ -142,6 +145,64 @@ func TestReplaySchedule(t *testing.T) {
 					"SourceArn":    getAtt(id.schedule, "Arn"),
 				}))
 			})
+		})
+	}
+}
+
+// TestReplayRunsOverlap: a schedule that starts runs more often than the
+// replay function's timeout lets them end is warned about on the schedule,
+// with both values and the way forward; runs that cannot overlap are not.
+// Overlapping runs are safe (the ledger leases each message to one run),
+// so the lane warns rather than refuses: each run applies its own rate.
+func TestReplayRunsOverlap(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		schedule string
+		interval awscdk.Duration
+		timeout  awscdk.Duration
+		want     []string // substrings of the one warning; none: no warning
+	}{
+		{"the defaults", "", nil, nil, nil},
+		{"every minute, a 10 minute timeout", "rate(1 minute)", nil, nil, []string{
+			"the replay schedule rate(1 minute) starts a run every 1m, but Replay.Timeout is 10m",
+			"up to 10 times the rate",
+			"Set a Replay.Schedule of at least 10m, or a Replay.Timeout of at most 1m",
+		}},
+		{"every 5 minutes by cron, a 10 minute timeout", "cron(0/5 * * * ? *)", awscdk.Duration_Minutes(jsii.Number(5)), nil, []string{
+			"the replay schedule cron(0/5 * * * ? *) starts a run every 5m, but Replay.Timeout is 10m", "up to 2 times the rate",
+		}},
+		{"a schedule as long as the timeout", "rate(10 minutes)", nil, nil, nil},
+		{"every minute, a 30 second timeout", "rate(1 minute)", nil, seconds(30), nil},
+		{"a schedule token", "", awscdk.Duration_Minutes(jsii.Number(1)), nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stack := newStack()
+			p := baseProps()
+			if tc.schedule != "" {
+				p.Replay.Schedule = jsii.String(tc.schedule)
+			}
+			if tc.name == "a schedule token" {
+				p.Replay.Schedule = awscdk.NewCfnParameter(stack, jsii.String("Schedule"), &awscdk.CfnParameterProps{Type: jsii.String("String")}).ValueAsString()
+			}
+			p.Replay.Interval = tc.interval
+			p.Replay.Timeout = tc.timeout
+			lane := deadletter.NewLane(stack, "Orders", p)
+			annotations := assertions.Annotations_FromStack(stack)
+			overlap := assertions.Match_StringLikeRegexp(jsii.String("homing-deadletter:ReplayRunsOverlap"))
+			all := *annotations.FindWarning(jsii.String("*"), overlap)
+			if len(tc.want) == 0 {
+				for _, w := range all {
+					t.Errorf("warning: %s", mustJSON(w))
+				}
+				return
+			}
+			onSchedule := *annotations.FindWarning(jsii.String("/"+*lane.ReplaySchedule().Node().Path()), overlap)
+			if len(all) != 1 || len(onSchedule) != 1 {
+				t.Fatalf("overlap warnings %s, want one, on the schedule", mustJSON(all))
+			}
+			if err := containsAll(mustJSON(onSchedule[0]), tc.want...); err != nil {
+				t.Errorf("warning %s: %v", mustJSON(onSchedule[0]), err)
+			}
 		})
 	}
 }

@@ -23,7 +23,7 @@ func TestReplayBuiltFromModule(t *testing.T) {
 		t.Fatalf("%s/replay/bootstrap exists relative to the test's directory: the lane would take it instead of building", deadletter.DefaultCodeDir)
 	}
 	stack := newStack()
-	p := &deadletter.LaneProps{ConsumerFunction: nodeConsumer(stack), ConsumerRecords: deadletter.ConsumerWritesNoRecords}
+	p := &deadletter.LaneProps{Consumer: deadletter.ConsumerProps{Function: nodeConsumer(stack), Records: deadletter.ConsumerWritesNoRecords}}
 	s := synthesize(stack, deadletter.NewLane(stack, "Shipments", p))
 	code := props(s.resources[s.ref(s.lane.Replay().FunctionName())])["Code"].(map[string]any)
 	key, _ := code["S3Key"].(string)
@@ -51,7 +51,7 @@ func TestReplayBuiltFromModule(t *testing.T) {
 func TestReplayBuildFails(t *testing.T) {
 	t.Setenv("GOFLAGS", "-mod=nonsense")
 	stack := newStack()
-	p := &deadletter.LaneProps{ConsumerFunction: nodeConsumer(stack), ConsumerRecords: deadletter.ConsumerWritesNoRecords}
+	p := &deadletter.LaneProps{Consumer: deadletter.ConsumerProps{Function: nodeConsumer(stack), Records: deadletter.ConsumerWritesNoRecords}}
 	err := panicOf(func() { deadletter.NewLane(stack, "Shipments", p) })
 	if err == nil || errors.Is(err, deadletter.ErrInvalidProps) {
 		t.Fatalf("NewLane panicked with %v, want the replay code's error", err)
@@ -76,7 +76,7 @@ func TestReplayPrebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := baseProps()
-	p.Replay = &deadletter.ReplayProps{CodeDir: jsii.String(filepath.Join(dir, "replay"))}
+	p.Replay.CodeDir = jsii.String(filepath.Join(dir, "replay"))
 	synth(p)
 	p.Replay.CodeDir = jsii.String(filepath.Join(testRoot, "missing"))
 	err := panicOf(func() { synth(p) })

@@ -22,7 +22,7 @@ func TestReplayTuningIsTheFunctionsSettings(t *testing.T) {
 		declared[r.Env] = strings.Trim(r.Default, "`")
 	}
 	var vars, defaults, fields []string
-	for _, tu := range (*ReplayProps)(nil).resolve("orders").tuning {
+	for _, tu := range (&ReplayProps{}).resolve("orders").tuning.list() {
 		def, ok := declared[tu.key]
 		if !ok {
 			t.Errorf("ReplayProps.%s sets %s, which the replay function does not declare", tu.field, tu.key)
@@ -45,13 +45,13 @@ func TestReplayTuningIsTheFunctionsSettings(t *testing.T) {
 // The doc comment of every tuning field of ReplayProps names its variable
 // and the function's default as settings declares them.
 func TestReplayTuningDocsStateTheDefaults(t *testing.T) {
-	docs := fieldDocs(t, "props.go", "ReplayProps")
+	docs := fieldDocs(t, "replayprops.go", "ReplayProps")
 	declared := map[string]string{}
 	for _, s := range settings.Replay {
 		r := s.Row()
 		declared[r.Env] = strings.Trim(r.Default, "`")
 	}
-	for _, tu := range (*ReplayProps)(nil).resolve("orders").tuning {
+	for _, tu := range (&ReplayProps{}).resolve("orders").tuning.list() {
 		doc := docs[tu.field]
 		for _, want := range []string{"(" + tu.key + ")", "Function default " + declared[tu.key] + ";"} {
 			if !strings.Contains(doc, want) {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/settings"
 )
 
 // MaxAttributes is SQS's limit of message attributes per message.
@@ -21,8 +23,8 @@ const MaxAttributes = 10
 // Sizes, in the bytes SQS counts for a message (see [MessageBytes]).
 const (
 	// MaxMessageBytes is SQS's largest message; the invalid, parking and
-	// dead-letter queues take it.
-	MaxMessageBytes = 1 << 20
+	// dead-letter queues take it (settings declares it for the construct too).
+	MaxMessageBytes = settings.MaxMessageBytes
 	// MetadataReserveBytes is kept free on the source queue for what [Pack]
 	// adds: our attribute's name (at most 256 bytes) and type, the document
 	// around the metadata, the metadata itself (at most [MaxMetadataBytes]),
@@ -32,11 +34,12 @@ const (
 	// at least nine candidates sharing at most [MaxSourceMessageBytes], the
 	// growth stays under MaxSourceMessageBytes/27 + 600 bytes: about 37 KiB,
 	// plus 16 KiB of metadata, plus 1 KiB of names, under 64 KiB.
-	// infra/deadletter declares the same value (a test pins the two).
-	MetadataReserveBytes = 64 << 10
+	// Package settings declares it, for the construct that sizes the source
+	// queue with it too.
+	MetadataReserveBytes = settings.MetadataReserveBytes
 	// MaxSourceMessageBytes is the source queue's MaximumMessageSize: any
 	// message it accepts still fits SQS's maximum after Pack.
-	MaxSourceMessageBytes = MaxMessageBytes - MetadataReserveBytes
+	MaxSourceMessageBytes = settings.MaxSourceMessageBytes
 	// MaxMetadataBytes bounds the JSON encoding of the metadata Pack takes.
 	MaxMetadataBytes = 16 << 10
 )

@@ -2,7 +2,6 @@ package envelope_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/settings"
 )
 
 // Item 12: the largest message the source queue accepts, with the largest
@@ -66,27 +64,5 @@ func TestTheLargestSourceMessageStillFitsWithOurMetadata(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// The infrastructure (its own Go module) sizes the source queue with the same
-// reserve; this pins the two together.
-func TestInfraUsesTheSameReserve(t *testing.T) {
-	src, err := os.ReadFile("../../infra/deadletter/lane.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := fmt.Sprintf("MetadataReserveBytes = %d", envelope.MetadataReserveBytes)
-	if !strings.Contains(string(src), want) {
-		t.Fatalf("infra/deadletter/lane.go does not declare %q", want)
-	}
-}
-
-// MAX_PAYLOAD_BYTES is bounded by what the source queue accepts: the
-// declaration in settings states the same number (package settings imports
-// nothing, so it cannot read this one).
-func TestPayloadSettingBoundIsTheSourceQueueSize(t *testing.T) {
-	if settings.MaxPayloadBytes.Max != envelope.MaxSourceMessageBytes {
-		t.Fatalf("settings.MaxPayloadBytes.Max = %d, want envelope.MaxSourceMessageBytes = %d", settings.MaxPayloadBytes.Max, envelope.MaxSourceMessageBytes)
 	}
 }

@@ -28,7 +28,7 @@ import (
 const (
 	maxEntries        = 10
 	maxAttributes     = 10
-	maxMessageBytes   = 1 << 20
+	maxMessageBytes   = settings.MaxMessageBytes
 	maxVisibility     = 12 * time.Hour
 	dedupWindow       = 5 * time.Minute
 	defaultRetention  = 4 * 24 * time.Hour

@@ -78,8 +78,8 @@ func IdempotencyTable(t testing.TB, db *dynamodb.Client) string {
 	err := createTable(ctx, db, &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		BillingMode:          dbtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []dbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: dbtypes.ScalarAttributeTypeS}},
-		KeySchema:            []dbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: dbtypes.KeyTypeHash}},
+		AttributeDefinitions: []dbtypes.AttributeDefinition{{AttributeName: aws.String(settings.PartitionKeyAttribute), AttributeType: dbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []dbtypes.KeySchemaElement{{AttributeName: aws.String(settings.PartitionKeyAttribute), KeyType: dbtypes.KeyTypeHash}},
 	})
 	if err != nil {
 		t.Fatalf("create table %s: %v", name, err)
@@ -292,12 +292,12 @@ func LedgerTable(t testing.TB, db *dynamodb.Client) string {
 		TableName:   aws.String(name),
 		BillingMode: dbtypes.BillingModePayPerRequest,
 		AttributeDefinitions: []dbtypes.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: dbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sk"), AttributeType: dbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(settings.PartitionKeyAttribute), AttributeType: dbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(settings.SortKeyAttribute), AttributeType: dbtypes.ScalarAttributeTypeS},
 		},
 		KeySchema: []dbtypes.KeySchemaElement{
-			{AttributeName: aws.String("pk"), KeyType: dbtypes.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: dbtypes.KeyTypeRange},
+			{AttributeName: aws.String(settings.PartitionKeyAttribute), KeyType: dbtypes.KeyTypeHash},
+			{AttributeName: aws.String(settings.SortKeyAttribute), KeyType: dbtypes.KeyTypeRange},
 		},
 	})
 	if err != nil {

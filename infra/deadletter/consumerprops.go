@@ -1,0 +1,318 @@
+package deadletter
+
+import (
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/settings"
+)
+
+// Defaults of [ConsumerProps].
+const (
+	// DefaultConsumerTimeoutSeconds is the consumer function's timeout.
+	DefaultConsumerTimeoutSeconds = 30
+	// LambdaDefaultTimeoutSeconds is the timeout of an awslambda.Function
+	// whose props set none (Lambda's own default).
+	LambdaDefaultTimeoutSeconds = 3
+	// DefaultConsumerMemoryMB is the consumer function's memory size.
+	DefaultConsumerMemoryMB = 256
+	// DefaultBatchSize is the event source mapping's batch size.
+	DefaultBatchSize = 10
+	// DefaultMaxConcurrency caps the concurrent invocations the event source
+	// mapping starts.
+	DefaultMaxConcurrency = 5
+)
+
+// Ranges of [ConsumerProps] enforced by [LaneProps.Validate], from the
+// Lambda quotas.
+const (
+	// MinMaxConcurrency and MaxMaxConcurrency bound MaxConcurrency (the SQS
+	// event source's maximum concurrency).
+	MinMaxConcurrency = 2
+	MaxMaxConcurrency = 1000
+	// MaxConsumerTimeoutSeconds is the Lambda maximum timeout (15 minutes).
+	MaxConsumerTimeoutSeconds = 900
+	// MaxBatchingWindowSeconds is the SQS event source maximum batching window.
+	MaxBatchingWindowSeconds = 300
+	// MaxBatchSizeStandard and MaxBatchSizeFIFO are the batch size limits of
+	// the SQS event source for standard and FIFO queues.
+	MaxBatchSizeStandard = 10000
+	MaxBatchSizeFIFO     = 10
+)
+
+// wiredEnvironment are the consumer variables the construct sets from its
+// own resources; ConsumerProps.Environment must not set them.
+var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env,
+	EnvKeyExpression, EnvPayloadHashExpression}
+
+// ConsumerProps configures the lane's consumer: the lane builds a
+// provided.al2023 function from a Go bootstrap (CodeDir, by default
+// LaneProps.CodeDir/consumer), or takes the team's own function (Function),
+// in any runtime. Either way it wires the source queue to it (an event
+// source mapping with ReportBatchItemFailures, BatchSize, MaxConcurrency,
+// MaxBatchingWindow) and grants it: consume the source queue, SendMessage on
+// the invalid queue, GetItem, PutItem, UpdateItem and DeleteItem on the
+// idempotency table. Every field is optional but Records.
+type ConsumerProps struct {
+	// Function is the team's own consumer function, in any runtime. It
+	// must report partial batch failures (batchItemFailures); its role gets
+	// the grants above (an imported function's only when it was imported
+	// with a mutable role). When it is an awslambda.Function, the lane
+	// adds the variables of [Lane.ConsumerEnvironment] to its environment;
+	// an imported one must set them itself. It must belong to the lane's
+	// stack (defined or imported there): the lane and the function refer
+	// to each other. CodeDir, MemorySize, Environment, ReservedConcurrency
+	// and FunctionProps are the lane's own function's and must be unset.
+	// Default nil: the lane builds the consumer.
+	Function awslambda.IFunction
+	// CodeDir is the directory holding the bootstrap of the Go consumer the
+	// lane builds (provided.al2023, handler bootstrap). A relative path is
+	// resolved against the working directory of the CDK app. Default
+	// LaneProps.CodeDir/consumer.
+	CodeDir *string
+	// Timeout is the consumer function's timeout. Default 30 s; 1 s..15
+	// min. With a Function it is that function's timeout: an
+	// awslambda.Function's own when unset (and it must agree when set);
+	// required for an imported function.
+	Timeout awscdk.Duration
+	// MemorySize in MB. Default 256.
+	MemorySize *float64
+	// Name scopes the idempotency keys and signs invalid-message metadata
+	// (the CONSUMER_NAME variable of both functions). Default the lane's
+	// Name.
+	Name *string
+	// Records says whether the lane's consumer writes homing's completion
+	// records (the idempotency package's records, or the documented
+	// contract in another runtime). Required: the replay's canary gate,
+	// breaker and already-applied removal read those records, and a lane
+	// whose consumer does not write them must say so, or the canary would
+	// hold it forever. See [ConsumerRecords].
+	Records ConsumerRecords
+	// Key is the JMESPath expression of a message body's business key
+	// (Powertools' eventKeyJmesPath): "orderId" for the sample's orders.
+	// The replay route's "key" and the consumer's KEY_EXPRESSION. Default
+	// none: messages are told apart by their message id. Required with
+	// ConsumerWritesRecords: the records are keyed by it.
+	Key *string
+	// PayloadHash is the JMESPath expression of the part of a body whose
+	// hash the consumer stores with its record (Powertools'
+	// payloadValidationJmesPath): the replay route's "payloadHash" and
+	// the consumer's PAYLOAD_HASH_EXPRESSION. Default none: the whole body.
+	PayloadHash *string
+	// Environment adds variables of the consumer the lane builds: its
+	// downstream (the sample's TAX_SERVICE_URL) and tuning (CONCURRENCY,
+	// DEADLINE_MARGIN, RECORD_LIFETIME, MAX_PAYLOAD_BYTES...). It must not
+	// set the variables the construct wires from its resources (those of
+	// [Lane.ConsumerEnvironment]).
+	Environment map[string]string
+	// ReservedConcurrency reserves (and caps) the consumer's concurrency.
+	// Default none: MaxConcurrency already caps what the queue starts.
+	ReservedConcurrency *float64
+
+	// BatchSize is the event source mapping's batch size. Default 10;
+	// 1..10 for FIFO queues, 1..10000 otherwise (above 10 needs a
+	// MaxBatchingWindow of at least 1 s).
+	BatchSize *float64
+	// MaxConcurrency caps the concurrent invocations the event source mapping
+	// starts. Default 5; 2..1000.
+	MaxConcurrency *float64
+	// MaxBatchingWindow is how long the event source mapping gathers records
+	// before it invokes. Default 0; 0..300 s; must be 0 for FIFO queues.
+	MaxBatchingWindow awscdk.Duration
+
+	// FunctionProps overrides the props of the consumer function the lane
+	// builds (not with a Function): Vpc, SecurityGroups, Tracing, Layers,
+	// Description, ApplicationLogLevelV2 and the rest pass through. The
+	// lane owns Runtime, Handler, Code, Architecture, Timeout, MemorySize,
+	// ReservedConcurrentExecutions, Role, LogGroup and the other logging
+	// fields, Environment and Events: setting one is refused (see
+	// [LaneProps]). Default none.
+	FunctionProps *awslambda.FunctionProps
+	// EventSourceProps overrides the props of the event source mapping from
+	// the source queue to the consumer: Enabled, MetricsConfig and
+	// ProvisionedPollerConfig pass through. The lane owns BatchSize,
+	// MaxBatchingWindow, MaxConcurrency, ReportBatchItemFailures and
+	// Filters (Lambda deletes a record that a filter drops: it would be
+	// neither consumed nor dead-lettered). Default none.
+	EventSourceProps *awslambdaeventsources.SqsEventSourceProps
+}
+
+// consumerResolved is ConsumerProps with the defaults applied, durations
+// in seconds.
+type consumerResolved struct {
+	function awslambda.IFunction
+	codeDir  string
+	// ownProps are the set props that configure the consumer the lane
+	// builds (an error with a Function).
+	ownProps []string
+	// functionTimeout is the Function's own timeout in seconds, nil when it
+	// is not known (an imported function).
+	functionTimeout     *float64
+	timeoutSet          bool
+	timeout             float64
+	memory              float64
+	name                string
+	records             ConsumerRecords
+	key, payloadHash    *string
+	environment         map[string]string
+	reservedConcurrency *float64
+	batchSize           float64
+	maxConcurrency      float64
+	batchingWindow      float64
+	functionProps       *awslambda.FunctionProps
+	eventSourceProps    *awslambdaeventsources.SqsEventSourceProps
+}
+
+// resolve applies the defaults; lane is the lane's name, the default Name,
+// and codeDir the lane's CodeDir.
+func (p *ConsumerProps) resolve(lane, codeDir string) consumerResolved {
+	r := consumerResolved{
+		function:            p.Function,
+		codeDir:             filepath.Join(codeDir, "consumer"),
+		timeoutSet:          p.Timeout != nil,
+		timeout:             seconds(p.Timeout, DefaultConsumerTimeoutSeconds),
+		memory:              number(p.MemorySize, DefaultConsumerMemoryMB),
+		name:                lane,
+		records:             p.Records,
+		key:                 p.Key,
+		payloadHash:         p.PayloadHash,
+		environment:         p.Environment,
+		reservedConcurrency: p.ReservedConcurrency,
+		batchSize:           number(p.BatchSize, DefaultBatchSize),
+		maxConcurrency:      number(p.MaxConcurrency, DefaultMaxConcurrency),
+		batchingWindow:      seconds(p.MaxBatchingWindow, 0),
+		functionProps:       p.FunctionProps,
+		eventSourceProps:    p.EventSourceProps,
+	}
+	if p.CodeDir != nil {
+		r.codeDir = *p.CodeDir
+	}
+	if p.Name != nil {
+		r.name = *p.Name
+	}
+	if fn, ok := p.Function.(awslambda.Function); ok {
+		r.functionTimeout = jsii.Number(seconds(fn.Timeout(), LambdaDefaultTimeoutSeconds))
+		if p.Timeout == nil {
+			r.timeout = *r.functionTimeout
+		}
+	}
+	r.ownProps = setProps(
+		namedSet{"Consumer.CodeDir", p.CodeDir != nil},
+		namedSet{"Consumer.MemorySize", p.MemorySize != nil},
+		namedSet{"Consumer.Environment", p.Environment != nil},
+		namedSet{"Consumer.ReservedConcurrency", p.ReservedConcurrency != nil},
+		namedSet{"Consumer.FunctionProps", p.FunctionProps != nil})
+	return r
+}
+
+// validate reports the invalid consumer props; fifo is the lane's queue
+// type, which bounds the batch.
+func (r consumerResolved) validate(fifo bool) []error {
+	c := checker{prefix: "Consumer."}
+	c.whole("MaxConcurrency", r.maxConcurrency, MinMaxConcurrency, MaxMaxConcurrency)
+	if fifo {
+		c.whole("BatchSize (FIFO)", r.batchSize, 1, MaxBatchSizeFIFO)
+		if r.batchingWindow != 0 {
+			c.bad("MaxBatchingWindow is %s, want 0 for FIFO queues", human(r.batchingWindow))
+		}
+	} else {
+		c.whole("BatchSize", r.batchSize, 1, MaxBatchSizeStandard)
+		if r.batchSize > 10 && r.batchingWindow < 1 {
+			c.bad("BatchSize is %v, above 10 it needs a MaxBatchingWindow of at least 1s", r.batchSize)
+		}
+	}
+	if r.batchingWindow < 0 || r.batchingWindow > MaxBatchingWindowSeconds {
+		c.bad("MaxBatchingWindow is %s, want 0s..%s", human(r.batchingWindow), human(MaxBatchingWindowSeconds))
+	}
+	if r.reservedConcurrency != nil {
+		c.whole("ReservedConcurrency", *r.reservedConcurrency, 1, math.MaxInt32)
+	}
+	if r.timeout < 1 || r.timeout > MaxConsumerTimeoutSeconds {
+		c.bad("Timeout is %s, want 1s..%s", human(r.timeout), human(MaxConsumerTimeoutSeconds))
+	}
+	c.memory("MemorySize", r.memory)
+
+	if r.function != nil {
+		if len(r.ownProps) > 0 {
+			c.bad("Function is the team's: %s configure the consumer the lane builds; set them on that function", strings.Join(r.ownProps, ", "))
+		}
+		switch {
+		case r.functionTimeout == nil && !r.timeoutSet:
+			c.bad("Timeout is required with an imported Consumer.Function: the source queue's visibility timeout is at least %dx it", VisibilityFactor)
+		case r.functionTimeout != nil && *r.functionTimeout != r.timeout:
+			c.bad("Timeout is %s, but the Consumer.Function's timeout is %s", human(r.timeout), human(*r.functionTimeout))
+		}
+	} else if strings.TrimSpace(r.codeDir) == "" {
+		c.bad("CodeDir is empty")
+	}
+	if strings.TrimSpace(r.name) == "" || settings.ConsumerName.Check(r.name) != nil {
+		c.bad("Name is %q, want %s (it scopes the idempotency keys: settings.ConsumerName)", r.name, settings.ConsumerName.Want())
+	}
+	for _, key := range wiredEnvironment {
+		if _, ok := r.environment[key]; ok {
+			c.bad("Environment sets %s, which the lane wires itself", key)
+		}
+	}
+	errs := append(c.errs, r.validateContract()...)
+	errs = append(errs, functionRule("Consumer").refused("Consumer.FunctionProps", r.functionProps)...)
+	errs = append(errs, eventSourceRule.refused("Consumer.EventSourceProps", r.eventSourceProps)...)
+	return errs
+}
+
+// functionRule is the override rule of the lane's functions, the
+// consumer's or the replay's (group names it): what the lane sets on both
+// (see overrides.go).
+func functionRule(group string) overrideRule {
+	rule := overrideRule{
+		owns: []ownedField{
+			{"Runtime", "the lane runs a Go bootstrap on provided.al2023"},
+			{"Handler", "the lane runs a Go bootstrap (handler bootstrap)"},
+			{"Code", "set " + group + ".CodeDir"},
+			{"Architecture", "set LaneProps.Architecture"},
+			{"Timeout", "set " + group + ".Timeout"},
+			{"MemorySize", "set " + group + ".MemorySize"},
+			{"ReservedConcurrentExecutions", "set " + group + ".ReservedConcurrency"},
+			{"Role", "the lane's role holds only the grants the function's ports need; add statements with InitialPolicy"},
+			{"LogGroup", "the function logs to the lane's log group, which its role may write and the outputs name"},
+			{"LogRetention", "set LaneProps.LogRetention"},
+			{"LogRetentionRole", "the lane's log group keeps LaneProps.LogRetention itself"},
+			{"LogRetentionRetryOptions", "the lane's log group keeps LaneProps.LogRetention itself"},
+			{"LogRemovalPolicy", "set LaneProps.RemovalPolicy"},
+			{"LoggingFormat", "the function logs JSON, which the runbook's queries read"},
+			{"LogFormat", "the function logs JSON, which the runbook's queries read"},
+			{"SystemLogLevel", "set LaneProps.SystemLogLevel"},
+			{"SystemLogLevelV2", "set LaneProps.SystemLogLevel"},
+			{"ApplicationLogLevel", "it is deprecated: set ApplicationLogLevelV2"},
+			{"Environment", "set " + group + ".Environment"},
+		},
+		defaults: []string{"Description", "ApplicationLogLevelV2"},
+	}
+	if group == "Consumer" {
+		rule.owns = append(rule.owns, ownedField{"Events", "the lane maps the source queue to the consumer (Consumer.EventSourceProps); add other sources to Lane.Consumer()"})
+	} else {
+		rule.owns = append(rule.owns,
+			ownedField{"Events", "the lane's schedule invokes the replay function (Replay.Schedule)"},
+			ownedField{"RetryAttempts", "a failed scheduled run is not retried: the next schedule is the retry"},
+			ownedField{"MaxEventAge", "the lane configures the replay's asynchronous invocation (no retries)"},
+			ownedField{"OnFailure", "the lane configures the replay's asynchronous invocation (no retries)"},
+			ownedField{"OnSuccess", "the lane configures the replay's asynchronous invocation (no retries)"})
+	}
+	return rule
+}
+
+// eventSourceRule is the override rule of the consumer's event source
+// mapping (see overrides.go).
+var eventSourceRule = overrideRule{owns: []ownedField{
+	{"BatchSize", "set Consumer.BatchSize"},
+	{"MaxBatchingWindow", "set Consumer.MaxBatchingWindow"},
+	{"MaxConcurrency", "set Consumer.MaxConcurrency"},
+	{"ReportBatchItemFailures", "the consumer reports partial batch failures, always"},
+	{"Filters", "Lambda deletes a record that a filter drops: it would be neither consumed nor dead-lettered"},
+	{"FilterEncryption", "the lane sets no filters"},
+}}

@@ -1,0 +1,15 @@
+package settings
+
+// The key schema of the lane's two DynamoDB tables, the idempotency table
+// and the replay ledger: the construct creates the tables with it
+// (infra/deadletter), the stores read and write it (package dynamo).
+const (
+	// PartitionKeyAttribute is the String partition key of both tables.
+	PartitionKeyAttribute = "pk"
+	// SortKeyAttribute is the String sort key of the replay ledger.
+	SortKeyAttribute = "sk"
+	// TTLAttribute holds a record's expiry in epoch seconds on both
+	// tables. DynamoDB's TTL deletion is housekeeping only: readers check
+	// the expiry themselves.
+	TTLAttribute = "expiresAt"
+)
