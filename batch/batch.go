@@ -57,10 +57,10 @@ const (
 )
 
 // Defaults of [Options]: the consumer function's, as package settings
-// declares them (CONCURRENCY, DEADLINE_MARGIN). Read them; never assign.
-var (
-	DefaultConcurrency    = settings.Concurrency.Default
-	DefaultDeadlineMargin = settings.ConsumerDeadlineMargin.Default
+// declares them (CONCURRENCY, DEADLINE_MARGIN).
+const (
+	DefaultConcurrency    = settings.DefaultConcurrency
+	DefaultDeadlineMargin = settings.DefaultConsumerDeadlineMargin
 )
 
 // Options tune a [Processor]. The zero value is usable.

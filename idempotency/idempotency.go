@@ -26,8 +26,8 @@ const (
 // DefaultLifetime is the [Receiver]'s default record lifetime, the
 // consumer's RECORD_LIFETIME as package settings declares it: it outlives
 // the longest source (4 days) plus DLQ (14 days) retention with a margin, so
-// a replay 14 days later is still recognised. Read it; never assign.
-var DefaultLifetime = settings.RecordLifetime.Default
+// a replay 14 days later is still recognised.
+const DefaultLifetime = settings.DefaultRecordLifetime
 
 // DefaultLockTimeout bounds a lock when ctx has no deadline.
 const DefaultLockTimeout = 15 * time.Minute

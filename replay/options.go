@@ -17,14 +17,13 @@ import (
 // Defaults of [Options]: those the replay function's environment sets are
 // its settings' defaults, as package settings declares them (RATE,
 // MAX_PER_RUN, CANARY_LIMIT, REFILL_THRESHOLD, DEADLINE_MARGIN, WORKERS).
-// Read them; never assign.
-var (
-	DefaultRate            = settings.Rate.Default // messages sent per second
-	DefaultMaxPerRun       = settings.MaxPerRun.Default
-	DefaultCanaryLimit     = settings.CanaryLimit.Default
-	DefaultRefillThreshold = settings.RefillThreshold.Default
-	DefaultDeadlineMargin  = settings.ReplayDeadlineMargin.Default
-	DefaultWorkers         = settings.Workers.Default
+const (
+	DefaultRate            = settings.DefaultRate // messages sent per second
+	DefaultMaxPerRun       = settings.DefaultMaxPerRun
+	DefaultCanaryLimit     = settings.DefaultCanaryLimit
+	DefaultRefillThreshold = settings.DefaultRefillThreshold
+	DefaultDeadlineMargin  = settings.DefaultReplayDeadlineMargin
+	DefaultWorkers         = settings.DefaultWorkers
 )
 
 // DefaultDecisionWindow is the default of [Options.DecisionWindow].
@@ -33,8 +32,8 @@ const DefaultDecisionWindow = 30 * time.Second
 // MaxWorkers bounds [Options.Workers] (settings.Workers.Max): past it a
 // route gains nothing but throttling (SQS answers a receive in about 10 ms
 // in a region; 16 loops of 10 messages reach the 3,000 messages/s of
-// [MaxRate]). Read it; never assign.
-var MaxWorkers = settings.Workers.Max
+// [MaxRate]).
+const MaxWorkers = settings.MaxWorkers
 
 // Options tune an [Engine]. The zero value gives the defaults. The
 // [Policy] is embedded: its fields are the decision's settings, under

@@ -28,12 +28,12 @@ const (
 
 // Defaults of [Policy]: the replay function's settings' defaults, as
 // package settings declares them (MAX_REPLAYS, BACKOFF_BASE, BACKOFF_MAX,
-// EXPIRY_RESCUE_WINDOW). Read them; never assign.
-var (
-	DefaultMaxReplays         = settings.MaxReplays.Default
-	DefaultBackoffBase        = settings.BackoffBase.Default
-	DefaultBackoffMax         = settings.BackoffMax.Default
-	DefaultExpiryRescueWindow = settings.ExpiryRescueWindow.Default
+// EXPIRY_RESCUE_WINDOW).
+const (
+	DefaultMaxReplays         = settings.DefaultMaxReplays
+	DefaultBackoffBase        = settings.DefaultBackoffBase
+	DefaultBackoffMax         = settings.DefaultBackoffMax
+	DefaultExpiryRescueWindow = settings.DefaultExpiryRescueWindow
 )
 
 // Policy decides per message. Zero fields take the defaults; it is a value

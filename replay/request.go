@@ -14,10 +14,10 @@ import (
 )
 
 // Limits of a [Request]'s rate, as settings.Rate declares them (3000: SQS
-// FIFO batched throughput per action). Read them; never assign.
-var (
-	MinRate = settings.Rate.Min
-	MaxRate = settings.Rate.Max
+// FIFO batched throughput per action).
+const (
+	MinRate = settings.MinRate
+	MaxRate = settings.MaxRate
 )
 
 // MaxVisibility is SQS's longest visibility timeout.

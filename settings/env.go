@@ -36,15 +36,15 @@ var (
 		Doc: "queue for invalid orders"}
 	TaxServiceURL = String{Env: "TAX_SERVICE_URL", Required: true,
 		Doc: "base URL of the tax and invoice service"}
-	Concurrency = Int{Env: "CONCURRENCY", Default: 10, Min: 1, Max: 100,
+	Concurrency = Int{Env: "CONCURRENCY", Default: DefaultConcurrency, Min: 1, Max: 100,
 		Doc: "records (standard) or message groups (FIFO) processed at once"}
-	ConsumerDeadlineMargin = Duration{Env: "DEADLINE_MARGIN", Default: 2 * time.Second, Min: AboveZero,
+	ConsumerDeadlineMargin = Duration{Env: "DEADLINE_MARGIN", Default: DefaultConsumerDeadlineMargin, Min: AboveZero,
 		Doc: "no record starts with less time left in the invocation"}
 	TaxBudget = Duration{Env: "TAX_BUDGET", Default: 10 * time.Second, Min: AboveZero,
 		Doc: "total time for one record's tax calls, retries included (never past the deadline)"}
-	RecordLifetime = Duration{Env: "RECORD_LIFETIME", Default: 30 * 24 * time.Hour, Min: 18 * 24 * time.Hour,
+	RecordLifetime = Duration{Env: "RECORD_LIFETIME", Default: DefaultRecordLifetime, Min: 18 * 24 * time.Hour,
 		Doc: "idempotency record lifetime; at least 432h (source 4 d + DLQ 14 d), so that a replay from the DLQ is still recognised"}
-	MaxPayloadBytes = Int{Env: "MAX_PAYLOAD_BYTES", Default: 256 << 10, Min: 1, Max: MaxSourceMessageBytes,
+	MaxPayloadBytes = Int{Env: "MAX_PAYLOAD_BYTES", Default: DefaultMaxPayloadBytes, Min: 1, Max: MaxSourceMessageBytes,
 		Doc: "larger bodies are invalid (`payload-too-large`); at most 983040, the source queue's size (SQS's 1 MiB less 64 KiB kept for our metadata)"}
 )
 
@@ -56,25 +56,25 @@ var (
 		Doc: "replay ledger (`pk`/`sk` strings, TTL `expiresAt`)"}
 	HealthURL = String{Env: "HEALTH_URL",
 		Doc: "downstream base URL; `GET /health` must answer 2xx for a run to move anything"}
-	MaxReplays = Int{Env: "MAX_REPLAYS", Default: 3, Min: 1, Max: 100,
+	MaxReplays = Int{Env: "MAX_REPLAYS", Default: DefaultMaxReplays, Min: 1, Max: 100,
 		Doc: "replays before a message is parked as `replay-exhausted`"}
-	BackoffBase = Duration{Env: "BACKOFF_BASE", Default: 5 * time.Minute, Min: AboveZero,
+	BackoffBase = Duration{Env: "BACKOFF_BASE", Default: DefaultBackoffBase, Min: AboveZero,
 		Doc: "backoff ceiling before the first replay, doubled per replay (exponential backoff with full jitter)"}
-	BackoffMax = Duration{Env: "BACKOFF_MAX", Default: 4 * time.Hour, Min: AboveZero,
+	BackoffMax = Duration{Env: "BACKOFF_MAX", Default: DefaultBackoffMax, Min: AboveZero,
 		Doc: "cap of the backoff ceiling; at least `BACKOFF_BASE`"}
-	ExpiryRescueWindow = Duration{Env: "EXPIRY_RESCUE_WINDOW", Default: 24 * time.Hour, Min: AboveZero, Max: 14 * 24 * time.Hour,
+	ExpiryRescueWindow = Duration{Env: "EXPIRY_RESCUE_WINDOW", Default: DefaultExpiryRescueWindow, Min: AboveZero, Max: 14 * 24 * time.Hour,
 		Doc: "park what would expire by the DLQ retention within this window (shorter than the DLQ retention)"}
-	Rate = Float{Env: "RATE", Default: 250, Min: 0.1, Max: 3000, Unit: "messages per second",
+	Rate = Float{Env: "RATE", Default: DefaultRate, Min: MinRate, Max: MaxRate, Unit: "messages per second",
 		Doc: "messages sent per second; keep it under what the consumer completes (at most 3000: SQS FIFO batched throughput per action)"}
-	MaxPerRun = Int{Env: "MAX_PER_RUN", Default: 100000, Min: 1,
+	MaxPerRun = Int{Env: "MAX_PER_RUN", Default: DefaultMaxPerRun, Min: 1,
 		Doc: "messages moved per run"}
-	CanaryLimit = Int{Env: "CANARY_LIMIT", Default: 5, Min: 1,
+	CanaryLimit = Int{Env: "CANARY_LIMIT", Default: DefaultCanaryLimit, Min: 1,
 		Doc: "replays per route while the previous run's replayed keys are not completed (the canary, on routes with `records`)"}
-	RefillThreshold = Int{Env: "REFILL_THRESHOLD", Default: 100, Min: 1,
+	RefillThreshold = Int{Env: "REFILL_THRESHOLD", Default: DefaultRefillThreshold, Min: 1,
 		Doc: "DLQ growth since the previous run that holds the route"}
-	ReplayDeadlineMargin = Duration{Env: "DEADLINE_MARGIN", Default: 5 * time.Second, Min: AboveZero,
+	ReplayDeadlineMargin = Duration{Env: "DEADLINE_MARGIN", Default: DefaultReplayDeadlineMargin, Min: AboveZero,
 		Doc: "stop cleanly this long before the invocation deadline"}
-	Workers = Int{Env: "WORKERS", Default: 4, Min: 1, Max: 16,
+	Workers = Int{Env: "WORKERS", Default: DefaultWorkers, Min: 1, Max: MaxWorkers,
 		Doc: "receive loops per route, sharing the rate and the cap (FIFO: in parallel across message groups, in order within one)"}
 )
 

@@ -24,8 +24,8 @@ const Version = 1
 
 // DefaultMaxBytes is the body size limit Parse applies when given maxBytes <= 0:
 // the consumer's MAX_PAYLOAD_BYTES default as package settings declares it
-// (256 KiB, the smallest SQS payload limit in use). Read it; never assign.
-var DefaultMaxBytes = settings.MaxPayloadBytes.Default
+// (256 KiB, the smallest SQS payload limit in use).
+const DefaultMaxBytes = settings.DefaultMaxPayloadBytes
 
 // Order is a validated order.created event.
 type Order struct {
