@@ -13,7 +13,9 @@ import (
 )
 
 // awsEnv gives the test an AWS environment with no credentials, no
-// region and no shared config files: the SDK's default chain ends at the
+// region, no shared config files and no lane of dlq's environment
+// (HOMING_OUTPUTS, which make e2e sets, included), in a working directory of
+// its own (no local stack's outputs): the SDK's default chain ends at the
 // EC2 metadata service, here a local server that answers 404 to
 // everything (a machine that is not an EC2 instance, behind a proxy that
 // answers), which makes the SDK's metadata client warn that it falls back
@@ -22,11 +24,12 @@ import (
 func awsEnv(t *testing.T, region string) *atomic.Int32 {
 	t.Helper()
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") || strings.HasPrefix(k, "HOMING_") {
 			t.Setenv(k, "") // restored after the test
 			os.Unsetenv(k)
 		}
 	}
+	t.Chdir(t.TempDir())
 	var asked atomic.Int32
 	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		asked.Add(1)
