@@ -1,0 +1,96 @@
+package hold
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// State is the state of a [Hold].
+type State string
+
+// The states of a hold. A group without a hold is free.
+const (
+	// Held: the head has not been applied; every other record of the
+	// group is stored behind it.
+	Held State = "held"
+	// Draining: the head was applied or released; the consumer applies the
+	// held records in order, then ends the hold.
+	Draining State = "draining"
+)
+
+// Hold is the record of a held message group.
+type Hold struct {
+	Group string // the MessageGroupId
+	// Head is the original id ([Origin]) of the record that holds the
+	// group: the one to be applied before any other.
+	Head  string
+	State State
+	// Parked says why the head will not come back by itself ("" when it
+	// will): "invalid: <reason>" when the consumer routed it to the invalid
+	// queue, "parked: <reason>" when the replay parked it. An operator
+	// releases such a group, or a lane whose OnError is Skip does at once.
+	Parked  string
+	Since   time.Time // when the group was held
+	Updated time.Time // when the hold last changed
+	// Version changes with every write of the hold, an [Store.Append]
+	// included: [Store.Update] and [Store.End] write only the version they
+	// were given.
+	Version int64
+}
+
+// Message is a record held behind a hold.
+type Message struct {
+	// Seq orders the group's held records: [Seq] of the record, the
+	// source's SequenceNumber, zero-padded.
+	Seq string
+	// Record is the record as the consumer received it, its receipt handle
+	// dropped.
+	Record events.SQSMessage
+}
+
+// Errors of a [Store].
+var (
+	// ErrNotHeld: the group has no hold.
+	ErrNotHeld = errors.New("hold: the group is not held")
+	// ErrConflict: the hold changed since it was read (its version is not
+	// the one given).
+	ErrConflict = errors.New("hold: the hold changed since it was read")
+)
+
+// Store keeps the holds of one lane. Every method is safe for concurrent
+// use, and every write is conditional: two consumers that hold a copy of
+// the same batch (a visibility timeout that ended while the first still
+// ran) cannot both win.
+type Store interface {
+	// Holds returns the holds of groups; a group without one is absent.
+	Holds(ctx context.Context, groups []string) (map[string]Hold, error)
+	// Begin holds group behind head, with parked as its [Hold.Parked],
+	// unless the group is held already; it returns the group's hold, the
+	// new one or the one it found.
+	Begin(ctx context.Context, group, head, parked string, now time.Time) (Hold, error)
+	// Append stores m behind the group's hold and changes the hold's
+	// version; it returns the hold as written. Storing a Seq stored before
+	// is not an error and changes nothing. ErrNotHeld when the group has no
+	// hold.
+	Append(ctx context.Context, group string, m Message, now time.Time) (Hold, error)
+	// Next returns the first n records held in group, in order.
+	Next(ctx context.Context, group string, n int) ([]Message, error)
+	// Count returns how many records are held in group.
+	Count(ctx context.Context, group string) (int, error)
+	// Remove forgets a held record (it was applied, or it left the hold);
+	// removing one that is not held is not an error.
+	Remove(ctx context.Context, group, seq string) error
+	// Update writes h's Head, State and Parked if the stored hold's version
+	// is h.Version, and returns the hold as written: ErrConflict when the
+	// version differs, ErrNotHeld when the group has no hold.
+	Update(ctx context.Context, h Hold, now time.Time) (Hold, error)
+	// End deletes the hold if its version is h.Version (ErrConflict
+	// otherwise; a group without a hold is not an error). The caller ends
+	// a hold only after it found no record held in it at that version.
+	End(ctx context.Context, h Hold) error
+	// List returns every hold of the lane, ordered by group.
+	List(ctx context.Context) ([]Hold, error)
+}

@@ -1,0 +1,156 @@
+package holdtest
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/homingdlq/homing/hold"
+)
+
+// Memory is a [hold.Store] in memory, for tests and the simulation. It is
+// safe for concurrent use. The zero value is not usable: use [NewMemory].
+type Memory struct {
+	mu    sync.Mutex
+	holds map[string]hold.Hold
+	held  map[string]map[string]hold.Message // group -> seq -> message
+	next  int64
+}
+
+var _ hold.Store = (*Memory)(nil)
+
+// NewMemory returns an empty store.
+func NewMemory() *Memory {
+	return &Memory{holds: map[string]hold.Hold{}, held: map[string]map[string]hold.Message{}}
+}
+
+func (m *Memory) version() int64 {
+	m.next++
+	return m.next
+}
+
+// Holds implements [hold.Store].
+func (m *Memory) Holds(_ context.Context, groups []string) (map[string]hold.Hold, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]hold.Hold{}
+	for _, g := range groups {
+		if h, ok := m.holds[g]; ok {
+			out[g] = h
+		}
+	}
+	return out, nil
+}
+
+// Begin implements [hold.Store].
+func (m *Memory) Begin(_ context.Context, group, head, parked string, now time.Time) (hold.Hold, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h, ok := m.holds[group]; ok {
+		return h, nil
+	}
+	h := hold.Hold{Group: group, Head: head, State: hold.Held, Parked: parked, Since: now, Updated: now, Version: m.version()}
+	m.holds[group] = h
+	return h, nil
+}
+
+// Append implements [hold.Store].
+func (m *Memory) Append(_ context.Context, group string, msg hold.Message, now time.Time) (hold.Hold, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, ok := m.holds[group]
+	if !ok {
+		return hold.Hold{}, hold.ErrNotHeld
+	}
+	if _, dup := m.held[group][msg.Seq]; dup {
+		return h, nil
+	}
+	if m.held[group] == nil {
+		m.held[group] = map[string]hold.Message{}
+	}
+	msg.Record.ReceiptHandle = ""
+	m.held[group][msg.Seq] = msg
+	h.Version, h.Updated = m.version(), now
+	m.holds[group] = h
+	return h, nil
+}
+
+// Next implements [hold.Store].
+func (m *Memory) Next(_ context.Context, group string, n int) ([]hold.Message, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seqs := make([]string, 0, len(m.held[group]))
+	for s := range m.held[group] {
+		seqs = append(seqs, s)
+	}
+	slices.Sort(seqs)
+	out := []hold.Message{}
+	for _, s := range seqs[:min(n, len(seqs))] {
+		out = append(out, m.held[group][s])
+	}
+	return out, nil
+}
+
+// Count implements [hold.Store].
+func (m *Memory) Count(_ context.Context, group string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.held[group]), nil
+}
+
+// Remove implements [hold.Store].
+func (m *Memory) Remove(_ context.Context, group, seq string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.held[group], seq)
+	if len(m.held[group]) == 0 {
+		delete(m.held, group)
+	}
+	return nil
+}
+
+// Update implements [hold.Store].
+func (m *Memory) Update(_ context.Context, h hold.Hold, now time.Time) (hold.Hold, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.holds[h.Group]
+	switch {
+	case !ok:
+		return hold.Hold{}, hold.ErrNotHeld
+	case cur.Version != h.Version:
+		return hold.Hold{}, hold.ErrConflict
+	}
+	cur.Head, cur.State, cur.Parked = h.Head, h.State, h.Parked
+	cur.Version, cur.Updated = m.version(), now
+	m.holds[h.Group] = cur
+	return cur, nil
+}
+
+// End implements [hold.Store].
+func (m *Memory) End(_ context.Context, h hold.Hold) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.holds[h.Group]
+	switch {
+	case !ok:
+		return nil
+	case cur.Version != h.Version:
+		return hold.ErrConflict
+	}
+	delete(m.holds, h.Group)
+	return nil
+}
+
+// List implements [hold.Store].
+func (m *Memory) List(context.Context) ([]hold.Hold, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]hold.Hold, 0, len(m.holds))
+	for _, h := range m.holds {
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out, nil
+}

@@ -1,0 +1,182 @@
+package hold
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// OnError is what a lane does with a group whose head can never succeed
+// (invalid, or parked by the replay).
+type OnError string
+
+// The choices of [Keeper.OnError].
+const (
+	// KeepHeld (the default) keeps the group held until an operator
+	// releases it: order is the promise of a FIFO lane.
+	KeepHeld OnError = "hold"
+	// Skip releases the group at once, past its head, as Powertools'
+	// skipGroupOnError does: the head is routed (invalid queue) or parked,
+	// and the group's later records are applied without it.
+	Skip OnError = "skip"
+)
+
+// ParseOnError parses the lane setting ("" is KeepHeld).
+func ParseOnError(s string) (OnError, error) {
+	switch OnError(s) {
+	case "", KeepHeld:
+		return KeepHeld, nil
+	case Skip:
+		return Skip, nil
+	}
+	return "", fmt.Errorf("hold: on error %q: want %q or %q", s, KeepHeld, Skip)
+}
+
+// Sender sends a message to a queue (an *sqs.Client).
+type Sender interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Keeper holds the groups of one FIFO lane: the store of its holds, and the
+// lane's source queue, where a held record that fails goes back as its
+// group's new head and where drain triggers go.
+type Keeper struct {
+	Store     Store
+	Source    Sender
+	SourceURL string
+	OnError   OnError // default KeepHeld
+}
+
+// Validate reports a Keeper that cannot hold a group.
+func (k *Keeper) Validate() error {
+	var errs []error
+	if k.Store == nil {
+		errs = append(errs, errors.New("hold: Keeper has no Store"))
+	}
+	if k.Source == nil || k.SourceURL == "" {
+		errs = append(errs, errors.New("hold: Keeper has no source queue (Source and SourceURL)"))
+	}
+	if _, err := ParseOnError(string(k.OnError)); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Skips reports whether the lane releases a group past a head that can
+// never succeed.
+func (k *Keeper) Skips() bool { return k.OnError == Skip }
+
+// SendBack sends a held record to the source queue as its group's head: its
+// body and producer attributes, its group, and its original id in
+// [Attribute]. Sends of one record are deduplicated by SQS (five minutes).
+func (k *Keeper) SendBack(ctx context.Context, m Message) error {
+	r := m.Record
+	attrs := Attributes(r.MessageAttributes)
+	if attrs == nil {
+		attrs = map[string]types.MessageAttributeValue{}
+	} else {
+		attrs = maps.Clone(attrs)
+	}
+	attrs[Attribute] = markerAttribute(marker{Origin: Origin(r)})
+	_, err := k.Source.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(k.SourceURL), MessageBody: aws.String(r.Body), MessageAttributes: attrs,
+		MessageGroupId: aws.String(Group(r)), MessageDeduplicationId: aws.String(dedupID("back", Origin(r), m.Seq)),
+	})
+	if err != nil {
+		return fmt.Errorf("hold: send held record %s back to the source: %w", Origin(r), err)
+	}
+	return nil
+}
+
+// Trigger sends a drain trigger for group to the source queue; triggers with
+// the same nonce within five minutes are one.
+func (k *Keeper) Trigger(ctx context.Context, group, nonce string) error {
+	_, err := k.Source.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(k.SourceURL), MessageBody: aws.String(TriggerBody),
+		MessageAttributes: map[string]types.MessageAttributeValue{Attribute: markerAttribute(marker{Drain: true})},
+		MessageGroupId:    aws.String(group), MessageDeduplicationId: aws.String(dedupID("drain", group, nonce)),
+	})
+	if err != nil {
+		return fmt.Errorf("hold: send a drain trigger to group %q: %w", group, err)
+	}
+	return nil
+}
+
+// Release lets a held group go on past its head (an operator's release, or
+// a head that can never succeed on a lane that skips): the hold turns
+// Draining and a trigger goes to the source, so the held records are
+// applied in order without the head. It returns the hold as written.
+func (k *Keeper) Release(ctx context.Context, h Hold, now time.Time) (Hold, error) {
+	if h.State != Draining {
+		h.State = Draining
+		var err error
+		if h, err = k.Store.Update(ctx, h, now); err != nil {
+			return Hold{}, err
+		}
+	}
+	return h, k.Trigger(ctx, h.Group, "release-"+strconv.FormatInt(h.Version, 10))
+}
+
+// Parked is the replay's word that it parked the dead letter origin of
+// group for reason. When it is the group's head, the hold says so (and a
+// lane that skips releases the group); otherwise it changes nothing.
+func (k *Keeper) Parked(ctx context.Context, group, origin, reason string, now time.Time) error {
+	hs, err := k.Store.Holds(ctx, []string{group})
+	if err != nil {
+		return err
+	}
+	h, ok := hs[group]
+	if !ok || h.Head != origin || h.State != Held {
+		return nil
+	}
+	h.Parked = "parked: " + reason
+	if h, err = k.Store.Update(ctx, h, now); err != nil {
+		return err
+	}
+	if k.Skips() {
+		_, err = k.Release(ctx, h, now)
+	}
+	return err
+}
+
+// Sweep is the scheduled run's care of the lane's holds: a hold left
+// Draining for longer than stale (its consumer crashed, or its trigger was
+// lost) gets a trigger, and on a lane that skips a parked head's group is
+// released. It returns every hold, as listed before the sweep, and the
+// first error (the others are tried all the same).
+func (k *Keeper) Sweep(ctx context.Context, now time.Time, stale time.Duration) ([]Hold, error) {
+	holds, err := k.Store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, h := range holds {
+		switch {
+		case h.State == Draining && now.Sub(h.Updated) >= stale:
+			errs = append(errs, k.Trigger(ctx, h.Group, "sweep-"+strconv.FormatInt(h.Version, 10)+"-"+strconv.FormatInt(now.Unix()/int64(stale.Seconds()+1), 10)))
+		case h.State == Held && h.Parked != "" && k.Skips():
+			_, err := k.Release(ctx, h, now)
+			errs = append(errs, err)
+		}
+	}
+	return holds, errors.Join(errs...)
+}
+
+// dedupID is a FIFO deduplication id for parts (at most 128 characters).
+func dedupID(kind string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return kind + "-" + hex.EncodeToString(h.Sum(nil))
+}
