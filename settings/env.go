@@ -46,6 +46,10 @@ var (
 		Doc: "idempotency record lifetime; at least 432h (source 4 d + DLQ 14 d), so that a replay from the DLQ is still recognised"}
 	MaxPayloadBytes = Int{Env: "MAX_PAYLOAD_BYTES", Default: DefaultMaxPayloadBytes, Min: 1, Max: MaxSourceMessageBytes,
 		Doc: "larger bodies are invalid (`payload-too-large`); at most 983040, the source queue's size (SQS's 1 MiB less 64 KiB kept for our metadata)"}
+	GroupOrder = String{Env: "GROUP_ORDER", MaxBytes: 8,
+		Doc: "FIFO lanes: `hold` keeps each message group's order through failure (package hold: a failed record holds its group, the later ones wait behind it in `IDEMPOTENCY_TABLE`), `skip` too but lets a group go on past a head that can never succeed; unset: off (SQS's own order only)"}
+	SourceQueueURL = String{Env: "SOURCE_QUEUE_URL", MaxBytes: 2048,
+		Doc: "the lane's source queue, where a held record that fails goes back as its group's head (with `GROUP_ORDER`)"}
 )
 
 // Settings of the replay function (functions/replay).
@@ -90,6 +94,8 @@ var Consumer = []Setting{
 	TaxBudget,
 	RecordLifetime,
 	MaxPayloadBytes,
+	GroupOrder,
+	SourceQueueURL,
 	ServiceName,
 	Note(MetricsNamespace, ": `RecordsProcessed`, `RecordsFailed`, `RecordsInvalid` (also by `Reason`), `DuplicatesAbsorbed`, `CompletionsUnrecorded`, `InDoubtTakeovers`"),
 }
