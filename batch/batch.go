@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -54,7 +55,15 @@ const (
 	Panicked   Outcome = "panicked"    // the handler panicked: delivered again by SQS
 	NotStarted Outcome = "not-started" // too little time left in the invocation
 	Blocked    Outcome = "blocked"     // FIFO: an earlier record of its group failed
+	Held       Outcome = "held"        // FIFO with Groups: stored behind its group's hold and acknowledged
+	Trigger    Outcome = "trigger"     // FIFO: a drain trigger (package hold), acknowledged, never handed to the Handler
 )
+
+// acknowledged reports whether the record leaves the source queue: anything
+// else is a batch item failure, delivered again by SQS.
+func (o Outcome) acknowledged() bool {
+	return o == Succeeded || o == Invalid || o == Held || o == Trigger
+}
 
 // Defaults of [Options]: the consumer function's, as package settings
 // declares them (CONCURRENCY, DEADLINE_MARGIN).
@@ -81,6 +90,14 @@ type Options struct {
 	// called concurrently from the records' goroutines and must return
 	// quickly.
 	OnOutcome func(ctx context.Context, o Outcome, reason string)
+	// Groups, on a FIFO source, keeps each message group in publication
+	// order through any failure of that group (package hold): a record
+	// that fails holds its group, the group's later records are stored
+	// behind it (Held) instead of applied, and once it is applied they are
+	// applied in order. Nil: a FIFO batch keeps order within itself only
+	// (Blocked), and a record that dead-letters lets its successors be
+	// applied before it. New panics when Groups does not validate.
+	Groups *hold.Keeper
 }
 
 // Processor runs a [Handler] over SQS batches. It is safe for concurrent use.
@@ -104,6 +121,11 @@ func New(h Handler, invalid InvalidChannel, opts Options) *Processor {
 	if q, ok := invalid.(*InvalidQueue); invalid == nil || ok && q == nil {
 		panic("batch: New: nil InvalidChannel")
 	}
+	if opts.Groups != nil {
+		if err := opts.Groups.Validate(); err != nil {
+			panic("batch: New: Groups: " + err.Error())
+		}
+	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
@@ -125,9 +147,10 @@ func New(h Handler, invalid InvalidChannel, opts Options) *Processor {
 func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	outcomes := make([]Outcome, len(ev.Records))
 	units := p.units(ev.Records)
+	holds, herr := p.readHolds(ctx, ev.Records)
 	if len(units) == 1 || p.opts.Concurrency == 1 {
 		for _, u := range units {
-			p.runUnit(ctx, ev.Records, u, outcomes)
+			p.runUnit(ctx, ev.Records, u, outcomes, holds, herr)
 		}
 	} else {
 		var wg sync.WaitGroup
@@ -136,14 +159,14 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				p.runUnit(ctx, ev.Records, u, outcomes)
+				p.runUnit(ctx, ev.Records, u, outcomes, holds, herr)
 			})
 		}
 		wg.Wait()
 	}
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for i, o := range outcomes {
-		if o != Succeeded && o != Invalid {
+		if !o.acknowledged() {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
 		}
 	}
@@ -172,12 +195,20 @@ func (p *Processor) units(records []events.SQSMessage) [][]int {
 	return units
 }
 
-func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, unit []int, outcomes []Outcome) {
+func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, unit []int, outcomes []Outcome, holds map[string]hold.Hold, herr error) {
+	first := records[unit[0]]
+	if p.opts.Groups != nil && settings.IsFIFO(first.EventSourceARN) {
+		p.newGroupRun(first, holds, herr).run(ctx, records, unit, outcomes)
+		return
+	}
 	blocked := false
 	for _, i := range unit {
 		msg := records[i]
 		reason := ""
 		switch {
+		case hold.IsTrigger(msg):
+			outcomes[i] = Trigger
+			p.log(ctx, msg, Trigger, nil, nil)
 		case blocked:
 			outcomes[i] = Blocked
 			p.log(ctx, msg, Blocked, nil, nil, slog.String("reason", "earlier record of the message group failed"))
@@ -190,7 +221,7 @@ func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, un
 		if p.opts.OnOutcome != nil {
 			p.opts.OnOutcome(ctx, outcomes[i], reason)
 		}
-		if outcomes[i] != Succeeded && outcomes[i] != Invalid {
+		if !outcomes[i].acknowledged() {
 			blocked = true
 		}
 	}

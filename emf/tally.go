@@ -13,6 +13,8 @@ import (
 const (
 	outcomeSucceeded = "succeeded"
 	outcomeInvalid   = "invalid"
+	outcomeHeld      = "held"    // stored behind its group's hold: processed, not failed
+	outcomeTrigger   = "trigger" // a drain trigger: no record of the lane's
 )
 
 // Counts are the record outcomes of one invocation.
@@ -42,13 +44,18 @@ type Tally struct {
 }
 
 // Outcome counts one record's outcome, in the words of batch.Outcome:
-// "succeeded", "invalid" (with its reason), anything else a failure.
+// "succeeded", "held", "invalid" (with its reason), anything else a failure;
+// a "trigger" (package hold's drain trigger) is not the lane's record and
+// is not counted.
 func (t *Tally) Outcome(outcome, reason string) {
+	if outcome == outcomeTrigger {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.c.Processed++
 	switch outcome {
-	case outcomeSucceeded:
+	case outcomeSucceeded, outcomeHeld:
 	case outcomeInvalid:
 		if t.c.Invalid == nil {
 			t.c.Invalid = map[string]int{}
