@@ -8,6 +8,7 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/emf"
+	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/settings"
 
@@ -45,7 +46,7 @@ func withDoc(s settings.String, doc string) settings.String {
 // Settings lists the consumer's settings, in the order of its README table.
 var Settings = []settings.Setting{
 	InvalidQueueURL, settings.IdempotencyTable, EntriesTable, ConsumerName, settings.Concurrency,
-	settings.ConsumerDeadlineMargin, settings.RecordLifetime, MaxPayloadBytes,
+	settings.ConsumerDeadlineMargin, settings.RecordLifetime, MaxPayloadBytes, settings.GroupOrder, settings.SourceQueueURL,
 }
 
 // Config is the consumer's configuration, read from the environment
@@ -61,6 +62,11 @@ type Config struct {
 	DeadlineMargin   time.Duration
 	RecordLifetime   time.Duration
 	MaxPayloadBytes  int
+	// GroupOrder is "hold" or "skip" when the lane keeps each account's
+	// order through failure (package hold; the construct sets it on a FIFO
+	// lane), "" when it does not; SourceQueueURL is then the lane's source.
+	GroupOrder     string
+	SourceQueueURL string
 }
 
 // LoadConfig reads the configuration through getenv and validates it; the
@@ -76,6 +82,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		DeadlineMargin:   env.Duration(settings.ConsumerDeadlineMargin),
 		RecordLifetime:   env.Duration(settings.RecordLifetime),
 		MaxPayloadBytes:  env.Int(MaxPayloadBytes),
+		GroupOrder:       env.String(settings.GroupOrder),
+		SourceQueueURL:   env.String(settings.SourceQueueURL),
 	}
 	if err := errors.Join(env.Err(), c.Validate()); err != nil {
 		return Config{}, fmt.Errorf("posting configuration: %w", err)
@@ -94,7 +102,21 @@ func (c Config) Validate() error {
 		settings.ConsumerDeadlineMargin.Check(c.DeadlineMargin),
 		settings.RecordLifetime.Check(c.RecordLifetime),
 		MaxPayloadBytes.Check(c.MaxPayloadBytes),
+		c.checkGroups(),
 	)
+}
+
+func (c Config) checkGroups() error {
+	if c.GroupOrder == "" {
+		return nil
+	}
+	if _, err := hold.ParseOnError(c.GroupOrder); err != nil {
+		return fmt.Errorf("%s: %w", settings.GroupOrder.Env, err)
+	}
+	if c.SourceQueueURL == "" {
+		return fmt.Errorf("%s is set, so %s is required", settings.GroupOrder.Env, settings.SourceQueueURL.Env)
+	}
+	return nil
 }
 
 // Deps are the adapters the processor is built from; tests pass fakes.
@@ -102,6 +124,7 @@ type Deps struct {
 	Sender batch.Sender      // sends to the invalid queue
 	Store  idempotency.Store // the idempotency records
 	Ledger ledger.Ledger
+	Holds  hold.Store       // the accounts' holds, when cfg.GroupOrder is set
 	Logger *slog.Logger     // default slog.Default()
 	Now    func() time.Time // default time.Now
 }
@@ -128,7 +151,10 @@ func NewProcessor(cfg Config, d Deps) *batch.Processor {
 		},
 	}
 	h := &Handler{Receiver: receiver, Ledger: d.Ledger, MaxBytes: cfg.MaxPayloadBytes}
-	return batch.New(h.Handle, batch.NewInvalidQueue(d.Sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.Now),
-		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.Logger, Now: d.Now,
-			OnOutcome: emf.CountOutcome[batch.Outcome]}) // the lane's metrics, when Process runs under emf.Wrap
+	opts := batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.Logger, Now: d.Now,
+		OnOutcome: emf.CountOutcome[batch.Outcome]} // the lane's metrics, when Process runs under emf.Wrap
+	if cfg.GroupOrder != "" {
+		opts.Groups = &hold.Keeper{Store: d.Holds, Source: d.Sender, SourceURL: cfg.SourceQueueURL, OnError: hold.OnError(cfg.GroupOrder)}
+	}
+	return batch.New(h.Handle, batch.NewInvalidQueue(d.Sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.Now), opts)
 }
