@@ -45,7 +45,7 @@ type Counts struct {
 	Blocked      int            `json:"blocked"`      // OutcomeBlocked
 	Skipped      int            `json:"skipped"`      // OutcomeSkipped
 	Deferred     int            `json:"deferred"`     // OutcomeDeferred
-	Errors       int            `json:"errors"`       // OutcomeFailed, and failures after a move (its ledger record, its delete)
+	Errors       int            `json:"errors"`       // OutcomeFailed, and failures after a move (its ledger record, its delete, the hold told of its park)
 }
 
 // count adds one message of outcome o (reason: the parking reason).

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/settings"
 )
@@ -30,8 +31,9 @@ var ErrInvalidRequest = errors.New("replay: invalid request")
 // Route is one dead-letter queue with its source and parking queues, all of
 // the same type (FIFO when the URLs end in settings.FIFOSuffix, ".fifo"),
 // and what the replay needs to know of the lane's messages and consumer:
-// its business key, its payload hash and whether its consumer writes
-// homing's completion records. Its JSON is an element of REPLAY_ROUTES.
+// its business key, its payload hash, whether its consumer writes
+// homing's completion records and whether it holds its message groups.
+// Its JSON is an element of REPLAY_ROUTES.
 type Route struct {
 	Name       string `json:"name"`
 	DLQURL     string `json:"dlqUrl"`
@@ -57,6 +59,14 @@ type Route struct {
 	// read nothing, and the route's canary gate says it is skipped. It
 	// needs a Key.
 	Records bool `json:"records,omitempty"`
+	// Groups says that the lane's consumer keeps each message group in
+	// order through failure (package hold; the consumer's GROUP_ORDER):
+	// "hold" keeps a group whose head can never succeed held until an
+	// operator releases it, "skip" lets the group go on past that head
+	// (hold.ParseOnError); "" (the default): off. With it, the engine tells
+	// the lane's holds of every message it parks, and sweeps them at the
+	// start of each run ([Options.Holds]). FIFO routes only.
+	Groups string `json:"groups,omitempty"`
 }
 
 // FIFO reports whether the route's queues are FIFO queues.
@@ -70,8 +80,9 @@ var ErrExpression = errors.New("not a JMESPath expression")
 // or longer than 256 bytes (the name travels in the metadata the engine
 // seals, which must stay within its bounds to verify: see seal.go), a key
 // or payload-hash expression that does not compile (wrapping
-// [ErrExpression], naming the route and the expression), and Records
-// without a Key.
+// [ErrExpression], naming the route and the expression), Records
+// without a Key, and Groups that is not "hold" or "skip", or is set on a
+// standard route.
 func (r Route) Validate() error {
 	var errs []error
 	switch {
@@ -93,6 +104,15 @@ func (r Route) Validate() error {
 	}
 	if r.Records && r.Key == "" {
 		errs = append(errs, fmt.Errorf("route %q: records needs a key: the consumer's completion records are found by key", r.Name))
+	}
+	if r.Groups != "" {
+		if _, err := hold.ParseOnError(r.Groups); err != nil {
+			errs = append(errs, fmt.Errorf("route %q: groups: %w", r.Name, err))
+		}
+		if !r.FIFO() {
+			errs = append(errs, fmt.Errorf("route %q: groups %q needs a FIFO route: a standard queue has no message groups to keep in order (its queue URLs must end in %s)",
+				r.Name, r.Groups, settings.FIFOSuffix))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -231,7 +231,9 @@ func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receiv
 			again = append(again, m)
 			continue
 		}
-		items = append(items, &item{msg: readMessage(m, now, p.trust, p.lane.key)})
+		it := &item{msg: readMessage(m, now, p.trust, p.lane.key)}
+		it.msg.origin = p.originOf(m)
+		items = append(items, it)
 	}
 	early := r.holdMessages(ctx, p, again, receivedAt)
 	var b *batch

@@ -3,9 +3,11 @@
 // queues of its routes with the replay engine, and returns the run summary.
 // The payloads it accepts and its configuration are package
 // replay/handler's (handler.Config.ParseInvocation, handler.LoadConfig):
-// each route of REPLAY_ROUTES names its lane's business key, payload hash
-// and whether the lane's consumer writes completion records, which it reads
-// in the idempotency table under the scope CONSUMER_NAME.
+// each route of REPLAY_ROUTES names its lane's business key, payload hash,
+// whether the lane's consumer writes completion records, which it reads
+// in the idempotency table under the scope CONSUMER_NAME, and whether the
+// consumer holds its message groups (a FIFO lane's groups), whose holds
+// it keeps in the same table under the same scope.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
 )
@@ -50,13 +53,16 @@ func run(ctx context.Context) error {
 	)
 	var (
 		_ replay.Queue          = queue
+		_ hold.Sender           = queue // the keepers' drain triggers (replay.HoldsOf)
 		_ dynamo.LedgerAPI      = db
 		_ dynamo.CompletionsAPI = db
+		_ dynamo.HoldAPI        = db
 	)
 	h := handler.New(cfg, handler.Deps{
 		Queue:       queue,
 		Ledger:      dynamo.NewLedger(db, cfg.LedgerTable, nil),
 		Completions: dynamo.NewCompletions(db, cfg.IdempotencyTable, cfg.ConsumerName, nil),
+		Holds:       dynamo.NewHoldStore(db, cfg.IdempotencyTable, cfg.ConsumerName),
 		Health:      health,
 		Logger:      lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
 		Metrics:     os.Stdout,

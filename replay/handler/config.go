@@ -68,7 +68,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			}
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: not a JSON array of {\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\",\"key\",\"payloadHash\",\"records\"}: %w", settings.ReplayRoutes.Env, err))
+			errs = append(errs, fmt.Errorf("%s: not a JSON array of {\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\",\"key\",\"payloadHash\",\"records\",\"groups\"}: %w", settings.ReplayRoutes.Env, err))
 		}
 	}
 	if err := errors.Join(append(errs, env.Err(), c.Validate())...); err != nil {
@@ -115,7 +115,7 @@ func (c Config) Validate() error {
 
 // Options returns the engine options the configuration sets (a copy of
 // Engine). The caller adds the ports and hooks: Health, Completions,
-// Logger, Now, Sleep, OnProgress. Consumer is the configuration's
+// Holds, Logger, Now, Sleep, OnProgress. Consumer is the configuration's
 // CONSUMER_NAME.
 func (c Config) Options() replay.Options {
 	o := c.Engine

@@ -1,0 +1,225 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/hold"
+)
+
+// The held groups of a FIFO route whose consumer keeps each group in order
+// through failure ([Route.Groups], package hold). The consumer holds a
+// group when one of its records fails and stores the group's later records
+// behind it; the head dead-letters, and the engine replays it as any dead
+// letter. The engine has two duties more: when it parks a message (for any
+// reason), it tells the route's keeper once the message is in the parking
+// queue (hold.Keeper.Parked: the hold of a group whose head it is says why,
+// and a lane that skips releases the group); and at the start of each run
+// it sweeps the route's holds once (hold.Keeper.Sweep: a trigger for a
+// drain left by a crash, the release of a parked head on a lane that
+// skips), and reports them in the route's summary ([GroupHolds]). Neither
+// changes what becomes of a message: a failure is a warning.
+
+// DefaultHoldStale is the default of [Options.HoldStale]: Lambda's longest
+// function timeout, so that no consumer's drain under way is taken for a
+// stalled one.
+const DefaultHoldStale = 15 * time.Minute
+
+// GroupHolds is what a run saw of the held groups of a route with
+// [Route.Groups]: the holds as its sweep listed them at the start of the
+// run, and the parks it could not tell them of. Its zero value (nothing
+// held, nothing failed) is left out of the summary.
+type GroupHolds struct {
+	Held     int `json:"held,omitempty"`     // groups held behind a head not yet applied
+	Draining int `json:"draining,omitempty"` // groups whose held records are being applied
+	// ParkedHeads counts the held groups whose head will not come back by
+	// itself (parked, or routed to the invalid queue): each waits for an
+	// operator's release (dlq), unless the lane skips; then the sweep
+	// released it.
+	ParkedHeads int `json:"parkedHeads,omitempty"`
+	// ParkErrors counts the messages this run parked whose hold could not
+	// be told (each is also its message's warning, counted in Errors): if
+	// one was its group's head, the group stays held without the reason,
+	// until an operator releases it.
+	ParkErrors int `json:"parkErrors,omitempty"`
+	// Error says why the holds were not swept: no keeper for the route
+	// ([Options.Holds]), or the sweep's error.
+	Error string `json:"error,omitempty"`
+}
+
+// see counts holds, as listed.
+func (g *GroupHolds) see(holds []hold.Hold) {
+	for _, h := range holds {
+		switch {
+		case h.State == hold.Draining:
+			g.Draining++
+		case h.Parked != "":
+			g.Held++
+			g.ParkedHeads++
+		default:
+			g.Held++
+		}
+	}
+}
+
+// HoldsOf returns the [Options.Holds] of a lane whose holds are in store:
+// each route's keeper sends to the route's source queue through source and
+// does with a head that can never succeed what the route's Groups says. It
+// returns nil (holds off) when store is nil.
+func HoldsOf(store hold.Store, source hold.Sender) func(Route) *hold.Keeper {
+	if store == nil {
+		return nil
+	}
+	return func(rt Route) *hold.Keeper {
+		onError, _ := hold.ParseOnError(rt.Groups) // Route.Validate refuses any other
+		return &hold.Keeper{Store: store, Source: source, SourceURL: rt.SourceURL, OnError: onError}
+	}
+}
+
+// errNoKeeper says a route with Groups has no keeper of its holds.
+var errNoKeeper = errors.New("no keeper of the route's holds (Options.Holds): its holds are not swept, and not told of its parks")
+
+// routeHolds is a route's keeper in a run, and what the run saw of its
+// holds. The run's sweep writes seen before the routes' passes start; the
+// passes only read them.
+type routeHolds struct {
+	keeper *hold.Keeper // nil: the route's holds are off (see seen.Error)
+	seen   GroupHolds
+}
+
+// keepers returns the keepers of the routes with Groups, by route name.
+func (e *Engine) keepers(routes []Route) map[string]*routeHolds {
+	out := map[string]*routeHolds{}
+	for _, rt := range routes {
+		if rt.Groups == "" {
+			continue
+		}
+		rh := &routeHolds{}
+		var err error
+		if rh.keeper, err = e.keeperOf(rt); err != nil {
+			rh.seen.Error = err.Error()
+		}
+		out[rt.Name] = rh
+	}
+	return out
+}
+
+// keeperOf returns the keeper of rt's holds, or why it has none.
+func (e *Engine) keeperOf(rt Route) (*hold.Keeper, error) {
+	var k *hold.Keeper
+	if e.opts.Holds != nil {
+		k = e.opts.Holds(rt)
+	}
+	if k == nil {
+		return nil, errNoKeeper
+	}
+	if err := k.Validate(); err != nil {
+		return nil, fmt.Errorf("the keeper of the route's holds: %w", err)
+	}
+	return k, nil
+}
+
+// keeper is the keeper of route's holds in the run; nil when it has none.
+func (r *run) keeper(route string) *hold.Keeper {
+	if rh := r.holds[route]; rh != nil {
+		return rh.keeper
+	}
+	return nil
+}
+
+// sweep sweeps the holds of every route with a keeper, once per run,
+// before any route's pass, one route after the other in the request's
+// order (a round trip per route, and the calls in a fixed order for a
+// deterministic replay of a run); a dry run lists them and changes
+// nothing. Each route with Groups gets one log line.
+func (r *run) sweep(ctx context.Context) {
+	for _, rt := range r.req.Routes {
+		rh := r.holds[rt.Name]
+		if rh == nil {
+			continue
+		}
+		if rh.keeper != nil {
+			r.sweepRoute(ctx, rh)
+		}
+		r.logHolds(ctx, rt, rh.seen)
+	}
+}
+
+// sweepRoute sweeps one route's holds and counts what it listed.
+func (r *run) sweepRoute(ctx context.Context, rh *routeHolds) {
+	var holds []hold.Hold
+	var err error
+	if r.req.DryRun {
+		holds, err = rh.keeper.Store.List(ctx)
+	} else {
+		holds, err = rh.keeper.Sweep(ctx, r.now(), r.e.opts.HoldStale)
+	}
+	rh.seen.see(holds)
+	if err != nil {
+		rh.seen.Error = fmt.Sprintf("sweep the held groups: %v", err)
+	}
+}
+
+func (r *run) logHolds(ctx context.Context, rt Route, g GroupHolds) {
+	level := slog.LevelInfo
+	attrs := []slog.Attr{slog.String("runId", r.id), slog.String("route", rt.Name), slog.String("queue", rt.SourceURL),
+		slog.Int("held", g.Held), slog.Int("draining", g.Draining), slog.Int("parkedHeads", g.ParkedHeads)}
+	if g.Error != "" {
+		level = slog.LevelWarn
+		attrs = append(attrs, slog.String("error", g.Error))
+	}
+	r.e.opts.Logger.LogAttrs(ctx, level, "replay holds", attrs...)
+}
+
+// originOf is the original id of m as package hold names a group's head
+// (hold.OriginOf), on a route with a keeper; "" on others.
+func (p *pass) originOf(m types.Message) string {
+	if p.keeper == nil {
+		return ""
+	}
+	return hold.OriginOf(aws.ToString(m.MessageId), m.MessageAttributes)
+}
+
+// parkedAttempts bounds the tries of one hold.Keeper.Parked: a conflict is
+// the consumer storing a record behind the hold between the keeper's read
+// and its write, and the next try reads the hold again.
+const parkedAttempts = 3
+
+// tellParked tells the route's holds of the messages of b parked now (in
+// the parking queue), in receive order. A failure is the message's warning
+// and changes nothing else: the message is parked. It runs even when ctx
+// is done: the park happened.
+func (r *run) tellParked(ctx context.Context, p *pass, b *batch) {
+	if p.keeper == nil {
+		return
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	failed := 0
+	for _, it := range b.items {
+		if it.outcome != OutcomeParked || !it.sent || it.msg.group == "" {
+			continue
+		}
+		var err error
+		for range parkedAttempts {
+			if err = p.keeper.Parked(hctx, it.msg.group, it.msg.origin, it.reason, r.now()); !errors.Is(err, hold.ErrConflict) {
+				break
+			}
+		}
+		if err != nil {
+			it.warn = errors.Join(it.warn, fmt.Errorf("tell the hold of group %q that %s is parked: %w", it.msg.group, it.msg.origin, err))
+			failed++
+		}
+	}
+	if failed > 0 {
+		r.mu.Lock()
+		p.rs.Holds.ParkErrors += failed
+		r.mu.Unlock()
+	}
+}
