@@ -35,7 +35,7 @@
 // hold left draining by a crash. docs/ORDER.md has the protocol, its races
 // and what each costs.
 //
-// [Store] is the port; dynamo.NewHoldStore stores holds in the lane's
-// idempotency table, holdtest.Memory in memory, and holdtest.Tests is the
+// [Store] is the port; dynamo.NewHoldStore stores holds in the lane's hold
+// table (HOLD_TABLE), holdtest.Memory in memory, and holdtest.Tests is the
 // contract both pass.
 package hold

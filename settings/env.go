@@ -47,10 +47,15 @@ var (
 	MaxPayloadBytes = Int{Env: "MAX_PAYLOAD_BYTES", Default: DefaultMaxPayloadBytes, Min: 1, Max: MaxSourceMessageBytes,
 		Doc: "larger bodies are invalid (`payload-too-large`); at most 983040, the source queue's size (SQS's 1 MiB less 64 KiB kept for our metadata)"}
 	GroupOrder = String{Env: "GROUP_ORDER", MaxBytes: 8,
-		Doc: "FIFO lanes: `hold` keeps each message group's order through failure (package hold: a failed record holds its group, the later ones wait behind it in `IDEMPOTENCY_TABLE`), `skip` too but lets a group go on past a head that can never succeed; unset: off (SQS's own order only)"}
+		Doc: "FIFO lanes: `hold` keeps each message group's order through failure (package hold: a failed record holds its group, the later ones wait behind it in `HOLD_TABLE`), `skip` too but lets a group go on past a head that can never succeed; unset: off (SQS's own order only)"}
 	SourceQueueURL = String{Env: "SOURCE_QUEUE_URL", MaxBytes: 2048,
 		Doc: "the lane's source queue, where a held record that fails goes back as its group's head (with `GROUP_ORDER`)"}
 )
+
+// HoldTable is shared: the consumer holds its groups there, the replay
+// tells it of parked heads and sweeps it, dlq lists and releases them.
+var HoldTable = String{Env: "HOLD_TABLE", MaxBytes: 1024,
+	Doc: "DynamoDB table of the lane's group holds (`pk`/`sk` strings, no TTL; package hold), with `GROUP_ORDER`: the construct creates it on a FIFO lane that holds its groups"}
 
 // Settings of the replay function (functions/replay).
 var (
@@ -96,6 +101,7 @@ var Consumer = []Setting{
 	MaxPayloadBytes,
 	GroupOrder,
 	SourceQueueURL,
+	HoldTable,
 	ServiceName,
 	Note(MetricsNamespace, ": `RecordsProcessed`, `RecordsFailed`, `RecordsInvalid` (also by `Reason`), `DuplicatesAbsorbed`, `CompletionsUnrecorded`, `InDoubtTakeovers`"),
 }
@@ -106,6 +112,7 @@ var Replay = []Setting{
 	ReplayRoutes,
 	LedgerTable,
 	Note(IdempotencyTable, "; the canary gate reads its COMPLETED records"),
+	Note(HoldTable, "; the routes with `groups` tell it of parked heads and sweep it"),
 	ConsumerName,
 	HealthURL,
 	MaxReplays,

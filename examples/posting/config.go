@@ -46,7 +46,7 @@ func withDoc(s settings.String, doc string) settings.String {
 // Settings lists the consumer's settings, in the order of its README table.
 var Settings = []settings.Setting{
 	InvalidQueueURL, settings.IdempotencyTable, EntriesTable, ConsumerName, settings.Concurrency,
-	settings.ConsumerDeadlineMargin, settings.RecordLifetime, MaxPayloadBytes, settings.GroupOrder, settings.SourceQueueURL,
+	settings.ConsumerDeadlineMargin, settings.RecordLifetime, MaxPayloadBytes, settings.GroupOrder, settings.SourceQueueURL, settings.HoldTable,
 }
 
 // Config is the consumer's configuration, read from the environment
@@ -64,9 +64,11 @@ type Config struct {
 	MaxPayloadBytes  int
 	// GroupOrder is "hold" or "skip" when the lane keeps each account's
 	// order through failure (package hold; the construct sets it on a FIFO
-	// lane), "" when it does not; SourceQueueURL is then the lane's source.
+	// lane), "" when it does not; SourceQueueURL is then the lane's source
+	// and HoldTable the table of its holds.
 	GroupOrder     string
 	SourceQueueURL string
+	HoldTable      string
 }
 
 // LoadConfig reads the configuration through getenv and validates it; the
@@ -84,6 +86,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		MaxPayloadBytes:  env.Int(MaxPayloadBytes),
 		GroupOrder:       env.String(settings.GroupOrder),
 		SourceQueueURL:   env.String(settings.SourceQueueURL),
+		HoldTable:        env.String(settings.HoldTable),
 	}
 	if err := errors.Join(env.Err(), c.Validate()); err != nil {
 		return Config{}, fmt.Errorf("posting configuration: %w", err)
@@ -113,8 +116,8 @@ func (c Config) checkGroups() error {
 	if _, err := hold.ParseOnError(c.GroupOrder); err != nil {
 		return fmt.Errorf("%s: %w", settings.GroupOrder.Env, err)
 	}
-	if c.SourceQueueURL == "" {
-		return fmt.Errorf("%s is set, so %s is required", settings.GroupOrder.Env, settings.SourceQueueURL.Env)
+	if c.SourceQueueURL == "" || c.HoldTable == "" {
+		return fmt.Errorf("%s is set, so %s and %s are required", settings.GroupOrder.Env, settings.SourceQueueURL.Env, settings.HoldTable.Env)
 	}
 	return nil
 }

@@ -62,11 +62,20 @@ func run(ctx context.Context) error {
 		Queue:       queue,
 		Ledger:      dynamo.NewLedger(db, cfg.LedgerTable, nil),
 		Completions: dynamo.NewCompletions(db, cfg.IdempotencyTable, cfg.ConsumerName, nil),
-		Holds:       dynamo.NewHoldStore(db, cfg.IdempotencyTable, cfg.ConsumerName),
+		Holds:       holds(db, cfg),
 		Health:      health,
 		Logger:      lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
 		Metrics:     os.Stdout,
 	})
 	lambda.StartWithOptions(h, lambda.WithContext(ctx))
 	return nil
+}
+
+// holds is the lane's hold store, nil when the function has no HOLD_TABLE
+// (a route with groups then reports it in its summary).
+func holds(db *dynamodb.Client, cfg handler.Config) hold.Store {
+	if cfg.HoldTable == "" {
+		return nil
+	}
+	return dynamo.NewHoldStore(db, cfg.HoldTable, cfg.ConsumerName)
 }

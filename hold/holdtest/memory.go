@@ -2,6 +2,8 @@ package holdtest
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -15,15 +17,18 @@ import (
 type Memory struct {
 	mu    sync.Mutex
 	holds map[string]hold.Hold
-	held  map[string]map[string]hold.Message // group -> seq -> message
-	next  int64
+	// held is group -> seq -> the record as JSON: kept encoded, as a
+	// real store keeps it, so that neither the caller's copy nor the one
+	// Next returned shares its maps with the store.
+	held map[string]map[string][]byte
+	next int64
 }
 
 var _ hold.Store = (*Memory)(nil)
 
 // NewMemory returns an empty store.
 func NewMemory() *Memory {
-	return &Memory{holds: map[string]hold.Hold{}, held: map[string]map[string]hold.Message{}}
+	return &Memory{holds: map[string]hold.Hold{}, held: map[string]map[string][]byte{}}
 }
 
 func (m *Memory) version() int64 {
@@ -67,11 +72,15 @@ func (m *Memory) Append(_ context.Context, group string, msg hold.Message, now t
 	if _, dup := m.held[group][msg.Seq]; dup {
 		return h, nil
 	}
-	if m.held[group] == nil {
-		m.held[group] = map[string]hold.Message{}
-	}
 	msg.Record.ReceiptHandle = ""
-	m.held[group][msg.Seq] = msg
+	record, err := json.Marshal(msg.Record)
+	if err != nil {
+		return hold.Hold{}, fmt.Errorf("holdtest: encode record %s of group %q: %w", msg.Seq, group, err)
+	}
+	if m.held[group] == nil {
+		m.held[group] = map[string][]byte{}
+	}
+	m.held[group][msg.Seq] = record
 	h.Version, h.Updated = m.version(), now
 	m.holds[group] = h
 	return h, nil
@@ -87,8 +96,12 @@ func (m *Memory) Next(_ context.Context, group string, n int) ([]hold.Message, e
 	}
 	slices.Sort(seqs)
 	out := []hold.Message{}
-	for _, s := range seqs[:min(n, len(seqs))] {
-		out = append(out, m.held[group][s])
+	for _, s := range seqs[:max(0, min(n, len(seqs)))] {
+		msg := hold.Message{Seq: s}
+		if err := json.Unmarshal(m.held[group][s], &msg.Record); err != nil {
+			return nil, fmt.Errorf("holdtest: decode record %s of group %q: %w", s, group, err)
+		}
+		out = append(out, msg)
 	}
 	return out, nil
 }

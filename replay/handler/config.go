@@ -22,6 +22,7 @@ type Config struct {
 	Routes           []replay.Route // REPLAY_ROUTES
 	LedgerTable      string         // LEDGER_TABLE
 	IdempotencyTable string         // IDEMPOTENCY_TABLE: the consumer's, read by the canary gate
+	HoldTable        string         // HOLD_TABLE: the lane's group holds, for the routes with groups ("" for none)
 	ConsumerName     string         // CONSUMER_NAME: the consumer's idempotency scope
 	HealthURL        string         // HEALTH_URL: "" for no health gate
 	// Engine holds the tuning the environment sets: the policy, the rate,
@@ -40,6 +41,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
 		LedgerTable:      env.String(settings.LedgerTable),
 		IdempotencyTable: env.String(settings.IdempotencyTable),
+		HoldTable:        env.String(settings.HoldTable),
 		ConsumerName:     env.String(settings.ConsumerName),
 		HealthURL:        env.String(settings.HealthURL),
 		MetricsNamespace: env.String(settings.MetricsNamespace),

@@ -61,12 +61,14 @@ func run(ctx context.Context) error {
 		_ batch.Sender          = queue
 		_ dynamo.IdempotencyAPI = db
 		_ ledger.TableAPI       = db
+		_ dynamo.HoldAPI        = db
 	)
 	logger := lambdacontext.NewLogger(lambdacontext.WithFunctionARN())
 	p := posting.NewProcessor(cfg, posting.Deps{
 		Sender: queue,
 		Store:  dynamo.NewIdempotencyStore(db, cfg.IdempotencyTable),
 		Ledger: ledger.NewTable(db, cfg.EntriesTable),
+		Holds:  dynamo.NewHoldStore(db, cfg.HoldTable, cfg.ConsumerName),
 		Logger: logger,
 	})
 	lambda.StartWithOptions(newHandler(p, metrics, os.Stdout, logger), lambda.WithContext(ctx))
