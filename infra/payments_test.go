@@ -9,8 +9,9 @@ import (
 
 // TestPaymentsLane: the local profile's example lane is FIFO end to end,
 // its consumer is the examples module's bootstrap fed by the FIFO source
-// with partial batch failures, told its ledger table, and allowed on that
-// table exactly the calls package ledger makes.
+// with partial batch failures, told its ledger table, allowed on that
+// table exactly the calls package ledger makes, and holds its groups (the
+// construct's default on a FIFO lane).
 func TestPaymentsLane(t *testing.T) {
 	s := profile(t, ProfileLocal)
 	for _, q := range []string{"PaymentsSourceQueue", "PaymentsDeadLetterQueue", "PaymentsInvalidQueue", "PaymentsParkingQueue"} {
@@ -35,6 +36,18 @@ func TestPaymentsLane(t *testing.T) {
 			"Environment": obj{"Variables": like(obj{"ENTRIES_TABLE": obj{"Ref": entries}, "CONSUMER_NAME": "payments", "DEADLINE_MARGIN": "1s"})},
 		}))
 	})
+	// FIFO: by default the lane holds a group behind its failed record, so
+	// that an account's entries keep their order through any failure.
+	vars := func(fn string) map[string]any {
+		return s.resources[fn]["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
+	}
+	source := s.find(t, "AWS::SQS::Queue", "PaymentsSourceQueue")
+	if v := vars(consumer); v["GROUP_ORDER"] != "hold" || mustJSON(v["SOURCE_QUEUE_URL"]) != mustJSON(obj{"Ref": source}) {
+		t.Errorf("payments consumer: GROUP_ORDER %v, SOURCE_QUEUE_URL %s; want hold and its source queue", v["GROUP_ORDER"], mustJSON(v["SOURCE_QUEUE_URL"]))
+	}
+	if v := vars(s.id(t, "AWS::Lambda::Function", "Consumer")); v["GROUP_ORDER"] != nil || v["SOURCE_QUEUE_URL"] != nil {
+		t.Errorf("orders consumer (a standard lane): GROUP_ORDER %v, SOURCE_QUEUE_URL %v; want neither", v["GROUP_ORDER"], v["SOURCE_QUEUE_URL"])
+	}
 	check(t, "the consumer may get, put and update entries, nothing more", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::IAM::Policy"), like(obj{
 			"PolicyDocument": like(obj{"Statement": assertions.Match_ArrayWith(&[]any{obj{

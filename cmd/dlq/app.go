@@ -69,7 +69,7 @@ func (g *globalFlags) resourceFlags() []resourceFlag {
 		{"parking-url", outParking, "URL of the parking queue", &g.parkingURL, checkQueueURL},
 		{"invalid-url", outInvalid, "URL of the invalid-message queue", &g.invalidURL, checkQueueURL},
 		{"ledger-table", outLedger, "DynamoDB table of the replay ledger", &g.ledgerTable, checkTableName},
-		{"idempotency-table", outIdempotency, "DynamoDB table of the consumer's idempotency records", &g.idempotencyTable, checkTableName},
+		{"idempotency-table", outIdempotency, "DynamoDB table of the consumer's idempotency records (and of a FIFO lane's held groups)", &g.idempotencyTable, checkTableName},
 	}
 }
 
@@ -123,6 +123,9 @@ Cautions:
     delete anything, but the messages are invisible for a few seconds.
   - replay moves messages with the scheduled replay's engine, gates and
     ledger; it asks for confirmation on a terminal unless --yes or --dry-run.
+  - groups release lets a held message group go on past its head: the head's
+    effect, if it is ever applied, comes after its successors'. It asks for
+    confirmation on a terminal unless --yes.
 
 Where the lane is, first that applies:
   --outputs-file FILE   the stack outputs as ` + "`cdk deploy --outputs-file`" + ` writes them
@@ -151,7 +154,7 @@ func (a *app) rootCommand() *cobra.Command {
 	g := &a.flags
 	root := &cobra.Command{
 		Use:     "dlq",
-		Short:   "Inspect, peek at, replay and audit a dead-letter lane",
+		Short:   "Inspect, peek at, replay and audit a dead-letter lane, and release its held message groups",
 		Long:    rootLong,
 		Version: version(),
 		Example: `  dlq --stack MyStack --region eu-west-1 inspect
@@ -160,7 +163,9 @@ func (a *app) rootCommand() *cobra.Command {
   dlq replay --dry-run --older-than 1h
   dlq replay --key KEY --yes -o json           # the messages of one business key
   dlq audit --key KEY                          # its history and completion record
-  dlq audit --runs 5`,
+  dlq audit --runs 5
+  dlq groups                                   # the held message groups of a FIFO lane
+  dlq groups release GROUP                     # let one go on past its head`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.resolveFlags(cmd) },
@@ -182,7 +187,7 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.MarkFlagsMutuallyExclusive("outputs-file", "stack-outputs")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{code: exitUsage, err: err} })
-	root.AddCommand(a.inspectCommand(), a.peekCommand(), a.replayCommand(), a.auditCommand())
+	root.AddCommand(a.inspectCommand(), a.peekCommand(), a.replayCommand(), a.auditCommand(), a.groupsCommand())
 	return root
 }
 

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -30,6 +31,11 @@ type backend struct {
 	ledger      func(table string) replay.Ledger
 	completions func(table, consumer string) replay.Completions
 	items       dynamo.ItemGetter
+	// holds returns the store of a lane's group holds: in its idempotency
+	// table, under its consumer's scope.
+	holds func(table, scope string) hold.Store
+	// sender sends the drain trigger of a release (hold.Keeper).
+	sender hold.Sender
 	// functionEnv returns the environment of a Lambda function.
 	functionEnv func(ctx context.Context, name string) (map[string]string, error)
 	// stackOutputs returns the outputs of a CloudFormation stack.
@@ -58,6 +64,7 @@ func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend
 		_ dynamo.LedgerAPI      = db
 		_ dynamo.CompletionsAPI = db
 		_ dynamo.ItemGetter     = db
+		_ hold.Sender           = queue
 		_ resourceTagger        = tags
 		_ queueURLGetter        = queue
 	)
@@ -67,7 +74,9 @@ func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend
 		completions: func(table, consumer string) replay.Completions {
 			return dynamo.NewCompletions(db, table, consumer, nil)
 		},
-		items: db,
+		items:  db,
+		holds:  func(table, scope string) hold.Store { return dynamo.NewHoldStore(db, table, scope) },
+		sender: queue,
 		functionEnv: func(ctx context.Context, name string) (map[string]string, error) {
 			out, err := fn.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(name)})
 			if err != nil {

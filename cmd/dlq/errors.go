@@ -10,7 +10,7 @@ const (
 	exitOK         = 0
 	exitError      = 1 // an operational error: an AWS call failed, a resource is missing
 	exitUsage      = 2 // bad flags or arguments
-	exitRefused    = 3 // refused: a source queue without --force, or the confirmation was declined
+	exitRefused    = 3 // refused: a source queue without --force, the confirmation was declined, or the group to release is not held
 	exitIncomplete = 4 // replay: the run hit errors, or closed gates held every route
 )
 
@@ -56,7 +56,8 @@ const exitCodesHelp = `Exit codes:
   1  operational error: an AWS call failed, a resource or the outputs file is missing
   2  usage error: bad flags or arguments
   3  refused: the queue is a source queue (it has a RedrivePolicy) and --force was not given,
-     or a replay that moves messages was not confirmed (declined, or no terminal and no --yes)
+     a replay that moves messages or a release was not confirmed (declined, or no terminal and
+     no --yes), or the group to release is not held
   4  replay only: the run finished but some messages failed (errors > 0, or a route stopped
      on an error), or closed gates held every route so nothing could move; the summary is
      printed all the same`

@@ -33,7 +33,7 @@ func sampleWordsIn(s string) []string {
 // it), quoted as it is.
 func TestHelpSpeaksOfAnyLane(t *testing.T) {
 	f := newFixture(t)
-	for _, args := range [][]string{{"--help"}, {"inspect", "--help"}, {"peek", "--help"}, {"replay", "--help"}, {"audit", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"inspect", "--help"}, {"peek", "--help"}, {"replay", "--help"}, {"audit", "--help"}, {"groups", "--help"}, {"groups", "release", "--help"}} {
 		r := f.runRaw(args...)
 		r.want(t, exitOK)
 		for i, line := range strings.Split(r.stdout, "\n") {

@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/hold/holdtest"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -43,6 +45,12 @@ type fixture struct {
 	file    string            // the outputs file
 	tagging *fakeTagging
 	urls    map[string]string // queue name -> URL
+
+	// holds is the lane's store of group holds; opened lists the
+	// "<table> <scope>" dlq opened it with.
+	holds  hold.Store
+	memory *holdtest.Memory // holds, unless a test wraps it
+	opened []string
 
 	env    map[string]string // the replay function's environment
 	envErr error
@@ -67,6 +75,8 @@ func newFixture(t *testing.T) *fixture {
 		t: t, clock: replaytest.NewClock(time.Now().UTC().Truncate(time.Second)), items: &fakeItems{items: map[string]map[string]dbtypes.AttributeValue{}},
 		calls: map[string]int{}, urls: map[string]string{}, vars: map[string]string{}, tagging: &fakeTagging{},
 	}
+	f.memory = holdtest.NewMemory()
+	f.holds = f.memory
 	f.q = replaytest.NewMemoryQueue(f.clock.Now)
 	f.ledger = replaytest.NewMemoryLedger(f.clock.Now)
 	f.q.CallFault = func(op, _ string) error {
@@ -197,6 +207,11 @@ func (f *fixture) runRaw(args ...string) result {
 					return &replaytest.MemoryCompletions{Store: idempotency.NewMemoryStore(), Scope: consumer}
 				},
 				items: f.items,
+				holds: func(table, scope string) hold.Store {
+					f.opened = append(f.opened, table+" "+scope)
+					return f.holds
+				},
+				sender: f.q,
 				functionEnv: func(_ context.Context, name string) (map[string]string, error) {
 					if f.envErr != nil {
 						return nil, f.envErr

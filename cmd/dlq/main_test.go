@@ -136,6 +136,16 @@ func TestChecksBeforeAWS(t *testing.T) {
 		{"a resource flag, not a queue URL", []string{"--dlq-url", "http://x", "inspect"}, true, exitUsage, []string{`--dlq-url "http://x": not a queue URL`}},
 		{"a resource flag, empty", []string{"--parking-url", "", "inspect"}, false, exitUsage, []string{`--parking-url "": not a queue URL`}},
 		{"a table flag, not a table", []string{"--ledger-table", "a b", "audit"}, false, exitUsage, []string{`--ledger-table "a b": not a DynamoDB table`}},
+		{"groups, nothing given", []string{"groups"}, true, exitError, []string{"no IdempotencyTableName: " + noOrigin + "; or pass --idempotency-table"}},
+		{"groups release, only the table given", []string{"--idempotency-table", "idempotency", "groups", "release", "g-1"}, true, exitError, []string{"no SourceQueueUrl: " + noOrigin + "; or pass --source-url"}},
+		{"groups, an argument", []string{"groups", "g-1"}, false, exitUsage, []string{`dlq groups takes no arguments, got ["g-1"]`}},
+		{"groups, consumer with the separator", []string{"groups", "--consumer", "a#b"}, false, exitUsage, []string{`--consumer "a#b": want the consumer's name`}},
+		{"groups release, no group", []string{"groups", "release"}, false, exitUsage, []string{"dlq groups release takes one message group, got 0 arguments (dlq groups lists the held groups)"}},
+		{"groups release, two groups", []string{"groups", "release", "g-1", "g-2", "--yes"}, false, exitUsage, []string{"takes one message group, got 2 arguments"}},
+		{"groups release, empty group", []string{"groups", "release", "", "--yes"}, false, exitUsage, []string{`group "": not a message group (want 1..128 letters, digits and ASCII punctuation, as SQS's MessageGroupId)`}},
+		{"groups release, a space", []string{"groups", "release", "g 1", "--yes"}, false, exitUsage, []string{`group "g 1": not a message group`}},
+		{"groups release, too long", []string{"groups", "release", strings.Repeat("g", 129), "--yes"}, false, exitUsage, []string{"not a message group (want 1..128"}},
+		{"groups release, empty consumer", []string{"groups", "release", "g-1", "--consumer", ""}, false, exitUsage, []string{`--consumer "": want the consumer's name`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

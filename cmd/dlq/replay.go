@@ -78,6 +78,11 @@ consumer rejected wrongly, after the consumer is fixed.
 --to URL sends replays to another queue of the same type (FIFO or standard)
 instead of the source queue.
 
+On a FIFO lane whose consumer holds its message groups (the route's "groups"
+in REPLAY_ROUTES), the run also sweeps the held groups and tells them of every
+message it parks, as the scheduled run does (not with --to): a parked head
+keeps its group held until dlq groups release (unless the lane skips).
+
 Every flag is checked before the first AWS call, and so are the lane's
 resources when an outputs file or the resource flags name them.
 
@@ -281,6 +286,9 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 		return err
 	}
 	opts.Completions = s.completions(cfg.IdempotencyTable, cfg.ConsumerName)
+	if rt.Groups != "" {
+		opts.Holds = replay.HoldsOf(s.holds(cfg.IdempotencyTable, cfg.ConsumerName), s.sender)
+	}
 	opts.Logger, opts.Now = a.logger(), a.now
 	bar := newProgress(a.stderr, a.isTerminal(a.stderr))
 	opts.OnProgress = bar.update
@@ -313,17 +321,7 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 		return handler.Config{}, fmt.Errorf("%w — "+`pass --replay-function NAME, or --replay-function "" for the engine's default policy`, err)
 	}
 	fn, env := lc.function, lc.env
-	// The lane's route of the function: its name, and what the engine
-	// must know of the lane's messages (key, payload hash, records).
-	rt := replay.Route{Name: cmp.Or(s.res.lane, defaultRouteName), DLQURL: dlq}
-	if lc.named {
-		rt.Name = lc.route.Name
-	}
-	if lc.found {
-		rt.Key = lc.route.Key
-		rt.PayloadHash = lc.route.PayloadHash
-		rt.Records = lc.route.Records
-	}
+	rt := laneRoute(lc, cmp.Or(s.res.lane, defaultRouteName), dlq, f)
 	if len(keysOf(f.keys, f.orders)) > 0 && rt.Key == "" {
 		return handler.Config{}, usageError("--key: the lane's route names no key expression (REPLAY_ROUTES of the replay function %q), so no message has a key to match", fn)
 	}
@@ -373,6 +371,28 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 		return cfg, &codedError{code: exitUsage, err: err}
 	}
 	return cfg, nil
+}
+
+// laneRoute is the lane's route of the replay function's configuration lc
+// as a run of f starts from it: its name (lane's when lc names none), and
+// what the engine must know of the lane's messages (key, payload hash,
+// records) and groups: on a lane that holds them, the run tells the holds
+// of the heads it parks and sweeps them, as the scheduled run does; not
+// with --to, whose queue is not the lane's source.
+func laneRoute(lc laneConfig, lane, dlq string, f replayFlags) replay.Route {
+	rt := replay.Route{Name: lane, DLQURL: dlq}
+	if lc.named {
+		rt.Name = lc.route.Name
+	}
+	if lc.found {
+		rt.Key = lc.route.Key
+		rt.PayloadHash = lc.route.PayloadHash
+		rt.Records = lc.route.Records
+		if f.to == "" {
+			rt.Groups = lc.route.Groups
+		}
+	}
+	return rt
 }
 
 // runID names a CLI run apart from the function's (Lambda request ids).

@@ -49,7 +49,7 @@ const (
 // wiredEnvironment are the consumer variables the construct sets from its
 // own resources; ConsumerProps.Environment must not set them.
 var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env,
-	EnvKeyExpression, EnvPayloadHashExpression}
+	EnvKeyExpression, EnvPayloadHashExpression, settings.GroupOrder.Env, settings.SourceQueueURL.Env}
 
 // ConsumerProps configures the lane's consumer: the lane builds a
 // provided.al2023 function from a Go bootstrap (CodeDir, by default
@@ -58,7 +58,9 @@ var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.Idempoten
 // source mapping with ReportBatchItemFailures, BatchSize, MaxConcurrency,
 // MaxBatchingWindow) and grants it: consume the source queue, SendMessage on
 // the invalid queue, GetItem, PutItem, UpdateItem and DeleteItem on the
-// idempotency table. Every field is optional but Records.
+// idempotency table (and, on a FIFO lane that holds its groups,
+// SendMessage on the source queue and BatchGetItem and Query on the
+// table's hold items). Every field is optional but Records.
 type ConsumerProps struct {
 	// Function is the team's own consumer function, in any runtime. It
 	// must report partial batch failures (batchItemFailures); its role gets
@@ -105,6 +107,37 @@ type ConsumerProps struct {
 	// payloadValidationJmesPath): the replay route's "payloadHash" and
 	// the consumer's PAYLOAD_HASH_EXPRESSION. Default none: the whole body.
 	PayloadHash *string
+	// GroupOrder is what a FIFO lane keeps of each message group's order
+	// when a record of the group fails (package hold; the consumer's
+	// GROUP_ORDER and the replay route's "groups"):
+	//
+	//   - GroupOrderHold ("hold", the default on a FIFO lane, since order
+	//     is the promise of one): a group whose record fails is held. Its
+	//     later records wait, in order, in the idempotency table (they cost
+	//     no receive and no replay) until that record, the head, is
+	//     applied; then they follow in order. The group's effects apply in
+	//     publication order through any failure confined to it, however
+	//     long; other groups go on. Cost: a group whose head can never
+	//     succeed (routed to the invalid queue, or parked by the replay)
+	//     stays held, its later records waiting, until an operator runs
+	//     `dlq groups release <group>`; the hold items live in the
+	//     idempotency table meanwhile.
+	//   - GroupOrderSkip ("skip", Powertools' skipGroupOnError): the same,
+	//     but a group goes on at once past a head that can never succeed.
+	//     Cost: that head's effect comes after its successors' (if it is
+	//     fixed and replayed from the parking queue), or never.
+	//   - GroupOrderOff ("off"): SQS's own order only, as a lane without
+	//     the option: once a failed record moves to the DLQ its group's
+	//     later records are applied before it comes back.
+	//
+	// With hold or skip the consumer gets GROUP_ORDER and SOURCE_QUEUE_URL
+	// (a held record that fails goes back to the source as the group's
+	// head) and sqs:SendMessage on the source queue, and must implement
+	// the protocol: the Go consumer of package batch does with
+	// batch.Options.Groups; a Consumer.Function in another runtime that
+	// does not must set "off". A standard lane has no message groups: only
+	// unset or "off".
+	GroupOrder *string
 	// Environment adds variables of the consumer the lane builds: its
 	// downstream (the sample's TAX_SERVICE_URL) and tuning (CONCURRENCY,
 	// DEADLINE_MARGIN, RECORD_LIFETIME, MAX_PAYLOAD_BYTES...). It must not
@@ -153,13 +186,17 @@ type consumerResolved struct {
 	ownProps []string
 	// functionTimeout is the Function's own timeout in seconds, nil when it
 	// is not known (an imported function).
-	functionTimeout     *float64
-	timeoutSet          bool
-	timeout             float64
-	memory              float64
-	name                string
-	records             ConsumerRecords
-	key, payloadHash    *string
+	functionTimeout  *float64
+	timeoutSet       bool
+	timeout          float64
+	memory           float64
+	name             string
+	records          ConsumerRecords
+	key, payloadHash *string
+	// groupOrderProp is GroupOrder as given; groupOrder the order in
+	// effect (see groupOrder), set once the lane's queue type is known.
+	groupOrderProp      *string
+	groupOrder          string
 	environment         map[string]string
 	reservedConcurrency *float64
 	batchSize           float64
@@ -182,6 +219,7 @@ func (p *ConsumerProps) resolve(lane, codeDir string) consumerResolved {
 		records:             p.Records,
 		key:                 p.Key,
 		payloadHash:         p.PayloadHash,
+		groupOrderProp:      p.GroupOrder,
 		environment:         p.Environment,
 		reservedConcurrency: p.ReservedConcurrency,
 		batchSize:           number(p.BatchSize, DefaultBatchSize),
@@ -260,6 +298,7 @@ func (r consumerResolved) validate(fifo bool) []error {
 		}
 	}
 	errs := append(c.errs, r.validateContract()...)
+	errs = append(errs, r.validateGroupOrder(fifo)...)
 	errs = append(errs, functionRule("Consumer").refused("Consumer.FunctionProps", r.functionProps)...)
 	errs = append(errs, eventSourceRule.refused("Consumer.EventSourceProps", r.eventSourceProps)...)
 	return errs

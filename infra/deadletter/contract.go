@@ -103,10 +103,11 @@ func (r consumerResolved) contractEnvironment() map[string]*string {
 	return env
 }
 
-// route is the lane's one route of REPLAY_ROUTES, in replay.Route's JSON.
+// route is the lane's one route of REPLAY_ROUTES, in replay.Route's JSON;
+// "groups" only on a lane that holds its groups (ConsumerProps.GroupOrder).
 func (l *lane) route() map[string]any {
 	c := l.props.consumer
-	return map[string]any{
+	route := map[string]any{
 		"name":        l.props.replay.routeName,
 		"dlqUrl":      l.deadLetter.QueueUrl(),
 		"sourceUrl":   l.source.QueueUrl(),
@@ -115,6 +116,10 @@ func (l *lane) route() map[string]any {
 		"payloadHash": deref(c.payloadHash),
 		"records":     c.records.records(),
 	}
+	if c.groupOrder != "" {
+		route["groups"] = c.groupOrder
+	}
+	return route
 }
 
 func deref(s *string) string {

@@ -34,6 +34,22 @@
 //     consume the source queue, SendMessage on the invalid queue, four item
 //     actions on the idempotency table (and, when the lane built it, write
 //     its log group). It has no permission on the DLQ;
+//   - on a FIFO lane, each message group's order through failure
+//     ([ConsumerProps].GroupOrder, package hold): by default ("hold") a
+//     group whose record fails is held, its later records waiting in
+//     order in the idempotency table until that head is applied, so the
+//     group's effects apply in publication order through any failure
+//     confined to it, and other groups go on; a head that can never
+//     succeed (invalid, or parked) holds its group until an operator runs
+//     `dlq groups release`. "skip" lets the group go on past such a head
+//     at once (its effect then comes after its successors', or never);
+//     "off" keeps SQS's order only, which a failure that reaches the DLQ
+//     breaks. The consumer then also gets GROUP_ORDER, SOURCE_QUEUE_URL
+//     and SendMessage on the source queue, the replay function and
+//     GrantOperator item actions on the hold items only (a
+//     dynamodb:LeadingKeys condition on their partition keys,
+//     "<consumer>#holds" and "<consumer>#hold#<group>"). A standard lane
+//     keeps no order and has no such option;
 //   - the replay function (functions/replay; same runtime, architecture and
 //     logging set-up as the consumer, built by the same code) configured
 //     entirely by its environment (REPLAY_ROUTES names the lane's DLQ,
@@ -44,7 +60,9 @@
 //     receive, change visibility, delete and read attributes on the DLQ;
 //     send to the source queue and read its attributes; send to the parking
 //     queue; GetItem, PutItem, UpdateItem and Query on the ledger;
-//     BatchGetItem on the idempotency table. Nothing on the invalid queue;
+//     BatchGetItem on the idempotency table (and on a lane that holds its
+//     groups the hold store's item actions, on the hold items only).
+//     Nothing on the invalid queue;
 //   - alarms (DLQ depth, invalid and parking depth, consumer errors and
 //     throttles, replay errors, the consumer's failed records and the
 //     source queue's age, which page a downstream outage within

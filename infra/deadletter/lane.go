@@ -76,9 +76,11 @@ type Lane interface {
 	ConsumerLogGroup() awslogs.ILogGroup
 	// ConsumerEnvironment are the variables by which the consumer finds the
 	// lane: INVALID_QUEUE_URL, IDEMPOTENCY_TABLE, CONSUMER_NAME,
-	// POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, and the
+	// POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, the
 	// route's contract, KEY_EXPRESSION and PAYLOAD_HASH_EXPRESSION (each
-	// only when ConsumerProps.Key, PayloadHash is set). The lane sets them on a
+	// only when ConsumerProps.Key, PayloadHash is set), and on a FIFO lane
+	// that holds its groups GROUP_ORDER and SOURCE_QUEUE_URL (see
+	// ConsumerProps.GroupOrder). The lane sets them on a
 	// consumer it builds and on an awslambda.Function given as
 	// Consumer.Function (never overwriting a variable the function sets: a
 	// different value is refused at synth); an imported function sets them
@@ -120,7 +122,9 @@ type Lane interface {
 	// peek the DLQ, invalid and parking queues (the source queue's
 	// attributes only), replay on demand (also from the invalid and parking
 	// queues), audit the ledger, stop and resume the schedule, read and invoke
-	// the replay function, read the logs, subscribe to the alarm topic. principal must be a role, a user or an
+	// the replay function, read the logs, subscribe to the alarm topic, and
+	// on a FIFO lane that holds its groups list and release held groups
+	// (`dlq groups`). principal must be a role, a user or an
 	// awsiam.ArnPrincipal: its ARN joins the parking queue's senders (`dlq
 	// replay` parks what it cannot replay). It panics with another principal.
 	GrantOperator(principal awsiam.IGrantable)
@@ -493,6 +497,7 @@ func (l *lane) ConsumerEnvironment() map[string]*string {
 		settings.ConsumerName.Env:     jsii.String(l.props.consumer.name),
 	}
 	maps.Copy(env, l.props.consumer.contractEnvironment())
+	maps.Copy(env, l.groupEnvironment())
 	maps.Copy(env, l.metricsEnvironment())
 	return env
 }
@@ -538,18 +543,7 @@ func (l *lane) addConsumer(code string) {
 		l.consumerRole = built.role
 		l.consumerLogs = built.logs
 	}
-	consumer := l.consumer
-
-	// Least privilege, the calls of the consumer's ports: SendMessage on the
-	// invalid queue (batch.InvalidQueue), four item actions on the
-	// idempotency table (dynamo.IdempotencyAPI), consume on the source queue
-	// (the event source mapping's grant, which Lambda's poller uses).
-	// Nothing on the DLQ, the parking queue or the ledger.
-	// On a queue with a KMS key, the key actions too (grantQueue); the
-	// event source mapping grants kms:Decrypt on the source queue's key.
-	grantQueue(l.invalid, consumer, "sqs:SendMessage")
-	l.idempotency.Grant(consumer, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
-		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
+	l.grantConsumer()
 
 	esProps := awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(r.batchSize),
@@ -560,7 +554,29 @@ func (l *lane) addConsumer(code string) {
 		esProps.MaxBatchingWindow = seconds2duration(r.batchingWindow)
 	}
 	l.eventSource = awslambdaeventsources.NewSqsEventSource(l.source, overlay(eventSourceRule, r.eventSourceProps, esProps))
-	consumer.AddEventSource(l.eventSource)
+	l.consumer.AddEventSource(l.eventSource)
+}
+
+// grantConsumer grants the consumer the calls of its ports, and no more
+// (least privilege): SendMessage on the invalid queue (batch.InvalidQueue),
+// four item actions on the idempotency table (dynamo.IdempotencyAPI); the
+// event source mapping grants consume on the source queue, which Lambda's
+// poller uses. Nothing on the DLQ, the parking queue or the ledger. On a
+// queue with a KMS key, the key actions too (grantQueue); the event
+// source mapping grants kms:Decrypt on the source queue's key.
+func (l *lane) grantConsumer() {
+	consumer := l.consumer
+	grantQueue(l.invalid, consumer, "sqs:SendMessage")
+	l.idempotency.Grant(consumer, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
+		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
+	// A lane that holds its groups: the hold store's other item actions,
+	// on the hold items only, and SendMessage on the source, where a held
+	// record that fails goes back as its group's head and drain triggers
+	// go (hold.Keeper).
+	if l.props.consumer.groupOrder != "" {
+		l.grantHoldItems(consumer, holdConsumerActions)
+		grantQueue(l.source, consumer, "sqs:SendMessage")
+	}
 }
 
 // addReplay adds the replay function, configured entirely by its
@@ -596,22 +612,7 @@ func (l *lane) addReplay(code string) {
 	})
 	replay := l.replay.fn
 
-	// Least privilege, the actions of the function's ports and no more:
-	// receive, hide and delete on the DLQ (and its depth for the refill
-	// gate); send on the source and parking queues; the ledger's item
-	// actions (dynamo.LedgerAPI); BatchGetItem on the idempotency table for
-	// the canary gate (dynamo.CompletionsAPI). Nothing on the invalid queue,
-	// no write on the idempotency table.
-	// On a queue with a KMS key, the key actions its SQS actions need
-	// (grantQueue).
-	grantQueue(l.deadLetter, replay, "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
-	// GetQueueAttributes: the source's MaximumMessageSize, so a message
-	// too large to go back is parked rather than failing every run.
-	grantQueue(l.source, replay, "sqs:SendMessage", "sqs:GetQueueAttributes")
-	grantQueue(l.parking, replay, "sqs:SendMessage")
-	l.ledger.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
-		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:Query"))
-	l.idempotency.Grant(replay, jsii.String("dynamodb:BatchGetItem"))
+	l.grantReplay()
 
 	// A failed scheduled run is not run again by Lambda's asynchronous
 	// retries (2 by default): the next schedule is the retry, with fresh
@@ -628,6 +629,31 @@ func (l *lane) addReplay(code string) {
 	})
 	if gap, ok := shortestGap(rp.schedule); ok && gap < rp.timeout {
 		awscdk.Annotations_Of(l.schedule).AddWarningV2(jsii.String(warnReplayOverlap), jsii.String(overlapWarning(rp.schedule, gap, rp.timeout)), nil)
+	}
+}
+
+// grantReplay grants the replay function the actions of its ports and no
+// more (least privilege): receive, hide and delete on the DLQ (and its
+// depth for the refill gate); send on the source and parking queues; the
+// ledger's item actions (dynamo.LedgerAPI); BatchGetItem on the
+// idempotency table for the canary gate (dynamo.CompletionsAPI), and on a
+// lane that holds its groups the hold store's item actions on the hold
+// items only (the drain triggers go to the source, which it sends to
+// already). Nothing on the invalid queue, no write on the consumer's
+// records. On a queue with a KMS key, the key actions its SQS actions
+// need (grantQueue).
+func (l *lane) grantReplay() {
+	replay := l.replay.fn
+	grantQueue(l.deadLetter, replay, "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
+	// GetQueueAttributes: the source's MaximumMessageSize, so a message
+	// too large to go back is parked rather than failing every run.
+	grantQueue(l.source, replay, "sqs:SendMessage", "sqs:GetQueueAttributes")
+	grantQueue(l.parking, replay, "sqs:SendMessage")
+	l.ledger.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
+		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:Query"))
+	l.idempotency.Grant(replay, jsii.String("dynamodb:BatchGetItem"))
+	if l.props.consumer.groupOrder != "" {
+		l.grantHoldItems(replay, holdKeeperActions)
 	}
 }
 

@@ -35,14 +35,19 @@ import (
 //   - read the logs: the log groups' read actions (aws logs tail) on the
 //     replay function's and, when the lane built it, the consumer's; read
 //     the consumer's configuration and concurrency;
+//   - on a FIFO lane that holds its groups, list, count and release held
+//     groups (`dlq groups`, `dlq groups release`): BatchGetItem, GetItem,
+//     Query and UpdateItem on the idempotency table's hold items only
+//     (dynamodb:LeadingKeys, see holdKeyPatterns); the release's drain
+//     trigger is a SendMessage on the source queue, granted above;
 //   - subscribe to the alarm topic: sns:Subscribe;
 //   - on a queue encrypted with a KMS key, the key actions its SQS actions
 //     need (kms:GenerateDataKey and kms:Decrypt to send, kms:Decrypt to
 //     receive; see sqsKeyActions).
 //
 // Nothing else: no SendMessage on the DLQ (its policy denies it to
-// everyone), no StartMessageMoveTask, no write on the idempotency table, no
-// receive on the source queue.
+// everyone), no StartMessageMoveTask, no write on the idempotency table's
+// completion records, no receive on the source queue.
 var operatorActions = map[string][]string{
 	"stack":       {"cloudformation:DescribeStacks"},
 	"source":      {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"},
@@ -80,6 +85,9 @@ func (l *lane) GrantOperator(principal awsiam.IGrantable) {
 	grantQueue(l.parking, principal, operatorActions["parking"]...)
 	l.ledger.Grant(principal, pointers(operatorActions["ledger"])...)
 	l.idempotency.Grant(principal, pointers(operatorActions["idempotency"])...)
+	if l.props.consumer.groupOrder != "" {
+		l.grantHoldItems(principal, holdKeeperActions)
+	}
 	// The function's ARN alone: GrantInvoke would add its versions (":*").
 	onArns("replay", l.replay.fn.FunctionArn())
 	onArns("consumer", l.consumer.FunctionArn())

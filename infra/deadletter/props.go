@@ -135,7 +135,8 @@ type resolved struct {
 // resolve applies the defaults; id is the lane's construct id, the source
 // of the default Name. The groups resolve in the order of what they take
 // from each other: the consumer (its timeout), the queues (the visibility
-// timeout from the consumer's), the alarms (the source age from both).
+// timeout from the consumer's), the consumer's group order (from the
+// queues' type), the alarms (the source age from both).
 func (p *LaneProps) resolve(id string) resolved {
 	r := resolved{
 		name:           kebab(id),
@@ -175,6 +176,7 @@ func (p *LaneProps) resolve(id string) resolved {
 	}
 	r.consumer = p.Consumer.resolve(r.name, r.codeDir)
 	r.queues = p.Queues.resolve(p.Fifo, r.consumer)
+	r.consumer.groupOrder = groupOrder(r.consumer.groupOrderProp, r.queues.fifo)
 	r.alarms = p.Alarms.resolve(r.queues.visibility, r.consumer.timeout)
 	r.replay = p.Replay.resolve(r.name)
 	return r

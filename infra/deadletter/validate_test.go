@@ -203,6 +203,23 @@ func TestValidate(t *testing.T) {
 		{"the consumer's environment sets the key", func(p *deadletter.LaneProps) {
 			p.Consumer.Environment = map[string]string{"KEY_EXPRESSION": "id", "PAYLOAD_HASH_EXPRESSION": "a"}
 		}, []string{"Consumer.Environment sets KEY_EXPRESSION, which the lane wires itself", "Consumer.Environment sets PAYLOAD_HASH_EXPRESSION, which the lane wires itself"}},
+		{"group order on a standard lane", func(p *deadletter.LaneProps) { p.Consumer.GroupOrder = jsii.String(deadletter.GroupOrderHold) },
+			[]string{`Consumer.GroupOrder is "hold", but the lane is standard: only FIFO queues have message groups (set LaneProps.Fifo, or leave GroupOrder unset)`}},
+		{"skip on a standard lane", func(p *deadletter.LaneProps) { p.Consumer.GroupOrder = jsii.String(deadletter.GroupOrderSkip) },
+			[]string{`Consumer.GroupOrder is "skip", but the lane is standard`}},
+		{"off on a standard lane", func(p *deadletter.LaneProps) { p.Consumer.GroupOrder = jsii.String(deadletter.GroupOrderOff) }, nil},
+		{"skip on a FIFO lane", func(p *deadletter.LaneProps) {
+			p.Fifo = jsii.Bool(true)
+			p.Consumer.GroupOrder = jsii.String(deadletter.GroupOrderSkip)
+		}, nil},
+		{"an unknown group order", func(p *deadletter.LaneProps) {
+			p.Fifo = jsii.Bool(true)
+			p.Consumer.GroupOrder = jsii.String("strict")
+		}, []string{`Consumer.GroupOrder is "strict", want "hold", "skip" or "off"`}},
+		{"the consumer's environment sets the group order", func(p *deadletter.LaneProps) {
+			p.Fifo = jsii.Bool(true)
+			p.Consumer.Environment = map[string]string{"GROUP_ORDER": "skip", "SOURCE_QUEUE_URL": "https://sqs.example/q.fifo"}
+		}, []string{"Consumer.Environment sets GROUP_ORDER, which the lane wires itself", "Consumer.Environment sets SOURCE_QUEUE_URL, which the lane wires itself"}},
 		{"every problem at once", func(p *deadletter.LaneProps) {
 			p.Queues.MaxReceiveCount = jsii.Number(0)
 			p.Consumer.MaxConcurrency = jsii.Number(1)
