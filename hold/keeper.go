@@ -148,6 +148,25 @@ func (k *Keeper) Parked(ctx context.Context, group, origin, reason string, now t
 	return err
 }
 
+// Applied is the replay's word that it removed the dead letter origin of
+// group because its effect is applied already (its completion record: the
+// consumer applied it, then could not move its hold on before the record's
+// last delivery). When it is the group's head, the group drains: the head
+// will not come back, and it needs not. Otherwise it changes nothing.
+func (k *Keeper) Applied(ctx context.Context, group, origin string, now time.Time) error {
+	hs, err := k.Store.Holds(ctx, []string{group})
+	if err != nil {
+		return err
+	}
+	h, ok := hs[group]
+	if !ok || h.Head != origin || h.State != Held {
+		return nil
+	}
+	h.Parked = ""
+	_, err = k.Release(ctx, h, now)
+	return err
+}
+
 // Sweep is the scheduled run's care of the lane's holds: a hold left
 // Draining for longer than stale (its consumer crashed, or its trigger was
 // lost) gets a trigger, and on a lane that skips a parked head's group is

@@ -47,7 +47,7 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch, c *finals) {
 			remove()
 		}
 		r.removed(b, deleted)
-		r.tellParked(ctx, p, b)
+		r.tellHolds(ctx, p, b)
 	}
 	r.forget(b, deleted)
 	r.release(ctx, p, b)

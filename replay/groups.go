@@ -43,10 +43,10 @@ type GroupHolds struct {
 	// operator's release (dlq), unless the lane skips; then the sweep
 	// released it.
 	ParkedHeads int `json:"parkedHeads,omitempty"`
-	// ParkErrors counts the messages this run parked whose hold could not
-	// be told (each is also its message's warning, counted in Errors): if
-	// one was its group's head, the group stays held without the reason,
-	// until an operator releases it.
+	// ParkErrors counts the messages this run parked or removed as applied
+	// whose hold could not be told (each is also its message's warning,
+	// counted in Errors): if one was its group's head, the group stays
+	// held (without the reason), until an operator releases it.
 	ParkErrors int `json:"parkErrors,omitempty"`
 	// Error says why the holds were not swept: no keeper for the route
 	// ([Options.Holds]), or the sweep's error.
@@ -191,11 +191,13 @@ func (p *pass) originOf(m types.Message) string {
 // and its write, and the next try reads the hold again.
 const parkedAttempts = 3
 
-// tellParked tells the route's holds of the messages of b parked now (in
-// the parking queue), in receive order. A failure is the message's warning
-// and changes nothing else: the message is parked. It runs even when ctx
-// is done: the park happened.
-func (r *run) tellParked(ctx context.Context, p *pass, b *batch) {
+// tellHolds tells the route's holds of the messages of b that left the DLQ
+// for good now, in receive order: parked (in the parking queue), and
+// removed as already applied (a head whose consumer applied it but could
+// not move its hold on: its group drains). A failure is the message's
+// warning and changes nothing else: the message left. It runs even when
+// ctx is done: the park or the removal happened.
+func (r *run) tellHolds(ctx context.Context, p *pass, b *batch) {
 	if p.keeper == nil {
 		return
 	}
@@ -203,17 +205,25 @@ func (r *run) tellParked(ctx context.Context, p *pass, b *batch) {
 	defer cancel()
 	failed := 0
 	for _, it := range b.items {
-		if it.outcome != OutcomeParked || !it.sent || it.msg.group == "" {
+		var tell func() error
+		switch {
+		case it.msg.group == "":
+		case it.outcome == OutcomeParked && it.sent:
+			tell = func() error { return p.keeper.Parked(hctx, it.msg.group, it.msg.origin, it.reason, r.now()) }
+		case it.outcome == OutcomeApplied:
+			tell = func() error { return p.keeper.Applied(hctx, it.msg.group, it.msg.origin, r.now()) }
+		}
+		if tell == nil {
 			continue
 		}
 		var err error
 		for range parkedAttempts {
-			if err = p.keeper.Parked(hctx, it.msg.group, it.msg.origin, it.reason, r.now()); !errors.Is(err, hold.ErrConflict) {
+			if err = tell(); !errors.Is(err, hold.ErrConflict) {
 				break
 			}
 		}
 		if err != nil {
-			it.warn = errors.Join(it.warn, fmt.Errorf("tell the hold of group %q that %s is parked: %w", it.msg.group, it.msg.origin, err))
+			it.warn = errors.Join(it.warn, fmt.Errorf("tell the hold of group %q that %s left the DLQ (%s): %w", it.msg.group, it.msg.origin, it.outcome, err))
 			failed++
 		}
 	}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/hold/holdtest"
+	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/replay/replaytest"
 )
 
 // groupsHarness is a FIFO route whose consumer holds its groups, its holds
@@ -371,4 +373,39 @@ func (s *failingStore) Update(ctx context.Context, h hold.Hold, now time.Time) (
 		return hold.Hold{}, hold.ErrConflict
 	}
 	return s.Store.Update(ctx, h, now)
+}
+
+// A head whose consumer applied it but could not move its hold on before
+// its last delivery dead-letters with its completion recorded: the replay
+// removes it as already applied, and its group drains, since the head will
+// never come back (nor needs to). A removed dead letter that is not the
+// head changes nothing.
+func TestGroupsAppliedHeadDrainsItsGroup(t *testing.T) {
+	g := newGroupsHarness(t, "hold")
+	store := idempotency.NewMemoryStore()
+	rcv := &idempotency.Receiver{Store: store, Scope: "invoice"}
+	for _, id := range []string{"ORD-1", "ORD-9"} {
+		body := order(id)
+		if _, err := rcv.Do(context.Background(), id, sumOf(t, g.route, body), func(context.Context) (string, error) { return "INV-" + id, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.begin("acct-1", "orig-1", g.clock.Now().Add(-time.Hour))
+	other := g.begin("acct-2", "orig-2", g.clock.Now().Add(-time.Hour))
+	g.deadLetter(g.route, msg{body: order("ORD-1"), group: "acct-1", meta: &replay.Metadata{ReplayCount: 1, OriginalMessageID: "orig-1"}})
+	g.deadLetter(g.route, msg{body: order("ORD-9"), group: "acct-2", meta: &replay.Metadata{ReplayCount: 1, OriginalMessageID: "orig-9"}})
+	g.clock.Advance(due)
+	s := g.run(g.engine(nil, func(o *replay.Options) {
+		o.Completions = &replaytest.MemoryCompletions{Store: store, Scope: "invoice"}
+	}), replay.Request{})
+	checkCounts(t, s.Total, counts{Examined: 2, DeadLettered: 2, Applied: 2})
+	if h := g.hold("acct-1"); h.State != hold.Draining {
+		t.Fatalf("acct-1's hold = %+v, want draining: its head was applied", h)
+	}
+	if h := g.hold("acct-2"); h != other {
+		t.Fatalf("acct-2's hold = %+v, want it unchanged (%+v): the removed dead letter is not its head", h, other)
+	}
+	if got := g.triggers(); len(got) != 1 || got[0] != "acct-1" {
+		t.Fatalf("drain triggers of groups %q, want one of acct-1", got)
+	}
 }
