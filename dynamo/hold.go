@@ -58,8 +58,8 @@ const (
 
 // HoldStore is a hold.Store in one DynamoDB table with the String
 // partition key [KeyAttribute] and the String sort key [SortKeyAttribute]
-// (package settings declares both; of the lane's tables the replay ledger
-// has that schema, the idempotency table has no sort key). It writes no
+// (package settings declares both): the lane's hold table, HOLD_TABLE,
+// which the construct creates on a FIFO lane that holds its groups. It writes no
 // [TTLAttribute]: a hold lasts until its group is drained, however long
 // that takes. It is safe for concurrent use.
 //

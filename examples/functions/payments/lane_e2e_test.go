@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/settings"
@@ -157,34 +158,35 @@ func want(ids ...string) []string {
 
 // TestLane runs the example lane end to end on the deployed stack: the FIFO
 // event source mapping posts valid payments once each and in order per
-// account, sends invalid ones to the invalid queue with their reason, a
-// frozen account's payments dead-letter through SQS's FIFO redrive, and the
-// lane's replay function brings them back once the account is thawed.
+// account, and sends invalid ones to the invalid queue with their reason.
+// The lane holds its groups (GROUP_ORDER hold): an invalid payment holds its
+// account until an operator releases it with `dlq groups release`, and a
+// frozen account's first payment holds the account while it fails, its
+// later payments waiting behind it, not dead-lettered; its schedule stays
+// on, so the payment is replayed into the frozen account and fails again,
+// and after the thaw the account's payments are posted in their order.
 func TestLane(t *testing.T) {
 	s := deployed(t)
+	store := s.holds(t)
 	run := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 	var (
-		acctA  = "A-" + run // three payments, one of them sent twice
-		acctB  = "B-" + run // two payments around an invalid one
-		acctF  = "F-" + run // frozen: its payments dead-letter, then are replayed
+		acctA  = "A-" + run // three payments, one of them sent twice, then a conflicting copy
+		acctB  = "B-" + run // an invalid payment among valid ones, then two more invalid ones
+		acctF  = "F-" + run // frozen: its first payment holds it, the rest wait
+		acctG  = "G-" + run // frozen too
 		pay    = func(acct string, n int) string { return fmt.Sprintf("PAY-%s-%d", acct, n) }
 		ctx    = context.Background()
 		reason = map[string]string{} // paymentId (or body) of each invalid message -> its reason
 	)
-	// The lane's schedule (every minute on the local profile) is paused
-	// while the account is frozen, and this test invokes the replay
-	// itself: a scheduled run that sends the first frozen payment back
-	// before the second has dead-lettered puts it behind its successor.
-	// Keeping a group's order through a failure that outlasts a schedule
-	// period is issue 22's contract, not yet built; this test checks the
-	// redrive and the replay after the thaw.
-	s.schedule(t, false)
-	t.Cleanup(func() { s.schedule(t, true) })
-	if err := s.ledger.Freeze(ctx, acctF, true); err != nil {
-		t.Fatal(err)
+	for _, acct := range []string{acctF, acctG} {
+		if err := s.ledger.Freeze(ctx, acct, true); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.ledger.Freeze(ctx, acct, false) })
 	}
 	s.send(t, paymentBody(pay(acctA, 1), acctA, "1.00"), acctA)
 	s.send(t, paymentBody(pay(acctF, 1), acctF, "5.00"), acctF)
+	s.send(t, paymentBody(pay(acctG, 1), acctG, "7.00"), acctG)
 	s.send(t, paymentBody(pay(acctB, 1), acctB, "2.00"), acctB)
 	s.send(t, paymentBody(pay(acctA, 2), acctA, "1.50"), acctA)
 	s.send(t, paymentBody(pay(acctB, 2), acctB, "-2.00"), acctB)
@@ -193,17 +195,63 @@ func TestLane(t *testing.T) {
 	s.send(t, paymentBody(pay(acctA, 1), acctA, "1.00"), acctA) // a producer's duplicate
 	s.send(t, paymentBody(pay(acctA, 3), acctA, "3.00"), acctA)
 	s.send(t, paymentBody(pay(acctB, 3), acctB, "2.50"), acctB)
+	s.send(t, paymentBody(pay(acctG, 2), acctG, "8.00"), acctG)
 	s.send(t, paymentBody(pay(acctA, 1), acctA, "9.99"), acctA) // the same paymentId, another amount
 	reason["conflict-"+pay(acctA, 1)] = payment.ReasonConflictingDuplicate
 	s.send(t, paymentBody(pay(acctB, 9), acctA, "1.00"), acctB) // in another account's group
 	reason[pay(acctB, 9)] = payment.ReasonGroupNotAccount
+	s.send(t, paymentBody(pay(acctF, 3), acctF, "6.50"), acctF)
 	s.send(t, `{"eventType":"payment.captured","paymentId":"NJ-`+run+`",`, acctB)
 	reason["not-json-"+run] = payment.ReasonNotJSON
+	s.send(t, paymentBody(pay(acctB, 4), acctB, "3.00"), acctB)
+	s.send(t, paymentBody(pay(acctF, 4), acctF, "7.50"), acctF)
 
-	eventually(t, 90*time.Second, "valid payments posted in order", func() (bool, string) {
+	eventually(t, 90*time.Second, "valid payments posted in order, up to B's invalid one", func() (bool, string) {
 		a, b := s.entries(t, acctA), s.entries(t, acctB)
-		return slices.Equal(a, want(pay(acctA, 1), pay(acctA, 2), pay(acctA, 3))) && slices.Equal(b, want(pay(acctB, 1), pay(acctB, 3))),
-			fmt.Sprintf("A %q, B %q", a, b)
+		_, heldB, okB := holdOf(t, store, acctB)
+		return slices.Equal(a, want(pay(acctA, 1), pay(acctA, 2), pay(acctA, 3))) && slices.Equal(b, want(pay(acctB, 1))) && okB && heldB == 4,
+			fmt.Sprintf("A %q, B %q (held %t, %d behind)", a, b, okB, heldB)
+	})
+
+	t.Run("an_invalid_head_holds_its_account_until_released", func(t *testing.T) {
+		// Each invalid payment of B is a head that can never succeed: the
+		// account waits behind it, listed by dlq with its reason, until the
+		// operator releases it; the next invalid one holds it again.
+		for _, step := range []struct {
+			reason string
+			posted []string
+		}{
+			{payment.ReasonBadAmount, []string{pay(acctB, 1), pay(acctB, 3)}},
+			{payment.ReasonGroupNotAccount, []string{pay(acctB, 1), pay(acctB, 3)}},
+			{payment.ReasonNotJSON, []string{pay(acctB, 1), pay(acctB, 3), pay(acctB, 4)}},
+		} {
+			h, _, ok := holdOf(t, store, acctB)
+			if !ok || h.State != hold.Held || h.Parked != "invalid: "+step.reason {
+				t.Fatalf("account B's hold %+v (held %t), want held by its %s payment", h, ok, step.reason)
+			}
+			if list := dlq(t, "groups"); !strings.Contains(list, acctB) || !strings.Contains(list, step.reason) {
+				t.Fatalf("dlq groups lists:\n%s\nwant %s, held by %s", list, acctB, step.reason)
+			}
+			dlq(t, "groups", "release", acctB, "--yes")
+			eventually(t, 60*time.Second, "B released past its "+step.reason+" payment", func() (bool, string) {
+				b := s.entries(t, acctB)
+				h2, _, held := holdOf(t, store, acctB)
+				moved := !held || h2.Head != h.Head
+				return slices.Equal(b, want(step.posted...)) && moved, fmt.Sprintf("B %q, hold %+v (%t)", b, h2, held)
+			})
+		}
+		if _, _, ok := holdOf(t, store, acctB); ok {
+			t.Errorf("account B is still held after its last invalid payment was released")
+		}
+		// A's conflicting copy holds A, with nothing behind it.
+		if h, n, ok := holdOf(t, store, acctA); !ok || h.Parked != "invalid: "+payment.ReasonConflictingDuplicate || n != 0 {
+			t.Fatalf("account A's hold %+v (%t, %d behind), want held by the conflicting copy, nothing behind", h, ok, n)
+		}
+		dlq(t, "groups", "release", acctA, "--yes")
+		eventually(t, 60*time.Second, "A free", func() (bool, string) {
+			h, _, ok := holdOf(t, store, acctA)
+			return !ok, fmt.Sprintf("%+v", h)
+		})
 	})
 
 	t.Run("invalid_with_their_reason", func(t *testing.T) {
@@ -250,28 +298,42 @@ func TestLane(t *testing.T) {
 		}
 	})
 
-	t.Run("frozen_account_dead_letters_then_replays", func(t *testing.T) {
-		eventually(t, 4*time.Minute, "the frozen account's payments in the DLQ", func() (bool, string) {
-			n := s.depth(t, settings.OutputDeadLetterQueueURL)
-			return n >= 2 && s.depth(t, settings.OutputSourceQueueURL) == 0, fmt.Sprintf("DLQ %d, source %d", n, s.depth(t, settings.OutputSourceQueueURL))
-		})
-		if got := s.entries(t, acctF); len(got) != 0 {
-			t.Fatalf("a frozen account has entries: %q", got)
-		}
-		if err := s.ledger.Freeze(ctx, acctF, false); err != nil {
-			t.Fatal(err)
-		}
-		// The lane's replay function brings them back: invoked here, or by
-		// its schedule (every minute on the local profile), whichever comes
-		// first; a dead letter has no other way back to the source queue.
+	t.Run("frozen_accounts_keep_their_order_through_replays", func(t *testing.T) {
 		fn := s.lane(t, settings.OutputReplayFunctionName)
-		var replayed int
-		eventually(t, 3*time.Minute, "the replayed payments posted in order", func() (bool, string) {
-			for _, r := range invokeReplay(t, s, fn).Routes {
-				replayed += r.Counts.Replayed
+		frozen := map[string]int{acctF: 4, acctG: 2} // payments sent
+		// Each frozen account's first payment dead-letters alone, is
+		// replayed into the still frozen account (by the schedule or by
+		// this test's runs) and dead-letters again; the rest wait behind
+		// the hold, never in the DLQ, never posted.
+		eventually(t, 4*time.Minute, "each frozen account's head replayed and failed again", func() (bool, string) {
+			invokeReplay(t, s, fn)
+			dead := map[string][]deadLetter{}
+			for _, d := range s.deadLetters(t, 20) {
+				dead[d.group] = append(dead[d.group], d)
 			}
-			f := s.entries(t, acctF)
-			return slices.Equal(f, want(pay(acctF, 1), pay(acctF, 2))), fmt.Sprintf("entries %q; replayed by these invocations %d; DLQ %d", f, replayed, s.depth(t, settings.OutputDeadLetterQueueURL))
+			var state []string
+			done := true
+			for acct, n := range frozen {
+				h, held, ok := holdOf(t, store, acct)
+				ds := dead[acct]
+				state = append(state, fmt.Sprintf("%s: hold %t %s, %d behind, %d dead letters", acct, ok, h.State, held, len(ds)))
+				if len(ds) > 1 || len(s.entries(t, acct)) != 0 {
+					t.Fatalf("%s: %d dead letters, entries %q: want the head alone in the DLQ and nothing posted", acct, len(ds), s.entries(t, acct))
+				}
+				done = done && ok && held == n-1 && len(ds) == 1 && ds[0].found && ds[0].meta.ReplayCount >= 1
+			}
+			return done, strings.Join(state, "; ")
+		})
+		for acct := range frozen {
+			if err := s.ledger.Freeze(ctx, acct, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, 3*time.Minute, "the thawed accounts' payments posted in order", func() (bool, string) {
+			invokeReplay(t, s, fn)
+			f, g := s.entries(t, acctF), s.entries(t, acctG)
+			return slices.Equal(f, want(pay(acctF, 1), pay(acctF, 2), pay(acctF, 3), pay(acctF, 4))) && slices.Equal(g, want(pay(acctG, 1), pay(acctG, 2))),
+				fmt.Sprintf("F %q, G %q, DLQ %d", f, g, s.depth(t, settings.OutputDeadLetterQueueURL))
 		})
 	})
 
@@ -286,11 +348,15 @@ func TestLane(t *testing.T) {
 		})
 		for acct, ids := range map[string][]string{
 			acctA: {pay(acctA, 1), pay(acctA, 2), pay(acctA, 3)},
-			acctB: {pay(acctB, 1), pay(acctB, 3)},
-			acctF: {pay(acctF, 1), pay(acctF, 2)},
+			acctB: {pay(acctB, 1), pay(acctB, 3), pay(acctB, 4)},
+			acctF: {pay(acctF, 1), pay(acctF, 2), pay(acctF, 3), pay(acctF, 4)},
+			acctG: {pay(acctG, 1), pay(acctG, 2)},
 		} {
 			if got := s.entries(t, acct); !slices.Equal(got, want(ids...)) {
 				t.Errorf("account %s: %q, want %q", acct, got, want(ids...))
+			}
+			if h, n, ok := holdOf(t, store, acct); ok {
+				t.Errorf("account %s is still held: %+v, %d behind", acct, h, n)
 			}
 		}
 		if n := s.depth(t, settings.OutputDeadLetterQueueURL); n != 0 {
