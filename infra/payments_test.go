@@ -11,7 +11,7 @@ import (
 // its consumer is the examples module's bootstrap fed by the FIFO source
 // with partial batch failures, told its ledger table, allowed on that
 // table exactly the calls package ledger makes, and holds its groups (the
-// construct's default on a FIFO lane).
+// construct's default on a FIFO lane) in its hold table.
 func TestPaymentsLane(t *testing.T) {
 	s := profile(t, ProfileLocal)
 	for _, q := range []string{"PaymentsSourceQueue", "PaymentsDeadLetterQueue", "PaymentsInvalidQueue", "PaymentsParkingQueue"} {
@@ -42,11 +42,16 @@ func TestPaymentsLane(t *testing.T) {
 		return s.resources[fn]["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
 	}
 	source := s.find(t, "AWS::SQS::Queue", "PaymentsSourceQueue")
-	if v := vars(consumer); v["GROUP_ORDER"] != "hold" || mustJSON(v["SOURCE_QUEUE_URL"]) != mustJSON(obj{"Ref": source}) {
-		t.Errorf("payments consumer: GROUP_ORDER %v, SOURCE_QUEUE_URL %s; want hold and its source queue", v["GROUP_ORDER"], mustJSON(v["SOURCE_QUEUE_URL"]))
+	holds := obj{"Ref": s.find(t, "AWS::DynamoDB::Table", "PaymentsHoldTable")}
+	if v := vars(consumer); v["GROUP_ORDER"] != "hold" || mustJSON(v["SOURCE_QUEUE_URL"]) != mustJSON(obj{"Ref": source}) || mustJSON(v["HOLD_TABLE"]) != mustJSON(holds) {
+		t.Errorf("payments consumer: GROUP_ORDER %v, SOURCE_QUEUE_URL %s, HOLD_TABLE %s; want hold, its source queue and its hold table",
+			v["GROUP_ORDER"], mustJSON(v["SOURCE_QUEUE_URL"]), mustJSON(v["HOLD_TABLE"]))
 	}
-	if v := vars(s.id(t, "AWS::Lambda::Function", "Consumer")); v["GROUP_ORDER"] != nil || v["SOURCE_QUEUE_URL"] != nil {
-		t.Errorf("orders consumer (a standard lane): GROUP_ORDER %v, SOURCE_QUEUE_URL %v; want neither", v["GROUP_ORDER"], v["SOURCE_QUEUE_URL"])
+	if v := vars(s.find(t, "AWS::Lambda::Function", "PaymentsReplay")); mustJSON(v["HOLD_TABLE"]) != mustJSON(holds) {
+		t.Errorf("payments replay function: HOLD_TABLE %s; want its hold table", mustJSON(v["HOLD_TABLE"]))
+	}
+	if v := vars(s.id(t, "AWS::Lambda::Function", "Consumer")); v["GROUP_ORDER"] != nil || v["SOURCE_QUEUE_URL"] != nil || v["HOLD_TABLE"] != nil {
+		t.Errorf("orders consumer (a standard lane): GROUP_ORDER %v, SOURCE_QUEUE_URL %v, HOLD_TABLE %v; want none", v["GROUP_ORDER"], v["SOURCE_QUEUE_URL"], v["HOLD_TABLE"])
 	}
 	check(t, "the consumer may get, put and update entries, nothing more", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::IAM::Policy"), like(obj{

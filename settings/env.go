@@ -60,7 +60,7 @@ var HoldTable = String{Env: "HOLD_TABLE", MaxBytes: 1024,
 // Settings of the replay function (functions/replay).
 var (
 	ReplayRoutes = String{Env: "REPLAY_ROUTES", Required: true,
-		Doc: "`[{\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\",\"key\",\"payloadHash\",\"records\",\"groups\"}]`, one per lane: `key` is the JMESPath of the business key (`\"\"`: none, messages are decided by their message id), `payloadHash` the JMESPath of the hashed part (`\"\"`: the whole body), `records` whether the lane's consumer writes the completion records the canary, the breaker and the removal of dead letters already applied read (docs/CONTRACT.md; default false: they are off), `groups` on a FIFO lane whose consumer holds its message groups, as its `GROUP_ORDER` (`hold` or `skip`; default off): each run sweeps the lane's holds in `IDEMPOTENCY_TABLE` and tells them of every head it parks"}
+		Doc: "`[{\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\",\"key\",\"payloadHash\",\"records\",\"groups\"}]`, one per lane: `key` is the JMESPath of the business key (`\"\"`: none, messages are decided by their message id), `payloadHash` the JMESPath of the hashed part (`\"\"`: the whole body), `records` whether the lane's consumer writes the completion records the canary, the breaker and the removal of dead letters already applied read (docs/CONTRACT.md; default false: they are off), `groups` on a FIFO lane whose consumer holds its message groups, as its `GROUP_ORDER` (`hold` or `skip`; default off): each run sweeps the lane's holds in `HOLD_TABLE` and tells them of every head it parks"}
 	LedgerTable = String{Env: "LEDGER_TABLE", Required: true,
 		Doc: "replay ledger (`pk`/`sk` strings, TTL `expiresAt`)"}
 	HealthURL = String{Env: "HEALTH_URL",

@@ -44,7 +44,7 @@ type globalFlags struct {
 	verbose int    // -v: 1, -vv: 2 (see logger)
 
 	dlqURL, sourceURL, parkingURL, invalidURL string
-	ledgerTable, idempotencyTable             string
+	ledgerTable, idempotencyTable, holdTable  string
 }
 
 // Output formats of -o.
@@ -69,7 +69,8 @@ func (g *globalFlags) resourceFlags() []resourceFlag {
 		{"parking-url", outParking, "URL of the parking queue", &g.parkingURL, checkQueueURL},
 		{"invalid-url", outInvalid, "URL of the invalid-message queue", &g.invalidURL, checkQueueURL},
 		{"ledger-table", outLedger, "DynamoDB table of the replay ledger", &g.ledgerTable, checkTableName},
-		{"idempotency-table", outIdempotency, "DynamoDB table of the consumer's idempotency records (and of a FIFO lane's held groups)", &g.idempotencyTable, checkTableName},
+		{"idempotency-table", outIdempotency, "DynamoDB table of the consumer's idempotency records", &g.idempotencyTable, checkTableName},
+		{"hold-table", outHold, "DynamoDB table of a FIFO lane's held message groups", &g.holdTable, checkTableName},
 	}
 }
 

@@ -31,8 +31,8 @@ type backend struct {
 	ledger      func(table string) replay.Ledger
 	completions func(table, consumer string) replay.Completions
 	items       dynamo.ItemGetter
-	// holds returns the store of a lane's group holds: in its idempotency
-	// table, under its consumer's scope.
+	// holds returns the store of a lane's group holds: in its hold table,
+	// under its consumer's scope.
 	holds func(table, scope string) hold.Store
 	// sender sends the drain trigger of a release (hold.Keeper).
 	sender hold.Sender

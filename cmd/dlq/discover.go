@@ -54,10 +54,14 @@ var laneRoles = []laneRole{
 	{settings.RoleReplay, outReplayFunction, "lambda"},
 }
 
-// roleOfKey is the role of a lane output key.
-func roleOfKey(key string) laneRole {
+// roleOfKey is the role of a lane output key; false for a key no tag
+// stands for (outHold: the construct tags no hold table with a role).
+func roleOfKey(key string) (laneRole, bool) {
 	i := slices.IndexFunc(laneRoles, func(r laneRole) bool { return r.key == key })
-	return laneRoles[i]
+	if i < 0 {
+		return laneRole{}, false
+	}
+	return laneRoles[i], true
 }
 
 // taggedTypes are the resource types discovery asks for. Queues are

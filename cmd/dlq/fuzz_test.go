@@ -70,7 +70,7 @@ func FuzzParseOutputs(f *testing.F) {
 				t.Fatalf("lane %v: no output %s%s in stack %q", l, l.prefix, outDLQ, l.stack)
 			}
 			for k, v := range l.values {
-				if !slices.Contains(laneKeys, k) || out[l.prefix+k] != v {
+				if !slices.Contains(outputKeys, k) || out[l.prefix+k] != v {
 					t.Fatalf("lane %v: value %s = %q, the stack's is %q", l, k, v, out[l.prefix+k])
 				}
 			}

@@ -67,7 +67,7 @@ each group in sequence through failure: the construct's default on a FIFO
 lane, "hold", or "skip"). A group is held when one of its records
 fails: that record, the head, goes on as any failure does (redelivered,
 dead-lettered, replayed under the lane's policy), and the group's later
-records wait behind it in the idempotency table, in sequence, costing no
+records wait behind it in the lane's hold table, in sequence, costing no
 receive and no replay. Once the head is applied, the hold turns draining and
 the consumer applies the held records in sequence.
 
@@ -85,9 +85,10 @@ releases it (unless the lane skips such heads):
                          head is applied later (fixed and replayed from the
                          parking queue), its effect comes after theirs.
 
-The holds are read from the idempotency table (the IdempotencyTableName
-output) under the consumer's scope, the replay function's CONSUMER_NAME unless
---consumer names it.`,
+The holds are read from the lane's hold table (its HoldTableName output, or
+--hold-table; a lane without one does not hold its groups) under the
+consumer's scope, the replay function's CONSUMER_NAME unless --consumer names
+it.`,
 		Example: `  dlq groups
   dlq groups -o json | jq -r '.groups[] | select(.parked != null) | .group'
   dlq groups release GROUP`,
@@ -168,21 +169,29 @@ func checkGroup(g string) error {
 type holdSession struct {
 	*session
 	store hold.Store
-	table string // the idempotency table
+	table string // the hold table
 	scope string // the consumer's
 	mode  string // the route's "groups"; "" when off or unknown
 	read  bool   // the replay function's configuration was read (mode is known)
 }
 
-// openHolds opens a session, which needs the idempotency table and keys,
-// and the store of the lane's holds under the consumer's scope.
+// openHolds opens a session, which needs keys and the lane's hold table
+// (see holdTable), and the store of the lane's holds under the consumer's
+// scope.
 func (a *app) openHolds(ctx context.Context, f groupsFlags, keys ...string) (*holdSession, error) {
-	s, err := a.open(ctx, needs(append(keys, outIdempotency)...))
+	need := func(r *resources) error {
+		if err := needs(keys...)(r); err != nil {
+			return err
+		}
+		_, err := r.holdTable()
+		return err
+	}
+	s, err := a.open(ctx, need)
 	if err != nil {
 		return nil, err
 	}
 	hs := &holdSession{session: s, scope: f.consumer}
-	if hs.table, err = s.res.get(outIdempotency); err != nil {
+	if hs.table, err = s.res.holdTable(); err != nil {
 		return nil, err
 	}
 	if !f.consumerSet {
@@ -202,7 +211,7 @@ func (a *app) openHolds(ctx context.Context, f groupsFlags, keys ...string) (*ho
 
 // where names the holds' place in errors.
 func (hs *holdSession) where() string {
-	return fmt.Sprintf("idempotency table %s (consumer %s)", hs.table, hs.scope)
+	return fmt.Sprintf("hold table %s (consumer %s)", hs.table, hs.scope)
 }
 
 func (a *app) groups(ctx context.Context, f groupsFlags) (groupsReport, error) {

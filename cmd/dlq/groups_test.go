@@ -27,6 +27,9 @@ func (f *fixture) fifoLane(mode string) {
 	f.outputs[outSource] = f.source
 	f.outputs[outParking] = f.parking
 	f.outputs[outInvalid] = f.invalid
+	if mode != "" {
+		f.outputs[outHold] = "holds" // the construct creates it on a lane that holds its groups
+	}
 	f.routes(replay.Route{Key: "orderId", Records: true, Groups: mode})
 	f.writeOutputs()
 }
@@ -120,9 +123,9 @@ func TestGroups(t *testing.T) {
 		}
 	}
 	// The scope is the replay function's CONSUMER_NAME, the table the
-	// lane's idempotency table.
-	if len(f.opened) != 1 || f.opened[0] != "idempotency invoice" {
-		t.Errorf("opened the holds of %v, want [idempotency invoice]", f.opened)
+	// lane's hold table.
+	if len(f.opened) != 1 || f.opened[0] != "holds invoice" {
+		t.Errorf("opened the holds of %v, want [holds invoice]", f.opened)
 	}
 
 	r = f.run("groups")
@@ -150,8 +153,8 @@ func TestGroupsConsumerFlag(t *testing.T) {
 	f.envErr = fmt.Errorf("the replay function must not be read")
 	r := f.run("groups", "--consumer", "ledger")
 	r.want(t, exitOK)
-	if len(f.opened) != 1 || f.opened[0] != "idempotency ledger" {
-		t.Errorf("opened the holds of %v, want [idempotency ledger]", f.opened)
+	if len(f.opened) != 1 || f.opened[0] != "holds ledger" {
+		t.Errorf("opened the holds of %v, want [holds ledger]", f.opened)
 	}
 	// The route's mode is unknown: the list does not say the lane holds nothing.
 	if r.stdout != "No held groups.\n" {
@@ -159,10 +162,21 @@ func TestGroupsConsumerFlag(t *testing.T) {
 	}
 }
 
-// On a lane that holds nothing, the empty list says when a lane holds.
+// A lane without a hold table (its outputs have no HoldTableName) does
+// not hold its groups: dlq says so in one line, and opens no holds. With
+// --hold-table on a lane whose route does not hold them, the empty list
+// says when a lane holds.
 func TestGroupsOnALaneWithoutHolds(t *testing.T) {
 	f := newFixture(t)
 	r := f.run("groups")
+	r.want(t, exitError, "dlq: lane orders does not hold its message groups: stack Homing in outputs file "+f.file+" has no output OrdersHoldTableName")
+	if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 || r.stdout != "" {
+		t.Errorf("stdout %q, stderr not one line:\n%s", r.stdout, r.stderr)
+	}
+	if len(f.opened) != 0 {
+		t.Errorf("opened the holds of %v", f.opened)
+	}
+	r = f.run("--hold-table", "holds", "groups")
 	r.want(t, exitOK)
 	if want := "No held groups (the lane's route does not hold them: only a FIFO lane's does, by the construct's default, hold, or with skip).\n"; r.stdout != want {
 		t.Errorf("stdout %q, want %q", r.stdout, want)
@@ -170,6 +184,24 @@ func TestGroupsOnALaneWithoutHolds(t *testing.T) {
 	f.fifoLane("hold")
 	if r := f.run("groups"); r.stdout != "No held groups.\n" {
 		t.Errorf("stdout %q on a lane that holds its groups", r.stdout)
+	}
+}
+
+// A lane found by its tags has no outputs, and no tag names its hold
+// table: dlq says where to find it rather than that the lane holds
+// nothing.
+func TestGroupsOnALaneFoundByTags(t *testing.T) {
+	f := newFixture(t)
+	f.fifoLane("hold")
+	f.tagLane()
+	r := f.runRaw("--lane", "orders", "groups")
+	r.want(t, exitError, "no HoldTableName: lane orders is found by its tags, and no tag names its HoldTableName: dlq finds it only among the lane's stack outputs (--stack, --outputs-file) — pass --hold-table")
+	if strings.Contains(r.stderr, "does not hold") {
+		t.Errorf("stderr says the lane does not hold its groups: %s", r.stderr)
+	}
+	f.runRaw("--lane", "orders", "--hold-table", "holds", "groups").want(t, exitOK)
+	if len(f.opened) != 1 || f.opened[0] != "holds invoice" {
+		t.Errorf("opened the holds of %v, want [holds invoice]", f.opened)
 	}
 }
 
@@ -227,7 +259,7 @@ func TestGroupsReleaseRefused(t *testing.T) {
 	before, _ := f.stored("g-1")
 
 	f.run("groups", "release", "g-9", "--yes").want(t, exitRefused,
-		`group "g-9" is not held (no hold in idempotency table idempotency (consumer invoice)): nothing to release — dlq groups lists the held groups`)
+		`group "g-9" is not held (no hold in hold table holds (consumer invoice)): nothing to release — dlq groups lists the held groups`)
 	f.run("groups", "release", "g-1").want(t, exitRefused, "not releasing group g-1 without confirmation: stdin is not a terminal — pass --yes")
 	f.stdinTTY = true
 	f.stdin = "n\n"
@@ -356,7 +388,41 @@ func TestReplayTellsTheHoldsOfParkedHeads(t *testing.T) {
 	if h, _ := f.stored("acct-1"); h.State != hold.Held || !strings.HasPrefix(h.Parked, "parked: ") {
 		t.Errorf("hold = %+v, want held and parked", h)
 	}
-	if len(f.opened) == 0 || f.opened[0] != "idempotency invoice" {
-		t.Errorf("opened the holds of %v, want the lane's", f.opened)
+	if len(f.opened) == 0 || f.opened[0] != "holds invoice" {
+		t.Errorf("opened the holds of %v, want the lane's hold table", f.opened)
+	}
+}
+
+// dlq replay on a route that holds its groups needs the lane's hold
+// table; it refuses to run without it, in one line, rather than leave the
+// holds untold. On a route that does not hold them, no hold table is
+// needed and none is opened.
+func TestReplayHoldTable(t *testing.T) {
+	f := newFixture(t)
+	f.fifoLane("hold")
+	delete(f.outputs, outHold)
+	f.writeOutputs()
+	r := f.run("replay", "--yes", "--no-health-gate")
+	r.want(t, exitError, `dlq: the lane's route holds its message groups (groups "hold"), so the run needs the lane's hold table: no HoldTableName: `+
+		"stack Homing in outputs file "+f.file+" has no output OrdersHoldTableName — pass --hold-table")
+	if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
+		t.Errorf("stderr is not one line:\n%s", r.stderr)
+	}
+	if n := f.callsOf("ReceiveMessage"); n != 0 {
+		t.Errorf("received %d time(s) without a hold table", n)
+	}
+	// The function's own HOLD_TABLE is not what the run uses: the flag is.
+	f.env["HOLD_TABLE"] = "the-function's"
+	f.run("--hold-table", "other-holds", "replay", "--yes", "--no-health-gate").want(t, exitOK)
+	if len(f.opened) != 1 || f.opened[0] != "other-holds invoice" {
+		t.Errorf("opened the holds of %v, want [other-holds invoice]", f.opened)
+	}
+
+	f = newFixture(t)
+	f.fifoLane("")
+	f.env["HOLD_TABLE"] = "holds"
+	f.run("replay", "--yes", "--no-health-gate").want(t, exitOK)
+	if len(f.opened) != 0 {
+		t.Errorf("a route without groups opened the holds of %v", f.opened)
 	}
 }

@@ -79,7 +79,8 @@ consumer rejected wrongly, after the consumer is fixed.
 instead of the source queue.
 
 On a FIFO lane whose consumer holds its message groups (the route's "groups"
-in REPLAY_ROUTES), the run also sweeps the held groups and tells them of every
+in REPLAY_ROUTES), the run also sweeps the held groups in the lane's hold
+table (its HoldTableName output, or --hold-table) and tells them of every
 message it parks, as the scheduled run does (not with --to): a parked head
 keeps its group held until dlq groups release (unless the lane skips).
 
@@ -287,7 +288,7 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	}
 	opts.Completions = s.completions(cfg.IdempotencyTable, cfg.ConsumerName)
 	if rt.Groups != "" {
-		opts.Holds = replay.HoldsOf(s.holds(cfg.IdempotencyTable, cfg.ConsumerName), s.sender)
+		opts.Holds = replay.HoldsOf(s.holds(cfg.HoldTable, cfg.ConsumerName), s.sender)
 	}
 	opts.Logger, opts.Now = a.logger(), a.now
 	bar := newProgress(a.stderr, a.isTerminal(a.stderr))
@@ -347,10 +348,8 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 	if rt.ParkingURL, err = s.res.get(outParking); err != nil {
 		return handler.Config{}, err
 	}
-	for _, k := range []struct{ env, out string }{{settings.LedgerTable.Env, outLedger}, {settings.IdempotencyTable.Env, outIdempotency}} {
-		if env[k.env], err = s.res.get(k.out); err != nil {
-			return handler.Config{}, err
-		}
+	if err := s.tables(env, rt); err != nil {
+		return handler.Config{}, err
 	}
 	b, _ := json.Marshal([]replay.Route{rt})
 	env[settings.ReplayRoutes.Env] = string(b)
@@ -371,6 +370,27 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 		return cfg, &codedError{code: exitUsage, err: err}
 	}
 	return cfg, nil
+}
+
+// tables sets the run's tables in env from the lane's resources (outputs
+// and flags), over the function's: the ledger, the idempotency table, and
+// on a route that holds its groups the hold table, which the lane must
+// have; on another route none.
+func (s *session) tables(env map[string]string, rt replay.Route) error {
+	var err error
+	for _, k := range []struct{ env, out string }{{settings.LedgerTable.Env, outLedger}, {settings.IdempotencyTable.Env, outIdempotency}} {
+		if env[k.env], err = s.res.get(k.out); err != nil {
+			return err
+		}
+	}
+	delete(env, settings.HoldTable.Env)
+	if rt.Groups == "" {
+		return nil
+	}
+	if env[settings.HoldTable.Env], err = s.res.get(outHold); err != nil {
+		return fmt.Errorf("the lane's route holds its message groups (groups %q), so the run needs the lane's hold table: %w", rt.Groups, err)
+	}
+	return nil
 }
 
 // laneRoute is the lane's route of the replay function's configuration lc

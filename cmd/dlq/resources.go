@@ -26,10 +26,16 @@ const (
 	outLedger         = settings.OutputLedgerTableName
 	outIdempotency    = settings.OutputIdempotencyTableName
 	outReplayFunction = settings.OutputReplayFunctionName
+	// outHold is the hold table's: only a lane that holds its message
+	// groups has one.
+	outHold = settings.OutputHoldTableName
 )
 
-// laneKeys are the output keys of a lane that dlq reads.
+// laneKeys are the output keys of every lane that dlq reads.
 var laneKeys = []string{outDLQ, outSource, outParking, outInvalid, outLedger, outIdempotency, outReplayFunction}
+
+// outputKeys are every output key dlq reads: laneKeys, and outHold.
+var outputKeys = append(slices.Clone(laneKeys), outHold)
 
 // Environment variables that stand in for the flags that say where the
 // lane is, when the flags are not given.
@@ -52,6 +58,7 @@ type resources struct {
 	// absent says why a key has no value: the origin's own words.
 	absent func(key string) string
 	err    error // why no outputs were read at all, if so
+	byTags bool  // the lane was found by its tags, without outputs
 }
 
 // get returns the resource of an output key, or an error that says where
@@ -69,6 +76,23 @@ func (r *resources) get(key string) (string, error) {
 
 // optional returns the resource of an output key, or "" when unknown.
 func (r *resources) optional(key string) string { return r.values[key] }
+
+// holdTable is the lane's hold table: its HoldTableName output, or
+// --hold-table. A lane whose outputs have none does not hold its message
+// groups (the construct creates the table only on a FIFO lane that does),
+// which the error says in one line; without outputs (none found, or the
+// lane found by its tags), the error is get's.
+func (r *resources) holdTable() (string, error) {
+	if v := r.values[outHold]; v != "" || r.err != nil || r.byTags {
+		return r.get(outHold)
+	}
+	lane := "the lane"
+	if r.lane != "" {
+		lane = "lane " + r.lane
+	}
+	return "", fmt.Errorf("%s does not hold its message groups: %s (the construct creates a hold table only for a FIFO lane that holds them, as one does by default) — or pass --hold-table TABLE",
+		lane, r.absent(outHold))
+}
 
 // errNoOrigin is why there are no outputs when nothing says where the lane is.
 var errNoOrigin = errors.New("nothing says where the lane is — pass --stack NAME (CloudFormation), " +
@@ -113,8 +137,11 @@ func (a *app) open(ctx context.Context, need func(*resources) error) (*session, 
 		if err != nil {
 			return nil, err
 		}
-		res = &resources{values: values, lane: g.lane, absent: func(key string) string {
-			r := roleOfKey(key)
+		res = &resources{values: values, lane: g.lane, byTags: true, absent: func(key string) string {
+			r, ok := roleOfKey(key)
+			if !ok {
+				return fmt.Sprintf("lane %s is found by its tags, and no tag names its %s: dlq finds it only among the lane's stack outputs (--stack, --outputs-file)", g.lane, key)
+			}
 			return fmt.Sprintf("no %s is tagged %s=%s and %s=%s", r.kind(), settings.TagLane, g.lane, settings.TagRole, r.role)
 		}}
 	}
@@ -282,7 +309,7 @@ func lanesOf(stacks map[string]map[string]string) []laneOutputs {
 			if !ok || prefix != "" && settings.OutputID(l.name(), "") != prefix {
 				continue
 			}
-			for _, key := range laneKeys {
+			for _, key := range outputKeys {
 				if v, ok := out[prefix+key]; ok {
 					l.values[key] = v
 				}

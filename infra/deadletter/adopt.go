@@ -266,6 +266,9 @@ var wayForward = map[string]string{
 	EnvPayloadHashExpression:      "set LaneProps.Consumer.PayloadHash to the function's value, or remove the variable from the function",
 	settings.InvalidQueueURL.Env:  "remove the variable from the function: the lane brings its invalid queue (or adopt no consumer and keep the team's wiring)",
 	settings.IdempotencyTable.Env: "remove the variable from the function: the lane brings its idempotency table",
+	settings.GroupOrder.Env:       "set LaneProps.Consumer.GroupOrder to the function's value, or remove the variable from the function",
+	settings.SourceQueueURL.Env:   "remove the variable from the function: the lane brings its source queue",
+	settings.HoldTable.Env:        "remove the variable from the function: the lane brings its hold table",
 }
 
 // environmentClashes are the variables of wanted that the team's function

@@ -49,7 +49,7 @@ const (
 // wiredEnvironment are the consumer variables the construct sets from its
 // own resources; ConsumerProps.Environment must not set them.
 var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env,
-	EnvKeyExpression, EnvPayloadHashExpression, settings.GroupOrder.Env, settings.SourceQueueURL.Env}
+	EnvKeyExpression, EnvPayloadHashExpression, settings.GroupOrder.Env, settings.SourceQueueURL.Env, settings.HoldTable.Env}
 
 // ConsumerProps configures the lane's consumer: the lane builds a
 // provided.al2023 function from a Go bootstrap (CodeDir, by default
@@ -59,8 +59,8 @@ var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.Idempoten
 // MaxBatchingWindow) and grants it: consume the source queue, SendMessage on
 // the invalid queue, GetItem, PutItem, UpdateItem and DeleteItem on the
 // idempotency table (and, on a FIFO lane that holds its groups,
-// SendMessage on the source queue and BatchGetItem and Query on the
-// table's hold items). Every field is optional but Records.
+// SendMessage on the source queue and the hold store's item actions on the
+// lane's hold table). Every field is optional but Records.
 type ConsumerProps struct {
 	// Function is the team's own consumer function, in any runtime. It
 	// must report partial batch failures (batchItemFailures); its role gets
@@ -113,15 +113,15 @@ type ConsumerProps struct {
 	//
 	//   - GroupOrderHold ("hold", the default on a FIFO lane, since order
 	//     is the promise of one): a group whose record fails is held. Its
-	//     later records wait, in order, in the idempotency table (they cost
+	//     later records wait, in order, in the lane's hold table (they cost
 	//     no receive and no replay) until that record, the head, is
 	//     applied; then they follow in order. The group's effects apply in
 	//     publication order through any failure confined to it, however
 	//     long; other groups go on. Cost: a group whose head can never
 	//     succeed (routed to the invalid queue, or parked by the replay)
 	//     stays held, its later records waiting, until an operator runs
-	//     `dlq groups release <group>`; the hold items live in the
-	//     idempotency table meanwhile.
+	//     `dlq groups release <group>`; the held records stay in the hold
+	//     table meanwhile (it has no TTL).
 	//   - GroupOrderSkip ("skip", Powertools' skipGroupOnError): the same,
 	//     but a group goes on at once past a head that can never succeed.
 	//     Cost: that head's effect comes after its successors' (if it is
@@ -130,9 +130,11 @@ type ConsumerProps struct {
 	//     the option: once a failed record moves to the DLQ its group's
 	//     later records are applied before it comes back.
 	//
-	// With hold or skip the consumer gets GROUP_ORDER and SOURCE_QUEUE_URL
-	// (a held record that fails goes back to the source as the group's
-	// head) and sqs:SendMessage on the source queue, and must implement
+	// With hold or skip the lane creates its hold table ([Lane].HoldTable,
+	// output HoldTableName), and the consumer gets GROUP_ORDER,
+	// SOURCE_QUEUE_URL (a held record that fails goes back to the source
+	// as the group's head) and HOLD_TABLE, sqs:SendMessage on the source
+	// queue and the item actions on the hold table, and must implement
 	// the protocol: the Go consumer of package batch does with
 	// batch.Options.Groups; a Consumer.Function in another runtime that
 	// does not must set "off". A standard lane has no message groups: only

@@ -22,9 +22,11 @@
 //     StartMessageMoveTask unless [QueuesProps].AllowNativeRedrive;
 //   - two DynamoDB tables, on-demand, with point-in-time recovery, SSE and a
 //     TTL attribute: the idempotency table ([PartitionKey]) and the replay
-//     ledger ([PartitionKey], [SortKey]); deletion protection only with the
-//     removal policy RETAIN (the default, RETAIN_ON_UPDATE_OR_DELETE, lets
-//     the rollback of a failed first deploy delete them);
+//     ledger ([PartitionKey], [SortKey]); on a FIFO lane that holds its
+//     groups a third, the hold table ([PartitionKey], [SortKey], no TTL);
+//     deletion protection only with the removal policy RETAIN (the
+//     default, RETAIN_ON_UPDATE_OR_DELETE, lets the rollback of a failed
+//     first deploy delete them);
 //   - the consumer: any function the team brings ([ConsumerProps].Function,
 //     any runtime), or a provided.al2023 function the lane builds from a Go
 //     bootstrap ([ConsumerProps].CodeDir; handler bootstrap, JSON logs to
@@ -37,7 +39,7 @@
 //   - on a FIFO lane, each message group's order through failure
 //     ([ConsumerProps].GroupOrder, package hold): by default ("hold") a
 //     group whose record fails is held, its later records waiting in
-//     order in the idempotency table until that head is applied, so the
+//     order in the lane's hold table until that head is applied, so the
 //     group's effects apply in publication order through any failure
 //     confined to it, and other groups go on; a head that can never
 //     succeed (invalid, or parked) holds its group until an operator runs
@@ -45,11 +47,11 @@
 //     at once (its effect then comes after its successors', or never);
 //     "off" keeps SQS's order only, which a failure that reaches the DLQ
 //     breaks. The consumer then also gets GROUP_ORDER, SOURCE_QUEUE_URL
-//     and SendMessage on the source queue, the replay function and
-//     GrantOperator item actions on the hold items only (a
-//     dynamodb:LeadingKeys condition on their partition keys,
-//     "<consumer>#holds" and "<consumer>#hold#<group>"). A standard lane
-//     keeps no order and has no such option;
+//     and HOLD_TABLE, SendMessage on the source queue and the hold store's
+//     item actions on the hold table; the replay function (HOLD_TABLE too)
+//     and GrantOperator read and update holds there (BatchGetItem,
+//     GetItem, Query, UpdateItem). A standard lane keeps no order and has
+//     no such option;
 //   - the replay function (functions/replay; same runtime, architecture and
 //     logging set-up as the consumer, built by the same code) configured
 //     entirely by its environment (REPLAY_ROUTES names the lane's DLQ,
@@ -61,7 +63,8 @@
 //     send to the source queue and read its attributes; send to the parking
 //     queue; GetItem, PutItem, UpdateItem and Query on the ledger;
 //     BatchGetItem on the idempotency table (and on a lane that holds its
-//     groups the hold store's item actions, on the hold items only).
+//     groups BatchGetItem, GetItem, Query and UpdateItem on the hold
+//     table).
 //     Nothing on the invalid queue;
 //   - alarms (DLQ depth, invalid and parking depth, consumer errors and
 //     throttles, replay errors, the consumer's failed records and the

@@ -1,8 +1,6 @@
 package deadletter
 
 import (
-	"strings"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
 
@@ -18,36 +16,25 @@ const (
 	GroupOrderOff  = "off"
 )
 
-// Item actions on the hold items, those of package dynamo's hold store
-// (hold.Store) each function calls (TestHoldStoreGrants pins them to the
-// store):
-//   - the consumer calls every method of the store; it has GetItem,
-//     PutItem, UpdateItem and DeleteItem on the whole table already (its
-//     completion records), and BatchGetItem (Holds) and Query (Next,
-//     Count) on the hold items;
-//   - the replay function (hold.Keeper's Parked and Sweep) and the
-//     operator (dlq groups, dlq groups release) read, list, count and
-//     update holds: BatchGetItem (Holds), Query (List, Count), UpdateItem
-//     (Update) and GetItem (Update's read of a hold whose condition
-//     failed). Neither begins, appends to or ends a hold.
+// The item actions package dynamo's hold store (hold.Store) calls on the
+// lane's hold table, by the principal that uses it (TestHoldStoreGrants
+// pins them to the store). IAM authorises a TransactWriteItems item by
+// item, each by the action of its kind: Append's update of the hold and
+// put of the record are an UpdateItem and a PutItem (it checks no other
+// item, so no ConditionCheckItem).
+//   - holdConsumerActions: the consumer calls every method of the store
+//     (it begins, appends to, drains and ends holds);
+//   - holdKeeperActions: the replay function (hold.Keeper's Parked,
+//     Applied and Sweep) and the operator (dlq groups, dlq groups
+//     release) read, list, count and update holds: BatchGetItem (Holds),
+//     Query (List, Count), UpdateItem (Update) and GetItem (Update's read
+//     of a hold whose condition failed). Neither begins, appends to or
+//     ends a hold.
 var (
-	holdConsumerActions = []string{"dynamodb:BatchGetItem", "dynamodb:Query"}
-	holdKeeperActions   = []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	holdConsumerActions = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query",
+		"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+	holdKeeperActions = []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 )
-
-// holdKeyPatterns are the dynamodb:LeadingKeys patterns (StringLike) of
-// the hold items of a lane whose consumer is scope: package dynamo's hold
-// store keys the lane's holds "<scope>#holds" and the records held in a
-// group "<scope>#hold#<group>" (TestHoldStoreGrants pins them to the
-// store). scope is spelled literally ("*", "?" and "$" as IAM's ${*},
-// ${?} and ${$}).
-func holdKeyPatterns(scope string) []string {
-	s := strings.NewReplacer("$", "${$}", "*", "${*}", "?", "${?}").Replace(scope)
-	return []string{
-		settings.ScopedKey(s, "holds"),
-		settings.ScopedKey(s, "hold"+settings.KeySeparator+"*"),
-	}
-}
 
 // groupOrder is the group order in effect on a lane: GroupOrderHold (the
 // default of a FIFO lane) or GroupOrderSkip, or "" when the lane keeps
@@ -83,8 +70,9 @@ func (r consumerResolved) validateGroupOrder(fifo bool) []error {
 }
 
 // groupEnvironment are the consumer variables of a lane that holds its
-// groups: GROUP_ORDER and SOURCE_QUEUE_URL, where a held record that fails
-// goes back as its group's head; none when the lane does not.
+// groups: GROUP_ORDER, SOURCE_QUEUE_URL, where a held record that fails
+// goes back as its group's head, and HOLD_TABLE; none when the lane does
+// not.
 func (l *lane) groupEnvironment() map[string]*string {
 	order := l.props.consumer.groupOrder
 	if order == "" {
@@ -93,20 +81,34 @@ func (l *lane) groupEnvironment() map[string]*string {
 	return map[string]*string{
 		settings.GroupOrder.Env:     jsii.String(order),
 		settings.SourceQueueURL.Env: l.source.QueueUrl(),
+		settings.HoldTable.Env:      l.holdTableName(),
 	}
 }
 
-// grantHoldItems grants grantee actions on the idempotency table's hold
-// items only: every key of the request must match holdKeyPatterns. Each of
-// the actions names its keys (none is a Scan), so the condition is never
-// vacuous.
-func (l *lane) grantHoldItems(grantee awsiam.IGrantable, actions []string) {
-	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      grantee,
-		Actions:      jsii.Strings(actions...),
-		ResourceArns: &[]*string{l.idempotency.TableArn()},
-		Conditions: &map[string]*map[string]any{
-			"ForAllValues:StringLike": {"dynamodb:LeadingKeys": holdKeyPatterns(l.props.consumer.name)},
-		},
-	})
+// addHoldTable creates the hold table of a lane that holds its groups
+// (none otherwise): pk and sk strings, as dynamo.HoldStore keys its
+// items, and no TTL, since a hold lasts until its group is drained,
+// however long that takes.
+func (l *lane) addHoldTable() {
+	if l.props.consumer.groupOrder == "" {
+		return
+	}
+	l.holds = l.table("HoldTable", tableSpec{sortKey: true})
+}
+
+// holdTableName is the hold table's name, nil when the lane has none
+// (so that no variable names it).
+func (l *lane) holdTableName() *string {
+	if l.holds == nil {
+		return nil
+	}
+	return l.holds.TableName()
+}
+
+// grantHolds grants grantee actions on the lane's hold table, if the lane
+// has one.
+func (l *lane) grantHolds(grantee awsiam.IGrantable, actions []string) {
+	if l.holds != nil {
+		l.holds.Grant(grantee, pointers(actions)...)
+	}
 }

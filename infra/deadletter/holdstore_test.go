@@ -2,9 +2,7 @@ package deadletter_test
 
 import (
 	"context"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -112,8 +110,8 @@ var (
 		_ = s.End(ctx, h)
 		_, _ = s.List(ctx)
 	}
-	// the replay function's Keeper.Parked and Sweep, and dlq groups and
-	// groups release: read, list, count, update.
+	// the replay function's Keeper.Parked, Applied and Sweep, and dlq
+	// groups and groups release: read, list, count, update.
 	keeperUses = func(ctx context.Context, s hold.Store) {
 		_, _ = s.Holds(ctx, []string{"g-1"})
 		_, _ = s.List(ctx)
@@ -121,13 +119,6 @@ var (
 		_, _ = s.Update(ctx, hold.Hold{Group: "g-1", Head: "m-1", State: hold.Draining, Version: 7}, time.Now())
 	}
 )
-
-// likeIAM reports whether s matches an IAM StringLike pattern.
-func likeIAM(pattern, s string) bool {
-	re := regexp.QuoteMeta(pattern)
-	re = strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(re)
-	return regexp.MustCompile("^" + re + "$").MatchString(s)
-}
 
 // keySchema is the key attributes of the table tableID, sorted.
 func (s *synthesized) keySchema(tableID string) []string {
@@ -160,63 +151,92 @@ func partitionOf(key map[string]dbtypes.AttributeValue) string {
 	return pk.Value
 }
 
+// keyTypes is the type of each key attribute of the table tableID.
+func (s *synthesized) keyTypes(tableID string) map[string]string {
+	types := map[string]string{}
+	for _, d := range props(s.resources[tableID])["AttributeDefinitions"].([]any) {
+		d := d.(map[string]any)
+		types[d["AttributeName"].(string)] = d["AttributeType"].(string)
+	}
+	return types
+}
+
+// holdTableName stands for the hold table's name in the store's requests.
+const holdTableName = "holds"
+
 // TestHoldStoreFitsItsTable: package dynamo's hold store keys its items as
-// the table the lane gives the holds (the idempotency table, whose name
-// the consumer and the replay function get as IDEMPOTENCY_TABLE) is keyed:
-// DynamoDB refuses a key of another schema.
+// the lane's hold table (whose name the consumer and the replay function
+// get as HOLD_TABLE) is keyed, by String attributes: DynamoDB refuses a
+// key of another schema or type. Every request names that one table.
 func TestHoldStoreFitsItsTable(t *testing.T) {
 	s := fifo.get(t)
-	schema := s.keySchema(s.ids().idempotency)
-	seen := map[string]bool{}
-	for _, c := range storeCalls("idempotency", "orders", consumerUses) {
+	schema, types := s.keySchema(s.ids().holds), s.keyTypes(s.ids().holds)
+	if !slices.Equal(schema, []string{settings.PartitionKeyAttribute, settings.SortKeyAttribute}) {
+		t.Fatalf("the hold table is keyed by %v", schema)
+	}
+	calls := storeCalls(holdTableName, "orders", consumerUses)
+	if len(calls) == 0 {
+		t.Fatal("the store made no request")
+	}
+	for _, c := range calls {
+		if c.table != holdTableName {
+			t.Errorf("the hold store's %s names table %q, want the hold table", c.action, c.table)
+		}
 		for _, key := range c.keys {
 			attrs := keyAttributes(key)
-			if c.action == "dynamodb:Query" || slices.Equal(attrs, schema) || seen[c.action] {
-				continue
+			if c.action != "dynamodb:Query" && !slices.Equal(attrs, schema) {
+				t.Errorf("the hold store's %s keys the item %s by %v, but the hold table is keyed by %v", c.action, partitionOf(key), attrs, schema)
 			}
-			seen[c.action] = true
-			t.Errorf("the hold store's %s keys the item %s by %v, but the lane's idempotency table is keyed by %v", c.action, partitionOf(key), attrs, schema)
+			for _, a := range attrs {
+				if _, isString := key[a].(*dbtypes.AttributeValueMemberS); !isString || types[a] != "S" {
+					t.Errorf("the hold store's %s gives %s as %T, the hold table's %s is of type %s", c.action, a, key[a], a, types[a])
+				}
+			}
 		}
 	}
 }
 
-// TestHoldStoreGrants runs package dynamo's hold store, as each function
+// TestHoldStoreGrants runs package dynamo's hold store, as each principal
 // of a lane that holds its groups uses it, against the synthesized lane's
-// grants: every request is granted to the function (on the whole
-// idempotency table, or on its hold items, whose LeadingKeys patterns
-// match each of its partition keys), and no hold-item action is granted
-// that the function's store never calls.
+// grants: every request is granted to it on the hold table, and no action
+// on the hold table is granted that its store never calls.
 func TestHoldStoreGrants(t *testing.T) {
 	s := fifo.get(t)
 	id := s.ids()
-	patterns := []string{"orders#holds", "orders#hold#*"}
+	operator, operatorRole := operatorOn(nil)
 	for _, tc := range []struct {
 		name string
+		s    *synthesized
 		role string
 		uses func(context.Context, hold.Store)
 	}{
-		{"consumer", id.role, consumerUses},
-		{"replay", id.replayRole, keeperUses},
+		{"consumer", s, id.role, consumerUses},
+		{"replay", s, id.replayRole, keeperUses},
+		{"operator", operator, operatorRole, keeperUses},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			granted := s.granted(t, tc.role)
-			onTable, onHolds := granted[id.idempotency], granted[holdItems(id.idempotency, patterns...)]
+			granted := tc.s.granted(t, tc.role)[tc.s.ids().holds]
 			called := map[string]bool{}
-			for _, c := range storeCalls("idempotency", "orders", tc.uses) {
+			for _, c := range storeCalls(holdTableName, "orders", tc.uses) {
 				called[c.action] = true
-				for _, key := range c.keys {
-					pk := partitionOf(key)
-					onHoldItems := slices.Contains(onHolds, c.action) && slices.ContainsFunc(patterns, func(p string) bool { return likeIAM(p, pk) })
-					if !slices.Contains(onTable, c.action) && !onHoldItems {
-						t.Errorf("%s %s on %s: not granted (on the table %v, on the hold items %v)", tc.name, c.action, pk, onTable, onHolds)
-					}
+				if !slices.Contains(granted, c.action) {
+					t.Errorf("%s %s on %s: not granted (on the hold table %v)", tc.name, c.action, partitionsOf(c.keys), granted)
 				}
 			}
-			for _, a := range onHolds {
+			for _, a := range granted {
 				if !called[a] {
-					t.Errorf("%s may %s on the hold items, which its store never calls", tc.name, a)
+					t.Errorf("%s may %s on the hold table, which its store never calls", tc.name, a)
 				}
 			}
 		})
 	}
+}
+
+// partitionsOf are the partition keys of keys.
+func partitionsOf(keys []map[string]dbtypes.AttributeValue) []string {
+	var pks []string
+	for _, k := range keys {
+		pks = append(pks, partitionOf(k))
+	}
+	return pks
 }

@@ -27,13 +27,15 @@ import (
 // Key schema of the lane's tables, as package settings declares it for the
 // stores of package dynamo too.
 const (
-	// PartitionKey is the String partition key of both tables.
+	// PartitionKey is the String partition key of every table.
 	PartitionKey = settings.PartitionKeyAttribute
-	// SortKey is the String sort key of the replay ledger table.
+	// SortKey is the String sort key of the replay ledger and the hold
+	// table.
 	SortKey = settings.SortKeyAttribute
-	// TTLAttribute holds a record's expiry in epoch seconds on both tables.
-	// DynamoDB's TTL deletion is housekeeping only: readers check the expiry
-	// themselves.
+	// TTLAttribute holds a record's expiry in epoch seconds on the
+	// idempotency and the ledger table (the hold table has none).
+	// DynamoDB's TTL deletion is housekeeping only: readers check the
+	// expiry themselves.
 	TTLAttribute = settings.TTLAttribute
 )
 
@@ -64,6 +66,10 @@ type Lane interface {
 	IdempotencyTable() awsdynamodb.Table
 	// LedgerTable is the replay ledger (pk, sk; TTL expiresAt).
 	LedgerTable() awsdynamodb.Table
+	// HoldTable keeps the held message groups of a FIFO lane that holds
+	// them (pk, sk; no TTL: see ConsumerProps.GroupOrder); nil on a lane
+	// that does not.
+	HoldTable() awsdynamodb.Table
 	// Consumer is the consumer function: ConsumerProps.Function, or the
 	// one the lane built.
 	Consumer() awslambda.IFunction
@@ -79,8 +85,8 @@ type Lane interface {
 	// POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, the
 	// route's contract, KEY_EXPRESSION and PAYLOAD_HASH_EXPRESSION (each
 	// only when ConsumerProps.Key, PayloadHash is set), and on a FIFO lane
-	// that holds its groups GROUP_ORDER and SOURCE_QUEUE_URL (see
-	// ConsumerProps.GroupOrder). The lane sets them on a
+	// that holds its groups GROUP_ORDER, SOURCE_QUEUE_URL and HOLD_TABLE
+	// (see ConsumerProps.GroupOrder). The lane sets them on a
 	// consumer it builds and on an awslambda.Function given as
 	// Consumer.Function (never overwriting a variable the function sets: a
 	// different value is refused at synth); an imported function sets them
@@ -136,6 +142,7 @@ type lane struct {
 
 	source, deadLetter, invalid, parking awssqs.Queue
 	idempotency, ledger                  awsdynamodb.Table
+	holds                                awsdynamodb.Table // nil: the lane does not hold its groups
 	consumer                             awslambda.IFunction
 	consumerRole                         awsiam.IRole
 	consumerLogs                         awslogs.ILogGroup
@@ -243,6 +250,7 @@ func (l *lane) InvalidQueue() awssqs.Queue                                { retu
 func (l *lane) ParkingQueue() awssqs.Queue                                { return l.parking }
 func (l *lane) IdempotencyTable() awsdynamodb.Table                       { return l.idempotency }
 func (l *lane) LedgerTable() awsdynamodb.Table                            { return l.ledger }
+func (l *lane) HoldTable() awsdynamodb.Table                              { return l.holds }
 func (l *lane) Consumer() awslambda.IFunction                             { return l.consumer }
 func (l *lane) ConsumerRole() awsiam.IRole                                { return l.consumerRole }
 func (l *lane) ConsumerLogGroup() awslogs.ILogGroup                       { return l.consumerLogs }
@@ -398,7 +406,17 @@ func (l *lane) addSourceQueue(name string) {
 	})
 }
 
-func (l *lane) table(id string, sortKey bool) awsdynamodb.Table {
+// tableSpec is what tells the lane's tables apart.
+type tableSpec struct {
+	sortKey bool // a String sort key, SortKey, besides the partition key
+	ttl     bool // DynamoDB expires items by TTLAttribute
+}
+
+// table creates a table of spec with the settings every lane table
+// shares: a String partition key PartitionKey, on-demand billing,
+// AWS-managed encryption, point-in-time recovery, the lane's removal
+// policy and deletion protection.
+func (l *lane) table(id string, spec tableSpec) awsdynamodb.Table {
 	props := &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
@@ -406,19 +424,22 @@ func (l *lane) table(id string, sortKey bool) awsdynamodb.Table {
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
-		TimeToLiveAttribute: jsii.String(TTLAttribute),
-		RemovalPolicy:       l.props.removalPolicy,
-		DeletionProtection:  jsii.Bool(l.props.deletionProtection),
+		RemovalPolicy:      l.props.removalPolicy,
+		DeletionProtection: jsii.Bool(l.props.deletionProtection),
 	}
-	if sortKey {
+	if spec.sortKey {
 		props.SortKey = &awsdynamodb.Attribute{Name: jsii.String(SortKey), Type: awsdynamodb.AttributeType_STRING}
+	}
+	if spec.ttl {
+		props.TimeToLiveAttribute = jsii.String(TTLAttribute)
 	}
 	return awsdynamodb.NewTable(l.scope(), jsii.String(id), props)
 }
 
 func (l *lane) addTables() {
-	l.idempotency = l.table("IdempotencyTable", false)
-	l.ledger = l.table("LedgerTable", true)
+	l.idempotency = l.table("IdempotencyTable", tableSpec{ttl: true})
+	l.ledger = l.table("LedgerTable", tableSpec{sortKey: true, ttl: true})
+	l.addHoldTable()
 }
 
 // laneFunction is one of the lane's functions with its role and log group.
@@ -569,12 +590,12 @@ func (l *lane) grantConsumer() {
 	grantQueue(l.invalid, consumer, "sqs:SendMessage")
 	l.idempotency.Grant(consumer, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
-	// A lane that holds its groups: the hold store's other item actions,
-	// on the hold items only, and SendMessage on the source, where a held
-	// record that fails goes back as its group's head and drain triggers
-	// go (hold.Keeper).
-	if l.props.consumer.groupOrder != "" {
-		l.grantHoldItems(consumer, holdConsumerActions)
+	// A lane that holds its groups: the hold store's item actions on the
+	// hold table, and SendMessage on the source, where a held record that
+	// fails goes back as its group's head and drain triggers go
+	// (hold.Keeper).
+	if l.holds != nil {
+		l.grantHolds(consumer, holdConsumerActions)
 		grantQueue(l.source, consumer, "sqs:SendMessage")
 	}
 }
@@ -605,6 +626,7 @@ func (l *lane) addReplay(code string) {
 			settings.ReplayRoutes.Env:     routes,
 			settings.LedgerTable.Env:      l.ledger.TableName(),
 			settings.IdempotencyTable.Env: l.idempotency.TableName(),
+			settings.HoldTable.Env:        l.holdTableName(),
 			settings.ConsumerName.Env:     jsii.String(r.consumer.name),
 		},
 		environment: environment,
@@ -637,11 +659,11 @@ func (l *lane) addReplay(code string) {
 // depth for the refill gate); send on the source and parking queues; the
 // ledger's item actions (dynamo.LedgerAPI); BatchGetItem on the
 // idempotency table for the canary gate (dynamo.CompletionsAPI), and on a
-// lane that holds its groups the hold store's item actions on the hold
-// items only (the drain triggers go to the source, which it sends to
-// already). Nothing on the invalid queue, no write on the consumer's
-// records. On a queue with a KMS key, the key actions its SQS actions
-// need (grantQueue).
+// lane that holds its groups the keeper's item actions on the hold table
+// (the drain triggers go to the source, which it sends to already).
+// Nothing on the invalid queue, no write on the consumer's records. On a
+// queue with a KMS key, the key actions its SQS actions need
+// (grantQueue).
 func (l *lane) grantReplay() {
 	replay := l.replay.fn
 	grantQueue(l.deadLetter, replay, "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
@@ -652,9 +674,7 @@ func (l *lane) grantReplay() {
 	l.ledger.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:Query"))
 	l.idempotency.Grant(replay, jsii.String("dynamodb:BatchGetItem"))
-	if l.props.consumer.groupOrder != "" {
-		l.grantHoldItems(replay, holdKeeperActions)
-	}
+	l.grantHolds(replay, holdKeeperActions)
 }
 
 // suppress records a cdk-nag suppression with its reason on c (its L1

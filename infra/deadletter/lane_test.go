@@ -16,13 +16,19 @@ import (
 // laneIDs are the logical ids of a lane's resources.
 type laneIDs struct {
 	source, dlq, invalid, parking, idempotency, ledger string
+	holds                                              string // "" when the lane has no hold table
 	consumer, role, logs, topic, key                   string
 	replay, replayRole, replayLogs, schedule           string
 }
 
 func (s *synthesized) ids() laneIDs {
 	l := s.lane
+	holds := ""
+	if t := l.HoldTable(); t != nil {
+		holds = s.ref(t.TableName())
+	}
 	return laneIDs{
+		holds:       holds,
 		source:      s.ref(l.SourceQueue().QueueArn()),
 		dlq:         s.ref(l.DeadLetterQueue().QueueArn()),
 		invalid:     s.ref(l.InvalidQueue().QueueArn()),
@@ -312,37 +318,9 @@ func TestEventSourceMapping(t *testing.T) {
 	}
 }
 
-// holdItems marks, in the permission set of granted, a resource whose
-// actions are granted on the idempotency table's hold items only (a
-// ForAllValues:StringLike condition on dynamodb:LeadingKeys):
-// "<id> (hold items <pattern>, ...)".
-func holdItems(rid string, patterns ...string) string {
-	return rid + " (hold items " + strings.Join(patterns, ", ") + ")"
-}
-
-// leadingKeys returns the patterns of a condition on the hold items, and
-// false for any other condition.
-func leadingKeys(condition any) ([]string, bool) {
-	c, ok := condition.(map[string]any)
-	like, _ := c["ForAllValues:StringLike"].(map[string]any)
-	keys, _ := like["dynamodb:LeadingKeys"].([]any)
-	if !ok || len(c) != 1 || len(like) != 1 || len(keys) == 0 {
-		return nil, false
-	}
-	patterns := make([]string, len(keys))
-	for i, k := range keys {
-		if patterns[i], ok = k.(string); !ok {
-			return nil, false
-		}
-	}
-	return patterns, true
-}
-
 // granted walks every policy attached to role and returns its permission
-// set: the logical id of the resource (from Fn::GetAtt [id, Arn]), or
-// holdItems of it for a grant on the hold items, -> sorted actions. It reports
-// statements that are not plain Allows, or Allows on the hold items, and
-// wildcards.
+// set: the logical id of the resource (from Fn::GetAtt [id, Arn]) -> sorted
+// actions. It reports statements that are not plain Allows and wildcards.
 func (s *synthesized) granted(t *testing.T, role string) map[string][]string {
 	t.Helper()
 	granted := map[string][]string{}
@@ -359,8 +337,7 @@ func (s *synthesized) granted(t *testing.T, role string) map[string][]string {
 		for _, st := range asList(doc["Statement"]) {
 			st := st.(map[string]any)
 			text := mustJSON(st)
-			patterns, onHoldItems := leadingKeys(st["Condition"])
-			if st["Effect"] != "Allow" || st["Condition"] != nil && !onHoldItems || st["NotAction"] != nil || st["NotResource"] != nil {
+			if st["Effect"] != "Allow" || st["Condition"] != nil || st["NotAction"] != nil || st["NotResource"] != nil {
 				t.Errorf("%s: unexpected statement shape %s", lid, text)
 				continue
 			}
@@ -374,9 +351,6 @@ func (s *synthesized) granted(t *testing.T, role string) map[string][]string {
 					if ga, ok := m["Fn::GetAtt"].([]any); ok && ga[1] == "Arn" {
 						rid = ga[0].(string)
 					}
-				}
-				if onHoldItems {
-					rid = holdItems(rid, patterns...)
 				}
 				for _, a := range asList(st["Action"]) {
 					if strings.Contains(a.(string), "*") {

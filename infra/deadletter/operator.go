@@ -37,17 +37,18 @@ import (
 //     the consumer's configuration and concurrency;
 //   - on a FIFO lane that holds its groups, list, count and release held
 //     groups (`dlq groups`, `dlq groups release`): BatchGetItem, GetItem,
-//     Query and UpdateItem on the idempotency table's hold items only
-//     (dynamodb:LeadingKeys, see holdKeyPatterns); the release's drain
-//     trigger is a SendMessage on the source queue, granted above;
+//     Query and UpdateItem on the hold table (holdKeeperActions), no
+//     PutItem or DeleteItem (an operator neither begins nor ends a hold);
+//     the release's drain trigger is a SendMessage on the source queue,
+//     granted above;
 //   - subscribe to the alarm topic: sns:Subscribe;
 //   - on a queue encrypted with a KMS key, the key actions its SQS actions
 //     need (kms:GenerateDataKey and kms:Decrypt to send, kms:Decrypt to
 //     receive; see sqsKeyActions).
 //
 // Nothing else: no SendMessage on the DLQ (its policy denies it to
-// everyone), no StartMessageMoveTask, no write on the idempotency table's
-// completion records, no receive on the source queue.
+// everyone), no StartMessageMoveTask, no write on the idempotency table, no
+// receive on the source queue.
 var operatorActions = map[string][]string{
 	"stack":       {"cloudformation:DescribeStacks"},
 	"source":      {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"},
@@ -85,9 +86,7 @@ func (l *lane) GrantOperator(principal awsiam.IGrantable) {
 	grantQueue(l.parking, principal, operatorActions["parking"]...)
 	l.ledger.Grant(principal, pointers(operatorActions["ledger"])...)
 	l.idempotency.Grant(principal, pointers(operatorActions["idempotency"])...)
-	if l.props.consumer.groupOrder != "" {
-		l.grantHoldItems(principal, holdKeeperActions)
-	}
+	l.grantHolds(principal, holdKeeperActions)
 	// The function's ARN alone: GrantInvoke would add its versions (":*").
 	onArns("replay", l.replay.fn.FunctionArn())
 	onArns("consumer", l.consumer.FunctionArn())

@@ -13,14 +13,17 @@ import (
 // and scripts find the lane: two lanes of one stack have different names,
 // so their outputs never collide (a collision is a construct id clash the
 // CDK reports). ConsumerLogGroupName is left out for a Consumer.Function,
-// whose log group is the team's.
+// whose log group is the team's, and HoldTableName for a lane that does not
+// hold its groups (it has no hold table): by its absence `dlq groups` tells
+// that a lane holds none.
 func (l *lane) addOutputs() {
 	stack := awscdk.Stack_Of(l.scope())
-	outputs := []struct {
+	type output struct {
 		key         string
 		value       *string
 		description string
-	}{
+	}
+	outputs := []output{
 		{settings.OutputSourceQueueURL, l.source.QueueUrl(), "Producers send here."},
 		{settings.OutputSourceQueueARN, l.source.QueueArn(), "ARN of the source queue."},
 		{settings.OutputDeadLetterQueueURL, l.deadLetter.QueueUrl(), "Messages that exhausted their receives."},
@@ -37,11 +40,10 @@ func (l *lane) addOutputs() {
 		{settings.OutputReplayLogGroupName, l.replay.logs.LogGroupName(), "The replay function's log group (run summaries): aws logs tail <this>."},
 	}
 	if l.consumerLogs != nil {
-		outputs = append(outputs, struct {
-			key         string
-			value       *string
-			description string
-		}{settings.OutputConsumerLogGroupName, l.consumerLogs.LogGroupName(), "The consumer's log group: aws logs tail <this>."})
+		outputs = append(outputs, output{settings.OutputConsumerLogGroupName, l.consumerLogs.LogGroupName(), "The consumer's log group: aws logs tail <this>."})
+	}
+	if l.holds != nil {
+		outputs = append(outputs, output{settings.OutputHoldTableName, l.holds.TableName(), "Held message groups (dlq groups)."})
 	}
 	for _, o := range outputs {
 		awscdk.NewCfnOutput(stack, jsii.String(settings.OutputID(l.props.name, o.key)), &awscdk.CfnOutputProps{

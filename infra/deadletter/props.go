@@ -76,7 +76,7 @@ type LaneProps struct {
 	// above all) and can be retried. RETAIN keeps them on that rollback
 	// too; a throw-away emulator stack uses DESTROY.
 	RemovalPolicy awscdk.RemovalPolicy
-	// DeletionProtection of both tables. Default true with RemovalPolicy
+	// DeletionProtection of the lane's tables. Default true with RemovalPolicy
 	// RETAIN, false otherwise: a throw-away stack (DESTROY) must be
 	// deletable, and the rollback of a failed first deploy
 	// (RETAIN_ON_UPDATE_OR_DELETE, the default) must be able to delete the
