@@ -472,4 +472,15 @@ func TestAPostedDeadLetterIsRemoved(t *testing.T) {
 	if got := s.entries(t, acct); !slices.Equal(got, want(id)) {
 		t.Errorf("entries after the conflicting replay: %q, want %q", got, want(id))
 	}
+	// The conflicting copy is a head that can never succeed: it holds the
+	// account (GROUP_ORDER hold) until an operator releases it.
+	store := s.holds(t)
+	if h, n, ok := holdOf(t, store, acct); !ok || h.Parked != "invalid: "+payment.ReasonConflictingDuplicate || n != 0 {
+		t.Fatalf("account %s: hold %+v (held %t, %d behind), want held by the conflicting copy", acct, h, ok, n)
+	}
+	dlq(t, "groups", "release", acct, "--yes")
+	eventually(t, 60*time.Second, "the account free", func() (bool, string) {
+		h, _, ok := holdOf(t, store, acct)
+		return !ok, fmt.Sprintf("%+v", h)
+	})
 }
