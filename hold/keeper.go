@@ -130,13 +130,9 @@ func (k *Keeper) Release(ctx context.Context, h Hold, now time.Time) (Hold, erro
 // group for reason. When it is the group's head, the hold says so (and a
 // lane that skips releases the group); otherwise it changes nothing.
 func (k *Keeper) Parked(ctx context.Context, group, origin, reason string, now time.Time) error {
-	hs, err := k.Store.Holds(ctx, []string{group})
-	if err != nil {
+	h, ok, err := k.headed(ctx, group, origin)
+	if err != nil || !ok {
 		return err
-	}
-	h, ok := hs[group]
-	if !ok || h.Head != origin || h.State != Held {
-		return nil
 	}
 	h.Parked = "parked: " + reason
 	if h, err = k.Store.Update(ctx, h, now); err != nil {
@@ -154,17 +150,23 @@ func (k *Keeper) Parked(ctx context.Context, group, origin, reason string, now t
 // last delivery). When it is the group's head, the group drains: the head
 // will not come back, and it needs not. Otherwise it changes nothing.
 func (k *Keeper) Applied(ctx context.Context, group, origin string, now time.Time) error {
-	hs, err := k.Store.Holds(ctx, []string{group})
-	if err != nil {
+	h, ok, err := k.headed(ctx, group, origin)
+	if err != nil || !ok {
 		return err
-	}
-	h, ok := hs[group]
-	if !ok || h.Head != origin || h.State != Held {
-		return nil
 	}
 	h.Parked = ""
 	_, err = k.Release(ctx, h, now)
 	return err
+}
+
+// headed returns the hold of group when origin is its head and it is held.
+func (k *Keeper) headed(ctx context.Context, group, origin string) (Hold, bool, error) {
+	hs, err := k.Store.Holds(ctx, []string{group})
+	if err != nil {
+		return Hold{}, false, err
+	}
+	h, ok := hs[group]
+	return h, ok && h.Head == origin && h.State == Held, nil
 }
 
 // Sweep is the scheduled run's care of the lane's holds: a hold left
