@@ -7,8 +7,9 @@ import (
 )
 
 // determinismSeeds are lockstep seeds (see concurrentSeed) of each lane:
-// the sample's (4), keyed at order.ref (3), without records (6).
-var determinismSeeds = []uint64{3, 4, 6}
+// the sample's (4), keyed at order.ref (3), without records (6); and of
+// each choice of Groups: off (3), hold (4, 6), skip (31).
+var determinismSeeds = []uint64{3, 4, 6, 31}
 
 // TestSimIsDeterministic runs a seed twice: the same seed must do the same
 // things at the same simulated times, or a failing seed would not replay.

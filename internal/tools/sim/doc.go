@@ -1,8 +1,9 @@
 // Package sim is the net under the project's promise: a deterministic
 // simulation of the whole system that runs the real code (the batch
 // processor, the invoicing handler and the idempotent receiver over
-// idempotency.MemoryStore, the invalid-message publisher, and the replay
-// engine over replaytest.MemoryLedger) against models of everything around it,
+// idempotency.MemoryStore, the invalid-message publisher, the replay engine
+// over replaytest.MemoryLedger, and on a FIFO lane the keeper of its held
+// groups over holdtest.Memory) against models of everything around it,
 // on one simulated clock, all driven by one seed.
 //
 // # Models
@@ -28,7 +29,9 @@
 //     flakiness and slow answers over budget; ambiguous failures (applied,
 //     answer lost); a deduplicating or a counting mode; a lookup by
 //     Idempotency-Key; a health probe that can say up while invoices fail;
-//     orders it fails for ever with a 503 of their own (KindPoison).
+//     orders it fails for ever with a 503 of their own (KindPoison); and
+//     freezes (Freeze), a 503 for the orders of one message group, or of
+//     some of them, for a while (issue 22's frozen account).
 //   - Producers that put replay metadata the engine did not write on what
 //     they publish (forge.go): well-formed copies of what the engine wrote
 //     on a message it replayed or parked (one copy on two orders, too), and
@@ -38,6 +41,33 @@
 //     idempotency store, the ledger and the completions reader; key-size
 //     limits as DynamoDB enforces them; a crash between the effect and its
 //     completion; clock jumps.
+//   - The held message groups of a FIFO lane whose consumer keeps each
+//     group in order (groups.go; Lane.Groups, package hold): one
+//     holdtest.Memory, which the consumer (batch.Options.Groups), the
+//     replay engine (replay.Options.Holds, the route's Groups) and the
+//     operator reach through holdStore, and the keeper's sends to the
+//     source queue (a held record sent back as its group's head, a drain
+//     trigger) through holdSender. Calls fail by hash-decided faults
+//     (Faults.HoldErrors), bounded so that no record goes unheld over its
+//     whole receive budget: none in an invocation whose batch holds a
+//     record on its last receive, and at most maxReceiveCount-1 on one
+//     (operation, key). A hold that cannot be written over a record's whole
+//     receive budget is hold's documented degraded case (the record
+//     dead-letters unheld and its successors go first), outside the
+//     contract the invariants check. The operator releases (dlq groups
+//     release) the groups held behind an invalid head every
+//     Config.ReleaseEvery; at the end, once the parking queue was brought
+//     back (so that a head parked for a transient failure comes back
+//     first, in its group's order), it releases each group still held
+//     behind an invalid or parked head, or behind a head it finds in the
+//     parking queue that the hold was not told of, and waits for quiet
+//     again, until none is left.
+//
+// A FIFO lane hands a record of a group to a second consumer only once the
+// first one's visibility timeout ended: such a copy (Faults.ConcurrentCopy)
+// makes the first consumer's receipt handle stale, so its delete of the
+// record does not delete it; the copy's consumer deletes it if it
+// acknowledges it.
 //
 // # Determinism
 //
@@ -72,10 +102,21 @@
 // and every run must report the canary reading no completions and remove
 // nothing as applied (docs/RELIABILITY.md, "Simulation").
 //
+// Two seeds in five are FIFO (fifoSeed), and on each the consumer holds its
+// groups (groupsConfig): hold.Skip on one FIFO seed in four, hold.KeepHeld
+// on the others, with one to three groups frozen for 3 to 20 replay
+// schedule periods. A duplicate or a conflict is in the group of the order
+// it repeats; on a lane with Groups a poison order shares a group too.
+// Orders with replay metadata the engine did not write (Mix.Forged) are
+// not published on such lanes until hold names a head by metadata it can
+// trust (forgeOnHoldLanes; TestScenario/forged-origin-holds).
+//
 // # Invariants
 //
 // After the system quiesces (no message in the source queue or the DLQ, none
-// in flight) and an operator has brought back what was parked
+// in flight, no held group draining) and an operator has brought back what
+// was parked (and released the held groups that would not go on by
+// themselves)
 // ([Report] and invariants.go). Each wait for quiet is bounded by
 // Config.DrainLimit, and, when the system is still busy then, once more by
 // the time the engine's documented pace allows for what is left (2 x
@@ -89,10 +130,16 @@
 //   - every invalid order is in the invalid queue with its reason, and never
 //     invoiced;
 //   - every published message is accounted for in exactly one terminal
-//     place: acknowledged by the consumer (its order invoiced), the invalid
-//     queue, the parking queue (with a reason), or removed by a replay run as
-//     already applied;
-//   - no message expired unseen, and nothing is left in the DLQ.
+//     place: acknowledged by the consumer (its order invoiced), held and
+//     then applied by a drain (a record acknowledged into its group's hold
+//     is in no place until then), the invalid queue, the parking queue
+//     (with a reason), or removed by a replay run as already applied;
+//   - no message expired unseen, and nothing is left in the DLQ;
+//   - on a lane with Groups (order.go): in each message group, the valid
+//     orders are first invoiced in their publication order, except a head
+//     its group was released past (by the operator, or by a lane that
+//     skips: it is invoiced later, or never; Stats.Groups.ReleasedHeads
+//     counts them); and no hold and no held record is left.
 //
 // While it runs, the simulation also checks promises of single steps: a run
 // never sends a message whose ledger lease it no longer holds, and no two
@@ -103,7 +150,11 @@
 // removal needs the ledger), nor replayed (replayed-completed); the
 // completion is the consumer's record with the consumer's own hash of the
 // body, so a route whose key or payload-hash expression cannot match fails
-// it. "Its own replays" are those the simulation saw
+// it; a record the consumer acknowledged into its group's hold (the
+// mapping deleted it from the source once stored) is never replayed (one
+// stored by an invocation that died is also in the source, and may be: it
+// is counted, GroupStats.HeldDeadLettered). "Its own replays" are those
+// the simulation saw
 // sent in its lineage (since a reset of its count), never the counts its
 // metadata carries: a message a run sends is told by its body and what the
 // run holds, and among copies of one body by metadata only when its seal
@@ -126,7 +177,11 @@
 // TestSim runs [DefaultSeeds] random seeds in `go test ./...` (fewer orders
 // under the race detector, see race_test.go); `make sim SEEDS=N` runs more,
 // `make sim SEED=N` one. TestScenario/<name> reproduces each path of the
-// issue that opened this package, and of issue 15, as a named scenario;
-// the scenarios of 5,000 dead letters run only where SIM_SEEDS is set (make
-// sim), as TestSim/scenario=<name>.
+// issue that opened this package, and of issues 15 and 22, as a named
+// scenario; the scenarios of 5,000 dead letters run only where SIM_SEEDS is
+// set (make sim), as TestSim/scenario=<name>, and one that reproduces a
+// known bug (scenario.pending) only where SIM_PENDING is. TestCheckOrder
+// and TestOrderBreaksWithoutGroups show that the order invariant fails
+// where it should: issue 22's trace on a FIFO lane without Groups breaks
+// it, the same trace with Groups keeps it.
 package sim

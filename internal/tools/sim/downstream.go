@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,17 @@ type Phase struct {
 	LyingHealth bool // the health probe says up all the same
 }
 
+// Freeze is a failure of the tax service confined to one message group:
+// from From to To after the start, every invoice call for an order of
+// Group (of Orders only, when set) answers 503, and every other order is
+// served (issue 22's frozen account). A freeze of many schedule periods
+// is what a FIFO lane that holds its groups must come through in order.
+type Freeze struct {
+	Group    string
+	Orders   []string // when set, only these orders of the group fail
+	From, To time.Duration
+}
+
 // Service behaviour that holds outside the phases.
 type ServiceFaults struct {
 	Ambiguous float64       // a call is applied but its answer is lost
@@ -39,6 +51,7 @@ type ServiceFaults struct {
 
 // effect is one invoice issued.
 type effect struct {
+	seq     int // the order in which the service issued its invoices, from 1
 	at      time.Time
 	number  string
 	request string // the request JSON
@@ -61,6 +74,11 @@ type Service struct {
 	// after the effect and before the answer (a concurrent copy of the
 	// record arriving at another consumer then).
 	duringCall func(ctx context.Context, orderID string)
+
+	// freezes fail the orders of a group for a while; groupOf maps an
+	// orderId to its group (see Service.frozen).
+	freezes []Freeze
+	groupOf map[string]string
 
 	mu        sync.Mutex
 	issued    int
@@ -122,6 +140,55 @@ type poisonError struct{}
 func (poisonError) Error() string    { return "tax service unavailable for this order (HTTP 503)" }
 func (poisonError) NotApplied() bool { return true }
 
+// errFrozen is the answer to an order of a frozen group (Freeze). Its text
+// differs from errUnavailable's: it is no outage of the service.
+var errFrozen error = frozenError{}
+
+type frozenError struct{}
+
+func (frozenError) Error() string    { return "tax service: the account is frozen (HTTP 503)" }
+func (frozenError) NotApplied() bool { return true }
+
+// freeze has the service fail the orders of freezes' groups, as pubs
+// place them.
+func (s *Service) freeze(freezes []Freeze, pubs []*Publication) {
+	s.freezes = freezes
+	s.groupOf = map[string]string{}
+	for _, p := range pubs {
+		if _, ok := s.groupOf[p.OrderID]; !ok && p.OrderID != "" {
+			s.groupOf[p.OrderID] = p.Group
+		}
+	}
+}
+
+// own returns how the trace says it and the failure of the service that
+// is orderID's own: a freeze of its group (errFrozen), or a poison order's
+// (errPoison); nil when the service serves it.
+func (s *Service) own(orderID string) (string, error) {
+	switch {
+	case s.frozen(orderID):
+		return "frozen", errFrozen
+	case strings.Contains(orderID, poisonMark):
+		return "unavailable for this order", errPoison
+	}
+	return "", nil
+}
+
+// frozen reports whether a freeze fails the invoices of orderID now.
+func (s *Service) frozen(orderID string) bool {
+	off := s.clock.Now().Sub(s.start)
+	g, ok := s.groupOf[orderID]
+	if !ok {
+		return false
+	}
+	for _, f := range s.freezes {
+		if f.Group == g && off >= f.From && off < f.To && (len(f.Orders) == 0 || slices.Contains(f.Orders, orderID)) {
+			return true
+		}
+	}
+	return false
+}
+
 // wait spends d of the caller's time. It reports false when the caller's
 // invocation died on the way (its deadline passed): the clock then stops at
 // the deadline.
@@ -163,10 +230,10 @@ func (s *Service) IssueInvoice(ctx context.Context, req tax.InvoiceRequest) (tax
 		s.trace.add(s.clock.Now(), "tax", "unavailable", key, fmt.Sprintf("call %d", attempt))
 		return tax.Invoice{}, errUnavailable
 	}
-	if strings.Contains(key, poisonMark) {
+	if what, err := s.own(key); err != nil {
 		s.wait(ctx, latency)
-		s.trace.add(s.clock.Now(), "tax", "unavailable for this order", key, fmt.Sprintf("call %d", attempt))
-		return tax.Invoice{}, errPoison
+		s.trace.add(s.clock.Now(), "tax", what, key, fmt.Sprintf("call %d", attempt))
+		return tax.Invoice{}, err
 	}
 	if strings.Contains(key, "REJECT") {
 		s.wait(ctx, latency)
@@ -213,7 +280,7 @@ func (s *Service) apply(key string, req tax.InvoiceRequest) *effect {
 		return prev[0]
 	}
 	s.issued++
-	e := &effect{at: s.clock.Now(), number: fmt.Sprintf("INV-%07d", s.issued), request: encode(req)}
+	e := &effect{seq: s.issued, at: s.clock.Now(), number: fmt.Sprintf("INV-%07d", s.issued), request: encode(req)}
 	if len(prev) > 0 {
 		known := false
 		for _, p := range prev {

@@ -55,9 +55,14 @@ func (s *Sim) newProcessor() *batch.Processor {
 		},
 	}
 	h := &invoicing.Handler{Receiver: receiver, Invoicer: s.tax, Lookup: s.tax, MaxBytes: s.cfg.Consumer.MaxBytes}
+	opts := batch.Options{Concurrency: 1, Logger: logger, Now: s.clock.Now}
+	if s.cfg.Lane.Groups != "" {
+		// As functions/consumer wires GROUP_ORDER: the lane's holds, and
+		// its source queue for held records sent back and drain triggers.
+		opts.Groups = s.keeper(&holdStore{s: s}, &holdSender{s: s, who: "consumer"})
+	}
 	return batch.New(s.cfg.Lane.handler(h, s.tax),
-		batch.NewInvalidQueue(invalidSender{s: s}, s.sqs.invalid, consumerName, s.clock.Now),
-		batch.Options{Concurrency: 1, Logger: logger, Now: s.clock.Now})
+		batch.NewInvalidQueue(invalidSender{s: s}, s.sqs.invalid, consumerName, s.clock.Now), opts)
 }
 
 // poll is one poll of the event source mapping: receive a batch, invoke the
@@ -76,14 +81,14 @@ func (s *Sim) poll() int {
 		ev.Records[i] = s.sqs.toEvent(m)
 	}
 	s.invocations++
-	inv := &invocation{id: fmt.Sprintf("consumer-%d", s.invocations), deadline: s.clock.Now().Add(s.cfg.Consumer.Timeout), invalid: map[string]bool{}, records: ev.Records}
+	inv := newConsumerInvocation(fmt.Sprintf("consumer-%d", s.invocations), s.clock.Now().Add(s.cfg.Consumer.Timeout), ev.Records, map[string]bool{})
 	s.trace.add(s.clock.Now(), "esm", "invoke "+inv.id, s.ids(out.Messages), "")
 	resp := s.invoke(inv, ev)
 	if s.dice.chance("esm-double-invoke", inv.id, s.cfg.Faults.DoubleInvoke) {
 		// The same batch again, as a retried invocation does; the mapping
 		// acts on the later answer.
 		s.stats.DoubleInvokes++
-		again := &invocation{id: inv.id + "-again", deadline: s.clock.Now().Add(s.cfg.Consumer.Timeout), invalid: inv.invalid, records: ev.Records}
+		again := newConsumerInvocation(inv.id+"-again", s.clock.Now().Add(s.cfg.Consumer.Timeout), ev.Records, inv.invalid)
 		s.trace.add(s.clock.Now(), "esm", "invoke again "+again.id, s.ids(out.Messages), "")
 		if r2 := s.invoke(again, ev); !again.dead() {
 			resp, inv = r2, again
@@ -94,33 +99,53 @@ func (s *Sim) poll() int {
 		s.trace.add(s.clock.Now(), "esm", "abandoned "+inv.id, "", inv.reason())
 		return len(out.Messages)
 	}
+	s.deleteRecords(inv, s.acknowledged(inv, ev.Records, resp))
+	return len(out.Messages)
+}
+
+// acknowledged books what inv acknowledged of records (all but resp's
+// failures) and returns the records the mapping deletes: not those whose
+// receipt handle went stale, nor those whose delete fails by a fault.
+func (s *Sim) acknowledged(inv *invocation, records []events.SQSMessage, resp events.SQSEventResponse) []events.SQSMessage {
 	failed := map[string]bool{}
 	for _, f := range resp.BatchItemFailures {
 		failed[f.ItemIdentifier] = true
 	}
 	var done []events.SQSMessage
-	for _, r := range ev.Records {
+	for _, r := range records {
 		if failed[r.MessageId] {
 			continue
 		}
 		n := s.sqs.pubOf(r.MessageId)
-		if !inv.invalid[r.MessageId] && n >= 0 {
-			p := s.pubs[n]
-			s.ackedPubs[n] = true
-			if p.Hash != "" {
-				if _, ok := s.acked[p.OrderID]; !ok {
-					s.acked[p.OrderID] = p.Hash
-				}
-			}
+		// Acknowledged as applied: not routed to the invalid queue, not
+		// held behind its group's hold (it is applied later, by a drain:
+		// see holdStore.Remove), not a drain trigger.
+		if !inv.invalid[r.MessageId] && inv.outcomes[r.MessageId] == string(batch.Succeeded) && n >= 0 {
+			s.applied(n)
 		}
-		if s.dice.chance("esm-delete", r.MessageId, s.cfg.Faults.ESMDeleteErrors) {
+		switch {
+		case inv.stale[r.MessageId]:
+			s.trace.add(s.clock.Now(), "esm", "delete failed", s.subject(r.MessageId, n), "receipt handle stale: a copy was received since")
+			continue
+		case s.dice.chance("esm-delete", r.MessageId, s.cfg.Faults.ESMDeleteErrors):
 			s.trace.add(s.clock.Now(), "esm", "delete failed", s.subject(r.MessageId, n), "injected")
 			continue
 		}
 		done = append(done, r)
 	}
-	s.deleteRecords(done)
-	return len(out.Messages)
+	return done
+}
+
+// applied records that the consumer applied publication n and acknowledged
+// it: its order's first acknowledged payload, for parked-completed.
+func (s *Sim) applied(n int) {
+	p := s.pubs[n]
+	s.ackedPubs[n] = true
+	if p.Hash != "" {
+		if _, ok := s.acked[p.OrderID]; !ok {
+			s.acked[p.OrderID] = p.Hash
+		}
+	}
 }
 
 // invoke runs the consumer on ev within inv.
@@ -146,13 +171,25 @@ func (s *Sim) copyDuringCall(ctx context.Context, orderID string) {
 	s.copying = true
 	defer func() { s.copying = false }()
 	s.stats.ConcurrentCopies++
-	twin := &invocation{id: inv.id + "-copy", deadline: s.clock.Now().Add(s.cfg.Consumer.Timeout), invalid: map[string]bool{}}
+	if s.sqs.fifo {
+		// A FIFO queue hands a record of a group out again only once its
+		// visibility timeout ended: the copy's receive makes the first
+		// consumer's receipt handle stale, and its delete does not delete
+		// the record (SQS: "the request succeeds, but the message might not
+		// be deleted"); the copy's consumer deletes it, if it acknowledges
+		// it.
+		inv.stale[rec.MessageId] = true
+	}
+	twin := newConsumerInvocation(inv.id+"-copy", s.clock.Now().Add(s.cfg.Consumer.Timeout), []events.SQSMessage{rec}, map[string]bool{})
 	s.trace.add(s.clock.Now(), "esm", "copy to "+twin.id, s.subject(rec.MessageId, s.sqs.pubOf(rec.MessageId)), "")
 	resp := s.invoke(twin, events.SQSEvent{Records: []events.SQSMessage{rec}})
 	if len(resp.BatchItemFailures) == 0 && !twin.dead() {
 		n := s.sqs.pubOf(rec.MessageId)
-		if !twin.invalid[rec.MessageId] && n >= 0 {
+		if !twin.invalid[rec.MessageId] && twin.outcomes[rec.MessageId] == string(batch.Succeeded) && n >= 0 {
 			s.ackedPubs[n] = true
+		}
+		if s.sqs.fifo {
+			s.deleteRecords(twin, []events.SQSMessage{rec})
 		}
 	}
 }
@@ -192,6 +229,9 @@ func (h *traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Message == "replay run" || r.Message == "replay gate" && reason == "" {
 		return nil
 	}
+	if r.Message == "replay holds" {
+		return h.holds(r)
+	}
 	if r.Message == "record" && h.actor == "consumer" {
 		h.s.record(ctx, id, outcome, errText)
 	}
@@ -211,6 +251,28 @@ func (h *traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	return nil
 }
 
+// holds traces the engine's line about a route's held groups when it has
+// something to say: groups held or draining, or an error.
+func (h *traceHandler) holds(r slog.Record) error {
+	var counts []string
+	errText := ""
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "held", "draining", "parkedHeads":
+			if a.Value.Int64() > 0 {
+				counts = append(counts, fmt.Sprintf("%s=%d", a.Key, a.Value.Int64()))
+			}
+		case "error":
+			errText = a.Value.String()
+		}
+		return true
+	})
+	if len(counts) > 0 || errText != "" {
+		h.s.trace.add(h.s.clock.Now(), h.actor, r.Message, "", strings.TrimSpace(strings.Join(counts, " ")+" "+errText))
+	}
+	return nil
+}
+
 // WithAttrs implements slog.Handler.
 func (h *traceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return &traceHandler{s: h.s, actor: h.actor, attrs: append(h.attrs[:len(h.attrs):len(h.attrs)], attrs...)}
@@ -219,9 +281,13 @@ func (h *traceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 // WithGroup implements slog.Handler.
 func (h *traceHandler) WithGroup(string) slog.Handler { return h }
 
-// record keeps what the consumer did with a delivery of a replayed message:
-// whether it failed, and whether the tax service was down then.
-func (s *Sim) record(_ context.Context, id, outcome, errText string) {
+// record keeps what the consumer did with a record: its outcome in the
+// invocation, and, for a delivery of a replayed message, whether it failed
+// and whether the tax service was down then.
+func (s *Sim) record(ctx context.Context, id, outcome, errText string) {
+	if inv := invocationOf(ctx); inv != nil && inv.outcomes != nil {
+		inv.outcomes[id] = outcome
+	}
 	n := s.sqs.pubOf(id)
 	if n < 0 || outcome != string(batch.Failed) || s.sqs.sender(id) != "replay" {
 		return
@@ -234,9 +300,9 @@ func (s *Sim) record(_ context.Context, id, outcome, errText string) {
 	s.failures[n] = f
 }
 
-// deleteRecords deletes processed records from the source queue, as the
-// mapping does.
-func (s *Sim) deleteRecords(recs []events.SQSMessage) {
+// deleteRecords deletes processed records of inv from the source queue, as
+// the mapping does.
+func (s *Sim) deleteRecords(inv *invocation, recs []events.SQSMessage) {
 	for start := 0; start < len(recs); start += 10 {
 		chunk := recs[start:min(start+10, len(recs))]
 		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(s.sqs.source)}
@@ -252,6 +318,9 @@ func (s *Sim) deleteRecords(recs []events.SQSMessage) {
 			var i int
 			fmt.Sscanf(aws.ToString(ok.Id), "d%d", &i)
 			s.sqs.deleted(chunk[i].ReceiptHandle, chunk[i].MessageId)
+			if inv.outcomes[chunk[i].MessageId] == string(batch.Held) {
+				s.groups.acknowledgedHeld(chunk[i].MessageId)
+			}
 		}
 		for _, f := range out.Failed {
 			var i int

@@ -26,7 +26,11 @@ type Faults struct {
 	CompletionsError float64 // the canary's completions read fails
 	RunCrash         float64 // a replay run crashes at a chosen point
 	RunOverlap       float64 // an operator run starts while a scheduled run waits on a slow send
-	OperatorRuns     int     // on-demand runs during the workload
+	// HoldErrors: a call of the lane's store of holds, or a send of a held
+	// record or a drain trigger to the source queue, fails (a lane with
+	// Groups; see holdStore.fault for the bounds of these faults).
+	HoldErrors   float64
+	OperatorRuns int // on-demand runs during the workload
 	// CrashFirstCompletion lists orderIds whose first completion dies
 	// (a scenario's deterministic CrashAfterEffect).
 	CrashFirstCompletion []string

@@ -22,6 +22,12 @@ const (
 	placeInvalid      = "invalid"      // in the invalid queue
 	placeParked       = "parked"       // in the parking queue
 	placeResolved     = "resolved"     // a replay run removed it from the DLQ: its order was done with its payload
+	// A lane with Groups: the consumer acknowledged it into its group's
+	// hold, and a drain applied it later (its order invoiced).
+	placeDrained = "drained"
+	// Still held behind its group's hold at the end: no terminal place
+	// (checkGroups reports it).
+	placeHeld = "held"
 )
 
 // check evaluates the invariants once the simulation has ended; quiet says
@@ -30,13 +36,19 @@ func (s *Sim) check(quiet bool) {
 	if !quiet {
 		sv, sf := s.sqs.counts(s.sqs.source)
 		dv, df := s.sqs.counts(s.sqs.dlq)
-		s.violate("not-quiescent", "", fmt.Sprintf("after %s (%s past the drain limits, the engine's pace for what was left): source %d visible + %d in flight, DLQ %d + %d",
-			fmtOffset(s.clock.Now().Sub(s.start)), s.extended, sv, sf, dv, df))
+		s.violate("not-quiescent", "", fmt.Sprintf("after %s (%s past the drain limits, the engine's pace for what was left): source %d visible + %d in flight, DLQ %d + %d, held groups draining: %v",
+			fmtOffset(s.clock.Now().Sub(s.start)), s.extended, sv, sf, dv, df, s.groups.draining()))
 	}
 	for _, m := range s.sqs.q.Messages(s.sqs.dlq) {
 		id := aws.ToString(m.MessageId)
 		s.violate("left-in-dlq", s.subject(id, s.sqs.pubOf(id)), "still in the DLQ at the end")
 	}
+	if s.cfg.Lane.Groups != "" {
+		s.checkGroups()
+	}
+	s.groups.mu.Lock()
+	s.stats.Groups = s.groups.stats
+	s.groups.mu.Unlock()
 	for _, id := range s.sqs.vanished() {
 		s.violate("expired-unseen", s.subject(id, s.sqs.pubOf(id)), "sent by "+s.sqs.sender(id)+", never deleted, no longer in any queue: retention expired")
 	}
@@ -85,25 +97,15 @@ func (s *Sim) check(quiet bool) {
 	// Every publication in exactly one terminal place.
 	places := make([][]string, len(s.pubs))
 	for _, p := range s.pubs {
-		var at []string
-		if s.ackedPubs[p.N] {
-			at = append(at, placeAcknowledged)
-		}
-		if len(invalidAt[p.N]) > 0 {
-			at = append(at, placeInvalid)
-		}
-		if len(parkedAt[p.N]) > 0 {
-			at = append(at, placeParked+"("+strings.Join(parkedAt[p.N], ",")+")")
-		}
-		if s.removed[p.N] && !s.ackedPubs[p.N] && p.Hash != "" && s.completedWith(p.OrderID) == p.Hash && len(at) == 0 {
-			at = append(at, placeResolved)
-		}
+		at := s.placesOf(p, invalidAt, parkedAt)
 		places[p.N] = at
 		switch {
 		case p.N >= s.next:
 			s.violate("never-published", s.subject("", p.N), "the run ended before the producer sent it")
 		case len(at) == 0:
 			s.violate("lost", s.subject("", p.N), fmt.Sprintf("%s publication in no terminal place", p.Kind))
+		case slices.Equal(at, []string{placeHeld}):
+			// checkGroups reports it (held-left).
 		case len(at) > 1:
 			s.violate("several-places", s.subject("", p.N), strings.Join(at, " and "))
 		}
@@ -146,10 +148,10 @@ func (s *Sim) check(quiet bool) {
 			at := places[p.N]
 			switch {
 			case p.Request == invoiced:
-				if len(at) == 1 && at[0] != placeAcknowledged && at[0] != placeResolved && !strings.HasPrefix(at[0], placeParked) {
+				if len(at) == 1 && at[0] != placeAcknowledged && at[0] != placeDrained && at[0] != placeResolved && at[0] != placeHeld && !strings.HasPrefix(at[0], placeParked) {
 					s.violate("invoiced-payload-not-acknowledged", s.subject("", p.N), "its payload was invoiced but it ended "+at[0])
 				}
-			case s.cfg.Lane.NoRecords && slices.Equal(at, []string{placeAcknowledged}):
+			case s.cfg.Lane.NoRecords && (slices.Equal(at, []string{placeAcknowledged}) || slices.Equal(at, []string{placeDrained})):
 				// A consumer without records cannot tell a conflict: the
 				// service answered it with the order's first invoice,
 				// and issued none.
@@ -176,6 +178,34 @@ func (s *Sim) check(quiet bool) {
 			}
 		}
 	}
+}
+
+// placesOf returns the places publication p ended in, of those its
+// messages in the invalid and parking queues (invalidAt, parkedAt) and the
+// simulation's books say.
+func (s *Sim) placesOf(p *Publication, invalidAt, parkedAt map[int][]string) []string {
+	var at []string
+	switch {
+	case s.ackedPubs[p.N]:
+		// Acknowledged as applied, whether or not a drain applied it too
+		// (a copy of it came again): one place.
+		at = append(at, placeAcknowledged)
+	case s.groups.drained[p.N]:
+		at = append(at, placeDrained)
+	}
+	if s.groups.heldPubs[p.N] > 0 {
+		at = append(at, placeHeld)
+	}
+	if len(invalidAt[p.N]) > 0 {
+		at = append(at, placeInvalid)
+	}
+	if len(parkedAt[p.N]) > 0 {
+		at = append(at, placeParked+"("+strings.Join(parkedAt[p.N], ",")+")")
+	}
+	if s.removed[p.N] && len(at) == 0 && p.Hash != "" && s.completedWith(p.OrderID) == p.Hash {
+		at = append(at, placeResolved)
+	}
+	return at
 }
 
 // checkRecords checks, from the runs' summaries, what the lane's routes

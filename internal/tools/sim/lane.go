@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/internal/sample/order"
 	"github.com/homingdlq/homing/internal/sample/tax"
@@ -34,6 +35,13 @@ type Lane struct {
 	// route says Records false, and its effect is once only because the
 	// service deduplicates (New refuses a Counting service).
 	NoRecords bool
+	// Groups, on a FIFO lane, has the consumer keep each message group in
+	// publication order through failure (batch.Options.Groups, package
+	// hold), and the route say so (replay.Route.Groups): hold.KeepHeld
+	// keeps a group behind a head that can never succeed until the
+	// operator releases it, hold.Skip lets it go on. "": off (a FIFO
+	// batch keeps order within itself only). See groups.go.
+	Groups hold.OnError
 }
 
 // refKeySeed reports whether seed's lane carries its key at order.ref (one

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/internal/sample/order"
@@ -86,12 +87,21 @@ func TestSeedRulesCoverTheLanes(t *testing.T) {
 		seeds []uint64
 	}{{"TestSim", seedRange(DefaultSeeds)}, {"TestSimIsDeterministic", determinismSeeds}} {
 		kinds := map[Lane]int{}
+		groups := map[hold.OnError]int{}
 		for _, seed := range tc.seeds {
-			kinds[RandomConfig(seed, 0).Lane]++
+			lane := RandomConfig(seed, 0).Lane
+			groups[lane.Groups]++
+			lane.Groups = ""
+			kinds[lane]++
 		}
 		for _, want := range []Lane{{}, {RefKey: true}, {NoRecords: true}} {
 			if kinds[want] == 0 {
 				t.Errorf("%s: no seed of lane %+v among %v", tc.name, want, tc.seeds)
+			}
+		}
+		for _, want := range []hold.OnError{"", hold.KeepHeld, hold.Skip} {
+			if groups[want] == 0 {
+				t.Errorf("%s: no seed whose lane has Groups %q among %v", tc.name, want, tc.seeds)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -59,7 +60,7 @@ func (b *builder) add(p *Publication) *Publication {
 	if p.OrderID == "" {
 		p.OrderID = b.w.lane.keyOf(p.Body)
 	}
-	p.Group = group(p, 4)
+	p.Group = b.w.lane.group(p, 4, b.pubs)
 	b.pubs = append(b.pubs, p)
 	return p
 }
@@ -116,6 +117,10 @@ type scenario struct {
 	// deep marks a scenario of thousands of dead letters: too slow for
 	// `go test ./...`, it runs in `make sim` (see runDeep).
 	deep bool
+	// pending names a known bug the scenario reproduces: TestScenario
+	// skips it, with this reason, unless SIM_PENDING is set. Delete it
+	// with the fix.
+	pending string
 }
 
 // TestScenario reproduces each path of the issues that made this package
@@ -128,6 +133,9 @@ func TestScenario(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			if sc.deep {
 				t.Skipf("thousands of dead letters: make sim runs it (SIM_SEEDS=1 go test ./internal/tools/sim -run 'TestSim/scenario=%s$')", sc.name)
+			}
+			if sc.pending != "" && os.Getenv("SIM_PENDING") == "" {
+				t.Skipf("pending %s (SIM_PENDING=1 go test ./internal/tools/sim -run 'TestScenario/%s$' shows it)", sc.pending, sc.name)
 			}
 			t.Parallel()
 			runScenario(t, sc, fmt.Sprintf("go test ./internal/tools/sim -run 'TestScenario/%s$'  (path: %s)", sc.name, sc.issue))
@@ -431,7 +439,8 @@ func scenarios() []scenario {
 			check: noParks(replay.ReasonReplayExhausted),
 		},
 	}
-	return append(out, issue15()...)
+	out = append(out, issue15()...)
+	return append(out, groupScenarios()...)
 }
 
 // depths are the DLQ depths of the coverage scenarios (15.2): past the 1,000

@@ -34,6 +34,7 @@ type Config struct {
 	Replay        Replay
 	Service       ServiceMode
 	Phases        []Phase
+	Freezes       []Freeze // failures of the tax service confined to one message group
 	ServiceFaults ServiceFaults
 	Faults        Faults
 	// DrainLimit bounds the simulated time after the window for the system
@@ -43,6 +44,11 @@ type Config struct {
 	// parking queue back to the source (a reset-count run) and waits for
 	// quiet again. Zero: none.
 	OperatorRounds int
+	// ReleaseEvery, on a lane with Groups, is how often during the run the
+	// operator looks at the held groups (dlq groups) and releases each
+	// whose head was routed to the invalid queue; zero: only at the end
+	// (see groups.go, operatorRelease).
+	ReleaseEvery time.Duration
 	// Publications, when set, is the workload (a scenario's); else it is
 	// generated.
 	Publications []*Publication
@@ -70,7 +76,7 @@ func RandomConfig(seed uint64, orders int) Config {
 		Seed: seed, Orders: orders, Window: 2 * time.Hour,
 		Mix: Mix{Duplicate: 0.05, Conflict: 0.02, Invalid: 0.08, Rejected: 0.01, Poison: 0.004, Forged: 0.01},
 		Queues: Queues{
-			FIFO:            seed%5 == 4,
+			FIFO:            fifoSeed(seed),
 			SourceRetention: 4 * 24 * time.Hour,
 			DLQRetention:    pick(14*24*time.Hour, 4*24*time.Hour, 24*time.Hour, 6*time.Hour),
 			Visibility:      180 * time.Second,
@@ -115,6 +121,7 @@ func RandomConfig(seed uint64, orders int) Config {
 		c.Replay.Options.Lockstep = false
 	}
 	c.Replay.Options.ExpiryRescueWindow = min(pick(time.Hour, 2*time.Hour, 24*time.Hour), c.Queues.DLQRetention/3)
+	groupsConfig(&c)
 	outage := time.Duration(10+rng.IntN(50)) * time.Minute
 	c.Phases = append(c.Phases, Phase{From: outage, To: outage + time.Duration(10+rng.IntN(80))*time.Minute, Mode: "down", LyingHealth: rng.IntN(10) < 3})
 	flaky := c.Phases[0].To + time.Duration(rng.IntN(20))*time.Minute
@@ -125,6 +132,10 @@ func RandomConfig(seed uint64, orders int) Config {
 	}
 	return c
 }
+
+// fifoSeed reports whether seed's lane is FIFO (two seeds in five); every
+// FIFO seed's consumer holds its groups (see groupsConfig).
+func fifoSeed(seed uint64) bool { return seed%5 == 1 || seed%5 == 4 }
 
 // concurrentSeed reports whether seed runs the replay engine with several
 // workers and overlapped batches (one seed in three) rather than one
@@ -159,6 +170,7 @@ type Stats struct {
 	InjectedAttributes  int // forwarded messages with an attribute the producer did not send
 	Forged              int // publications with replay metadata the engine did not write
 	MostReplays         int // the most replays behind one message (its lineage, since a reset)
+	Groups              GroupStats
 	Runs                int
 	RunCrashes          int
 	Simulated           time.Duration
@@ -236,6 +248,10 @@ type Sim struct {
 	shared       map[string]sentAttribute // Forgery.Share -> the copy
 	cov          *coverage
 	runRecords   []RunRecord
+	// groups is the bookkeeping of a lane that holds its message groups
+	// (see groups.go); nextRelease is when the operator next looks at them.
+	groups      *groupBook
+	nextRelease time.Time
 }
 
 type failures struct{ replayed, outage int }
@@ -254,6 +270,10 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.Lane.NoRecords && cfg.Service != Deduplicating {
 		return nil, fmt.Errorf("a lane whose consumer writes no records needs a deduplicating service: with %s, nothing keeps its effect once", cfg.Service)
 	}
+	if cfg.Lane.Groups != "" && !cfg.Queues.FIFO {
+		return nil, fmt.Errorf("a lane that holds its message groups (Groups %q) needs FIFO queues", cfg.Lane.Groups)
+	}
+	s.groups = newGroupBook()
 	var err error
 	if s.sqs, err = newSQS(s.clock, cfg.Queues); err != nil {
 		return nil, err
@@ -277,6 +297,10 @@ func New(cfg Config) (*Sim, error) {
 		if p.Hash == "" {
 			cfg.Lane.describe(p)
 		}
+	}
+	s.tax.freeze(cfg.Freezes, s.pubs)
+	if cfg.ReleaseEvery > 0 && cfg.Lane.Groups != "" {
+		s.nextRelease = Start.Add(cfg.ReleaseEvery)
 	}
 	s.actions = append(s.actions, cfg.Actions...)
 	for range cfg.Faults.OperatorRuns {
@@ -319,6 +343,11 @@ func (s *Sim) Run() *Report {
 					over = end
 				}
 			}
+			for _, f := range s.cfg.Freezes {
+				if end := s.start.Add(f.To); end.After(over) {
+					over = end
+				}
+			}
 			if gap := over.Sub(s.clock.Now()); gap > 0 {
 				s.clock.Advance(gap)
 				if quiet = s.drain(s.clock.Now().Add(s.cfg.DrainLimit)); !quiet {
@@ -336,6 +365,12 @@ func (s *Sim) Run() *Report {
 		// queue (hidden); the operator looks again after the longest.
 		s.notBefore = s.clock.Now().Add(s.cfg.Replay.Options.BackoffMax + s.cfg.Replay.Schedule)
 		quiet = s.drain(s.clock.Now().Add(s.cfg.DrainLimit))
+		if quiet {
+			quiet = s.releaseHeld()
+		}
+	}
+	if quiet {
+		quiet = s.releaseHeld()
 	}
 	s.stats.Simulated = s.clock.Now().Sub(s.start)
 	s.check(quiet)
@@ -418,9 +453,7 @@ func (s *Sim) loop(until time.Time) bool {
 			s.actions = s.actions[1:]
 			a.Do(s)
 		}
-		if !now.Before(s.nextReview) {
-			s.reviewInvalid()
-		}
+		s.operatorDue(now)
 		if !now.Before(s.nextSchedule) {
 			s.scheduledRun()
 			s.nextSchedule = s.nextSchedule.Add(s.cfg.Replay.Schedule)
@@ -457,6 +490,9 @@ func (s *Sim) loop(until time.Time) bool {
 		if now.Before(s.notBefore) {
 			next = earliest(next, s.notBefore)
 		}
+		if !s.nextRelease.IsZero() {
+			next = earliest(next, s.nextRelease)
+		}
 		if v, f := s.sqs.counts(s.sqs.source); v+f > 0 {
 			next = earliest(next, now.Add(5*time.Second))
 		}
@@ -469,6 +505,18 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// operatorDue runs the operator's rounds that are due at now: the review
+// of the invalid queue, and the look at the held groups.
+func (s *Sim) operatorDue(now time.Time) {
+	if !now.Before(s.nextReview) {
+		s.reviewInvalid()
+	}
+	if !s.nextRelease.IsZero() && !now.Before(s.nextRelease) {
+		s.operatorRelease(false)
+		s.nextRelease = now.Add(s.cfg.ReleaseEvery)
+	}
 }
 
 // invalidReview is how often the operator, paged by InvalidDepthAlarm,
@@ -514,14 +562,16 @@ func (s *Sim) reviewInvalid() {
 	}
 }
 
-// quiet reports whether nothing is left in the source queue or the DLQ.
+// quiet reports whether nothing is left in the source queue or the DLQ,
+// and no held group is draining (its drain goes on when its trigger comes,
+// or the replay's sweep sends one).
 func (s *Sim) quiet() bool {
 	for _, url := range []string{s.sqs.source, s.sqs.dlq} {
 		if v, f := s.sqs.counts(url); v+f > 0 {
 			return false
 		}
 	}
-	return true
+	return !s.groups.draining()
 }
 
 // publish sends p as the producer.

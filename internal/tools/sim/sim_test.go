@@ -66,6 +66,12 @@ func check(t *testing.T, rep *Report, replay string) {
 	t.Logf("simulated %s: %d publications, %d valid orders (%d invoiced), %d invalid queued, parked %v (%d at the end), %d service calls, %d in-doubt doubles, %d takeovers, %d replays (%d duplicate), %d removed as applied, %d runs (%d crashed), %d invocations abandoned (lane %+v)",
 		st.Simulated.Round(time.Second), st.Publications, st.ValidOrders, st.Invoiced, st.InvalidQueued, st.Parked, st.ParkedAtEnd,
 		st.ServiceCalls, st.InDoubtDoubles, st.Takeovers, st.Replays, st.DuplicateReplays, st.Applied, st.Runs, st.RunCrashes, st.Abandoned, rep.Config.Lane)
+	if rep.Config.Lane.Groups != "" {
+		g := st.Groups
+		t.Logf("groups: %d held, %d records held, %d drained, %d ended, %d sent back, %d releases (%d the operator's, %d behind applied heads; %d valid heads released past, %d parks untold), %d triggers (%d the engine's), %d hold faults, %d groups out of order",
+			g.Held, g.RecordsHeld, g.Drained, g.Ended, g.SentBack, g.Releases, g.OperatorReleases, g.AppliedHeads, g.ReleasedHeads, g.UntoldParks,
+			g.Triggers, g.EngineTriggers, g.Faults, g.OutOfOrder)
+	}
 	if len(rep.Violations) == 0 {
 		return
 	}

@@ -99,12 +99,43 @@ func newSQS(c clock, qs Queues) (*sqsModel, error) {
 
 // route is the replay route of the lane.
 func (m *sqsModel) route() replay.Route {
-	return replay.Route{Name: "orders", DLQURL: m.dlq, SourceURL: m.source, ParkingURL: m.parking, Key: m.lane.keyExpr(), PayloadHash: m.lane.hashPart(), Records: m.lane.records()}
+	return replay.Route{Name: "orders", DLQURL: m.dlq, SourceURL: m.source, ParkingURL: m.parking, Key: m.lane.keyExpr(), PayloadHash: m.lane.hashPart(),
+		Records: m.lane.records(), Groups: string(m.lane.Groups)}
 }
 
 // parkingRoute is the route an operator uses to bring parked messages back.
 func (m *sqsModel) parkingRoute() replay.Route {
-	return replay.Route{Name: "orders/parking", DLQURL: m.parking, SourceURL: m.source, ParkingURL: m.parking, Key: m.lane.keyExpr(), PayloadHash: m.lane.hashPart(), Records: m.lane.records()}
+	return replay.Route{Name: "orders/parking", DLQURL: m.parking, SourceURL: m.source, ParkingURL: m.parking, Key: m.lane.keyExpr(), PayloadHash: m.lane.hashPart(),
+		Records: m.lane.records(), Groups: string(m.lane.Groups)}
+}
+
+// sentByHold records message id, sent to the source queue by who on
+// behalf of the lane's holds: a held record sent back as its group's head
+// descends from parent, the record it was, and has the replays behind it;
+// a drain trigger (parent "") descends from no publication. dup says SQS
+// dropped the send as a duplicate of an earlier one (FIFO deduplication:
+// id is the earlier message's), which changes nothing.
+func (m *sqsModel) sentByHold(id, parent, who string) (n int, dup bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, seen := m.sentBy[id]; seen {
+		n, ok := m.lineage[id]
+		if !ok {
+			n = -1
+		}
+		return n, true
+	}
+	m.live[id] = true
+	m.sentBy[id] = who
+	n, ok := m.lineage[parent]
+	if !ok {
+		return -1, false
+	}
+	m.lineage[id] = n
+	// It carries the record's attributes, its replay metadata included:
+	// the replays behind it are the record's.
+	m.replays[id] = m.replays[parent]
+	return n, false
 }
 
 // publish sends p, with attrs, to the source queue as the producer does.

@@ -118,21 +118,33 @@ func generate(rng *rand.Rand, seed uint64, n int, window time.Duration, mix Mix,
 		if p.Of >= 0 {
 			p.Of = renumber[p.Of]
 		}
-		p.Group = group(p, 16)
+		p.Group = lane.group(p, groupsPerLane, w.pubs)
 	}
 	return w.pubs
 }
 
-// group is the FIFO MessageGroupId of p, one of n groups. An order the tax
-// service fails for ever has a group of its own: a FIFO lane holds the
-// later messages of a group behind a head that is never applied (until an
-// operator releases it), so in a shared group it would keep other orders
-// from ever being invoiced, by design.
-func group(p *Publication, n int) string {
-	if p.Kind == KindPoison {
+// groupsPerLane is how many message groups the random workload spreads its
+// orders over (groupName).
+const groupsPerLane = 16
+
+// groupName is the name of shared group i.
+func groupName(i int) string { return fmt.Sprintf("g-%02d", i) }
+
+// group is the FIFO MessageGroupId of p, one of n groups; pubs are the
+// publications before it. A duplicate or a conflict is in the group of the
+// order it repeats, as a producer's retry is (the account's, on a ledger).
+// On a lane without Groups, an order the tax service fails for ever has a
+// group of its own, as it always had; on a lane that holds its groups it
+// shares one, and its successors wait behind it until the operator
+// releases the group (or, on a lane that skips, until it is parked).
+func (l Lane) group(p *Publication, n int, pubs []*Publication) string {
+	switch {
+	case (p.Kind == KindDuplicate || p.Kind == KindConflict) && p.Of >= 0 && p.Of < len(pubs) && pubs[p.Of].Group != "":
+		return pubs[p.Of].Group
+	case p.Kind == KindPoison && l.Groups == "":
 		return fmt.Sprintf("g-poison-%d", p.N)
 	}
-	return fmt.Sprintf("g-%02d", p.N%n)
+	return groupName(p.N % n)
 }
 
 func (w *workload) add(p *Publication) {
