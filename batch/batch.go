@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/hold/record"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -206,7 +207,7 @@ func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, un
 		msg := records[i]
 		reason := ""
 		switch {
-		case hold.IsTrigger(msg):
+		case record.IsTrigger(msg):
 			outcomes[i] = Trigger
 			p.log(ctx, msg, Trigger, nil, nil)
 		case blocked:

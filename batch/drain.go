@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/hold/record"
 )
 
 // drain applies the group's held records in order, then ends the hold. A
@@ -45,13 +46,22 @@ func (g *groupRun) drain(ctx context.Context) error {
 }
 
 // apply runs one held record; it leaves the hold once it is applied, or
-// once it is the group's new head.
+// once it is the group's new head. A held copy of the head itself (left by
+// a Remove that failed after it became the head) is only removed: the head
+// was applied, or released past.
 func (g *groupRun) apply(ctx context.Context, m hold.Message) error {
-	o, reason := g.p.runRecord(ctx, m.Record)
+	r, err := record.Of(m)
+	if err != nil {
+		return err
+	}
+	origin := record.Origin(r)
+	if origin == g.h.Head {
+		return g.k.Store.Remove(ctx, g.group, m.Seq)
+	}
+	o, reason := g.p.runRecord(ctx, r)
 	if g.p.opts.OnOutcome != nil {
 		g.p.opts.OnOutcome(ctx, o, reason)
 	}
-	origin := hold.Origin(m.Record)
 	switch {
 	case o == Succeeded, o == Invalid && g.k.Skips():
 		return g.k.Store.Remove(ctx, g.group, m.Seq)
@@ -64,14 +74,14 @@ func (g *groupRun) apply(ctx context.Context, m hold.Message) error {
 		// held and draining, so the next drain runs it again (SQS drops
 		// the second send within five minutes; a later copy is absorbed
 		// by the idempotent receiver).
-		if err := g.k.SendBack(ctx, m); err != nil {
+		if err := record.SendBack(ctx, g.k, r, m.Seq); err != nil {
 			return err
 		}
 		if err := g.set(ctx, func(h *hold.Hold) { h.Head, h.State, h.Parked = origin, hold.Held, "" }); err != nil {
 			return err
 		}
 	}
-	g.logHold(ctx, "group held", m.Record)
+	g.logHold(ctx, "group held", r)
 	return g.k.Store.Remove(ctx, g.group, m.Seq)
 }
 

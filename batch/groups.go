@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/hold/record"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -40,7 +42,7 @@ func (p *Processor) readHolds(ctx context.Context, records []events.SQSMessage) 
 	var groups []string
 	seen := map[string]bool{}
 	for _, r := range records {
-		if g := hold.Group(r); settings.IsFIFO(r.EventSourceARN) && !seen[g] {
+		if g := record.Group(r); settings.IsFIFO(r.EventSourceARN) && !seen[g] {
 			seen[g] = true
 			groups = append(groups, g)
 		}
@@ -66,7 +68,7 @@ type groupRun struct {
 }
 
 func (p *Processor) newGroupRun(first events.SQSMessage, holds map[string]hold.Hold, err error) *groupRun {
-	g := &groupRun{p: p, k: p.opts.Groups, group: hold.Group(first), err: err}
+	g := &groupRun{p: p, k: p.opts.Groups, group: record.Group(first), err: err}
 	if h, ok := holds[g.group]; ok {
 		g.h = &h
 	}
@@ -87,6 +89,7 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 			g.p.log(ctx, msg, Failed, nil, g.err)
 		case g.p.tooLate(ctx):
 			outcomes[i] = NotStarted
+			g.notStarted(ctx, msg)
 			g.p.log(ctx, msg, NotStarted, nil, nil, slog.String("reason", "invocation deadline too close"))
 		default:
 			outcomes[i], reason = g.record(ctx, msg)
@@ -103,6 +106,18 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 	}
 }
 
+// notStarted holds a free group behind a record that goes back unstarted:
+// should every delivery of it run out of time, it would dead-letter with
+// its group free, and the group's next record would be applied first.
+func (g *groupRun) notStarted(ctx context.Context, msg events.SQSMessage) {
+	if g.h != nil || g.err != nil || record.IsTrigger(msg) {
+		return
+	}
+	if h, err := g.k.Store.Begin(ctx, g.group, record.Origin(msg), "", g.p.opts.Now()); err == nil {
+		g.h = &h
+	}
+}
+
 // record runs one record of the group as the group's hold says.
 func (g *groupRun) record(ctx context.Context, msg events.SQSMessage) (Outcome, string) {
 	if g.h != nil && g.h.State == hold.Draining {
@@ -111,12 +126,12 @@ func (g *groupRun) record(ctx context.Context, msg events.SQSMessage) (Outcome, 
 		}
 	}
 	switch {
-	case hold.IsTrigger(msg):
+	case record.IsTrigger(msg):
 		g.p.log(ctx, msg, Trigger, nil, nil)
 		return Trigger, ""
 	case g.h == nil:
 		return g.free(ctx, msg)
-	case g.h.State == hold.Held && hold.Origin(msg) == g.h.Head:
+	case g.h.State == hold.Held && record.Origin(msg) == g.h.Head:
 		return g.head(ctx, msg)
 	default:
 		return g.store(ctx, msg)
@@ -124,7 +139,22 @@ func (g *groupRun) record(ctx context.Context, msg events.SQSMessage) (Outcome, 
 }
 
 // free runs a record of a free group; a failure holds the group behind it.
+// A record delivered again holds its group before it runs: its earlier
+// delivery failed or died unfinished (an invocation past its timeout
+// writes nothing), and should every delivery die so, it would dead-letter
+// with its group free.
 func (g *groupRun) free(ctx context.Context, msg events.SQSMessage) (Outcome, string) {
+	if n, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"]); n > 1 {
+		h, err := g.k.Store.Begin(ctx, g.group, record.Origin(msg), "", g.p.opts.Now())
+		if err != nil {
+			return g.fail(ctx, msg, fmt.Errorf("hold the group of a record delivered again: %w", err))
+		}
+		g.h = &h
+		if h.State == hold.Held && h.Head == record.Origin(msg) {
+			return g.head(ctx, msg)
+		}
+		return g.store(ctx, msg)
+	}
 	o, reason := g.p.runRecord(ctx, msg)
 	parked := ""
 	switch {
@@ -133,7 +163,7 @@ func (g *groupRun) free(ctx context.Context, msg events.SQSMessage) (Outcome, st
 	case o == Invalid:
 		parked = "invalid: " + reason
 	}
-	h, err := g.k.Store.Begin(ctx, g.group, hold.Origin(msg), parked, g.p.opts.Now())
+	h, err := g.k.Store.Begin(ctx, g.group, record.Origin(msg), parked, g.p.opts.Now())
 	if err != nil {
 		// Not held: the record fails (an invalid one is published again
 		// when it comes back), and the rest wait behind it in the source.
@@ -172,11 +202,14 @@ func (g *groupRun) head(ctx context.Context, msg events.SQSMessage) (Outcome, st
 
 // store holds a record behind its group's hold.
 func (g *groupRun) store(ctx context.Context, msg events.SQSMessage) (Outcome, string) {
-	seq := hold.Seq(msg)
-	if seq == "" {
-		return g.fail(ctx, msg, errors.New("hold a record: it has no SequenceNumber"))
+	m, err := record.Held(msg)
+	if err == nil && m.Seq == "" {
+		err = errors.New("it has no SequenceNumber")
 	}
-	h, err := g.k.Store.Append(ctx, g.group, hold.Message{Seq: seq, Record: msg}, g.p.opts.Now())
+	if err != nil {
+		return g.fail(ctx, msg, fmt.Errorf("hold a record: %w", err))
+	}
+	h, err := g.k.Store.Append(ctx, g.group, m, g.p.opts.Now())
 	if errors.Is(err, hold.ErrNotHeld) {
 		g.h = nil // released meanwhile (a second copy of the batch drained it)
 		return g.free(ctx, msg)
@@ -197,9 +230,13 @@ func (g *groupRun) fail(ctx context.Context, msg events.SQSMessage, err error) (
 	return Failed, ""
 }
 
-// set writes change to the group's hold, read again when a concurrent write
-// changed it first.
+// set writes change to the group's hold. When a concurrent write changed
+// the hold first, it reads it again and retries only if the hold still has
+// the head and the state the change was made for (a record stored behind
+// it); otherwise (a copy of the batch moved the group on) it fails with
+// ErrConflict, and the record comes again.
 func (g *groupRun) set(ctx context.Context, change func(*hold.Hold)) error {
+	head, state := g.h.Head, g.h.State
 	for range maxConflicts {
 		h := *g.h
 		change(&h)
@@ -216,6 +253,9 @@ func (g *groupRun) set(ctx context.Context, change func(*hold.Hold)) error {
 		}
 		if g.h == nil {
 			return hold.ErrNotHeld
+		}
+		if g.h.Head != head || g.h.State != state {
+			return hold.ErrConflict
 		}
 	}
 	return hold.ErrConflict

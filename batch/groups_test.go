@@ -19,6 +19,7 @@ import (
 	"github.com/homingdlq/homing/batch/batchtest"
 	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/hold/holdtest"
+	holdrecord "github.com/homingdlq/homing/hold/record"
 )
 
 // groupLane is a FIFO lane's consumer with Groups over holdtest.Memory: the
@@ -291,7 +292,7 @@ func TestAHeldRecordThatFailsBecomesTheHead(t *testing.T) {
 		t.Fatalf("hold %+v, want head id-a3 (the held record that failed), held", h)
 	}
 	back := l.take()
-	if len(back) != 1 || back[0].Body != "a3" || hold.Origin(back[0]) != "id-a3" {
+	if len(back) != 1 || back[0].Body != "a3" || holdrecord.Origin(back[0]) != "id-a3" {
 		t.Fatalf("sent back %+v, want a3 with its original id", back)
 	}
 	// Later records wait behind the new head; the head's copy from the source
@@ -323,7 +324,7 @@ func TestAnInvalidHeadKeepsItsGroupHeldUntilReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	trigger := l.take()
-	if len(trigger) != 1 || !hold.IsTrigger(trigger[0]) {
+	if len(trigger) != 1 || !holdrecord.IsTrigger(trigger[0]) {
 		t.Fatalf("release sent %+v, want one drain trigger", trigger)
 	}
 	if failed := l.run(trigger...); len(failed) != 0 {
@@ -397,7 +398,7 @@ func TestADrainThatRunsOutOfTimePausesWithATrigger(t *testing.T) {
 		t.Fatalf("hold %+v, want draining", h)
 	}
 	trigger := l.take()
-	if len(trigger) != 1 || !hold.IsTrigger(trigger[0]) {
+	if len(trigger) != 1 || !holdrecord.IsTrigger(trigger[0]) {
 		t.Fatalf("sent %+v, want one drain trigger", trigger)
 	}
 	now = time.Now()
@@ -473,4 +474,97 @@ func TestHeldGroupsKeepTheirOrderAcrossManyBatches(t *testing.T) {
 			t.Errorf("group %s applied %v, want %v", g, got, want[g])
 		}
 	}
+}
+
+func TestARecordDeliveredAgainHoldsItsGroupBeforeItRuns(t *testing.T) {
+	l := newGroupLane(t, hold.KeepHeld, batch.Options{})
+	r := l.publish("A", "a1")[0]
+	r.Attributes["ApproximateReceiveCount"] = "3" // its earlier deliveries died unfinished
+	var during []hold.Hold
+	l.p = batch.New(func(ctx context.Context, msg events.SQSMessage) error {
+		h, _ := l.holdOf("A")
+		during = append(during, h)
+		return l.handle(ctx, msg)
+	}, l.invalid, l.opts)
+	if failed := l.run(r); len(failed) != 0 {
+		t.Fatalf("failures %v, want none", failed)
+	}
+	if len(during) != 1 || during[0].Head != "id-a1" || during[0].State != hold.Held {
+		t.Fatalf("the group's hold while the record ran: %+v, want held by it", during)
+	}
+	l.wantApplied("a1")
+	l.wantFree("A")
+}
+
+func TestARecordWithNoTimeToStartHoldsItsGroup(t *testing.T) {
+	now := time.Now()
+	l := newGroupLane(t, hold.KeepHeld, batch.Options{DeadlineMargin: time.Minute, Now: func() time.Time { return now }})
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(30*time.Second))
+	defer cancel()
+	resp, err := l.p.Process(ctx, events.SQSEvent{Records: l.publish("A", "a1", "a2")})
+	if err != nil || len(resp.BatchItemFailures) != 2 {
+		t.Fatalf("Process = %+v, %v; want both records back in the source", resp, err)
+	}
+	if h := l.wantHeld("A", 0); h.Head != "id-a1" {
+		t.Fatalf("hold %+v, want held by the first record", h)
+	}
+}
+
+// A copy of the batch (a visibility timeout that ended) moved the group on
+// first: its head applied, a held record failed and became the head. The
+// slower copy's move of the hold must not drain past the new head.
+func TestACopyOfAHeadDoesNotMoveTheGroupPastANewHead(t *testing.T) {
+	l := newGroupLane(t, hold.KeepHeld, batch.Options{})
+	l.fail("a1", "a2")
+	a := l.publish("A", "a1", "a2", "a3")
+	l.run(a...)
+	l.heal("a1")
+	copyOfHead := l.again(a[0])
+	// The slower copy reads the hold (held by a1) and runs a1; meanwhile
+	// the first copy applies a1, drains, and a2 becomes the head.
+	l.p = batch.New(func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.Body == "a1" && len(l.applied) == 0 {
+			fast := batch.New(l.handle, l.invalid, l.opts) // a second consumer of the lane
+			if _, err := fast.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{copyOfHead}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return l.handle(ctx, msg)
+	}, l.invalid, l.opts)
+	l.run(copyOfHead)
+	if h := l.wantHeld("A", 1); h.Head != "id-a2" || h.State != hold.Held {
+		t.Fatalf("hold %+v, want held by a2, the record that failed", h)
+	}
+	l.wantApplied("a1")
+}
+
+func TestAHeldCopyOfTheHeadIsNotAppliedAgain(t *testing.T) {
+	l := newGroupLane(t, hold.KeepHeld, batch.Options{})
+	l.fail("a1")
+	a := l.publish("A", "a1", "a2")
+	l.run(a...)
+	// A copy of the head stored behind it (a Remove that failed after it
+	// became the head leaves one so).
+	stale := l.again(a[0])
+	m, err := holdrecord.Held(stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.store.Memory.Append(context.Background(), "A", m, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	l.heal("a1")
+	var runs int
+	l.p = batch.New(func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.Body == "a1" {
+			runs++
+		}
+		return l.handle(ctx, msg)
+	}, l.invalid, l.opts)
+	l.run(l.again(a[0]))
+	if runs != 1 {
+		t.Fatalf("the head ran %d times, want once: its held copy is removed, not run", runs)
+	}
+	l.wantApplied("a1", "a2")
+	l.wantFree("A")
 }

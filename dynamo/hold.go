@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -360,11 +359,10 @@ func (s *HoldStore) decodeHeld(item map[string]types.AttributeValue) (hold.Messa
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 		return hold.Message{}, fmt.Errorf("decode a held record of %s: %w", s.table, err)
 	}
-	m := hold.Message{Seq: it.SK}
-	if err := json.Unmarshal([]byte(it.Record), &m.Record); err != nil {
-		return hold.Message{}, fmt.Errorf("decode held record %s of %s in %s: %w", it.SK, it.PK, s.table, err)
+	if !json.Valid([]byte(it.Record)) {
+		return hold.Message{}, fmt.Errorf("decode held record %s of %s in %s: not JSON", it.SK, it.PK, s.table)
 	}
-	return m, nil
+	return hold.Message{Seq: it.SK, Record: json.RawMessage(it.Record)}, nil
 }
 
 // Remove implements hold.Store.
@@ -403,10 +401,11 @@ func (s *HoldStore) List(ctx context.Context) ([]hold.Hold, error) {
 
 // recordOf is the stored form of a held record: its JSON, without the
 // receipt handle (it is void once the record is acknowledged).
-func recordOf(r events.SQSMessage) (string, error) {
-	r.ReceiptHandle = ""
-	b, err := json.Marshal(r)
-	return string(b), err
+func recordOf(r json.RawMessage) (string, error) {
+	if !json.Valid(r) {
+		return "", errors.New("the held record is not JSON")
+	}
+	return string(r), nil
 }
 
 // Append implements hold.Store: one transaction writes the hold (a new

@@ -15,6 +15,7 @@ import (
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/hold/holdtest"
+	holdrecord "github.com/homingdlq/homing/hold/record"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 )
 
@@ -47,10 +48,14 @@ func TestHoldStoreWritesNoTTLAttribute(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := events.SQSMessage{MessageId: "m-2", ReceiptHandle: "rh", Body: "b", Attributes: map[string]string{"SequenceNumber": "2"}}
-	if _, err := s.Append(ctx, "g", hold.Message{Seq: hold.Seq(r), Record: r}, time.Now()); err != nil {
+	m, err := holdrecord.Held(r)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range [][2]string{{"lane#holds", "g"}, {"lane#hold#g", hold.Seq(r)}} {
+	if _, err := s.Append(ctx, "g", m, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range [][2]string{{"lane#holds", "g"}, {"lane#hold#g", m.Seq}} {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
 			dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: key[0]}, dynamo.SortKeyAttribute: &types.AttributeValueMemberS{Value: key[1]},
 		}})

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/homingdlq/homing/hold"
+	holdrecord "github.com/homingdlq/homing/hold/record"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -219,7 +220,7 @@ func TestAppendIsOneTransaction(t *testing.T) {
 			return &dynamodb.GetItemOutput{Item: storedHold("g", 8)}, nil
 		},
 	}
-	m := hold.Message{Seq: "0042", Record: events.SQSMessage{MessageId: "m-42", ReceiptHandle: "rh", Body: "b"}}
+	m := hold.Message{Seq: "0042", Record: heldJSON(events.SQSMessage{MessageId: "m-42", ReceiptHandle: "rh", Body: "b"})}
 	h, err := newTestHoldStore(api, nil).Append(context.Background(), "g", m, holdNow)
 	if err != nil || h.Version != 8 {
 		t.Fatalf("Append = %+v, %v", h, err)
@@ -285,7 +286,7 @@ func TestAppendCancelledSortsOutTheReasons(t *testing.T) {
 // record held already, another try after a pause for contention (a
 // bounded number of them), the cause otherwise.
 func TestAppendAnswersItsCancellation(t *testing.T) {
-	m := hold.Message{Seq: "0001", Record: events.SQSMessage{MessageId: "m-1"}}
+	m := hold.Message{Seq: "0001", Record: heldJSON(events.SQSMessage{MessageId: "m-1"})}
 	for _, tc := range []struct {
 		name    string
 		answers []error
@@ -342,7 +343,7 @@ func TestAppendOfAHoldEndedSinceIsNotHeld(t *testing.T) {
 		},
 		get: func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) { return &dynamodb.GetItemOutput{}, nil },
 	}
-	if _, err := newTestHoldStore(api, nil).Append(context.Background(), "g", hold.Message{Seq: "1"}, holdNow); !errors.Is(err, hold.ErrNotHeld) {
+	if _, err := newTestHoldStore(api, nil).Append(context.Background(), "g", hold.Message{Seq: "1", Record: json.RawMessage(`{}`)}, holdNow); !errors.Is(err, hold.ErrNotHeld) {
 		t.Fatalf("err = %v, want ErrNotHeld", err)
 	}
 }
@@ -362,7 +363,7 @@ func TestAppendRefusesARecordOverTheItemLimit(t *testing.T) {
 				return &dynamodb.GetItemOutput{Item: storedHold("g", 8)}, nil
 			},
 		}
-		m := hold.Message{Seq: "0001", Record: events.SQSMessage{Body: strings.Repeat("x", tc.body)}}
+		m := hold.Message{Seq: "0001", Record: heldJSON(events.SQSMessage{Body: strings.Repeat("x", tc.body)})}
 		_, err := newTestHoldStore(api, nil).Append(context.Background(), "g", m, holdNow)
 		if refused := err != nil && strings.Contains(err.Error(), "over DynamoDB's"); refused != tc.refuse || refused && len(api.calls) != 0 {
 			t.Errorf("body of %d bytes: err = %v, calls %v", tc.body, err, api.calls)
@@ -461,7 +462,11 @@ func TestNextPagesUntilItHasN(t *testing.T) {
 	}
 	var seen []string
 	for _, m := range got {
-		seen = append(seen, m.Seq+":"+m.Record.Body)
+		r, err := holdrecord.Of(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, m.Seq+":"+r.Body)
 	}
 	if want := "[0000:b0 0001:b1 0002:b2 0003:b3 0004:b4]"; fmt.Sprint(seen) != want || fmt.Sprint(limits) != "[5 5 5]" {
 		t.Fatalf("Next = %v with limits %v, want %s", seen, limits, want)
@@ -560,9 +565,12 @@ func TestHoldErrorsNameTheTableAndKeepTheCause(t *testing.T) {
 	ctx := context.Background()
 	h := hold.Hold{Group: "g", Version: 1}
 	for name, call := range map[string]func() error{
-		"Begin":  func() error { _, err := s.Begin(ctx, "g", "m", "", holdNow); return err },
-		"Holds":  func() error { _, err := s.Holds(ctx, []string{"g"}); return err },
-		"Append": func() error { _, err := s.Append(ctx, "g", hold.Message{Seq: "1"}, holdNow); return err },
+		"Begin": func() error { _, err := s.Begin(ctx, "g", "m", "", holdNow); return err },
+		"Holds": func() error { _, err := s.Holds(ctx, []string{"g"}); return err },
+		"Append": func() error {
+			_, err := s.Append(ctx, "g", hold.Message{Seq: "1", Record: json.RawMessage(`{}`)}, holdNow)
+			return err
+		},
 		"Next":   func() error { _, err := s.Next(ctx, "g", 1); return err },
 		"Count":  func() error { _, err := s.Count(ctx, "g"); return err },
 		"Remove": func() error { return s.Remove(ctx, "g", "1") },
@@ -603,4 +611,13 @@ func TestRandomVersionLeavesRoom(t *testing.T) {
 	if len(seen) < 990 {
 		t.Fatalf("%d distinct versions in 1000 draws", len(seen))
 	}
+}
+
+// heldJSON is r as a hold keeps it (package record).
+func heldJSON(r events.SQSMessage) json.RawMessage {
+	m, err := holdrecord.Held(r)
+	if err != nil {
+		panic(err)
+	}
+	return m.Record
 }

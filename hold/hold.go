@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
+	"encoding/json"
 )
 
 // State is the state of a [Hold].
@@ -24,8 +24,9 @@ const (
 // Hold is the record of a held message group.
 type Hold struct {
 	Group string // the MessageGroupId
-	// Head is the original id ([Origin]) of the record that holds the
-	// group: the one to be applied before any other.
+	// Head is the original id ([OriginOf]) of the record that holds the
+	// group: the one to be applied before any other. A group released past
+	// its head ([Keeper.Release]) drains with no head.
 	Head  string
 	State State
 	// Parked says why the head will not come back by itself ("" when it
@@ -43,12 +44,13 @@ type Hold struct {
 
 // Message is a record held behind a hold.
 type Message struct {
-	// Seq orders the group's held records: [Seq] of the record, the
-	// source's SequenceNumber, zero-padded.
+	// Seq orders the group's held records: the record's SequenceNumber in
+	// the source, zero-padded ([PadSeq]).
 	Seq string
-	// Record is the record as the consumer received it, its receipt handle
-	// dropped.
-	Record events.SQSMessage
+	// Record is the record as the consumer received it, as JSON (a Lambda
+	// events.SQSMessage, its receipt handle dropped: package record writes
+	// and reads it). A store keeps it as it is.
+	Record json.RawMessage
 }
 
 // Errors of a [Store].

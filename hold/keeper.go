@@ -75,24 +75,22 @@ func (k *Keeper) Validate() error {
 // never succeed.
 func (k *Keeper) Skips() bool { return k.OnError == Skip }
 
-// SendBack sends a held record to the source queue as its group's head: its
-// body and producer attributes, its group, and its original id in
-// [Attribute]. Sends of one record are deduplicated by SQS (five minutes).
-func (k *Keeper) SendBack(ctx context.Context, m Message) error {
-	r := m.Record
-	attrs := Attributes(r.MessageAttributes)
-	if attrs == nil {
-		attrs = map[string]types.MessageAttributeValue{}
-	} else {
-		attrs = maps.Clone(attrs)
+// SendBack sends a held record of group, with body and its producer's
+// attrs, to the source queue as its group's head: its original id goes in
+// [Attribute]. Sends of one record (origin and seq) are deduplicated by SQS
+// for five minutes. record.SendBack sends a [Message].
+func (k *Keeper) SendBack(ctx context.Context, group, body string, attrs map[string]types.MessageAttributeValue, origin, seq string) error {
+	out := maps.Clone(attrs)
+	if out == nil {
+		out = map[string]types.MessageAttributeValue{}
 	}
-	attrs[Attribute] = markerAttribute(marker{Origin: Origin(r)})
+	out[Attribute] = markerAttribute(marker{Origin: origin})
 	_, err := k.Source.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(k.SourceURL), MessageBody: aws.String(r.Body), MessageAttributes: attrs,
-		MessageGroupId: aws.String(Group(r)), MessageDeduplicationId: aws.String(dedupID("back", Origin(r), m.Seq)),
+		QueueUrl: aws.String(k.SourceURL), MessageBody: aws.String(body), MessageAttributes: out,
+		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(dedupID("back", origin, seq)),
 	})
 	if err != nil {
-		return fmt.Errorf("hold: send held record %s back to the source: %w", Origin(r), err)
+		return fmt.Errorf("hold: send held record %s back to the source: %w", origin, err)
 	}
 	return nil
 }
@@ -117,7 +115,9 @@ func (k *Keeper) Trigger(ctx context.Context, group, nonce string) error {
 // applied in order without the head. It returns the hold as written.
 func (k *Keeper) Release(ctx context.Context, h Hold, now time.Time) (Hold, error) {
 	if h.State != Draining {
-		h.State = Draining
+		// No head while it drains: a copy of the released head brought
+		// back later is applied where it comes, not taken for the head's.
+		h.State, h.Head = Draining, ""
 		var err error
 		if h, err = k.Store.Update(ctx, h, now); err != nil {
 			return Hold{}, err

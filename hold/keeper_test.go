@@ -13,6 +13,7 @@ import (
 
 	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/hold/holdtest"
+	"github.com/homingdlq/homing/hold/record"
 )
 
 type sent struct {
@@ -38,12 +39,10 @@ func TestSendBackKeepsTheRecordAndNamesItsOrigin(t *testing.T) {
 	k, s := keeper(hold.KeepHeld)
 	r := events.SQSMessage{MessageId: "now", Body: `{"paymentId":"p3"}`, Attributes: map[string]string{"MessageGroupId": "acct-1"},
 		MessageAttributes: map[string]events.SQSMessageAttribute{"tenant": stringAttr("t1")}}
-	m := hold.Message{Seq: "0001", Record: r}
-	if err := k.SendBack(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.SendBack(context.Background(), m); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if err := record.SendBack(context.Background(), k, r, "0001"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if len(s.ins) != 2 {
 		t.Fatalf("%d sends, want 2", len(s.ins))
@@ -58,8 +57,8 @@ func TestSendBackKeepsTheRecordAndNamesItsOrigin(t *testing.T) {
 		t.Fatalf("sent to %s group %s, want the source, group acct-1", aws.ToString(in.QueueUrl), aws.ToString(in.MessageGroupId))
 	case back.Body != r.Body || aws.ToString(in.MessageAttributes["tenant"].StringValue) != "t1":
 		t.Fatalf("sent %q %v, want the record's body and attributes", back.Body, in.MessageAttributes)
-	case hold.Origin(back) != "now":
-		t.Fatalf("the copy's origin is %q, want the record's id", hold.Origin(back))
+	case record.Origin(back) != "now":
+		t.Fatalf("the copy's origin is %q, want the record's id", record.Origin(back))
 	case aws.ToString(in.MessageDeduplicationId) != aws.ToString(s.ins[1].MessageDeduplicationId) || len(aws.ToString(in.MessageDeduplicationId)) > 128:
 		t.Fatalf("deduplication ids %q and %q: want one id of at most 128 characters", aws.ToString(in.MessageDeduplicationId), aws.ToString(s.ins[1].MessageDeduplicationId))
 	}
@@ -144,4 +143,8 @@ func TestSweepTriggersOnlyStaleDrains(t *testing.T) {
 	if len(s.ins) != 1 || aws.ToString(s.ins[0].MessageGroupId) != "stale" {
 		t.Fatalf("sent %d triggers (%v), want one to the stale drain", len(s.ins), s.ins)
 	}
+}
+
+func stringAttr(s string) events.SQSMessageAttribute {
+	return events.SQSMessageAttribute{DataType: "String", StringValue: aws.String(s)}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -29,15 +28,11 @@ type marker struct {
 	Drain  bool   `json:"drain,omitempty"`
 }
 
-// Origin is the original id of a record: the id its message had when the
-// producer's copy was first received, whatever copies carried it since (a
-// replay, a held record sent back). The head of a hold is named by it.
-func Origin(r events.SQSMessage) string {
-	return OriginOf(r.MessageId, Attributes(r.MessageAttributes))
-}
-
-// OriginOf is [Origin] of a message with id and attributes as the SQS API
-// returns them (the replay engine's and dlq's view of a dead letter).
+// OriginOf is the original id of a message with id and attributes as the
+// SQS API returns them: the id its message had when the producer's copy
+// was first received, whatever copies carried it since (a replay, a held
+// record sent back). The head of a hold is named by it (record.Origin is
+// the same for a Lambda record).
 func OriginOf(id string, attrs map[string]types.MessageAttributeValue) string {
 	var meta struct {
 		OriginalMessageID string `json:"originalMessageId"`
@@ -60,11 +55,12 @@ func OriginOf(id string, attrs map[string]types.MessageAttributeValue) string {
 	return id
 }
 
-// IsTrigger reports whether r is a drain trigger: it carries no effect, and
-// the consumer never hands it to the lane's handler.
-func IsTrigger(r events.SQSMessage) bool {
-	m, ok := markerOf(Attributes(r.MessageAttributes))
-	return ok && m.Drain && r.Body == TriggerBody
+// IsTriggerOf reports whether a message of body and attrs is a drain
+// trigger: it carries no effect, and the consumer never hands it to the
+// lane's handler.
+func IsTriggerOf(body string, attrs map[string]types.MessageAttributeValue) bool {
+	m, ok := markerOf(attrs)
+	return ok && m.Drain && body == TriggerBody
 }
 
 func markerOf(attrs map[string]types.MessageAttributeValue) (marker, bool) {
@@ -79,34 +75,25 @@ func markerOf(attrs map[string]types.MessageAttributeValue) (marker, bool) {
 	return m, true
 }
 
+// OriginAttribute is [Attribute] naming origin: what the replay puts on a
+// dead letter of a held group it sends back, so that the consumer knows the
+// head by the name it gave it, whatever metadata the engine trusts (a
+// producer's copied replay metadata names another message; the engine
+// replaces it, the consumer cannot tell it from the engine's).
+func OriginAttribute(origin string) types.MessageAttributeValue {
+	return markerAttribute(marker{Origin: origin})
+}
+
 func markerAttribute(m marker) types.MessageAttributeValue {
 	b, _ := json.Marshal(m) // a struct of a string and a bool
 	return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(string(b))}
 }
 
-// Seq is the order key of a FIFO record: its SequenceNumber, zero-padded so
-// that keys sort as the numbers do; "" when the record has none (it is not
-// from a FIFO queue).
-func Seq(r events.SQSMessage) string {
-	n := r.Attributes["SequenceNumber"]
+// PadSeq is the order key of a FIFO SequenceNumber: zero-padded so that
+// keys sort as the numbers do; "" when n is not one.
+func PadSeq(n string) string {
 	if n == "" || len(n) > seqWidth || strings.Trim(n, "0123456789") != "" {
 		return ""
 	}
 	return strings.Repeat("0", seqWidth-len(n)) + n
-}
-
-// Group is the MessageGroupId of a FIFO record ("" when it has none).
-func Group(r events.SQSMessage) string { return r.Attributes["MessageGroupId"] }
-
-// Attributes converts a record's message attributes to the SQS API's.
-func Attributes(in map[string]events.SQSMessageAttribute) map[string]types.MessageAttributeValue {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make(map[string]types.MessageAttributeValue, len(in))
-	for name, a := range in {
-		out[name] = types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue,
-			BinaryValue: a.BinaryValue, StringListValues: a.StringListValues, BinaryListValues: a.BinaryListValues}
-	}
-	return out
 }

@@ -192,7 +192,8 @@ func (p *pass) originOf(m types.Message) string {
 const parkedAttempts = 3
 
 // tellHolds tells the route's holds of the messages of b that left the DLQ
-// for good now, in receive order: parked (in the parking queue), and
+// for good now, in receive order: parked (in the parking queue, by this
+// run or by an earlier one that stopped before its delete), and
 // removed as already applied (a head whose consumer applied it but could
 // not move its hold on: its group drains). A failure is the message's
 // warning and changes nothing else: the message left. It runs even when
@@ -210,6 +211,9 @@ func (r *run) tellHolds(ctx context.Context, p *pass, b *batch) {
 		case it.msg.group == "":
 		case it.outcome == OutcomeParked && it.sent:
 			tell = func() error { return p.keeper.Parked(hctx, it.msg.group, it.msg.origin, it.reason, r.now()) }
+		case it.outcome == OutcomeRecovered && it.parkedAs != "":
+			// An earlier run parked it and stopped before the delete.
+			tell = func() error { return p.keeper.Parked(hctx, it.msg.group, it.msg.origin, it.parkedAs, r.now()) }
 		case it.outcome == OutcomeApplied:
 			tell = func() error { return p.keeper.Applied(hctx, it.msg.group, it.msg.origin, r.now()) }
 		}

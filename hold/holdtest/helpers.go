@@ -9,25 +9,48 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/hold/record"
 )
 
 // message is the record of SequenceNumber n with body, as a held message
-// (its Seq is [hold.Seq] of n).
+// (its Seq is hold.PadSeq of n).
 func message(n, body string) hold.Message {
-	r := events.SQSMessage{
+	return held(events.SQSMessage{
 		MessageId:     "m-" + n,
 		ReceiptHandle: "receipt-" + n,
 		Body:          body,
 		Attributes:    map[string]string{"SequenceNumber": n},
+	})
+}
+
+// held is r as the consumer holds it (package record).
+func held(r events.SQSMessage) hold.Message {
+	m, err := record.Held(r)
+	if err != nil {
+		panic(err) // a record of this file's own
 	}
-	return hold.Message{Seq: hold.Seq(r), Record: r}
+	return m
+}
+
+// recordOf is the record m keeps.
+func recordOf(t *testing.T, m hold.Message) events.SQSMessage {
+	t.Helper()
+	r, err := record.Of(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // bodies is the bodies of ms, in their order (nil for none).
 func bodies(ms []hold.Message) []string {
 	var out []string
 	for _, m := range ms {
-		out = append(out, m.Record.Body)
+		r, err := record.Of(m)
+		if err != nil {
+			r.Body = "<" + err.Error() + ">"
+		}
+		out = append(out, r.Body)
 	}
 	return out
 }

@@ -2,11 +2,11 @@ package deadletter_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -99,7 +99,7 @@ var (
 	// every method: the consumer holds, appends, drains and ends.
 	consumerUses = func(ctx context.Context, s hold.Store) {
 		now := time.Now()
-		m := hold.Message{Seq: "0001", Record: events.SQSMessage{MessageId: "m-2", Body: "{}"}}
+		m := hold.Message{Seq: "0001", Record: json.RawMessage(`{"messageId":"m-2","body":"{}"}`)}
 		h, _ := s.Begin(ctx, "g-1", "m-1", "", now)
 		_, _ = s.Holds(ctx, []string{"g-1"})
 		_, _ = s.Append(ctx, "g-1", m, now)

@@ -108,8 +108,8 @@
 // schedule periods. A duplicate or a conflict is in the group of the order
 // it repeats; on a lane with Groups a poison order shares a group too.
 // Orders with replay metadata the engine did not write (Mix.Forged) are
-// not published on such lanes until hold names a head by metadata it can
-// trust (forgeOnHoldLanes; TestScenario/forged-origin-holds).
+// published on such lanes too (forgeOnHoldLanes;
+// TestScenario/forged-origin-holds).
 //
 // # Invariants
 //

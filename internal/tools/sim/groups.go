@@ -17,6 +17,7 @@ import (
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/hold/holdtest"
+	"github.com/homingdlq/homing/hold/record"
 )
 
 // A FIFO lane whose consumer keeps each message group in order through
@@ -56,7 +57,7 @@ type GroupStats struct {
 // heldRecord is a record stored behind a hold, as the simulation knows it.
 type heldRecord struct {
 	id     string // its message id
-	origin string // hold.Origin of it
+	origin string // record.Origin of it
 	body   string
 	pub    int // the publication it descends from, or -1
 }
@@ -231,7 +232,11 @@ func (h *holdStore) Append(ctx context.Context, group string, m hold.Message, no
 	if err != nil {
 		return out, err
 	}
-	rec := heldRecord{id: m.Record.MessageId, origin: hold.Origin(m.Record), body: m.Record.Body, pub: h.s.sqs.pubOf(m.Record.MessageId)}
+	r, err := record.Of(m)
+	if err != nil {
+		return out, err
+	}
+	rec := heldRecord{id: r.MessageId, origin: record.Origin(r), body: r.Body, pub: h.s.sqs.pubOf(r.MessageId)}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, dup := g.held[group][m.Seq]; dup {
@@ -571,14 +576,13 @@ func (s *Sim) replayedHeld(run *runState, dlqID string) {
 
 // forgeOnHoldLanes says whether the random workload of a lane that holds
 // its groups publishes orders with replay metadata the engine did not
-// write (Mix.Forged). Off until hold.OriginOf stops taking such metadata's
-// originalMessageId for a record's origin: a forged or copied one names
-// another message, the consumer holds the group behind that name, the
-// engine (which trusts only its seal) replays the record under its own
-// id, and the group stays held for ever behind a head that never comes
-// (make sim SEED=4: pub#60, group g-12). TestScenario/forged-origin-holds
-// reproduces it.
-const forgeOnHoldLanes = false
+// write (Mix.Forged). It was off while hold.OriginOf's name for such a
+// record (the metadata's originalMessageId) and the engine's (its own id:
+// it trusts only its seal) differed, and the group stayed held for ever
+// behind a head that never came (make sim SEED=4); the engine now sends a
+// held group's head back under the consumer's name for it
+// (hold.OriginAttribute). TestScenario/forged-origin-holds keeps it.
+const forgeOnHoldLanes = true
 
 // groupsConfig makes a random seed's lane, if FIFO, hold its message groups:
 // hold.Skip on one FIFO seed in four, hold.KeepHeld on the others; faults

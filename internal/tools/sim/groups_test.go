@@ -160,7 +160,6 @@ func groupScenarios() []scenario {
 		},
 		{
 			name: "forged-origin-holds", issue: "22: metadata the engine did not write does not name a group's head",
-			pending: "hold.OriginOf takes the originalMessageId of replay metadata the engine did not write (forgeOnHoldLanes)",
 			cfg: func() Config {
 				// A producer publishes an order with replay metadata that
 				// names another message (forgeRefunds), while the tax
@@ -181,7 +180,6 @@ func groupScenarios() []scenario {
 		},
 		{
 			name: "copy-of-a-head-drains-past-the-next", issue: "22: two copies of a head never release its group past the next head",
-			pending: "batch/groups.go set(): after ErrConflict it re-applies the change to the hold it read again, whatever head that names",
 			cfg: func() Config {
 				// make sim SEEDS=300, seed 294. On a lane whose consumer
 				// writes no records, nothing stops a copy of a head that a
@@ -206,7 +204,6 @@ func groupScenarios() []scenario {
 		},
 		{
 			name: "slow-downstream-not-started", issue: "22: a record its invocation had no time to start keeps its group's order",
-			pending: "batch: a record never started (its invocation timed out first) takes no hold of its group; on its last receive it dead-letters unheld",
 			cfg: func() Config {
 				// The tax service answers after the client's budget (12 s
 				// against 10) for half an hour: every invocation (30 s)

@@ -1,4 +1,4 @@
-package hold_test
+package record_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/hold/record"
 	"github.com/homingdlq/homing/internal/envelope"
 )
 
@@ -43,7 +44,7 @@ func TestOrigin(t *testing.T) {
 		{"replay metadata that does not decode is ignored", map[string]events.SQSMessageAttribute{envelope.ReplayAttributeName: stringAttr(`not json`)}, "id-now"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := hold.Origin(events.SQSMessage{MessageId: "id-now", MessageAttributes: tc.attrs}); got != tc.want {
+			if got := record.Origin(events.SQSMessage{MessageId: "id-now", MessageAttributes: tc.attrs}); got != tc.want {
 				t.Fatalf("Origin = %q, want %q", got, tc.want)
 			}
 		})
@@ -52,7 +53,7 @@ func TestOrigin(t *testing.T) {
 
 func TestSeqSortsAsTheNumbers(t *testing.T) {
 	seq := func(n string) string {
-		return hold.Seq(events.SQSMessage{Attributes: map[string]string{"SequenceNumber": n}})
+		return record.Seq(events.SQSMessage{Attributes: map[string]string{"SequenceNumber": n}})
 	}
 	if a, b := seq("9"), seq("18446744073709551616"); !(a < b) || len(a) != len(b) {
 		t.Fatalf("Seq(9) = %q, Seq(2^64) = %q: want equal widths, in numeric order", a, b)
@@ -75,9 +76,30 @@ func TestATriggerNeedsItsBodyAndItsMarker(t *testing.T) {
 		{events.SQSMessage{Body: hold.TriggerBody}, false},
 		{events.SQSMessage{Body: hold.TriggerBody, MessageAttributes: map[string]events.SQSMessageAttribute{hold.Attribute: stringAttr(`{"origin":"x"}`)}}, false},
 	} {
-		if got := hold.IsTrigger(tc.msg); got != tc.want {
+		if got := record.IsTrigger(tc.msg); got != tc.want {
 			t.Errorf("IsTrigger(%q, %v) = %v, want %v", tc.msg.Body, tc.msg.MessageAttributes, got, tc.want)
 		}
+	}
+}
+
+func TestAHeldRecordRoundTrips(t *testing.T) {
+	r := events.SQSMessage{MessageId: "m1", ReceiptHandle: "rh", Body: "b", Attributes: map[string]string{"SequenceNumber": "7", "MessageGroupId": "g"},
+		MessageAttributes: map[string]events.SQSMessageAttribute{"a": stringAttr("v")}}
+	m, err := record.Held(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := record.Of(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ReceiptHandle = ""
+	if m.Seq != hold.PadSeq("7") || back.Body != r.Body || back.MessageId != r.MessageId || record.Group(back) != "g" ||
+		aws.ToString(back.MessageAttributes["a"].StringValue) != "v" || back.ReceiptHandle != "" {
+		t.Fatalf("held %+v came back as %+v", r, back)
+	}
+	if _, err := record.Of(hold.Message{Seq: "1", Record: []byte("{")}); err == nil {
+		t.Fatal("a held record that is not JSON decoded")
 	}
 }
 
