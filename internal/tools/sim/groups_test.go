@@ -85,17 +85,7 @@ func groupScenarios() []scenario {
 		},
 		{
 			name: "poison-head-released", issue: "22: a poison head holds its group until the operator releases it",
-			cfg: func() Config {
-				c, b := heldLane(2202, hold.KeepHeld)
-				b.accounts(2, 3, time.Minute)
-				p := b.poison(time.Minute + 10*time.Second)
-				p.Group = "acct-0"
-				for _, q := range b.valid(5, time.Minute+20*time.Second) {
-					q.Group = "acct-0"
-				}
-				c.Publications = b.pubs
-				return c
-			},
+			cfg: func() Config { return poisonHeadLane(2202, hold.KeepHeld) },
 			check: func(t *testing.T, rep *Report) {
 				g := rep.Stats.Groups
 				groupsAt(t, rep, "records held behind the poison head", g.RecordsHeld, 5)
@@ -105,17 +95,7 @@ func groupScenarios() []scenario {
 		},
 		{
 			name: "poison-head-skipped", issue: "22: a lane that skips goes on past a parked head without the operator",
-			cfg: func() Config {
-				c, b := heldLane(2203, hold.Skip)
-				b.accounts(2, 3, time.Minute)
-				p := b.poison(time.Minute + 10*time.Second)
-				p.Group = "acct-0"
-				for _, q := range b.valid(5, time.Minute+20*time.Second) {
-					q.Group = "acct-0"
-				}
-				c.Publications = b.pubs
-				return c
-			},
+			cfg: func() Config { return poisonHeadLane(2203, hold.Skip) },
 			check: func(t *testing.T, rep *Report) {
 				g := rep.Stats.Groups
 				groupsAt(t, rep, "the engine's releases", g.Releases-g.OperatorReleases, 1)
@@ -328,4 +308,18 @@ func TestCheckReplayedHeld(t *testing.T) {
 			}
 		})
 	}
+}
+
+// poisonHeadLane is a lane whose group acct-0 has a poison order at its
+// head and five valid ones behind it, beside two accounts of three orders.
+func poisonHeadLane(seed uint64, onError hold.OnError) Config {
+	c, b := heldLane(seed, onError)
+	b.accounts(2, 3, time.Minute)
+	p := b.poison(time.Minute + 10*time.Second)
+	p.Group = "acct-0"
+	for _, q := range b.valid(5, time.Minute+20*time.Second) {
+		q.Group = "acct-0"
+	}
+	c.Publications = b.pubs
+	return c
 }
