@@ -183,7 +183,10 @@ func (k *Keeper) Sweep(ctx context.Context, now time.Time, stale time.Duration) 
 	for _, h := range holds {
 		switch {
 		case h.State == Draining && now.Sub(h.Updated) >= stale:
-			errs = append(errs, k.Trigger(ctx, h.Group, "sweep-"+strconv.FormatInt(h.Version, 10)+"-"+strconv.FormatInt(now.Unix()/int64(stale.Seconds()+1), 10)))
+			// One trigger per stale period of the hold's age: a sweep
+			// every run sends it again only once the last one is stale too.
+			period := int64(now.Sub(h.Updated) / max(stale, time.Second))
+			errs = append(errs, k.Trigger(ctx, h.Group, "sweep-"+strconv.FormatInt(h.Version, 10)+"-"+strconv.FormatInt(period, 10)))
 		case h.State == Held && h.Parked != "" && k.Skips():
 			_, err := k.Release(ctx, h, now)
 			errs = append(errs, err)

@@ -29,28 +29,26 @@ type marker struct {
 }
 
 // OriginOf is the original id of a message with id and attributes as the
-// SQS API returns them: the id its message had when the producer's copy
-// was first received, whatever copies carried it since (a replay, a held
-// record sent back). The head of a hold is named by it (record.Origin is
-// the same for a Lambda record).
+// SQS API returns them: the name its group's hold knows it by. It is the
+// origin [Attribute] names, which the consumer puts on a held record it
+// sends back and the replay on a dead letter of a held group it sends
+// back; otherwise the message's own id (a producer's message, and a dead
+// letter, which keeps the id it had in the source). The replay's metadata
+// is never read for it: a producer may copy or make up that metadata, and
+// only the engine can check its seal (record.Origin is the same for a
+// Lambda record).
 func OriginOf(id string, attrs map[string]types.MessageAttributeValue) string {
-	var meta struct {
-		OriginalMessageID string `json:"originalMessageId"`
-	}
 	producer := attrs
 	if _, ok := attrs[envelope.ReplayAttributeName]; ok {
-		p, _, err := envelope.Unpack(attrs, envelope.ReplayAttributeName, &meta)
-		if err == nil {
+		// The engine may have folded the producer's attributes, ours among
+		// them, into its own (envelope.Pack).
+		var meta struct{}
+		if p, _, err := envelope.Unpack(attrs, envelope.ReplayAttributeName, &meta); err == nil {
 			producer = p
-		} else {
-			meta.OriginalMessageID = ""
 		}
 	}
 	if m, ok := markerOf(producer); ok && m.Origin != "" {
 		return m.Origin
-	}
-	if meta.OriginalMessageID != "" {
-		return meta.OriginalMessageID
 	}
 	return id
 }
@@ -77,9 +75,8 @@ func markerOf(attrs map[string]types.MessageAttributeValue) (marker, bool) {
 
 // OriginAttribute is [Attribute] naming origin: what the replay puts on a
 // dead letter of a held group it sends back, so that the consumer knows the
-// head by the name it gave it, whatever metadata the engine trusts (a
-// producer's copied replay metadata names another message; the engine
-// replaces it, the consumer cannot tell it from the engine's).
+// head by the name it gave it (the replay's own metadata names the message
+// as the engine first saw it, and may be a producer's copy).
 func OriginAttribute(origin string) types.MessageAttributeValue {
 	return markerAttribute(marker{Origin: origin})
 }

@@ -78,8 +78,18 @@ func (g *groupsHarness) hold(group string) hold.Hold {
 // exhausted dead-letters an order of group whose replays are spent (it is
 // parked as replay-exhausted), with extra attributes.
 func (g *groupsHarness) exhausted(id, group, original string, attrs map[string]types.MessageAttributeValue) {
-	g.deadLetter(g.route, msg{body: order(id), group: group, attrs: attrs,
+	g.deadLetter(g.route, msg{body: order(id), group: group, attrs: named(attrs, original),
 		meta: &replay.Metadata{ReplayCount: replay.DefaultMaxReplays, OriginalMessageID: original}})
+}
+
+// named is attrs with the origin the consumer knows the message by
+// (hold.OriginAttribute), as a replayed head carries it.
+func named(attrs map[string]types.MessageAttributeValue, origin string) map[string]types.MessageAttributeValue {
+	out := map[string]types.MessageAttributeValue{hold.Attribute: hold.OriginAttribute(origin)}
+	for k, v := range attrs {
+		out[k] = v
+	}
+	return out
 }
 
 // triggers returns the groups of the drain triggers in the source queue.
@@ -396,8 +406,8 @@ func TestGroupsAppliedHeadDrainsItsGroup(t *testing.T) {
 	}
 	g.begin("acct-1", "orig-1", g.clock.Now().Add(-time.Hour))
 	other := g.begin("acct-2", "orig-2", g.clock.Now().Add(-time.Hour))
-	g.deadLetter(g.route, msg{body: order("ORD-1"), group: "acct-1", meta: &replay.Metadata{ReplayCount: 1, OriginalMessageID: "orig-1"}})
-	g.deadLetter(g.route, msg{body: order("ORD-9"), group: "acct-2", meta: &replay.Metadata{ReplayCount: 1, OriginalMessageID: "orig-9"}})
+	g.deadLetter(g.route, msg{body: order("ORD-1"), group: "acct-1", attrs: named(nil, "orig-1"), meta: &replay.Metadata{ReplayCount: 1, OriginalMessageID: "orig-1"}})
+	g.deadLetter(g.route, msg{body: order("ORD-9"), group: "acct-2", attrs: named(nil, "orig-9"), meta: &replay.Metadata{ReplayCount: 1, OriginalMessageID: "orig-9"}})
 	g.clock.Advance(due)
 	s := g.run(g.engine(nil, func(o *replay.Options) {
 		o.Completions = &replaytest.MemoryCompletions{Store: store, Scope: "invoice"}

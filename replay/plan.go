@@ -213,8 +213,9 @@ func (pl *planner) build(it *item) error {
 	meta := pl.metadata(it)
 	producer := m.producer
 	if m.origin != "" && it.outcome == OutcomeReplayed {
-		// A held group's head goes back under the name the consumer gave
-		// it (hold.OriginAttribute).
+		// A dead letter of a held group goes back under the name the
+		// consumer gave it (hold.OriginAttribute): its own id, as it was
+		// in the source, unless it carries one already.
 		producer = maps.Clone(producer)
 		if producer == nil {
 			producer = map[string]types.MessageAttributeValue{}

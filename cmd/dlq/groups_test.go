@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/hold"
 	holdrecord "github.com/homingdlq/homing/hold/record"
@@ -374,7 +375,8 @@ func TestReplayTellsTheHoldsOfParkedHeads(t *testing.T) {
 	}
 	body := order("ORD-1")
 	meta := replay.Metadata{ReplayCount: 3, OriginalMessageID: "m-1", FirstDeadLetteredAt: f.clock.Now()}
-	attrs, err := replay.Attributes(nil, meta.Sealed(key, body, f.source))
+	// A head's replay carries the name its hold knows it by.
+	attrs, err := replay.Attributes(map[string]sqstypes.MessageAttributeValue{hold.Attribute: hold.OriginAttribute("m-1")}, meta.Sealed(key, body, f.source))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/hold/holdtest"
@@ -57,7 +58,8 @@ func TestGroupsReachTheEngine(t *testing.T) {
 	}
 	body := `{"orderId":"ORD-1"}`
 	meta := replay.Metadata{ReplayCount: replay.DefaultMaxReplays, OriginalMessageID: "orig-head"}.Sealed(key, body, rt.SourceURL)
-	attrs, err := envelope.Pack(nil, replay.AttributeName, meta)
+	// A head's replay carries the name its hold knows it by.
+	attrs, err := envelope.Pack(map[string]types.MessageAttributeValue{hold.Attribute: hold.OriginAttribute("orig-head")}, replay.AttributeName, meta)
 	if err != nil {
 		t.Fatal(err)
 	}
