@@ -72,9 +72,10 @@ func (g *groupRun) apply(ctx context.Context, m hold.Message) error {
 	default:
 		// Sent back before the hold names it: a crash in between leaves it
 		// held and draining, so the next drain runs it again (SQS drops
-		// the second send within five minutes; a later copy is absorbed
-		// by the idempotent receiver).
-		if err := record.SendBack(ctx, g.k, r, m.Seq); err != nil {
+		// the second send of one version of the hold within five minutes;
+		// a later copy is absorbed by the idempotent receiver). Held again
+		// after its Remove failed, and released past, it is sent anew.
+		if err := record.SendBack(ctx, g.k, *g.h, r, m.Seq); err != nil {
 			return err
 		}
 		if err := g.set(ctx, func(h *hold.Hold) { h.Head, h.State, h.Parked = origin, hold.Held, "" }); err != nil {

@@ -75,11 +75,15 @@ func (k *Keeper) Validate() error {
 // never succeed.
 func (k *Keeper) Skips() bool { return k.OnError == Skip }
 
-// SendBack sends a held record of group, with body and its producer's
-// attrs, to the source queue as its group's head: its original id goes in
-// [Attribute]. Sends of one record (origin and seq) are deduplicated by SQS
-// for five minutes. record.SendBack sends a [Message].
-func (k *Keeper) SendBack(ctx context.Context, group, body string, attrs map[string]types.MessageAttributeValue, origin, seq string) error {
+// SendBack sends a held record of h's group, with body and its producer's
+// attrs, to the source queue as the group's head: its original id goes in
+// [Attribute]. Sends of one record (origin and seq) from one version of
+// the hold are deduplicated by SQS for five minutes: a drain that stopped
+// between the send and its write of the hold sends it again as one
+// message, while the record held again and sent back later (its group
+// released past the copy meanwhile) is a new one. record.SendBack sends a
+// [Message].
+func (k *Keeper) SendBack(ctx context.Context, h Hold, body string, attrs map[string]types.MessageAttributeValue, origin, seq string) error {
 	out := maps.Clone(attrs)
 	if out == nil {
 		out = map[string]types.MessageAttributeValue{}
@@ -87,7 +91,8 @@ func (k *Keeper) SendBack(ctx context.Context, group, body string, attrs map[str
 	out[Attribute] = markerAttribute(marker{Origin: origin})
 	_, err := k.Source.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(k.SourceURL), MessageBody: aws.String(body), MessageAttributes: out,
-		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(dedupID("back", origin, seq)),
+		MessageGroupId:         aws.String(h.Group),
+		MessageDeduplicationId: aws.String(dedupID("back", origin, seq, strconv.FormatInt(h.Version, 10))),
 	})
 	if err != nil {
 		return fmt.Errorf("hold: send held record %s back to the source: %w", origin, err)

@@ -39,13 +39,16 @@ func TestSendBackKeepsTheRecordAndNamesItsOrigin(t *testing.T) {
 	k, s := keeper(hold.KeepHeld)
 	r := events.SQSMessage{MessageId: "now", Body: `{"paymentId":"p3"}`, Attributes: map[string]string{"MessageGroupId": "acct-1"},
 		MessageAttributes: map[string]events.SQSMessageAttribute{"tenant": stringAttr("t1")}}
-	for range 2 {
-		if err := record.SendBack(context.Background(), k, r, "0001"); err != nil {
+	h := hold.Hold{Group: "acct-1", Head: "before", State: hold.Draining, Version: 7}
+	later := h
+	later.Version++
+	for _, at := range []hold.Hold{h, h, later} {
+		if err := record.SendBack(context.Background(), k, at, r, "0001"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(s.ins) != 2 {
-		t.Fatalf("%d sends, want 2", len(s.ins))
+	if len(s.ins) != 3 {
+		t.Fatalf("%d sends, want 3", len(s.ins))
 	}
 	in := s.ins[0]
 	back := events.SQSMessage{MessageId: "other", Body: aws.ToString(in.MessageBody), MessageAttributes: map[string]events.SQSMessageAttribute{}}
@@ -61,6 +64,11 @@ func TestSendBackKeepsTheRecordAndNamesItsOrigin(t *testing.T) {
 		t.Fatalf("the copy's origin is %q, want the record's id", record.Origin(back))
 	case aws.ToString(in.MessageDeduplicationId) != aws.ToString(s.ins[1].MessageDeduplicationId) || len(aws.ToString(in.MessageDeduplicationId)) > 128:
 		t.Fatalf("deduplication ids %q and %q: want one id of at most 128 characters", aws.ToString(in.MessageDeduplicationId), aws.ToString(s.ins[1].MessageDeduplicationId))
+	case aws.ToString(s.ins[2].MessageDeduplicationId) == aws.ToString(in.MessageDeduplicationId):
+		// Sent back from a later version of the hold (held again after a
+		// Remove that failed, then released past): a new message, or SQS
+		// drops it and the group waits for a head that never comes.
+		t.Fatal("a send back from a later version of the hold has the same deduplication id")
 	}
 	if _, ok := r.MessageAttributes[hold.Attribute]; ok {
 		t.Fatal("SendBack changed the held record's attributes")

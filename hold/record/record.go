@@ -69,8 +69,8 @@ func Of(m hold.Message) (events.SQSMessage, error) {
 	return r, nil
 }
 
-// SendBack sends r, held as seq, back to its source queue as its group's
-// head (hold.Keeper.SendBack).
-func SendBack(ctx context.Context, k *hold.Keeper, r events.SQSMessage, seq string) error {
-	return k.SendBack(ctx, Group(r), r.Body, Attributes(r.MessageAttributes), Origin(r), seq)
+// SendBack sends r, held as seq in h, back to its source queue as its
+// group's head (hold.Keeper.SendBack).
+func SendBack(ctx context.Context, k *hold.Keeper, h hold.Hold, r events.SQSMessage, seq string) error {
+	return k.SendBack(ctx, h, r.Body, Attributes(r.MessageAttributes), Origin(r), seq)
 }

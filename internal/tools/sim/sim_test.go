@@ -90,11 +90,12 @@ func check(t *testing.T, rep *Report, replay string) {
 			subjects = append(subjects, strings.Fields(v.Subject)...)
 		}
 	}
+	limit := 80
 	if *flagTrace {
-		subjects = nil
+		subjects, limit = nil, 1<<30
 	}
 	fmt.Fprintf(&b, "trace of the first violations' messages and orders:\n")
-	rep.Trace.Write(&b, subjects, 80)
+	rep.Trace.Write(&b, subjects, limit)
 	fmt.Fprintf(&b, "replay: %s\n", replay)
 	t.Error(b.String())
 }
