@@ -66,7 +66,9 @@ func (g *groupRun) apply(ctx context.Context, m hold.Message) error {
 	case o == Succeeded, o == Invalid && g.k.Skips():
 		return g.k.Store.Remove(ctx, g.group, m.Seq)
 	case o == Invalid:
-		if err := g.set(ctx, func(h *hold.Hold) { h.Head, h.State, h.Parked = origin, hold.Held, "invalid: "+reason }); err != nil {
+		if err := g.set(ctx, func(h *hold.Hold) {
+			h.Head, h.HeadBody, h.State, h.Parked = origin, r.Body, hold.Held, "invalid: "+reason
+		}); err != nil {
 			return err
 		}
 	default:
@@ -78,7 +80,7 @@ func (g *groupRun) apply(ctx context.Context, m hold.Message) error {
 		if err := record.SendBack(ctx, g.k, *g.h, r, m.Seq); err != nil {
 			return err
 		}
-		if err := g.set(ctx, func(h *hold.Hold) { h.Head, h.State, h.Parked = origin, hold.Held, "" }); err != nil {
+		if err := g.set(ctx, func(h *hold.Hold) { h.Head, h.HeadBody, h.State, h.Parked = origin, r.Body, hold.Held, "" }); err != nil {
 			return err
 		}
 	}

@@ -113,9 +113,14 @@ func (g *groupRun) notStarted(ctx context.Context, msg events.SQSMessage) {
 	if g.h != nil || g.err != nil || record.IsTrigger(msg) {
 		return
 	}
-	if h, err := g.k.Store.Begin(ctx, g.group, record.Origin(msg), "", g.p.opts.Now()); err == nil {
+	if h, err := g.begin(ctx, msg, ""); err == nil {
 		g.h = &h
 	}
+}
+
+// begin holds the group behind msg, unless it is held already.
+func (g *groupRun) begin(ctx context.Context, msg events.SQSMessage, parked string) (hold.Hold, error) {
+	return g.k.Store.Begin(ctx, hold.Hold{Group: g.group, Head: record.Origin(msg), HeadBody: msg.Body, Parked: parked}, g.p.opts.Now())
 }
 
 // record runs one record of the group as the group's hold says.
@@ -145,7 +150,7 @@ func (g *groupRun) record(ctx context.Context, msg events.SQSMessage) (Outcome, 
 // with its group free.
 func (g *groupRun) free(ctx context.Context, msg events.SQSMessage) (Outcome, string) {
 	if n, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"]); n > 1 {
-		h, err := g.k.Store.Begin(ctx, g.group, record.Origin(msg), "", g.p.opts.Now())
+		h, err := g.begin(ctx, msg, "")
 		if err != nil {
 			return g.fail(ctx, msg, fmt.Errorf("hold the group of a record delivered again: %w", err))
 		}
@@ -163,7 +168,7 @@ func (g *groupRun) free(ctx context.Context, msg events.SQSMessage) (Outcome, st
 	case o == Invalid:
 		parked = "invalid: " + reason
 	}
-	h, err := g.k.Store.Begin(ctx, g.group, record.Origin(msg), parked, g.p.opts.Now())
+	h, err := g.begin(ctx, msg, parked)
 	if err != nil {
 		// Not held: the record fails (an invalid one is published again
 		// when it comes back), and the rest wait behind it in the source.

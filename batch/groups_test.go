@@ -218,11 +218,11 @@ func (s *faultyStore) Holds(ctx context.Context, groups []string) (map[string]ho
 	return s.Memory.Holds(ctx, groups)
 }
 
-func (s *faultyStore) Begin(ctx context.Context, group, head, parked string, now time.Time) (hold.Hold, error) {
+func (s *faultyStore) Begin(ctx context.Context, h hold.Hold, now time.Time) (hold.Hold, error) {
 	if err := s.err("Begin"); err != nil {
 		return hold.Hold{}, err
 	}
-	return s.Memory.Begin(ctx, group, head, parked, now)
+	return s.Memory.Begin(ctx, h, now)
 }
 
 func (s *faultyStore) Append(ctx context.Context, group string, m hold.Message, now time.Time) (hold.Hold, error) {
@@ -241,8 +241,8 @@ func TestAFailedRecordHoldsItsGroupAndTheRestWaitBehindIt(t *testing.T) {
 		t.Fatalf("failures %v, want only the head id-a1 (the rest held, not failed)", failed)
 	}
 	l.wantApplied("b1")
-	if h := l.wantHeld("A", 2); h.Head != "id-a1" || h.State != hold.Held {
-		t.Fatalf("hold %+v, want head id-a1, held", h)
+	if h := l.wantHeld("A", 2); h.Head != "id-a1" || h.HeadBody != "a1" || h.State != hold.Held {
+		t.Fatalf("hold %+v, want head id-a1 with its body, held", h)
 	}
 	l.wantFree("B")
 
@@ -288,8 +288,8 @@ func TestAHeldRecordThatFailsBecomesTheHead(t *testing.T) {
 	l.run(l.again(a[0]))
 	l.wantApplied("a1", "a2")
 	h := l.wantHeld("A", 1)
-	if h.Head != "id-a3" || h.State != hold.Held {
-		t.Fatalf("hold %+v, want head id-a3 (the held record that failed), held", h)
+	if h.Head != "id-a3" || h.HeadBody != "a3" || h.State != hold.Held {
+		t.Fatalf("hold %+v, want head id-a3 (the held record that failed) with its body, held", h)
 	}
 	back := l.take()
 	if len(back) != 1 || back[0].Body != "a3" || holdrecord.Origin(back[0]) != "id-a3" {

@@ -43,6 +43,10 @@ const (
 	// maxItemBytes is DynamoDB's largest item (400 KB, names and values
 	// counted); a held record's item must fit it.
 	maxItemBytes = 400 << 10
+	// maxHeadBody bounds the head's body a hold keeps (SQS's classic
+	// largest message, with room for the hold's other attributes in an
+	// item): a larger one is not kept, and the hold still written.
+	maxHeadBody = 256 << 10
 	// listPage bounds each read of List, so that a lane with many holds
 	// reads them in pages of this many.
 	listPage = 100
@@ -69,6 +73,8 @@ const (
 //	pk       S  "<scope>#holds"
 //	sk       S  the group (its MessageGroupId)
 //	head     S  the original id of the head
+//	headBody S  the head's body as the consumer received it ("" when it
+//	            is over 256 KiB: the item must fit DynamoDB's 400 KB)
 //	state    S  held | draining
 //	parked   S  why the head will not come back by itself ("" when it will)
 //	since    S  RFC 3339, UTC, nanoseconds: when the group was held
@@ -108,14 +114,15 @@ var _ hold.Store = (*HoldStore)(nil)
 func randomVersion() int64 { return 1 + rand.Int64N(maxFirstVersion-1) }
 
 type holdItem struct {
-	PK      string `dynamodbav:"pk"`
-	SK      string `dynamodbav:"sk"`
-	Head    string `dynamodbav:"head"`
-	State   string `dynamodbav:"state"`
-	Parked  string `dynamodbav:"parked"`
-	Since   string `dynamodbav:"since"`
-	Updated string `dynamodbav:"updated"`
-	Version int64  `dynamodbav:"version"`
+	PK       string `dynamodbav:"pk"`
+	SK       string `dynamodbav:"sk"`
+	Head     string `dynamodbav:"head"`
+	HeadBody string `dynamodbav:"headBody"`
+	State    string `dynamodbav:"state"`
+	Parked   string `dynamodbav:"parked"`
+	Since    string `dynamodbav:"since"`
+	Updated  string `dynamodbav:"updated"`
+	Version  int64  `dynamodbav:"version"`
 }
 
 type heldItem struct {
@@ -145,8 +152,16 @@ func (s *HoldStore) holdKey(group string) map[string]types.AttributeValue {
 }
 
 func (s *HoldStore) toItem(h hold.Hold) holdItem {
-	return holdItem{PK: s.holdsPK(), SK: h.Group, Head: h.Head, State: string(h.State), Parked: h.Parked,
+	return holdItem{PK: s.holdsPK(), SK: h.Group, Head: h.Head, HeadBody: keptBody(h.HeadBody), State: string(h.State), Parked: h.Parked,
 		Since: holdTime(h.Since), Updated: holdTime(h.Updated), Version: h.Version}
+}
+
+// keptBody is the head's body as a hold item keeps it.
+func keptBody(body string) string {
+	if len(body) > maxHeadBody {
+		return ""
+	}
+	return body
 }
 
 // decodeHold is the hold of a hold item.
@@ -163,7 +178,7 @@ func (s *HoldStore) decodeHold(item map[string]types.AttributeValue) (hold.Hold,
 	if err != nil {
 		return hold.Hold{}, fmt.Errorf("decode the hold of %q in %s: updated: %w", it.SK, s.table, err)
 	}
-	return hold.Hold{Group: it.SK, Head: it.Head, State: hold.State(it.State), Parked: it.Parked,
+	return hold.Hold{Group: it.SK, Head: it.Head, HeadBody: it.HeadBody, State: hold.State(it.State), Parked: it.Parked,
 		Since: since, Updated: updated, Version: it.Version}, nil
 }
 
@@ -192,8 +207,9 @@ func (s *HoldStore) standing(ctx context.Context, group string, failed *types.Co
 }
 
 // Begin implements hold.Store.
-func (s *HoldStore) Begin(ctx context.Context, group, head, parked string, now time.Time) (hold.Hold, error) {
-	h := hold.Hold{Group: group, Head: head, State: hold.Held, Parked: parked, Since: now, Updated: now, Version: s.firstVersion()}
+func (s *HoldStore) Begin(ctx context.Context, h hold.Hold, now time.Time) (hold.Hold, error) {
+	group := h.Group
+	h = hold.Hold{Group: group, Head: h.Head, HeadBody: keptBody(h.HeadBody), State: hold.Held, Parked: h.Parked, Since: now, Updated: now, Version: s.firstVersion()}
 	item, err := attributevalue.MarshalMap(s.toItem(h))
 	if err != nil {
 		return hold.Hold{}, fmt.Errorf("encode the hold of %q: %w", group, err)
@@ -538,6 +554,7 @@ func contended(code string) bool {
 // Update implements hold.Store.
 func (s *HoldStore) Update(ctx context.Context, h hold.Hold, now time.Time) (hold.Hold, error) {
 	update := expression.Set(expression.Name("head"), expression.Value(h.Head)).
+		Set(expression.Name("headBody"), expression.Value(keptBody(h.HeadBody))).
 		Set(expression.Name("state"), expression.Value(string(h.State))).
 		Set(expression.Name("parked"), expression.Value(h.Parked)).
 		Set(expression.Name("updated"), expression.Value(holdTime(now))).

@@ -44,7 +44,7 @@ func TestHoldStoreWritesNoTTLAttribute(t *testing.T) {
 	table := emulatortest.LedgerTable(t, db)
 	s := dynamo.NewHoldStore(db, table, "lane")
 	ctx := context.Background()
-	if _, err := s.Begin(ctx, "g", "m-1", "", time.Now()); err != nil {
+	if _, err := s.Begin(ctx, hold.Hold{Group: "g", Head: "m-1"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	r := events.SQSMessage{MessageId: "m-2", ReceiptHandle: "rh", Body: "b", Attributes: map[string]string{"SequenceNumber": "2"}}

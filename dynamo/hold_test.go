@@ -156,17 +156,17 @@ func TestBeginPutsTheDocumentedItem(t *testing.T) {
 		return &dynamodb.PutItemOutput{}, nil
 	}}
 	local := holdNow.In(time.FixedZone("CET", 3600))
-	h, err := newTestHoldStore(api, nil).Begin(context.Background(), "g#1", "m-1", "invalid: x", local)
+	h, err := newTestHoldStore(api, nil).Begin(context.Background(), hold.Hold{Group: "g#1", Head: "m-1", HeadBody: `{"id":1}`, Parked: "invalid: x"}, local)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.Version != 7 || h.State != hold.Held || !h.Since.Equal(holdNow) {
 		t.Fatalf("Begin = %+v", h)
 	}
-	if got := attributeNames(put.Item); !slices.Equal(got, []string{"head", "parked", "pk", "since", "sk", "state", "updated", "version"}) {
+	if got := attributeNames(put.Item); !slices.Equal(got, []string{"head", "headBody", "parked", "pk", "since", "sk", "state", "updated", "version"}) {
 		t.Fatalf("attributes %v", got)
 	}
-	for name, want := range map[string]string{"pk": "lane#holds", "sk": "g#1", "head": "m-1", "state": "held", "parked": "invalid: x",
+	for name, want := range map[string]string{"pk": "lane#holds", "sk": "g#1", "head": "m-1", "headBody": `{"id":1}`, "state": "held", "parked": "invalid: x",
 		"since": "2026-11-29T10:00:00.123456789Z", "updated": "2026-11-29T10:00:00.123456789Z"} {
 		if got := stringOf(put.Item[name]); got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)
@@ -180,6 +180,28 @@ func TestBeginPutsTheDocumentedItem(t *testing.T) {
 	}
 }
 
+// A head's body over 256 KiB is not kept (its hold item must fit 400 KB):
+// the hold is written all the same, with no body.
+func TestBeginKeepsNoBodyOverItsBound(t *testing.T) {
+	var put *dynamodb.PutItemInput
+	api := &fakeHoldAPI{put: func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+		put = in
+		return &dynamodb.PutItemOutput{}, nil
+	}}
+	for _, tc := range []struct {
+		body string
+		kept bool
+	}{{strings.Repeat("a", maxHeadBody), true}, {strings.Repeat("a", maxHeadBody+1), false}} {
+		h, err := newTestHoldStore(api, nil).Begin(context.Background(), hold.Hold{Group: "g", Head: "m-1", HeadBody: tc.body}, holdNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored := stringOf(put.Item["headBody"]); (stored == tc.body) != tc.kept || h.HeadBody != stored {
+			t.Fatalf("a body of %d bytes: stored %d bytes, returned %d; want it kept: %v", len(tc.body), len(stored), len(h.HeadBody), tc.kept)
+		}
+	}
+}
+
 // A Begin that loses to a standing hold returns it: from the failure when
 // it carries the item, else read consistently; a hold that keeps vanishing
 // between the write and the read makes Begin give up.
@@ -190,19 +212,19 @@ func TestBeginReturnsTheStandingHold(t *testing.T) {
 		}
 	}
 	api := &fakeHoldAPI{put: failWith(storedHold("g", 41))}
-	if h, err := newTestHoldStore(api, nil).Begin(context.Background(), "g", "m-2", "", holdNow); err != nil || h.Version != 41 || h.Head != "m-1" {
+	if h, err := newTestHoldStore(api, nil).Begin(context.Background(), hold.Hold{Group: "g", Head: "m-2"}, holdNow); err != nil || h.Version != 41 || h.Head != "m-1" {
 		t.Fatalf("from the failure: %+v, %v", h, err)
 	}
 	api = &fakeHoldAPI{put: failWith(nil), get: func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
 		return &dynamodb.GetItemOutput{Item: storedHold("g", 42)}, nil
 	}}
-	if h, err := newTestHoldStore(api, nil).Begin(context.Background(), "g", "m-2", "", holdNow); err != nil || h.Version != 42 {
+	if h, err := newTestHoldStore(api, nil).Begin(context.Background(), hold.Hold{Group: "g", Head: "m-2"}, holdNow); err != nil || h.Version != 42 {
 		t.Fatalf("read: %+v, %v (calls %v)", h, err, api.calls)
 	}
 	api = &fakeHoldAPI{put: failWith(nil), get: func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
 		return &dynamodb.GetItemOutput{}, nil
 	}}
-	if _, err := newTestHoldStore(api, nil).Begin(context.Background(), "g", "m-2", "", holdNow); err == nil || len(api.calls) != 2*writeAttempts {
+	if _, err := newTestHoldStore(api, nil).Begin(context.Background(), hold.Hold{Group: "g", Head: "m-2"}, holdNow); err == nil || len(api.calls) != 2*writeAttempts {
 		t.Fatalf("vanishing: err = %v after calls %v", err, api.calls)
 	}
 }
@@ -565,7 +587,7 @@ func TestHoldErrorsNameTheTableAndKeepTheCause(t *testing.T) {
 	ctx := context.Background()
 	h := hold.Hold{Group: "g", Version: 1}
 	for name, call := range map[string]func() error{
-		"Begin": func() error { _, err := s.Begin(ctx, "g", "m", "", holdNow); return err },
+		"Begin": func() error { _, err := s.Begin(ctx, hold.Hold{Group: "g", Head: "m"}, holdNow); return err },
 		"Holds": func() error { _, err := s.Holds(ctx, []string{"g"}); return err },
 		"Append": func() error {
 			_, err := s.Append(ctx, "g", hold.Message{Seq: "1", Record: json.RawMessage(`{}`)}, holdNow)

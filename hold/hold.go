@@ -27,8 +27,16 @@ type Hold struct {
 	// Head is the original id ([OriginOf]) of the record that holds the
 	// group: the one to be applied before any other. A group released past
 	// its head ([Keeper.Release]) drains with no head.
-	Head  string
-	State State
+	Head string
+	// HeadBody is the head's body as the consumer received it ("" when
+	// the group has no head). The replay's sweep reads the head's business
+	// key and payload from it, to learn from the consumer's completion
+	// records whether the head was applied although the group is still
+	// held behind it (a copy of the head acknowledged by one invocation
+	// while another wrote the hold). A store may keep none of a body over
+	// its limit (dynamo.HoldStore: 256 KiB); the sweep cannot tell then.
+	HeadBody string
+	State    State
 	// Parked says why the head will not come back by itself ("" when it
 	// will): "invalid: <reason>" when the consumer routed it to the invalid
 	// queue, "parked: <reason>" when the replay parked it. An operator
@@ -69,10 +77,11 @@ var (
 type Store interface {
 	// Holds returns the holds of groups; a group without one is absent.
 	Holds(ctx context.Context, groups []string) (map[string]Hold, error)
-	// Begin holds group behind head, with parked as its [Hold.Parked],
-	// unless the group is held already; it returns the group's hold, the
-	// new one or the one it found.
-	Begin(ctx context.Context, group, head, parked string, now time.Time) (Hold, error)
+	// Begin holds h.Group behind h.Head, with h.HeadBody and h.Parked
+	// (the other fields are the store's), unless the group is held
+	// already; it returns the group's hold, the new one or the one it
+	// found.
+	Begin(ctx context.Context, h Hold, now time.Time) (Hold, error)
 	// Append stores m behind the group's hold and changes the hold's
 	// version; it returns the hold as written. Storing a Seq stored before
 	// is not an error and changes nothing. ErrNotHeld when the group has no
@@ -85,7 +94,7 @@ type Store interface {
 	// Remove forgets a held record (it was applied, or it left the hold);
 	// removing one that is not held is not an error.
 	Remove(ctx context.Context, group, seq string) error
-	// Update writes h's Head, State and Parked if the stored hold's version
+	// Update writes h's Head, HeadBody, State and Parked if the stored hold's version
 	// is h.Version, and returns the hold as written: ErrConflict when the
 	// version differs, ErrNotHeld when the group has no hold.
 	Update(ctx context.Context, h Hold, now time.Time) (Hold, error)

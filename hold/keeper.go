@@ -122,7 +122,7 @@ func (k *Keeper) Release(ctx context.Context, h Hold, now time.Time) (Hold, erro
 	if h.State != Draining {
 		// No head while it drains: a copy of the released head brought
 		// back later is applied where it comes, not taken for the head's.
-		h.State, h.Head = Draining, ""
+		h.State, h.Head, h.HeadBody = Draining, "", ""
 		var err error
 		if h, err = k.Store.Update(ctx, h, now); err != nil {
 			return Hold{}, err

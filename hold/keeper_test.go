@@ -78,13 +78,13 @@ func TestSendBackKeepsTheRecordAndNamesItsOrigin(t *testing.T) {
 func TestReleaseDrainsTheGroupPastItsHead(t *testing.T) {
 	k, s := keeper(hold.KeepHeld)
 	ctx := context.Background()
-	h, _ := k.Store.Begin(ctx, strings.Repeat("g", 128), "head", "invalid: bad-amount", t0)
+	h, _ := k.Store.Begin(ctx, hold.Hold{Group: strings.Repeat("g", 128), Head: "head", HeadBody: `{"n":1}`, Parked: "invalid: bad-amount"}, t0)
 	h, err := k.Release(ctx, h, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.State != hold.Draining {
-		t.Fatalf("hold %+v, want draining", h)
+	if h.State != hold.Draining || h.Head != "" || h.HeadBody != "" {
+		t.Fatalf("hold %+v, want draining with no head", h)
 	}
 	if len(s.ins) != 1 || aws.ToString(s.ins[0].MessageBody) != hold.TriggerBody || aws.ToString(s.ins[0].MessageGroupId) != h.Group {
 		t.Fatalf("sent %v, want one trigger to the group", s.ins)
@@ -98,7 +98,7 @@ func TestParkedMarksOnlyTheHead(t *testing.T) {
 	for _, onError := range []hold.OnError{hold.KeepHeld, hold.Skip} {
 		k, s := keeper(onError)
 		ctx := context.Background()
-		if _, err := k.Store.Begin(ctx, "acct-1", "head", "", t0); err != nil {
+		if _, err := k.Store.Begin(ctx, hold.Hold{Group: "acct-1", Head: "head"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		if err := k.Parked(ctx, "acct-1", "not-the-head", "replay-exhausted", t0); err != nil {
@@ -129,7 +129,7 @@ func TestSweepTriggersOnlyStaleDrains(t *testing.T) {
 	k, s := keeper(hold.KeepHeld)
 	ctx := context.Background()
 	for _, g := range []string{"stale", "fresh", "held"} {
-		h, _ := k.Store.Begin(ctx, g, "head-"+g, "", t0)
+		h, _ := k.Store.Begin(ctx, hold.Hold{Group: g, Head: "head-" + g}, t0)
 		if g != "held" {
 			when := t0
 			if g == "fresh" {

@@ -169,13 +169,17 @@ func (r *run) appliedCandidates(p *pass, b *batch) []*item {
 	}
 	var out []*item
 	for _, it := range b.items {
-		if !it.outcome.moves() || it.msg.key == "" || len(it.msg.key) > MaxKeyID {
-			continue // a key over the bound is no consumer's key either
+		if !it.outcome.moves() || !completable(it.msg.key) {
+			continue
 		}
 		out = append(out, it)
 	}
 	return out
 }
+
+// completable reports whether key can have a completion record: a key
+// over MaxKeyID is no consumer's key either.
+func completable(key string) bool { return key != "" && len(key) <= MaxKeyID }
 
 // applied finds the candidates whose key the consumer has completed with
 // the same payload (it sets completed; claim turns them into OutcomeApplied):

@@ -23,7 +23,9 @@ import (
 // and a lane that skips releases the group); and at the start of each run
 // it sweeps the route's holds once (hold.Keeper.Sweep: a trigger for a
 // drain left by a crash, the release of a parked head on a lane that
-// skips), and reports them in the route's summary ([GroupHolds]). Neither
+// skips; then, on a route with Records, the drain of a group held behind
+// a head the consumer's completion records say it applied), and reports
+// them in the route's summary ([GroupHolds]). Neither
 // changes what becomes of a message: a failure is a warning.
 
 // DefaultHoldStale is the default of [Options.HoldStale]: Lambda's longest
@@ -48,6 +50,12 @@ type GroupHolds struct {
 	// counted in Errors): if one was its group's head, the group stays
 	// held (without the reason), until an operator releases it.
 	ParkErrors int `json:"parkErrors,omitempty"`
+	// AppliedHeads counts the held groups the sweep let drain because the
+	// consumer's completion records say their head was applied (with the
+	// same payload): a copy of the head acknowledged by one invocation
+	// while another held the group behind it, so that no copy would ever
+	// come to move the hold on. Only a route with Records can tell.
+	AppliedHeads int `json:"appliedHeads,omitempty"`
 	// Error says why the holds were not swept: no keeper for the route
 	// ([Options.Holds]), or the sweep's error.
 	Error string `json:"error,omitempty"`
@@ -145,20 +153,21 @@ func (r *run) sweep(ctx context.Context) {
 			continue
 		}
 		if rh.keeper != nil {
-			r.sweepRoute(ctx, rh)
+			r.sweepRoute(ctx, rt, rh)
 		}
 		r.logHolds(ctx, rt, rh.seen)
 	}
 }
 
 // sweepRoute sweeps one route's holds and counts what it listed.
-func (r *run) sweepRoute(ctx context.Context, rh *routeHolds) {
+func (r *run) sweepRoute(ctx context.Context, rt Route, rh *routeHolds) {
 	var holds []hold.Hold
 	var err error
 	if r.req.DryRun {
 		holds, err = rh.keeper.Store.List(ctx)
 	} else {
 		holds, err = rh.keeper.Sweep(ctx, r.now(), r.e.opts.HoldStale)
+		err = errors.Join(err, r.drainApplied(ctx, rt, rh, holds))
 	}
 	rh.seen.see(holds)
 	if err != nil {
@@ -166,10 +175,58 @@ func (r *run) sweepRoute(ctx context.Context, rh *routeHolds) {
 	}
 }
 
+// drainApplied lets drain each group held behind a head (not parked) that
+// the consumer's completion records say it applied with the same payload:
+// read once for the route's held heads, from the body each hold keeps of
+// its head. Nothing else would move such a hold on when every copy of its
+// head is gone (one acknowledged while another invocation held the group
+// behind it). A head that is being applied now may be drained past a
+// moment before its consumer would: its write of the hold loses, its
+// record comes again, and the idempotent receiver absorbs it.
+func (r *run) drainApplied(ctx context.Context, rt Route, rh *routeHolds, holds []hold.Hold) error {
+	if r.e.opts.Completions == nil || !rt.Records {
+		return nil
+	}
+	ln, err := rt.compile() // cannot fail for a valid request
+	if err != nil {
+		return err
+	}
+	var heads []hold.Hold
+	var keys []string
+	for _, h := range holds {
+		if h.State != hold.Held || h.Parked != "" {
+			continue
+		}
+		if key, ok := ln.key.Of([]byte(h.HeadBody)); ok && completable(key) {
+			heads, keys = append(heads, h), append(keys, key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	done, err := r.e.opts.Completions.Completed(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("read the completions of the held heads: %w", err)
+	}
+	var errs []error
+	for i, h := range heads {
+		recorded, ok := done[keys[i]]
+		if same, comparable := ln.hash.Same(recorded, []byte(h.HeadBody)); !ok || !same || !comparable {
+			continue
+		}
+		if err := retryConflict(func() error { return rh.keeper.Applied(ctx, h.Group, h.Head, r.now()) }); err != nil {
+			errs = append(errs, fmt.Errorf("drain group %q past its applied head %s: %w", h.Group, h.Head, err))
+			continue
+		}
+		rh.seen.AppliedHeads++
+	}
+	return errors.Join(errs...)
+}
+
 func (r *run) logHolds(ctx context.Context, rt Route, g GroupHolds) {
 	level := slog.LevelInfo
 	attrs := []slog.Attr{slog.String("runId", r.id), slog.String("route", rt.Name), slog.String("queue", rt.SourceURL),
-		slog.Int("held", g.Held), slog.Int("draining", g.Draining), slog.Int("parkedHeads", g.ParkedHeads)}
+		slog.Int("held", g.Held), slog.Int("draining", g.Draining), slog.Int("parkedHeads", g.ParkedHeads), slog.Int("appliedHeads", g.AppliedHeads)}
 	if g.Error != "" {
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.String("error", g.Error))
@@ -186,10 +243,22 @@ func (p *pass) originOf(m types.Message) string {
 	return hold.OriginOf(aws.ToString(m.MessageId), m.MessageAttributes)
 }
 
-// parkedAttempts bounds the tries of one hold.Keeper.Parked: a conflict is
-// the consumer storing a record behind the hold between the keeper's read
-// and its write, and the next try reads the hold again.
+// parkedAttempts bounds the tries of one hold.Keeper.Parked or Applied: a
+// conflict is the consumer storing a record behind the hold between the
+// keeper's read and its write, and the next try reads the hold again.
 const parkedAttempts = 3
+
+// retryConflict runs tell until it does not lose to a concurrent write of
+// the hold, at most parkedAttempts times.
+func retryConflict(tell func() error) error {
+	var err error
+	for range parkedAttempts {
+		if err = tell(); !errors.Is(err, hold.ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
 
 // tellHolds tells the route's holds of the messages of b that left the DLQ
 // for good now, in receive order: parked (in the parking queue, by this
@@ -220,13 +289,7 @@ func (r *run) tellHolds(ctx context.Context, p *pass, b *batch) {
 		if tell == nil {
 			continue
 		}
-		var err error
-		for range parkedAttempts {
-			if err = tell(); !errors.Is(err, hold.ErrConflict) {
-				break
-			}
-		}
-		if err != nil {
+		if err := retryConflict(tell); err != nil {
 			it.warn = errors.Join(it.warn, fmt.Errorf("tell the hold of group %q that %s left the DLQ (%s): %w", it.msg.group, it.msg.origin, it.outcome, err))
 			failed++
 		}

@@ -44,7 +44,7 @@ func (g *groupsHarness) engine(store hold.Store, mod ...func(*replay.Options)) *
 // begin holds group behind head, written at at.
 func (g *groupsHarness) begin(group, head string, at time.Time) hold.Hold {
 	g.t.Helper()
-	h, err := g.store.Begin(context.Background(), group, head, "", at)
+	h, err := g.store.Begin(context.Background(), hold.Hold{Group: group, Head: head}, at)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -421,5 +421,85 @@ func TestGroupsAppliedHeadDrainsItsGroup(t *testing.T) {
 	}
 	if got := g.triggers(); len(got) != 1 || got[0] != "acct-1" {
 		t.Fatalf("drain triggers of groups %q, want one of acct-1", got)
+	}
+}
+
+// The sweep drains a group held behind a head (not parked) that the
+// consumer's completion records say it applied with the same payload: a
+// copy acknowledged by one invocation while another held the group, so
+// that no copy of the head will come to move the hold on. A head completed
+// with another payload, or not at all, or parked, or whose hold keeps no
+// body, stays held; a route whose consumer writes no records, or a dry run,
+// drains nothing.
+func TestGroupsSweepDrainsAGroupHeldBehindAnAppliedHead(t *testing.T) {
+	type held struct {
+		group, head, body, parked string
+		drains                    bool
+	}
+	groups := []held{
+		{group: "applied", head: "m-1", body: order("ORD-1"), drains: true},
+		{group: "other-payload", head: "m-2", body: strings.Replace(order("ORD-2"), "99.80", "10.00", 1)},
+		{group: "not-applied", head: "m-3", body: order("ORD-3")},
+		{group: "parked", head: "m-4", body: order("ORD-4"), parked: "invalid: total-mismatch"},
+		{group: "no-body", head: "m-5"},
+	}
+	for _, tc := range []struct {
+		name    string
+		records bool
+		dryRun  bool
+	}{{name: "records", records: true}, {name: "no records"}, {name: "dry run", records: true, dryRun: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGroupsHarness(t, "hold")
+			g.route.Records = tc.records
+			store := idempotency.NewMemoryStore()
+			rcv := &idempotency.Receiver{Store: store, Scope: "invoice"}
+			for _, id := range []string{"ORD-1", "ORD-2", "ORD-4"} {
+				if _, err := rcv.Do(context.Background(), id, sumOf(t, g.route, order(id)), func(context.Context) (string, error) { return "INV-" + id, nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, h := range groups {
+				if _, err := g.store.Begin(context.Background(), hold.Hold{Group: h.group, Head: h.head, HeadBody: h.body, Parked: h.parked}, g.clock.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := g.run(g.engine(nil, func(o *replay.Options) {
+				o.Completions = &replaytest.MemoryCompletions{Store: store, Scope: "invoice"}
+			}), replay.Request{DryRun: tc.dryRun})
+			drains := tc.records && !tc.dryRun
+			var want []string
+			for _, h := range groups {
+				got := g.hold(h.group)
+				if drained := got.State == hold.Draining; drained != (h.drains && drains) {
+					t.Errorf("group %q: hold %+v, want it draining: %v", h.group, got, h.drains && drains)
+				}
+				if h.drains && drains {
+					want = append(want, h.group)
+				}
+			}
+			if got := g.triggers(); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("drain triggers of groups %q, want %q", got, want)
+			}
+			rs := s.Routes[0].Holds
+			if wantN := len(want); rs.AppliedHeads != wantN || rs.Held != len(groups) || rs.Error != "" {
+				t.Errorf("summary holds %+v, want %d applied heads of %d held, no error", rs, wantN, len(groups))
+			}
+		})
+	}
+}
+
+// A sweep that cannot read the completions says so in the summary, and
+// drains nothing.
+func TestGroupsSweepReportsUnreadCompletions(t *testing.T) {
+	g := newGroupsHarness(t, "hold")
+	if _, err := g.store.Begin(context.Background(), hold.Hold{Group: "acct-1", Head: "m-1", HeadBody: order("ORD-1")}, g.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s := g.run(g.engine(nil, func(o *replay.Options) { o.Completions = failingCompletions{} }), replay.Request{})
+	if rs := s.Routes[0].Holds; !strings.Contains(rs.Error, "completions") || rs.AppliedHeads != 0 {
+		t.Fatalf("summary holds %+v, want the unread completions said", rs)
+	}
+	if h := g.hold("acct-1"); h.State != hold.Held {
+		t.Fatalf("hold %+v, want it held", h)
 	}
 }

@@ -42,7 +42,7 @@ func (f *fixture) fifoLane(mode string) {
 func (f *fixture) holdGroup(group, head, parked string, n int) hold.Hold {
 	f.t.Helper()
 	ctx := context.Background()
-	h, err := f.memory.Begin(ctx, group, head, parked, f.clock.Now())
+	h, err := f.memory.Begin(ctx, hold.Hold{Group: group, Head: head, Parked: parked}, f.clock.Now())
 	for i := range n {
 		if err != nil {
 			break

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,15 +18,18 @@ import (
 var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 
 // TestBeginHoldsTheGroup: Begin of a free group makes a Held hold behind
-// the head, with the parked reason, since now, and Holds returns it as
-// Begin did.
+// the head, with its body and the parked reason, since now (the state,
+// times and version given are not Begin's to write), and Holds returns it
+// as Begin did.
 func TestBeginHoldsTheGroup(t *testing.T, h Harness) {
 	s := h.NewStore(t)
-	got, err := s.Begin(t.Context(), "g", "m-1", "invalid: bad-json", t0)
+	body := `{"orderId":"o-1","note":"` + strings.Repeat("é", 300) + `"}`
+	got, err := s.Begin(t.Context(), hold.Hold{Group: "g", Head: "m-1", HeadBody: body, State: hold.Draining,
+		Parked: "invalid: bad-json", Since: t0.Add(time.Hour), Version: 42}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := hold.Hold{Group: "g", Head: "m-1", State: hold.Held, Parked: "invalid: bad-json", Since: t0, Updated: t0, Version: got.Version}
+	want := hold.Hold{Group: "g", Head: "m-1", HeadBody: body, State: hold.Held, Parked: "invalid: bad-json", Since: t0, Updated: t0, Version: got.Version}
 	mustBeHold(t, "Begin", got, want)
 	mustBeHold(t, "the stored hold", mustHold(t, s, "g"), got)
 }
@@ -35,7 +39,7 @@ func TestBeginHoldsTheGroup(t *testing.T, h Harness) {
 func TestBeginReturnsTheStandingHold(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	first := mustBegin(t, s, "g", "m-1", t0)
-	again, err := s.Begin(t.Context(), "g", "m-2", "parked: budget", t0.Add(time.Second))
+	again, err := s.Begin(t.Context(), hold.Hold{Group: "g", Head: "m-2", HeadBody: "other", Parked: "parked: budget"}, t0.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +59,7 @@ func TestConcurrentBeginsMakeOneHold(t *testing.T, h Harness) {
 	for i := range n {
 		wg.Go(func() {
 			var err error
-			if got[i], err = s.Begin(t.Context(), "g", fmt.Sprintf("m-%d", i), "", t0); err != nil {
+			if got[i], err = s.Begin(t.Context(), hold.Hold{Group: "g", Head: fmt.Sprintf("m-%d", i)}, t0); err != nil {
 				t.Error(err)
 			}
 		})

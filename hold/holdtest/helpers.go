@@ -59,7 +59,7 @@ func bodies(ms []hold.Message) []string {
 // same instants.
 func mustBeHold(t *testing.T, what string, got, want hold.Hold) {
 	t.Helper()
-	if got.Group != want.Group || got.Head != want.Head || got.State != want.State || got.Parked != want.Parked ||
+	if got.Group != want.Group || got.Head != want.Head || got.HeadBody != want.HeadBody || got.State != want.State || got.Parked != want.Parked ||
 		got.Version != want.Version || !got.Since.Equal(want.Since) || !got.Updated.Equal(want.Updated) {
 		t.Fatalf("%s =\n%+v\nwant\n%+v", what, got, want)
 	}
@@ -67,7 +67,7 @@ func mustBeHold(t *testing.T, what string, got, want hold.Hold) {
 
 func mustBegin(t *testing.T, s hold.Store, group, head string, now time.Time) hold.Hold {
 	t.Helper()
-	h, err := s.Begin(t.Context(), group, head, "", now)
+	h, err := s.Begin(t.Context(), hold.Hold{Group: group, Head: head}, now)
 	if err != nil {
 		t.Fatalf("Begin %q: %v", group, err)
 	}

@@ -50,14 +50,14 @@ func (m *Memory) Holds(_ context.Context, groups []string) (map[string]hold.Hold
 }
 
 // Begin implements [hold.Store].
-func (m *Memory) Begin(_ context.Context, group, head, parked string, now time.Time) (hold.Hold, error) {
+func (m *Memory) Begin(_ context.Context, h hold.Hold, now time.Time) (hold.Hold, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if h, ok := m.holds[group]; ok {
-		return h, nil
+	if cur, ok := m.holds[h.Group]; ok {
+		return cur, nil
 	}
-	h := hold.Hold{Group: group, Head: head, State: hold.Held, Parked: parked, Since: now, Updated: now, Version: m.version()}
-	m.holds[group] = h
+	h = hold.Hold{Group: h.Group, Head: h.Head, HeadBody: h.HeadBody, State: hold.Held, Parked: h.Parked, Since: now, Updated: now, Version: m.version()}
+	m.holds[h.Group] = h
 	return h, nil
 }
 
@@ -130,7 +130,7 @@ func (m *Memory) Update(_ context.Context, h hold.Hold, now time.Time) (hold.Hol
 	case cur.Version != h.Version:
 		return hold.Hold{}, hold.ErrConflict
 	}
-	cur.Head, cur.State, cur.Parked = h.Head, h.State, h.Parked
+	cur.Head, cur.HeadBody, cur.State, cur.Parked = h.Head, h.HeadBody, h.State, h.Parked
 	cur.Version, cur.Updated = m.version(), now
 	m.holds[h.Group] = cur
 	return cur, nil

@@ -100,7 +100,7 @@ var (
 	consumerUses = func(ctx context.Context, s hold.Store) {
 		now := time.Now()
 		m := hold.Message{Seq: "0001", Record: json.RawMessage(`{"messageId":"m-2","body":"{}"}`)}
-		h, _ := s.Begin(ctx, "g-1", "m-1", "", now)
+		h, _ := s.Begin(ctx, hold.Hold{Group: "g-1", Head: "m-1"}, now)
 		_, _ = s.Holds(ctx, []string{"g-1"})
 		_, _ = s.Append(ctx, "g-1", m, now)
 		_, _ = s.Next(ctx, "g-1", 10)

@@ -48,7 +48,7 @@ func TestGroupsReachTheEngine(t *testing.T) {
 	}
 	ctx := context.Background()
 	store := holdtest.NewMemory()
-	if _, err := store.Begin(ctx, "acct-1", "orig-head", "", clock.Now()); err != nil {
+	if _, err := store.Begin(ctx, hold.Hold{Group: "acct-1", Head: "orig-head"}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// The head, its replays spent, in the DLQ.

@@ -5,12 +5,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -97,4 +100,45 @@ func dlq(t *testing.T, args ...string) string {
 		t.Fatalf("dlq %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	return out.String()
+}
+
+// TestAGroupHeldBehindAPostedHeadDrains shows the sweep on the payments
+// lane, keyed by its own expression (paymentId): an account held behind a
+// head whose payment the consumer already posted, with the same payload,
+// and of which no copy is left in either queue (as when one invocation
+// acknowledged a copy of the head while another held the account behind
+// it: that end state is written here directly), is drained by the next
+// replay run, from the body the hold keeps of its head. The payment
+// waiting behind it is then posted, after the head's.
+func TestAGroupHeldBehindAPostedHeadDrains(t *testing.T) {
+	s := deployed(t)
+	run := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
+	acct := "H-" + run
+	head, next := "PAY-"+acct+"-1", "PAY-"+acct+"-2"
+	s.schedule(t, false) // this test's replay runs are its own
+	t.Cleanup(func() { s.schedule(t, true) })
+	body := paymentBody(head, acct, "7.00")
+	s.send(t, body, acct)
+	eventually(t, 60*time.Second, "the head posted", func() (bool, string) {
+		got := s.entries(t, acct)
+		return slices.Equal(got, want(head)), fmt.Sprintf("%q", got)
+	})
+	store := s.holds(t)
+	if _, err := store.Begin(context.Background(), hold.Hold{Group: acct, Head: "gone-" + run, HeadBody: body}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.send(t, paymentBody(next, acct, "8.00"), acct)
+	eventually(t, 60*time.Second, "the next payment held", func() (bool, string) {
+		_, n, ok := holdOf(t, store, acct)
+		return ok && n == 1, fmt.Sprintf("held %t, %d behind", ok, n)
+	})
+	sum := invokeReplay(t, s, s.lane(t, settings.OutputReplayFunctionName))
+	if len(sum.Routes) != 1 || sum.Routes[0].Holds.AppliedHeads != 1 {
+		t.Fatalf("replay summary %+v: want one held group drained past its applied head", sum.Routes)
+	}
+	eventually(t, 60*time.Second, "the account drained", func() (bool, string) {
+		got := s.entries(t, acct)
+		h, _, ok := holdOf(t, store, acct)
+		return !ok && slices.Equal(got, want(head, next)), fmt.Sprintf("entries %q, hold %+v", got, h)
+	})
 }

@@ -206,13 +206,14 @@ func (h *holdStore) Holds(ctx context.Context, groups []string) (map[string]hold
 }
 
 // Begin implements hold.Store.
-func (h *holdStore) Begin(ctx context.Context, group, head, parked string, now time.Time) (hold.Hold, error) {
+func (h *holdStore) Begin(ctx context.Context, want hold.Hold, now time.Time) (hold.Hold, error) {
+	group, head, parked := want.Group, want.Head, want.Parked
 	if err := h.fault(ctx, "begin", group+"/"+head); err != nil {
 		return hold.Hold{}, err
 	}
 	g := h.s.groups
 	before, _ := g.mem.Holds(ctx, []string{group})
-	out, err := g.mem.Begin(ctx, group, head, parked, now)
+	out, err := g.mem.Begin(ctx, want, now)
 	if _, was := before[group]; err == nil && !was {
 		g.mu.Lock()
 		g.stats.Held++

@@ -198,6 +198,43 @@ func groupScenarios() []scenario {
 				return c
 			},
 		},
+		{
+			name: "head-acknowledged-elsewhere-swept", issue: "22: a group held behind a head another invocation acknowledged is drained by the sweep",
+			// make sim SEEDS=2000, seed 1751 (421 and 1814 alike). A batch is
+			// delivered again while its first invocation applies the head
+			// and drains the group; the second copy holds the group again
+			// behind the head (a record delivered again holds its group
+			// before it runs), and its write of the hold moving on fails.
+			// The first copy's success deleted the head: no copy is left to
+			// move the hold on, and only the sweep's read of the head's
+			// completion record lets the group go on.
+			cfg: func() Config { return RandomConfig(1751, 500) },
+			check: func(t *testing.T, rep *Report) {
+				swept := 0
+				for _, r := range rep.Runs {
+					for _, rs := range r.Summary.Routes {
+						swept += rs.Holds.AppliedHeads
+					}
+				}
+				if swept == 0 {
+					t.Errorf("no run's sweep drained a group past an applied head; want the held group of seed 1751's race")
+				}
+			},
+		},
+		{
+			name: "held-copy-sent-back-again", issue: "22: a held record sent back twice, its group released past the first copy, is a new head",
+			// make sim SEEDS=2000, seed 1536. A drain sends a failed held
+			// record back as the head and its Remove of the held copy
+			// fails; the head's copy is routed as invalid and the operator
+			// releases the group past it; the next drain runs the held copy,
+			// which fails again and is sent back within five minutes of the
+			// first send. Deduplicated by its origin and seq alone, SQS
+			// dropped it, and the group waited for a head that never came.
+			cfg: func() Config { return RandomConfig(1536, 500) },
+			check: func(t *testing.T, rep *Report) {
+				groupsAt(t, rep, "held records sent back", rep.Stats.Groups.SentBack, 2)
+			},
+		},
 	}
 }
 
