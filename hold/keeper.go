@@ -149,11 +149,13 @@ func (k *Keeper) Parked(ctx context.Context, group, origin, reason string, now t
 	return err
 }
 
-// Applied is the replay's word that it removed the dead letter origin of
-// group because its effect is applied already (its completion record: the
-// consumer applied it, then could not move its hold on before the record's
-// last delivery). When it is the group's head, the group drains: the head
-// will not come back, and it needs not. Otherwise it changes nothing.
+// Applied is the replay's word that the effect of origin, of group, is
+// applied already (its completion record says so): it removed origin's
+// dead letter (the consumer applied it, then could not move its hold on
+// before the record's last delivery), or its sweep found the group held
+// behind it (a copy acknowledged elsewhere). When it is the group's head,
+// the group drains: the head will not come back, and it needs not.
+// Otherwise it changes nothing.
 func (k *Keeper) Applied(ctx context.Context, group, origin string, now time.Time) error {
 	h, ok, err := k.headed(ctx, group, origin)
 	if err != nil || !ok {
