@@ -107,13 +107,21 @@ infra-test: $(NPM_STAMP) ## CDK template assertions and cdk-nag (jsii starts the
 cfn-lint: $(NPM_STAMP) ## cfn-lint (pinned, in the emulator's venv) on every template of both profiles and the pipeline stack; fails on errors and unsuppressed warnings (infra/.cfnlintrc)
 	GO=$(GO) scripts/cfnlint.sh
 
-# -p 1: the deployed-stack tests of different packages share one stack and
-# switch the tax stand-in down and up; they must not overlap.
+# -p 1: the deployed-stack tests of the root module's packages share the
+# orders lane and switch the tax stand-in down and up; they must not
+# overlap. The examples' tests (the payments lane, its own ledger stand-in)
+# run beside them, their output printed when both are done: of the payments
+# lane the root module's tests only inspect its parking queue (a browse
+# hides what it samples for 15 s: the one examples' test that parks there
+# reads its message back with retries).
+E2E_EXAMPLES_LOG := .local/e2e-examples.log
 e2e: ## emulator, moto and LocalStack (host mode) up, deploy the local stack, run the e2e-tagged tests, all down (also on failure)
 	@rc=0; $(MAKE) --no-print-directory moto-up && \
 	  { [ -z "$(HOST_LOCALSTACK)" ] || $(MAKE) --no-print-directory localstack-up; } && $(MAKE) --no-print-directory deploy-local && \
-	  { HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 30m ./... || rc=$$?; \
-	    (cd examples && HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 20m ./...) || rc=$$?; } || rc=$$?; \
+	  { (cd examples && HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 20m ./...) \
+	      > $(E2E_EXAMPLES_LOG) 2>&1 & ex=$$!; \
+	    HOMING_OUTPUTS=$(CURDIR)/.local/outputs.json $(EMULATOR_ENV) $(CONTRACT_ENV) $(GO) test -tags e2e -count=1 -p 1 -timeout 30m ./... || rc=$$?; \
+	    wait $$ex || rc=$$?; echo "== examples/ (e2e, beside the root module's)"; cat $(E2E_EXAMPLES_LOG); } || rc=$$?; \
 	  $(MAKE) --no-print-directory emulator-down; $(MAKE) --no-print-directory moto-down; \
 	  [ -z "$(HOST_LOCALSTACK)" ] || $(MAKE) --no-print-directory localstack-down; exit $$rc
 

@@ -19,9 +19,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -140,5 +143,96 @@ func TestAGroupHeldBehindAPostedHeadDrains(t *testing.T) {
 		got := s.entries(t, acct)
 		h, _, ok := holdOf(t, store, acct)
 		return !ok && slices.Equal(got, want(head, next)), fmt.Sprintf("entries %q, hold %+v", got, h)
+	})
+}
+
+// TestAPoisonHeadIsParkedAndReleased shows a head that can never succeed
+// on the payments lane: an account held behind a payment whose replays are
+// spent (its dead letter carries the deployed engine's sealed metadata of
+// MAX_REPLAYS replays, and homing-hold naming it as the account's head,
+// as the engine writes both; the hold is begun here as the consumer began
+// it when the payment first failed). The replay parks it with its reason
+// and tells the hold, which says why; the account's next payment waits
+// behind it until `dlq groups release`, then is posted.
+func TestAPoisonHeadIsParkedAndReleased(t *testing.T) {
+	s := deployed(t)
+	ctx := context.Background()
+	run := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
+	acct := "X-" + run
+	head, next := "PAY-"+acct+"-1", "PAY-"+acct+"-2"
+	origin := "poison-" + run
+	s.schedule(t, false) // this test's replay runs are its own
+	t.Cleanup(func() { s.schedule(t, true) })
+	store := s.holds(t)
+	body := paymentBody(head, acct, "3.00")
+	if _, err := store.Begin(ctx, hold.Hold{Group: acct, Head: origin, HeadBody: body}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.send(t, paymentBody(next, acct, "4.00"), acct)
+	eventually(t, 60*time.Second, "the next payment held", func() (bool, string) {
+		_, n, ok := holdOf(t, store, acct)
+		return ok && n == 1, fmt.Sprintf("held %t, %d behind", ok, n)
+	})
+
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := replay.SealKey(ctx, dynamo.NewLedger(dynamodb.NewFromConfig(cfg), s.lane(t, settings.OutputLedgerTableName), time.Now), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := replay.Metadata{
+		ReplayCount: s.replaySettings(t).maxReplays, FirstDeadLetteredAt: time.Now().Add(-time.Hour), LastReplayAt: time.Now().Add(-10 * time.Minute),
+		OriginalMessageID: origin,
+	}.Sealed(key, body, s.lane(t, settings.OutputSourceQueueURL))
+	attrs, err := replay.Attributes(map[string]sqstypes.MessageAttributeValue{hold.Attribute: hold.OriginAttribute(origin)}, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.sqs.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(s.lane(t, settings.OutputDeadLetterQueueURL)), MessageBody: aws.String(body), MessageAttributes: attrs,
+		MessageGroupId: aws.String(acct), MessageDeduplicationId: aws.String("poison-" + run),
+	}); err != nil {
+		t.Fatalf("send to the DLQ: %v", err)
+	}
+	eventually(t, 60*time.Second, "the poison head parked and told to its hold", func() (bool, string) {
+		sum := invokeReplay(t, s, s.lane(t, settings.OutputReplayFunctionName))
+		h, _, ok := holdOf(t, store, acct)
+		return ok && h.Parked == "parked: "+replay.ReasonReplayExhausted, fmt.Sprintf("hold %+v (%t); last run parked %v", h, ok, sum.Total.Parked)
+	})
+	if list := dlq(t, "groups"); !strings.Contains(list, acct) || !strings.Contains(list, replay.ReasonReplayExhausted) {
+		t.Fatalf("dlq groups lists:\n%s\nwant %s, held by its %s head", list, acct, replay.ReasonReplayExhausted)
+	}
+	if got := s.entries(t, acct); len(got) != 0 {
+		t.Fatalf("entries %q while the account is held behind its parked head: want none", got)
+	}
+	dlq(t, "groups", "release", acct, "--yes")
+	eventually(t, 60*time.Second, "the account released past its head", func() (bool, string) {
+		got := s.entries(t, acct)
+		h, _, ok := holdOf(t, store, acct)
+		return !ok && slices.Equal(got, want(next)), fmt.Sprintf("entries %q, hold %+v", got, h)
+	})
+	// The head waits in the parking queue with its reason; take it back.
+	parking := aws.String(s.lane(t, settings.OutputParkingQueueURL))
+	eventually(t, 60*time.Second, "the parked head in the parking queue", func() (bool, string) {
+		out, err := s.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: parking, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			if aws.ToString(m.Body) != body {
+				continue
+			}
+			if _, err := s.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: parking, ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+			got, _, found, err := replay.Read(m.MessageAttributes)
+			if err != nil || !found || got.Reason != replay.ReasonReplayExhausted {
+				t.Fatalf("parked metadata %+v (found %t, %v), want %s", got, found, err, replay.ReasonReplayExhausted)
+			}
+			return true, ""
+		}
+		return false, fmt.Sprintf("%d others", len(out.Messages))
 	})
 }
