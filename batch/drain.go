@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/hold/record"
 )
@@ -66,9 +68,7 @@ func (g *groupRun) apply(ctx context.Context, m hold.Message) error {
 	case o == Succeeded, o == Invalid && g.k.Skips():
 		return g.k.Store.Remove(ctx, g.group, m.Seq)
 	case o == Invalid:
-		if err := g.set(ctx, func(h *hold.Hold) {
-			h.Head, h.HeadBody, h.State, h.Parked = origin, r.Body, hold.Held, "invalid: "+reason
-		}); err != nil {
+		if err := g.set(ctx, func(h *hold.Hold) { heldBehind(h, r, "invalid: "+reason) }); err != nil {
 			return err
 		}
 	default:
@@ -80,12 +80,20 @@ func (g *groupRun) apply(ctx context.Context, m hold.Message) error {
 		if err := record.SendBack(ctx, g.k, *g.h, r, m.Seq); err != nil {
 			return err
 		}
-		if err := g.set(ctx, func(h *hold.Hold) { h.Head, h.HeadBody, h.State, h.Parked = origin, r.Body, hold.Held, "" }); err != nil {
+		if err := g.set(ctx, func(h *hold.Hold) { heldBehind(h, r, "") }); err != nil {
 			return err
 		}
 	}
 	g.logHold(ctx, "group held", r)
 	return g.k.Store.Remove(ctx, g.group, m.Seq)
+}
+
+// heldBehind makes r the head of hold h, held, with parked as its reason.
+func heldBehind(h *hold.Hold, r events.SQSMessage, parked string) {
+	h.Head = record.Origin(r)
+	h.HeadBody = hold.HeadBodyOf(r.Body)
+	h.State = hold.Held
+	h.Parked = parked
 }
 
 // end ends the hold once nothing is held in it; a record held meanwhile (a

@@ -120,7 +120,8 @@ func (g *groupRun) notStarted(ctx context.Context, msg events.SQSMessage) {
 
 // begin holds the group behind msg, unless it is held already.
 func (g *groupRun) begin(ctx context.Context, msg events.SQSMessage, parked string) (hold.Hold, error) {
-	return g.k.Store.Begin(ctx, hold.Hold{Group: g.group, Head: record.Origin(msg), HeadBody: msg.Body, Parked: parked}, g.p.opts.Now())
+	h := hold.Hold{Group: g.group, Head: record.Origin(msg), HeadBody: hold.HeadBodyOf(msg.Body), Parked: parked}
+	return g.k.Store.Begin(ctx, h, g.p.opts.Now())
 }
 
 // record runs one record of the group as the group's hold says.

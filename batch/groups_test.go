@@ -568,3 +568,20 @@ func TestAHeldCopyOfTheHeadIsNotAppliedAgain(t *testing.T) {
 	l.wantApplied("a1", "a2")
 	l.wantFree("A")
 }
+
+// A head longer than hold.MaxHeadBody holds its group all the same, with
+// no body kept; a head within it keeps its body.
+func TestAHeadOverTheBodyBoundHoldsItsGroupWithoutItsBody(t *testing.T) {
+	for _, n := range []int{hold.MaxHeadBody, hold.MaxHeadBody + 1} {
+		l := newGroupLane(t, hold.KeepHeld, batch.Options{})
+		big := strings.Repeat("x", n)
+		l.fail(big)
+		if failed := l.run(l.publish("A", big, "a2")...); len(failed) != 1 {
+			t.Fatalf("failures %v, want the head alone", failed)
+		}
+		h := l.wantHeld("A", 1)
+		if want := hold.HeadBodyOf(big); h.Head != "id-"+big || h.HeadBody != want || h.State != hold.Held {
+			t.Fatalf("a head of %d bytes: hold with head %.10s..., a body of %d bytes, %s; want %d bytes of body, held", n, h.Head, len(h.HeadBody), h.State, len(want))
+		}
+	}
+}

@@ -43,10 +43,6 @@ const (
 	// maxItemBytes is DynamoDB's largest item (400 KB, names and values
 	// counted); a held record's item must fit it.
 	maxItemBytes = 400 << 10
-	// maxHeadBody bounds the head's body a hold keeps (SQS's classic
-	// largest message, with room for the hold's other attributes in an
-	// item): a larger one is not kept, and the hold still written.
-	maxHeadBody = 256 << 10
 	// listPage bounds each read of List, so that a lane with many holds
 	// reads them in pages of this many.
 	listPage = 100
@@ -73,8 +69,8 @@ const (
 //	pk       S  "<scope>#holds"
 //	sk       S  the group (its MessageGroupId)
 //	head     S  the original id of the head
-//	headBody S  the head's body as the consumer received it ("" when it
-//	            is over 256 KiB: the item must fit DynamoDB's 400 KB)
+//	headBody S  the head's body as the consumer received it, at most
+//	            hold.MaxHeadBody ("" for a longer one)
 //	state    S  held | draining
 //	parked   S  why the head will not come back by itself ("" when it will)
 //	since    S  RFC 3339, UTC, nanoseconds: when the group was held
@@ -152,16 +148,8 @@ func (s *HoldStore) holdKey(group string) map[string]types.AttributeValue {
 }
 
 func (s *HoldStore) toItem(h hold.Hold) holdItem {
-	return holdItem{PK: s.holdsPK(), SK: h.Group, Head: h.Head, HeadBody: keptBody(h.HeadBody), State: string(h.State), Parked: h.Parked,
+	return holdItem{PK: s.holdsPK(), SK: h.Group, Head: h.Head, HeadBody: h.HeadBody, State: string(h.State), Parked: h.Parked,
 		Since: holdTime(h.Since), Updated: holdTime(h.Updated), Version: h.Version}
-}
-
-// keptBody is the head's body as a hold item keeps it.
-func keptBody(body string) string {
-	if len(body) > maxHeadBody {
-		return ""
-	}
-	return body
 }
 
 // decodeHold is the hold of a hold item.
@@ -209,7 +197,7 @@ func (s *HoldStore) standing(ctx context.Context, group string, failed *types.Co
 // Begin implements hold.Store.
 func (s *HoldStore) Begin(ctx context.Context, h hold.Hold, now time.Time) (hold.Hold, error) {
 	group := h.Group
-	h = hold.Hold{Group: group, Head: h.Head, HeadBody: keptBody(h.HeadBody), State: hold.Held, Parked: h.Parked, Since: now, Updated: now, Version: s.firstVersion()}
+	h = hold.Hold{Group: group, Head: h.Head, HeadBody: h.HeadBody, State: hold.Held, Parked: h.Parked, Since: now, Updated: now, Version: s.firstVersion()}
 	item, err := attributevalue.MarshalMap(s.toItem(h))
 	if err != nil {
 		return hold.Hold{}, fmt.Errorf("encode the hold of %q: %w", group, err)
@@ -554,7 +542,7 @@ func contended(code string) bool {
 // Update implements hold.Store.
 func (s *HoldStore) Update(ctx context.Context, h hold.Hold, now time.Time) (hold.Hold, error) {
 	update := expression.Set(expression.Name("head"), expression.Value(h.Head)).
-		Set(expression.Name("headBody"), expression.Value(keptBody(h.HeadBody))).
+		Set(expression.Name("headBody"), expression.Value(h.HeadBody)).
 		Set(expression.Name("state"), expression.Value(string(h.State))).
 		Set(expression.Name("parked"), expression.Value(h.Parked)).
 		Set(expression.Name("updated"), expression.Value(holdTime(now))).

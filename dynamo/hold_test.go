@@ -180,28 +180,6 @@ func TestBeginPutsTheDocumentedItem(t *testing.T) {
 	}
 }
 
-// A head's body over 256 KiB is not kept (its hold item must fit 400 KB):
-// the hold is written all the same, with no body.
-func TestBeginKeepsNoBodyOverItsBound(t *testing.T) {
-	var put *dynamodb.PutItemInput
-	api := &fakeHoldAPI{put: func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
-		put = in
-		return &dynamodb.PutItemOutput{}, nil
-	}}
-	for _, tc := range []struct {
-		body string
-		kept bool
-	}{{strings.Repeat("a", maxHeadBody), true}, {strings.Repeat("a", maxHeadBody+1), false}} {
-		h, err := newTestHoldStore(api, nil).Begin(context.Background(), hold.Hold{Group: "g", Head: "m-1", HeadBody: tc.body}, holdNow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stored := stringOf(put.Item["headBody"]); (stored == tc.body) != tc.kept || h.HeadBody != stored {
-			t.Fatalf("a body of %d bytes: stored %d bytes, returned %d; want it kept: %v", len(tc.body), len(stored), len(h.HeadBody), tc.kept)
-		}
-	}
-}
-
 // A Begin that loses to a standing hold returns it: from the failure when
 // it carries the item, else read consistently; a hold that keeps vanishing
 // between the write and the read makes Begin give up.

@@ -33,8 +33,8 @@ type Hold struct {
 	// key and payload from it, to learn from the consumer's completion
 	// records whether the head was applied although the group is still
 	// held behind it (a copy of the head acknowledged by one invocation
-	// while another wrote the hold). A store may keep none of a body over
-	// its limit (dynamo.HoldStore: 256 KiB); the sweep cannot tell then.
+	// while another wrote the hold). It is at most [MaxHeadBody] long
+	// ([HeadBodyOf]).
 	HeadBody string
 	State    State
 	// Parked says why the head will not come back by itself ("" when it
@@ -48,6 +48,22 @@ type Hold struct {
 	// included: [Store.Update] and [Store.End] write only the version they
 	// were given.
 	Version int64
+}
+
+// MaxHeadBody is the longest head body a hold keeps: every record held
+// behind the hold rewrites it (its version), and every FIFO batch reads
+// it, so it stays small. A longer head is kept with no body; the sweep
+// cannot tell then whether it was applied, and its group waits for its
+// head, or for a release, as on a lane without completion records.
+const MaxHeadBody = 16 << 10
+
+// HeadBodyOf is body as a hold keeps it ([Hold.HeadBody]): "" when it is
+// longer than [MaxHeadBody].
+func HeadBodyOf(body string) string {
+	if len(body) > MaxHeadBody {
+		return ""
+	}
+	return body
 }
 
 // Message is a record held behind a hold.

@@ -79,9 +79,11 @@ func (k *Keeper) Skips() bool { return k.OnError == Skip }
 // attrs, to the source queue as the group's head: its original id goes in
 // [Attribute]. Sends of one record (origin and seq) from one version of
 // the hold are deduplicated by SQS for five minutes: a drain that stopped
-// between the send and its write of the hold sends it again as one
-// message, while the record held again and sent back later (its group
-// released past the copy meanwhile) is a new one. record.SendBack sends a
+// between the send and its write of the hold sends it again as the same
+// message, unless a record was held behind the hold meanwhile (a new
+// version: the second copy is absorbed by the idempotent receiver). The
+// record held again and sent back later (its group released past the
+// first copy meanwhile) is a new message. record.SendBack sends a
 // [Message].
 func (k *Keeper) SendBack(ctx context.Context, h Hold, body string, attrs map[string]types.MessageAttributeValue, origin, seq string) error {
 	out := maps.Clone(attrs)
@@ -122,7 +124,9 @@ func (k *Keeper) Release(ctx context.Context, h Hold, now time.Time) (Hold, erro
 	if h.State != Draining {
 		// No head while it drains: a copy of the released head brought
 		// back later is applied where it comes, not taken for the head's.
-		h.State, h.Head, h.HeadBody = Draining, "", ""
+		h.State = Draining
+		h.Head = ""
+		h.HeadBody = ""
 		var err error
 		if h, err = k.Store.Update(ctx, h, now); err != nil {
 			return Hold{}, err

@@ -2,6 +2,8 @@ package hold_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -155,4 +157,27 @@ func TestSweepTriggersOnlyStaleDrains(t *testing.T) {
 
 func stringAttr(s string) events.SQSMessageAttribute {
 	return events.SQSMessageAttribute{DataType: "String", StringValue: aws.String(s)}
+}
+
+func TestHeadBodyOfKeepsAtMostMaxHeadBody(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		kept bool
+	}{{0, true}, {1, true}, {hold.MaxHeadBody, true}, {hold.MaxHeadBody + 1, false}, {1 << 20, false}} {
+		body := strings.Repeat("a", tc.n)
+		if got := hold.HeadBodyOf(body); (got == body) != tc.kept || !tc.kept && got != "" {
+			t.Errorf("HeadBodyOf(%d bytes) kept %d bytes; want it kept: %t, else none", tc.n, len(got), tc.kept)
+		}
+	}
+}
+
+// docs/ORDER.md states the bound.
+func TestOrderDocStatesMaxHeadBody(t *testing.T) {
+	doc, err := os.ReadFile("../docs/ORDER.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("over %d KiB", hold.MaxHeadBody>>10); !strings.Contains(string(doc), want) {
+		t.Fatalf("docs/ORDER.md does not say %q: the bound of hold.MaxHeadBody", want)
+	}
 }

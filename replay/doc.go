@@ -40,10 +40,8 @@
 // applied ([ReasonAlreadyApplied]) read (docs/CONTRACT.md);
 // [Route.Groups] says that a FIFO lane's consumer holds its message groups
 // in order through failure (package hold): the engine sweeps the route's
-// holds at the start of each run (a trigger for a stalled drain; on a
-// route with Records, a group held behind a head already applied drains),
-// and tells them of every message it parks, reported in
-// [RouteSummary.Holds]. A [Filter] selects messages; a
+// holds at the start of each run and tells them of every message it
+// parks, reported in [RouteSummary.Holds]. A [Filter] selects messages; a
 // dry run ([Request.DryRun]) writes nothing.
 //
 // The ports are [Queue] (the SQS client), [Ledger] (dynamo's Ledger),

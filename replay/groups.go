@@ -198,7 +198,8 @@ func (r *run) drainApplied(ctx context.Context, rt Route, rh *routeHolds, holds 
 			continue
 		}
 		if key, ok := ln.key.Of([]byte(h.HeadBody)); ok && completable(key) {
-			heads, keys = append(heads, h), append(keys, key)
+			heads = append(heads, h)
+			keys = append(keys, key)
 		}
 	}
 	if len(keys) == 0 {
@@ -243,16 +244,16 @@ func (p *pass) originOf(m types.Message) string {
 	return hold.OriginOf(aws.ToString(m.MessageId), m.MessageAttributes)
 }
 
-// parkedAttempts bounds the tries of one hold.Keeper.Parked or Applied: a
+// tellAttempts bounds the tries of one hold.Keeper.Parked or Applied: a
 // conflict is the consumer storing a record behind the hold between the
 // keeper's read and its write, and the next try reads the hold again.
-const parkedAttempts = 3
+const tellAttempts = 3
 
 // retryConflict runs tell until it does not lose to a concurrent write of
-// the hold, at most parkedAttempts times.
+// the hold, at most tellAttempts times.
 func retryConflict(tell func() error) error {
 	var err error
-	for range parkedAttempts {
+	for range tellAttempts {
 		if err = tell(); !errors.Is(err, hold.ErrConflict) {
 			return err
 		}

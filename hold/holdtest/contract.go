@@ -23,7 +23,7 @@ var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 // as Begin did.
 func TestBeginHoldsTheGroup(t *testing.T, h Harness) {
 	s := h.NewStore(t)
-	body := `{"orderId":"o-1","note":"` + strings.Repeat("é", 300) + `"}`
+	body := `{"id":"h-1","note":"` + strings.Repeat("é", 300) + `"}`
 	got, err := s.Begin(t.Context(), hold.Hold{Group: "g", Head: "m-1", HeadBody: body, State: hold.Draining,
 		Parked: "invalid: bad-json", Since: t0.Add(time.Hour), Version: 42}, t0)
 	if err != nil {

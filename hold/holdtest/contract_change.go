@@ -26,13 +26,13 @@ func TestUpdateIsConditionalOnTheVersion(t *testing.T, h Harness) {
 
 	u := appended
 	u.Head = "m-2"
-	u.HeadBody = `{"orderId":"o-2"}`
+	u.HeadBody = `{"id":"h-2"}`
 	u.State = hold.Draining
 	u.Parked = "parked: budget"
 	u.Since = t0.Add(time.Hour) // not the Update's to write
 	at := t0.Add(3 * time.Second)
 	got := mustUpdate(t, s, u, at)
-	want := hold.Hold{Group: "g", Head: "m-2", HeadBody: `{"orderId":"o-2"}`, State: hold.Draining, Parked: "parked: budget", Since: t0, Updated: at, Version: got.Version}
+	want := hold.Hold{Group: "g", Head: "m-2", HeadBody: `{"id":"h-2"}`, State: hold.Draining, Parked: "parked: budget", Since: t0, Updated: at, Version: got.Version}
 	mustBeHold(t, "Update", got, want)
 	if got.Version == appended.Version {
 		t.Fatalf("Update kept the version %d", got.Version)

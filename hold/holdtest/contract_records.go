@@ -146,7 +146,7 @@ func asJSON(v any) string {
 
 // fullRecord is a FIFO record with every field set.
 func fullRecord() events.SQSMessage {
-	r := &events.SQSMessage{Body: `{"orderId":"ORD-1","note":"ünïcode \"quoted\""}`, Attributes: map[string]string{"SequenceNumber": "12345678901234567890"}}
+	r := &events.SQSMessage{Body: `{"id":"r-1","note":"ünïcode \"quoted\""}`, Attributes: map[string]string{"SequenceNumber": "12345678901234567890"}}
 	r.MessageId = "5fea7756-0ea4-451a-a703-a558b933e274"
 	r.ReceiptHandle = "AQEB-receipt"
 	r.Md5OfBody = "e4e68fb7bd0e697a0ae8f1bb342846b3"

@@ -130,7 +130,10 @@ func (m *Memory) Update(_ context.Context, h hold.Hold, now time.Time) (hold.Hol
 	case cur.Version != h.Version:
 		return hold.Hold{}, hold.ErrConflict
 	}
-	cur.Head, cur.HeadBody, cur.State, cur.Parked = h.Head, h.HeadBody, h.State, h.Parked
+	cur.Head = h.Head
+	cur.HeadBody = h.HeadBody
+	cur.State = h.State
+	cur.Parked = h.Parked
 	cur.Version, cur.Updated = m.version(), now
 	m.holds[h.Group] = cur
 	return cur, nil

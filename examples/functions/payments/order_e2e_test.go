@@ -136,8 +136,8 @@ func TestAGroupHeldBehindAPostedHeadDrains(t *testing.T) {
 		return ok && n == 1, fmt.Sprintf("held %t, %d behind", ok, n)
 	})
 	sum := invokeReplay(t, s, s.lane(t, settings.OutputReplayFunctionName))
-	if len(sum.Routes) != 1 || sum.Routes[0].Holds.AppliedHeads != 1 {
-		t.Fatalf("replay summary %+v: want one held group drained past its applied head", sum.Routes)
+	if len(sum.Routes) != 1 || sum.Routes[0].Holds.AppliedHeads < 1 {
+		t.Fatalf("replay summary %+v: want a held group drained past its applied head (this account's, checked next)", sum.Routes)
 	}
 	eventually(t, 60*time.Second, "the account drained", func() (bool, string) {
 		got := s.entries(t, acct)

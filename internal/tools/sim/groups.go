@@ -36,6 +36,7 @@ type GroupStats struct {
 	Drained          int // held records a drain applied (and removed from the hold)
 	Ended            int // holds ended: nothing was left held in them
 	SentBack         int // held records that failed in a drain and went back to the source as their group's head
+	Resent           int // of them, records sent back more than once, each a new message (held again after a failed Remove)
 	Releases         int // holds released past their head: by the operator (dlq groups release) or by a lane that skips
 	OperatorReleases int // of them, the operator's
 	AppliedHeads     int // of them, the engine's behind a head it removed as already applied (hold.Keeper.Applied)
@@ -78,12 +79,14 @@ type groupBook struct {
 	drained      map[int]bool   // publications a drain applied
 	released     map[int]bool   // publications a release went past, as their group's head
 	faults       map[string]int // op\x00key -> faults injected
+	sentBack     map[string]int // origin -> its sends back that SQS took
 	stats        GroupStats
 }
 
 func newGroupBook() *groupBook {
 	return &groupBook{mem: holdtest.NewMemory(), held: map[string]map[string]heldRecord{}, heldPubs: map[int]int{},
-		ackedHeld: map[string]bool{}, deadLettered: map[string]bool{}, drained: map[int]bool{}, released: map[int]bool{}, faults: map[string]int{}}
+		ackedHeld: map[string]bool{}, deadLettered: map[string]bool{}, drained: map[int]bool{}, released: map[int]bool{}, faults: map[string]int{},
+		sentBack: map[string]int{}}
 }
 
 // draining reports whether a hold is draining: its drain goes on when its
@@ -207,8 +210,8 @@ func (h *holdStore) Holds(ctx context.Context, groups []string) (map[string]hold
 
 // Begin implements hold.Store.
 func (h *holdStore) Begin(ctx context.Context, want hold.Hold, now time.Time) (hold.Hold, error) {
-	group, head, parked := want.Group, want.Head, want.Parked
-	if err := h.fault(ctx, "begin", group+"/"+head); err != nil {
+	group := want.Group
+	if err := h.fault(ctx, "begin", group+"/"+want.Head); err != nil {
 		return hold.Hold{}, err
 	}
 	g := h.s.groups
@@ -218,7 +221,7 @@ func (h *holdStore) Begin(ctx context.Context, want hold.Hold, now time.Time) (h
 		g.mu.Lock()
 		g.stats.Held++
 		g.mu.Unlock()
-		h.s.trace.add(now, "hold", "group held", h.s.subject(head, h.s.sqs.pubOf(head))+" "+group, parked)
+		h.s.trace.add(now, "hold", "group held", h.s.subject(want.Head, h.s.sqs.pubOf(want.Head))+" "+group, want.Parked)
 	}
 	return out, err
 }
@@ -444,6 +447,10 @@ func (h *holdSender) SendMessage(ctx context.Context, in *sqs.SendMessageInput, 
 		}
 	default:
 		g.stats.SentBack++
+		origin := hold.OriginOf("", in.MessageAttributes)
+		if g.sentBack[origin]++; g.sentBack[origin] == 2 {
+			g.stats.Resent++
+		}
 	}
 	g.mu.Unlock()
 	what := "sent back as head"

@@ -92,7 +92,8 @@ func check(t *testing.T, rep *Report, replay string) {
 	}
 	limit := 80
 	if *flagTrace {
-		subjects, limit = nil, 1<<30
+		subjects = nil
+		limit = 1 << 30
 	}
 	fmt.Fprintf(&b, "trace of the first violations' messages and orders:\n")
 	rep.Trace.Write(&b, subjects, limit)
