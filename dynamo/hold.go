@@ -378,12 +378,22 @@ func (s *HoldStore) Remove(ctx context.Context, group, seq string) error {
 	return nil
 }
 
-// List implements hold.Store: the scope's holds partition, page by page;
-// the sort key orders them by group.
+// List implements hold.Store: the scope's holds partition, page by page,
+// without the heads' bodies; the sort key orders them by group.
 func (s *HoldStore) List(ctx context.Context) ([]hold.Hold, error) {
-	in, err := s.partitionQuery(s.holdsPK())
+	// Every attribute of a hold but its head's body.
+	expr, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(KeyAttribute).Equal(expression.Value(s.holdsPK()))).
+		WithProjection(expression.NamesList(expression.Name(KeyAttribute), expression.Name(SortKeyAttribute), expression.Name("head"),
+			expression.Name("state"), expression.Name("parked"), expression.Name("since"), expression.Name("updated"), expression.Name("version"))).
+		Build()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("build the listing of %s: %w", s.scope, err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(s.table), ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(true),
+		KeyConditionExpression: expr.KeyCondition(), ProjectionExpression: expr.Projection(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	}
 	out := []hold.Hold{}
 	var decodeErr error

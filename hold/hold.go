@@ -118,6 +118,8 @@ type Store interface {
 	// otherwise; a group without a hold is not an error). The caller ends
 	// a hold only after it found no record held in it at that version.
 	End(ctx context.Context, h Hold) error
-	// List returns every hold of the lane, ordered by group.
+	// List returns every hold of the lane, ordered by group, each
+	// without its HeadBody (Holds reads it): a lane may hold many groups,
+	// and a listing's memory stays small.
 	List(ctx context.Context) ([]Hold, error)
 }

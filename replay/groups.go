@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -175,15 +177,22 @@ func (r *run) sweepRoute(ctx context.Context, rt Route, rh *routeHolds) {
 	}
 }
 
+// appliedChecks bounds the held heads one run's sweep asks the completion
+// records about (one read of their holds' bodies, one of the records): a
+// lane with more groups held has a window of them checked each run, its
+// start moved by the run's id: of n such groups, each is reached in about
+// n/appliedChecks runs.
+const appliedChecks = 100
+
 // drainApplied lets drain each group held behind a head (not parked) that
-// the consumer's completion records say it applied with the same payload:
-// read once for the route's held heads, from the body each hold keeps of
-// its head. Nothing else would move such a hold on when every copy of its
-// head is gone (one acknowledged while another invocation held the group
-// behind it). A head that is being applied now may be drained past a
-// moment before its consumer would: its write of the hold loses, its
-// record comes again, and the idempotent receiver absorbs it.
-func (r *run) drainApplied(ctx context.Context, rt Route, rh *routeHolds, holds []hold.Hold) error {
+// the consumer's completion records say it applied with the same payload,
+// read from the body each hold keeps of its head ([heldHeads] picks them).
+// Nothing else would move such a hold on when every copy of its head is
+// gone (one acknowledged while another invocation held the group behind
+// it). A head that is being applied now may be drained past a moment
+// before its consumer would: its write of the hold loses, its record comes
+// again, and the idempotent receiver absorbs it.
+func (r *run) drainApplied(ctx context.Context, rt Route, rh *routeHolds, listed []hold.Hold) error {
 	if r.e.opts.Completions == nil || !rt.Records {
 		return nil
 	}
@@ -191,11 +200,20 @@ func (r *run) drainApplied(ctx context.Context, rt Route, rh *routeHolds, holds 
 	if err != nil {
 		return err
 	}
+	groups := heldHeads(listed, r.id, appliedChecks)
+	if len(groups) == 0 {
+		return nil
+	}
+	holds, err := rh.keeper.Store.Holds(ctx, groups)
+	if err != nil {
+		return fmt.Errorf("read the held heads' bodies: %w", err)
+	}
 	var heads []hold.Hold
 	var keys []string
-	for _, h := range holds {
-		if h.State != hold.Held || h.Parked != "" {
-			continue
+	for _, g := range groups {
+		h, ok := holds[g]
+		if !ok || h.State != hold.Held || h.Parked != "" {
+			continue // moved on since the listing
 		}
 		if key, ok := ln.key.Of([]byte(h.HeadBody)); ok && completable(key) {
 			heads = append(heads, h)
@@ -222,6 +240,25 @@ func (r *run) drainApplied(ctx context.Context, rt Route, rh *routeHolds, holds 
 		rh.seen.AppliedHeads++
 	}
 	return errors.Join(errs...)
+}
+
+// heldHeads returns the groups of listed (ordered by group) held behind a
+// head that is not parked: all of them when they are at most n, else n of
+// them in a row, from a start the run's id picks, wrapping around.
+func heldHeads(listed []hold.Hold, runID string, n int) []string {
+	var groups []string
+	for _, h := range listed {
+		if h.State == hold.Held && h.Parked == "" {
+			groups = append(groups, h.Group)
+		}
+	}
+	if len(groups) <= n {
+		return groups
+	}
+	f := fnv.New32a()
+	f.Write([]byte(runID))
+	start := int(f.Sum32() % uint32(len(groups)))
+	return slices.Concat(groups[start:min(start+n, len(groups))], groups[:max(0, start+n-len(groups))])
 }
 
 func (r *run) logHolds(ctx context.Context, rt Route, g GroupHolds) {

@@ -154,7 +154,12 @@ func TestListIsOrderedByGroup(t *testing.T, h Harness) {
 	for i := range n {
 		j := i * 7 % n // every group once, out of order
 		g := fmt.Sprintf("g-%03d", j)
-		want[j] = mustBegin(t, s, g, "head-"+g, t0.Add(time.Duration(i)*time.Millisecond))
+		h, err := s.Begin(t.Context(), hold.Hold{Group: g, Head: "head-" + g, HeadBody: `{"id":"` + g + `"}`}, t0.Add(time.Duration(i)*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.HeadBody = "" // List leaves it out; Holds reads it
+		want[j] = h
 	}
 	got := mustList(t, s)
 	if len(got) != n {
@@ -162,5 +167,8 @@ func TestListIsOrderedByGroup(t *testing.T, h Harness) {
 	}
 	for i := range want {
 		mustBeHold(t, fmt.Sprintf("List[%d]", i), got[i], want[i])
+	}
+	if hs, err := s.Holds(t.Context(), []string{"g-007"}); err != nil || hs["g-007"].HeadBody != `{"id":"g-007"}` {
+		t.Fatalf("Holds after List = %+v, %v: want the head's body", hs, err)
 	}
 }

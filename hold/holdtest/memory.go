@@ -160,6 +160,7 @@ func (m *Memory) List(context.Context) ([]hold.Hold, error) {
 	defer m.mu.Unlock()
 	out := make([]hold.Hold, 0, len(m.holds))
 	for _, h := range m.holds {
+		h.HeadBody = ""
 		out = append(out, h)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
