@@ -320,7 +320,7 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 	}
 	if u := r.healthURL; u != nil && !*awscdk.Token_IsUnresolved(jsii.String(*u)) {
 		if !(strings.HasPrefix(*u, "https://") && len(*u) > len("https://") || strings.HasPrefix(*u, "http://") && len(*u) > len("http://")) {
-			c.bad("HealthURL is %q, want an http:// or https:// URL", *u)
+			c.bad("HealthURL is %q, want an http:// or https:// URL", withoutCredentials(*u))
 		}
 	}
 
@@ -365,4 +365,23 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 		}
 	}
 	return append(c.errs, functionRule("Replay").refused("Replay.FunctionProps", r.functionProps)...)
+}
+
+// withoutCredentials is u with the user information of its authority (a
+// user name and password) masked, for an error message: a synth error is
+// printed in CI logs.
+func withoutCredentials(u string) string {
+	rest := u
+	if _, after, ok := strings.Cut(u, "://"); ok {
+		rest = after
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return u
+	}
+	return u[:len(u)-len(rest)] + "REDACTED" + rest[at:]
 }

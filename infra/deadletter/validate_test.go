@@ -72,6 +72,8 @@ func TestValidate(t *testing.T) {
 		{"health URL http", func(p *deadletter.LaneProps) { p.Replay.HealthURL = jsii.String("http://127.0.0.1:4580") }, nil},
 		{"health URL without a scheme", func(p *deadletter.LaneProps) { p.Replay.HealthURL = jsii.String("tax.example.test") },
 			[]string{`Replay.HealthURL is "tax.example.test", want an http:// or https:// URL`}},
+		{"health URL with credentials and no scheme", func(p *deadletter.LaneProps) { p.Replay.HealthURL = jsii.String("ops:s3cret@tax.example.test/v1") },
+			[]string{`Replay.HealthURL is "REDACTED@tax.example.test/v1", want an http:// or https:// URL`}},
 		{"health URL scheme only", func(p *deadletter.LaneProps) { p.Replay.HealthURL = jsii.String("https://") },
 			[]string{`Replay.HealthURL is "https://"`}},
 		{"name", func(p *deadletter.LaneProps) { p.Name = jsii.String("payments_EU-2") }, nil},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/emf"
+	"github.com/homingdlq/homing/internal/redact"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/settings"
 )
@@ -164,6 +165,9 @@ func (c Config) Health(client *http.Client) (func(context.Context) error, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", settings.HealthURL.Env, err)
 	}
+	// What the errors name: the URL without its credentials (Go's own
+	// error of a failed request hides them too).
+	shown := redact.URL(target)
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -172,15 +176,20 @@ func (c Config) Health(client *http.Client) (func(context.Context) error, error)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
-			return fmt.Errorf("check health at %s: %w", target, err)
+			return fmt.Errorf("check health at %s: %w", shown, err)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return fmt.Errorf("check health at %s: %w", target, err)
+			// Go's error names the URL again, with the user name.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return fmt.Errorf("check health at %s: %w", shown, err)
 		}
 		_ = resp.Body.Close()
 		if resp.StatusCode < 200 || resp.StatusCode > 299 {
-			return fmt.Errorf("check health at %s: status %s", target, resp.Status)
+			return fmt.Errorf("check health at %s: status %s", shown, resp.Status)
 		}
 		return nil
 	}, nil
@@ -189,16 +198,16 @@ func (c Config) Health(client *http.Client) (func(context.Context) error, error)
 // healthURL is base's /health, or an error when base is not an absolute
 // http or https URL without query or fragment.
 func healthURL(base string) (string, error) {
-	u, err := url.Parse(base)
+	u, err := redact.Parse(base)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("base URL: %w", err)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("base URL %q: scheme must be http or https", base)
+		return "", fmt.Errorf("base URL %q: scheme must be http or https", redact.URL(base))
 	case u.Host == "":
-		return "", fmt.Errorf("base URL %q: must be absolute with a host", base)
+		return "", fmt.Errorf("base URL %q: must be absolute with a host", redact.URL(base))
 	case u.RawQuery != "" || u.Fragment != "":
-		return "", fmt.Errorf("base URL %q: must not have a query or fragment", base)
+		return "", fmt.Errorf("base URL %q: must not have a query or fragment", redact.URL(base))
 	}
 	return u.JoinPath("health").String(), nil
 }

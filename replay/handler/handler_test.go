@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/redact"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -34,6 +37,7 @@ type fixture struct {
 	ledger  *replaytest.MemoryLedger
 	routes  []replay.Route
 	health  error
+	probe   func(context.Context) error // when set, the health probe instead of health
 	handler lambda.Handler
 	logs    bytes.Buffer
 	metrics bytes.Buffer
@@ -71,7 +75,12 @@ func newFixture(t *testing.T, env map[string]string) *fixture {
 		Queue:       f.q,
 		Ledger:      f.ledger,
 		Completions: &replaytest.MemoryCompletions{Store: idempotency.NewMemoryStore(), Scope: cfg.ConsumerName},
-		Health:      func(context.Context) error { return f.health },
+		Health: func(ctx context.Context) error {
+			if f.probe != nil {
+				return f.probe(ctx)
+			}
+			return f.health
+		},
 		Logger:      slog.New(slog.NewJSONHandler(&f.logs, nil)),
 		Metrics:     &f.metrics,
 		Now:         f.clock.Now,
@@ -204,6 +213,66 @@ func TestHealthGateUsesTheProbe(t *testing.T) {
 	}
 	if s.Gates[0].Decision != replay.GateClosed || !strings.Contains(s.Gates[0].Detail, "503") || s.Total.Replayed != 0 {
 		t.Fatalf("summary = %+v", s)
+	}
+}
+
+// A HEALTH_URL with credentials: the real probe's failures (an error
+// status, a refused connection, a bad URL at cold start) never repeat
+// them, in the gate's detail, the log, the returned summary or the run
+// record in the ledger.
+func TestHealthURLCredentialsAreNeverRepeated(t *testing.T) {
+	const password = "s3cret-Pw"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	for name, base := range map[string]string{
+		"status":  strings.Replace(srv.URL, "://", "://ops:"+password+"@", 1) + "/tax",
+		"refused": strings.Replace(closed.URL, "://", "://ops:"+password+"@", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, map[string]string{"HEALTH_URL": base})
+			cfg := handler.Config{HealthURL: base}
+			probe, err := cfg.Health(srv.Client())
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.probe = probe
+			f.deadLetter(t, f.routes[0], 2)
+			f.clock.Advance(2 * time.Hour)
+			s, err := f.invoke(t, sample(t, "replay-scheduled.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Gates[0].Decision != replay.GateClosed || s.Total.Replayed != 0 {
+				t.Fatalf("the health gate did not close: %+v", s.Gates)
+			}
+			runs, err := f.ledger.Runs(context.Background(), 1)
+			if err != nil || len(runs) != 1 {
+				t.Fatalf("runs = %v, %v", runs, err)
+			}
+			summary, _ := json.Marshal(s)
+			record, _ := json.Marshal(runs[0])
+			for where, text := range map[string]string{"gate detail": s.Gates[0].Detail, "summary": string(summary), "run record": string(record), "log": f.logs.String()} {
+				if strings.Contains(text, password) || strings.Contains(text, "ops:") {
+					t.Errorf("the %s repeats the credentials: %s", where, text)
+				}
+			}
+			if !strings.Contains(s.Gates[0].Detail, redact.Mask+"@") {
+				t.Errorf("gate detail %q does not name the redacted URL", s.Gates[0].Detail)
+			}
+		})
+	}
+	for _, bad := range []string{"ftp://ops:" + password + "@tax.local", "http://ops:" + password + "%zz@tax.local", "http://ops:" + password + "@tax.local/?q=1"} {
+		if _, err := (handler.Config{HealthURL: bad}).Health(nil); err == nil || strings.Contains(err.Error(), password) {
+			t.Errorf("Health(%q) = %v: want an error without the password", bad, err)
+		}
+		env := map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlqUrl":"http://h/000000000000/d","sourceUrl":"http://h/000000000000/s","parkingUrl":"http://h/000000000000/p"}]`, "LEDGER_TABLE": "ledger", "IDEMPOTENCY_TABLE": "idem", "HEALTH_URL": bad}
+		if _, err := handler.LoadConfig(func(k string) string { return env[k] }); err == nil || strings.Contains(err.Error(), password) {
+			t.Errorf("LoadConfig with HEALTH_URL %q = %v: want an error without the password", bad, err)
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/internal/clip"
+	"github.com/homingdlq/homing/internal/redact"
 	"github.com/homingdlq/homing/internal/wait"
 )
 
@@ -141,16 +142,16 @@ type Client struct {
 // defaults and returns an error describing every invalid field or URL.
 func New(baseURL string, hc *http.Client, opts Options) (*Client, error) {
 	var problems []error
-	u, err := url.Parse(baseURL)
+	u, err := redact.Parse(baseURL)
 	switch {
 	case err != nil:
 		problems = append(problems, fmt.Errorf("base URL: %w", err))
 	case u.Scheme != "http" && u.Scheme != "https":
-		problems = append(problems, fmt.Errorf("base URL %q: scheme must be http or https", baseURL))
+		problems = append(problems, fmt.Errorf("base URL %q: scheme must be http or https", redact.URL(baseURL)))
 	case u.Host == "" || u.Opaque != "":
-		problems = append(problems, fmt.Errorf("base URL %q: must be absolute with a host", baseURL))
+		problems = append(problems, fmt.Errorf("base URL %q: must be absolute with a host", redact.URL(baseURL)))
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		problems = append(problems, fmt.Errorf("base URL %q: must not have a query or fragment", baseURL))
+		problems = append(problems, fmt.Errorf("base URL %q: must not have a query or fragment", redact.URL(baseURL)))
 	}
 
 	opts, optProblems := opts.withDefaults()
@@ -453,12 +454,16 @@ func (c *Client) attempt(ctx context.Context, timeout time.Duration, id string, 
 func (c *Client) do(req *http.Request) (*http.Response, []byte, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redact.URL(ue.URL) // Go keeps the user name
+		}
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes))
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s %s: read %s response body: %w", req.Method, req.URL.Redacted(), resp.Status, err)
+		return nil, nil, fmt.Errorf("%s %s: read %s response body: %w", req.Method, redact.URL(req.URL.String()), resp.Status, err)
 	}
 	return resp, data, nil
 }

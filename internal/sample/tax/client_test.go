@@ -905,3 +905,27 @@ func TestNew(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TAX_SERVICE_URL with credentials: neither a refused URL nor a failed
+// call repeats them in its error (the consumer logs it).
+func TestCredentialsInTheBaseURLAreNeverRepeated(t *testing.T) {
+	const password = "s3cret-Pw"
+	for _, bad := range []string{"ftp://ops:" + password + "@tax.local", "http://ops:" + password + "%zz@tax.local", "http://ops:" + password + "@tax.local/?q=1"} {
+		if _, err := tax.New(bad, nil, tax.Options{}); err == nil || strings.Contains(err.Error(), password) {
+			t.Errorf("New(%q) = %v: want an error without the password", bad, err)
+		}
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	c, err := tax.New(strings.Replace(closed.URL, "://", "://ops:"+password+"@", 1), nil, tax.Options{MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, callErr := c.IssueInvoice(context.Background(), sampleRequest())
+	healthErr := c.Healthy(context.Background())
+	for _, err := range []error{callErr, healthErr} {
+		if err == nil || strings.Contains(err.Error(), password) || strings.Contains(err.Error(), "ops") {
+			t.Errorf("error %v: want a failure that names neither the user nor the password", err)
+		}
+	}
+}
