@@ -6,19 +6,16 @@ import (
 	"unicode/utf8"
 )
 
-// String returns s with nothing a terminal acts on: each control
-// character (categories Cc: C0, DEL, C1), format character (Cf: bidi
-// controls, zero-width characters, U+FEFF, tag characters), line or
-// paragraph separator (Zl, Zp) and byte of invalid UTF-8 is shown as an
-// escape in Go's syntax: \xHH below U+0080 and for a byte of invalid
-// UTF-8, \uHHHH up to U+FFFF, \UHHHHHHHH above (lowercase hexadecimal);
-// line feeds and tabs too, so that a value keeps to its line and column. A
-// run of backslashes is doubled when it stands before an escape or before
-// text that reads as one (x and 2 hexadecimal digits, u and 4, U and 8,
-// in either case), and left alone elsewhere, so that a JSON body's \n or
-// \" shows as it is. The result is valid UTF-8, and String is injective:
-// two strings never give the same result. It is pure and safe for
-// concurrent use.
+// String returns s with every control character (C0, DEL, C1), format
+// character (Unicode Cf: bidi controls, zero-width characters, U+FEFF,
+// tags), line or paragraph separator and byte of invalid UTF-8 escaped:
+// \xHH below U+0080 and for a byte of invalid UTF-8, \uHHHH up to U+FFFF,
+// \UHHHHHHHH above. Line feeds and tabs are escaped too, so that a value
+// keeps to its line and column. A run of backslashes is doubled only
+// before an escape or before text that reads as one (x, u or U and 2, 4
+// or 8 hexadecimal digits): a JSON body's \n or \" shows as it is. The
+// result is valid UTF-8; two strings never give the same. It is pure and
+// safe for concurrent use.
 func String(s string) string {
 	if !needsEscape(s, false) {
 		return s
