@@ -11,14 +11,21 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/homingdlq/homing/internal/printable"
 )
 
 // app is one execution of dlq: its streams, its environment, its flags,
 // and how it reaches AWS (tests replace connect with in-memory adapters).
 type app struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
-	isTerminal     func(any) bool
+	stdin io.Reader
+	// stdout and stderr are for people: execute puts printable writers
+	// over the streams it is given, so that nothing dlq prints acts on a
+	// terminal. jsonOut is stdout as given, for -o json's exact bytes; barOut
+	// is stderr as given, for the progress bar on a terminal.
+	stdout, stderr  io.Writer
+	jsonOut, barOut io.Writer
+	isTerminal      func(any) bool
 	// connect builds the AWS adapters; log is dlq's logger, which the
 	// SDK's own log lines go to (see connectAWS).
 	connect func(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend, error)
@@ -75,8 +82,19 @@ func (g *globalFlags) resourceFlags() []resourceFlag {
 }
 
 // execute runs dlq with args and returns the exit code. Errors go to
-// stderr, prefixed "dlq: ".
+// stderr, prefixed "dlq: ". What it prints for people goes through
+// printable writers (see app).
 func execute(ctx context.Context, args []string, a *app) int {
+	a.jsonOut, a.barOut = a.stdout, a.stderr
+	stdout, stderr := printable.NewWriter(a.stdout), printable.NewWriter(a.stderr)
+	a.stdout, a.stderr = stdout, stderr
+	code := a.execute(ctx, args)
+	_ = stdout.Flush()
+	_ = stderr.Flush()
+	return code
+}
+
+func (a *app) execute(ctx context.Context, args []string) int {
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -267,7 +285,7 @@ func show[T any](a *app, rep T, err error, table func(w io.Writer, rep T) error)
 
 // printJSON writes v as indented JSON to stdout.
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
+	enc := json.NewEncoder(a.jsonOut)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("write JSON: %w", err)

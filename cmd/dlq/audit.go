@@ -13,6 +13,7 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/settings"
 )
@@ -170,15 +171,15 @@ func readCompletion(ctx context.Context, items dynamo.ItemGetter, table, key str
 }
 
 func writeKeyAudit(w io.Writer, rep keyAudit) error {
-	fmt.Fprintf(w, "Key %s (ledger %s)\n\n", rep.Key, rep.HistoryKey)
+	fmt.Fprintf(w, "Key %s (ledger %s)\n\n", printable.String(rep.Key), printable.String(rep.HistoryKey))
 	if len(rep.History) == 0 {
 		fmt.Fprintln(w, "No ledger records: no replay run has seen this key in a DLQ (or its records expired after 30 days).")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "FIRST SEEN\tDLQ MESSAGE\tSTATE\tREPLAY\tRUN\tAT\tROUTE\tREASON")
 		for _, r := range rep.History {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.FirstSeenAt.Format(time.RFC3339), r.MessageID, stateText(r.State),
-				r.ReplayCount, r.RunID, r.At.Format(time.RFC3339), r.Route, r.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.FirstSeenAt.Format(time.RFC3339), printable.String(r.MessageID), stateText(r.State),
+				r.ReplayCount, printable.String(r.RunID), r.At.Format(time.RFC3339), printable.String(r.Route), printable.String(r.Reason))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -187,11 +188,11 @@ func writeKeyAudit(w io.Writer, rep keyAudit) error {
 	c := rep.Completion
 	switch {
 	case c.Completed:
-		fmt.Fprintf(w, "\nCompleted: result %s (idempotency record %s, COMPLETED).\n", c.Result, c.Key)
+		fmt.Fprintf(w, "\nCompleted: result %s (idempotency record %s, COMPLETED).\n", printable.String(c.Result), printable.String(c.Key))
 	case c.Found:
-		fmt.Fprintf(w, "\nNot completed: idempotency record %s is %s (expires %s).\n", c.Key, c.Status, c.ExpiresAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "\nNot completed: idempotency record %s is %s (expires %s).\n", printable.String(c.Key), printable.String(c.Status), c.ExpiresAt.Format(time.RFC3339))
 	default:
-		fmt.Fprintf(w, "\nNot completed: no idempotency record %s.\n", c.Key)
+		fmt.Fprintf(w, "\nNot completed: no idempotency record %s.\n", printable.String(c.Key))
 	}
 	return nil
 }
@@ -208,7 +209,7 @@ func stateText(s replay.State) string {
 	case replay.Parked:
 		return "PARKED"
 	}
-	return string(s)
+	return printable.String(string(s))
 }
 
 func writeRuns(w io.Writer, sums []replay.Summary) error {
@@ -223,7 +224,7 @@ func writeRuns(w io.Writer, sums []replay.Summary) error {
 		if s.DryRun {
 			dry = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", s.StartedAt.Format(time.RFC3339), s.RunID, dry,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", s.StartedAt.Format(time.RFC3339), printable.String(s.RunID), dry,
 			duration(time.Duration(s.DurationMS)*time.Millisecond), s.Total.Examined, s.Total.Replayed, parkedText(s.Total.Parked),
 			s.Total.Delayed, s.Total.Deferred, s.Total.Errors, gatesText(s))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -263,8 +264,8 @@ func writeGroups(w io.Writer, rep groupsReport, now time.Time) error {
 	fmt.Fprintln(tw, "GROUP\tSTATE\tHEAD\tHELD\tSINCE\tUPDATED\tPARKED")
 	parked := 0
 	for _, g := range rep.Groups {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s ago\t%s ago\t%s\n", g.Group, g.State, g.Head, g.Held,
-			duration(now.Sub(g.Since)), duration(now.Sub(g.Updated)), g.Parked)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s ago\t%s ago\t%s\n", printable.String(g.Group), printable.String(g.State), printable.String(g.Head), g.Held,
+			duration(now.Sub(g.Since)), duration(now.Sub(g.Updated)), printable.String(g.Parked))
 		if g.Parked != "" && g.State == string(hold.Held) {
 			parked++
 		}
@@ -282,21 +283,21 @@ func writeGroups(w io.Writer, rep groupsReport, now time.Time) error {
 func writeRelease(w io.Writer, rep releaseReport) error {
 	if rep.Was == string(hold.Draining) {
 		_, err := fmt.Fprintf(w, "Group %s was draining already (released, or its head applied): sent its drain trigger to %s again "+
-			"(SQS drops it as a copy if the last one went less than five minutes ago).\n", rep.Group, rep.TriggerQueue)
+			"(SQS drops it as a copy if the last one went less than five minutes ago).\n", printable.String(rep.Group), rep.TriggerQueue)
 		return err
 	}
 	_, err := fmt.Fprintf(w, "Released group %s past its head %s%s: the hold is %s, a drain trigger went to %s, and its %d held record(s) apply next, in sequence. "+
-		"If the head is applied later, its effect comes after theirs.\n", rep.Group, rep.Head, parkedNote(rep.Parked), rep.State, rep.TriggerQueue, rep.Held)
+		"If the head is applied later, its effect comes after theirs.\n", printable.String(rep.Group), printable.String(rep.Head), parkedNote(rep.Parked), rep.State, rep.TriggerQueue, rep.Held)
 	return err
 }
 
-// parkedNote is why a head will not come back, in parentheses; "" when
-// it will.
+// parkedNote is why a head will not come back (shown by
+// printable.String), or that it is still retried, in parentheses.
 func parkedNote(parked string) string {
 	if parked == "" {
 		return " (not parked: still being retried)"
 	}
-	return " (" + parked + ")"
+	return " (" + printable.String(parked) + ")"
 }
 
 // errHoldChanged: the hold changed between the read and the release in a
@@ -388,7 +389,7 @@ func (a *app) confirmRelease(g heldGroup, yes bool) error {
 	if !a.isTerminal(a.stdin) {
 		return refused("not releasing group %s without confirmation: stdin is not a terminal — pass --yes", g.Group)
 	}
-	fmt.Fprintf(a.stderr, "Release group %s past its head %s%s, so that its %d held record(s) apply next without it? [y/N] ", g.Group, g.Head, parkedNote(g.Parked), g.Held)
+	fmt.Fprintf(a.stderr, "Release group %s past its head %s%s, so that its %d held record(s) apply next without it? [y/N] ", printable.String(g.Group), printable.String(g.Head), parkedNote(g.Parked), g.Held)
 	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 	if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
 		return refused("release not confirmed: group %s stays held", g.Group)

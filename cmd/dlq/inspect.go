@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -234,7 +235,7 @@ func writeInspect(w io.Writer, rep inspectReport, now time.Time) error {
 // the table a warning for each route whose records are missing.
 func writeRoutes(w io.Writer, rep inspectReport) error {
 	if rep.RoutesError != "" {
-		_, err := fmt.Fprintf(w, "\nReplay runs: %s\n", rep.RoutesError)
+		_, err := fmt.Fprintf(w, "\nReplay runs: %s\n", printable.String(rep.RoutesError))
 		return err
 	}
 	if len(rep.Routes) == 0 {
@@ -248,20 +249,20 @@ func writeRoutes(w io.Writer, rep inspectReport) error {
 			breaker = "open"
 		}
 		if r.BreakerSignal != "" {
-			breaker += " (" + r.BreakerSignal + ")"
+			breaker += " (" + printable.String(r.BreakerSignal) + ")"
 		}
 		records := "ok"
 		if r.RecordsMissing {
 			records = "MISSING"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Route, r.StartedAt.Format(time.RFC3339), gateList(r.Gates), breaker, records)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable.String(r.Route), r.StartedAt.Format(time.RFC3339), gateList(r.Gates), breaker, records)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, r := range rep.Routes {
 		if r.RecordsMissing {
-			if _, err := fmt.Fprintf(w, "\nRoute %s: %s\n", r.Route, r.Detail); err != nil {
+			if _, err := fmt.Fprintf(w, "\nRoute %s: %s\n", printable.String(r.Route), printable.String(r.Detail)); err != nil {
 				return err
 			}
 		}
@@ -269,12 +270,13 @@ func writeRoutes(w io.Writer, rep inspectReport) error {
 	return nil
 }
 
-// writeCounts writes a blank line and a two-column table of counts.
+// writeCounts writes a blank line and a two-column table of counts, its
+// keys shown by printable.String (a reason is a producer's to write).
 func writeCounts(w io.Writer, title string, keys []string, counts map[string]int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\n%s\tMESSAGES\n", title)
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%d\n", k, counts[k])
+		fmt.Fprintf(tw, "%s\t%d\n", printable.String(k), counts[k])
 	}
 	return tw.Flush()
 }

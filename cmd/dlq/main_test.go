@@ -573,4 +573,11 @@ func TestDurationAndCut(t *testing.T) {
 	if got := cut("ação-çãoção", 5); got != "ação…" {
 		t.Errorf("cut = %q", got)
 	}
+	// Shown by printable.String, then cut: the width bounds what shows.
+	if got := cut("a\x1b[2J\rb\u202e", 40); got != `a\x1b[2J b\u202e` {
+		t.Errorf("cut = %q", got)
+	}
+	if got := cut("\x1b\x1b\x1b", 6); got != `\x1b\…` {
+		t.Errorf("cut = %q", got)
+	}
 }

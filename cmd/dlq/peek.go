@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
@@ -172,21 +173,21 @@ func writePeek(w io.Writer, rep peekReport, width int, now time.Time) error {
 	fmt.Fprintf(w, "%d message(s) of %s (%s), released again:\n", len(rep.Messages), rep.Queue, rep.URL)
 	for _, m := range rep.Messages {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "\nmessage\t%s\n", m.MessageID)
+		fmt.Fprintf(tw, "\nmessage\t%s\n", printable.String(m.MessageID))
 		if m.Key != "" {
-			fmt.Fprintf(tw, "key\t%s\n", m.Key)
+			fmt.Fprintf(tw, "key\t%s\n", printable.String(m.Key))
 		}
-		fmt.Fprintf(tw, "reason\t%s\n", m.Reason)
+		fmt.Fprintf(tw, "reason\t%s\n", printable.String(m.Reason))
 		fmt.Fprintf(tw, "replays\t%d\n", m.ReplayCount)
 		if !m.SentAt.IsZero() {
 			fmt.Fprintf(tw, "sent\t%s (%s ago), received %d time(s)\n", m.SentAt.Format(time.RFC3339), duration(now.Sub(m.SentAt)), m.ReceiveCount)
 		}
 		if m.GroupID != "" {
-			fmt.Fprintf(tw, "group\t%s\n", m.GroupID)
+			fmt.Fprintf(tw, "group\t%s\n", printable.String(m.GroupID))
 		}
 		fmt.Fprintf(tw, "body\t%s\n", cut(m.Body, width))
 		for _, k := range slices.Sorted(maps.Keys(m.Attributes)) {
-			fmt.Fprintf(tw, "attribute\t%s=%s\n", k, cut(m.Attributes[k], width))
+			fmt.Fprintf(tw, "attribute\t%s=%s\n", printable.String(k), cut(m.Attributes[k], width))
 		}
 		if m.Replay != nil {
 			b, _ := json.Marshal(m.Replay)
@@ -197,7 +198,7 @@ func writePeek(w io.Writer, rep peekReport, width int, now time.Time) error {
 			fmt.Fprintf(tw, "%s\t%s\n", invalid.AttributeName, b)
 		}
 		if m.Problem != "" {
-			fmt.Fprintf(tw, "problem\t%s\n", m.Problem)
+			fmt.Fprintf(tw, "problem\t%s\n", printable.String(m.Problem))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -206,10 +207,11 @@ func writePeek(w io.Writer, rep peekReport, width int, now time.Time) error {
 	return nil
 }
 
-// cut puts s on one line and cuts it to width characters, marking a cut
-// with "…".
+// cut puts s on one line, its white space folded, shows it by
+// printable.String and cuts that to width characters, marking a cut with
+// "…".
 func cut(s string, width int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = printable.String(strings.Join(strings.Fields(s), " "))
 	if utf8.RuneCountInString(s) <= width {
 		return s
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -23,6 +24,17 @@ type progress struct {
 
 func newProgress(w io.Writer, terminal bool) *progress { return &progress{w: w, on: terminal} }
 
+// progress is a replay run's progress on stderr: on a terminal, the bar
+// on stderr as given (it redraws with carriage returns), the route shown
+// by printable.String; anywhere else, the lines through the printable
+// writer.
+func (a *app) progress() *progress {
+	if a.isTerminal(a.barOut) {
+		return newProgress(a.barOut, true)
+	}
+	return newProgress(a.stderr, false)
+}
+
 // update is the engine's OnProgress hook.
 func (p *progress) update(pr replay.Progress) {
 	if !p.on {
@@ -37,7 +49,7 @@ func (p *progress) update(pr replay.Progress) {
 		p.route = pr.Route
 		p.bar = progressbar.NewOptions(max(pr.Depth, 1),
 			progressbar.OptionSetWriter(p.w),
-			progressbar.OptionSetDescription("replay "+pr.Route),
+			progressbar.OptionSetDescription("replay "+printable.String(pr.Route)),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetItsString("msg"),
 			progressbar.OptionShowIts(),
@@ -60,7 +72,7 @@ func (p *progress) finish() {
 	if p.last != nil {
 		c := p.last.Counts
 		_, _ = fmt.Fprintf(p.w, "route %s: examined %d of %d (the DLQ's depth at the start); replayed %d, parked %d, delayed %d, errors %d\n",
-			p.last.Route, c.Examined, p.last.Depth, c.Replayed, c.ParkedTotal(), c.Delayed, c.Errors)
+			printable.String(p.last.Route), c.Examined, p.last.Depth, c.Replayed, c.ParkedTotal(), c.Delayed, c.Errors)
 		p.last = nil
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
 	"github.com/homingdlq/homing/settings"
@@ -291,7 +292,7 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 		opts.Holds = replay.HoldsOf(s.holds(cfg.HoldTable, cfg.ConsumerName), s.sender)
 	}
 	opts.Logger, opts.Now = a.logger(), a.now
-	bar := newProgress(a.stderr, a.isTerminal(a.stderr))
+	bar := a.progress()
 	opts.OnProgress = bar.update
 	sum, runErr := replay.New(s.queue, s.ledger(cfg.LedgerTable), opts).Run(ctx, req)
 	bar.finish()
@@ -482,7 +483,7 @@ func gatesText(s replay.Summary) string {
 	for _, r := range s.Routes {
 		prefix := ""
 		if len(s.Routes) > 1 {
-			prefix = r.Route + "/"
+			prefix = printable.String(r.Route) + "/"
 		}
 		parts = gateParts(parts, prefix, r.Gates)
 	}
@@ -510,7 +511,7 @@ func parkedText(p map[string]int) string {
 	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(p)) {
-		parts = append(parts, fmt.Sprintf("%d %s", p[k], k))
+		parts = append(parts, fmt.Sprintf("%d %s", p[k], printable.String(k)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -526,7 +527,7 @@ func writeSummary(w io.Writer, s replay.Summary) error {
 	for _, r := range s.Routes {
 		for _, g := range slices.Concat(s.Gates, r.Gates) {
 			if g.Decision == replay.GateClosed || g.Decision == replay.GateLimited {
-				fmt.Fprintf(w, "  %s %s: %s\n", g.Name, g.Decision, g.Detail)
+				fmt.Fprintf(w, "  %s %s: %s\n", g.Name, g.Decision, printable.String(g.Detail))
 			}
 		}
 	}
@@ -535,9 +536,9 @@ func writeSummary(w io.Writer, s replay.Summary) error {
 	for _, r := range s.Routes {
 		stop := string(r.StopReason)
 		if r.Error != "" {
-			stop += ": " + r.Error
+			stop += ": " + printable.String(r.Error)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Route, r.Depth, r.Examined, r.Replayed, parkedText(r.Parked),
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", printable.String(r.Route), r.Depth, r.Examined, r.Replayed, parkedText(r.Parked),
 			r.Delayed, r.Skipped, r.Deferred, r.Blocked, r.Recovered, r.Applied, r.Errors, stop)
 	}
 	return tw.Flush()
