@@ -81,10 +81,10 @@ func newFixture(t *testing.T, env map[string]string) *fixture {
 			}
 			return f.health
 		},
-		Logger:      slog.New(slog.NewJSONHandler(&f.logs, nil)),
-		Metrics:     &f.metrics,
-		Now:         f.clock.Now,
-		Sleep:       f.clock.Sleep,
+		Logger:  slog.New(slog.NewJSONHandler(&f.logs, nil)),
+		Metrics: &f.metrics,
+		Now:     f.clock.Now,
+		Sleep:   f.clock.Sleep,
 	})
 	f.handler = lambda.NewHandler(h)
 	return f
