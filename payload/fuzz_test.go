@@ -1,7 +1,9 @@
 package payload_test
 
 import (
+	"encoding/json"
 	"errors"
+	"math/big"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -11,8 +13,10 @@ import (
 
 // FuzzKeyOf evaluates expressions over bodies. Properties:
 //   - NewKey and Of never panic, whatever the expression and the body;
-//   - a key is non-empty, trimmed, valid UTF-8, and the same on a second
-//     evaluation;
+//   - a key is non-empty, trimmed of JSON's white space, valid UTF-8, and
+//     the same on a second evaluation;
+//   - the key of a number (the expression @ over a number) is the integer
+//     it is as written, within 2^53;
 //   - a body larger than MaxBody has no key.
 func FuzzKeyOf(f *testing.F) {
 	f.Add("orderId", `{"orderId":"ORD-2026-000123","total":"99.80"}`)
@@ -21,6 +25,9 @@ func FuzzKeyOf(f *testing.F) {
 	f.Add("items[?quantity > `1`].sku | [0]", `{"items":[{"sku":"A","quantity":1},{"sku":"B","quantity":2}]}`)
 	f.Add("to_string(n)", `{"n":1e308}`)
 	f.Add("n", `{"n":-9007199254740993}`)
+	f.Add("@", `9007199254740993`)
+	f.Add("@", `12.0000000000000001`)
+	f.Add("@", `"\ud800"`)
 	f.Add("sort_by(@, &a)[0].a", `[{"a":"x"},{"a":1}]`)
 	f.Add("orderId", "{\"orderId\":\"\xff\"}")
 	f.Add("orderId[", `{}`)
@@ -44,6 +51,17 @@ func FuzzKeyOf(f *testing.F) {
 		}
 		if again, ok := k.Of([]byte(body)); !ok || again != key {
 			t.Fatalf("Of = %q, then %q, %v", key, again, ok)
+		}
+		// The key of a number in the body is its value as written, an
+		// integer within 2^53 (exponents left out: big.Rat would spell
+		// 1e999999999 out; and strings, which json.Number takes too).
+		var n json.Number
+		if expr == "@" && json.Unmarshal([]byte(body), &n) == nil && !strings.ContainsAny(body, `eE"`) {
+			r, ok := new(big.Rat).SetString(n.String())
+			limit := new(big.Rat).SetInt64(1 << 53)
+			if !ok || !r.IsInt() || new(big.Rat).Abs(r).Cmp(limit) > 0 || r.Num().String() != key {
+				t.Fatalf("Of(%s) = %q: not the integer as written within 2^53", body, key)
+			}
 		}
 	})
 }
