@@ -3,13 +3,16 @@ package batch
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/settings"
 )
@@ -51,24 +54,48 @@ func NewInvalidQueue(s Sender, queueURL, consumer string, now func() time.Time) 
 
 var _ InvalidChannel = (*InvalidQueue)(nil)
 
-// Publish sends msg with r to the invalid queue. It returns an error, and the
-// caller must then treat the record as not processed, unless SQS accepted the
-// message.
+// Publish sends msg with r to the invalid queue. A message too large to
+// carry the verdict beside its body (a body near SQS's 1 MiB, from a source
+// queue sized larger than the lane sizes it) is sent in parts: its body cut
+// on rune boundaries, each part with the verdict numbered (invalid.Metadata
+// Part and Parts), the first with the producer's attributes, so nothing is
+// lost. It returns an error, and the caller must then treat the record as
+// not processed, unless SQS accepted every message.
 func (q *InvalidQueue) Publish(ctx context.Context, msg events.SQSMessage, r Rejection) error {
-	attrs, err := invalid.Stamp(MessageAttributes(msg.MessageAttributes), invalid.Metadata{
+	meta := invalid.Metadata{
 		Reason:      r.Reason,
 		Detail:      r.Detail,
 		SourceQueue: msg.EventSourceARN,
 		MessageID:   msg.MessageId,
 		Consumer:    q.consumer,
 		At:          q.now().UTC(),
-	})
+	}
+	producer := MessageAttributes(msg.MessageAttributes)
+	attrs, err := invalid.Stamp(producer, meta)
 	if err != nil {
 		return fmt.Errorf("publish %s to %s: %w", msg.MessageId, q.queueURL, err)
 	}
+	if envelope.MessageBytes(len(msg.Body), attrs) <= envelope.MaxMessageBytes {
+		return q.send(ctx, msg, 0, msg.Body, attrs)
+	}
+	parts, err := split(msg.Body, producer, meta)
+	if err != nil {
+		return fmt.Errorf("publish %s to %s: %w", msg.MessageId, q.queueURL, err)
+	}
+	for i, p := range parts {
+		if err := q.send(ctx, msg, i+1, p.body, p.attrs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// send sends part (0: the whole message) of msg, body and attrs, to the
+// invalid queue.
+func (q *InvalidQueue) send(ctx context.Context, msg events.SQSMessage, part int, body string, attrs map[string]types.MessageAttributeValue) error {
 	in := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(q.queueURL),
-		MessageBody:       aws.String(msg.Body),
+		MessageBody:       aws.String(body),
 		MessageAttributes: attrs,
 	}
 	if settings.IsFIFO(q.queueURL) {
@@ -77,12 +104,78 @@ func (q *InvalidQueue) Publish(ctx context.Context, msg events.SQSMessage, r Rej
 			group = q.consumer
 		}
 		in.MessageGroupId = aws.String(group)
-		in.MessageDeduplicationId = aws.String(invalid.DeduplicationID(msg.EventSourceARN, msg.MessageId))
+		id := msg.MessageId
+		if part > 0 {
+			id += "\n" + strconv.Itoa(part) // an SQS message id has no newline
+		}
+		in.MessageDeduplicationId = aws.String(invalid.DeduplicationID(msg.EventSourceARN, id))
 	}
 	if _, err := q.sender.SendMessage(ctx, in); err != nil {
+		if part > 0 {
+			return fmt.Errorf("publish part %d of %s to %s: %w", part, msg.MessageId, q.queueURL, err)
+		}
 		return fmt.Errorf("publish %s to %s: %w", msg.MessageId, q.queueURL, err)
 	}
 	return nil
+}
+
+// part is one message of a body sent in parts.
+type part struct {
+	body  string
+	attrs map[string]types.MessageAttributeValue
+}
+
+// split cuts body into the parts Publish sends, each within SQS's largest
+// message beside its stamped verdict: the first with the producer's
+// attributes, the others with the verdict alone. It fails when the
+// producer's attributes leave the first part no room.
+func split(body string, producer map[string]types.MessageAttributeValue, meta invalid.Metadata) ([]part, error) {
+	stamp := func(i, n int) (map[string]types.MessageAttributeValue, error) {
+		m := meta
+		m.Part = i
+		m.Parts = n
+		if i > 1 {
+			return invalid.Stamp(nil, m)
+		}
+		return invalid.Stamp(producer, m)
+	}
+	// Cut for n parts; the count's digits change the room a little, so
+	// cut again when more were needed (fewer digits leave more room).
+	for n := 2; ; {
+		var bodies []string
+		for i, rest := 1, body; rest != ""; i++ {
+			attrs, err := stamp(i, n)
+			if err != nil {
+				return nil, err
+			}
+			room := envelope.MaxMessageBytes - envelope.MessageBytes(0, attrs)
+			if room < utf8.UTFMax {
+				return nil, fmt.Errorf("cut a body of %d bytes: %d bytes of attributes leave no room for it in part %d", len(body), envelope.MessageBytes(0, attrs), i)
+			}
+			end := min(room, len(rest))
+			for end < len(rest) && end > 0 && !utf8.RuneStart(rest[end]) {
+				end--
+			}
+			if end == 0 {
+				end = min(room, len(rest)) // not UTF-8: cut where it fits
+			}
+			bodies = append(bodies, rest[:end])
+			rest = rest[end:]
+		}
+		if len(bodies) > n {
+			n = len(bodies)
+			continue
+		}
+		parts := make([]part, len(bodies))
+		for i, b := range bodies {
+			attrs, err := stamp(i+1, len(bodies))
+			if err != nil {
+				return nil, err
+			}
+			parts[i] = part{body: b, attrs: attrs}
+		}
+		return parts, nil
+	}
 }
 
 // MessageAttributes converts the attributes of a Lambda SQS record to the SDK's form.

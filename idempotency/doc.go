@@ -72,14 +72,15 @@
 //     delivers the message again later.
 //
 // Payload hashes compare only within one version ([payload.HashVersionOf]:
-// "jcs1" for the hash of [payload.Hash], "" for an unversioned hash an
-// earlier build wrote). A record whose hash is of another version than the
-// caller's keeps its meaning until it expires: COMPLETED, it is a duplicate
-// absorbed; a live lock, in progress; an expired lock, taken over in doubt
-// as one of the same payload. So an upgrade of the hash never turns a
-// record in flight into a false conflict; the price is that a conflicting
-// payload that arrives across the change is taken for a duplicate, not sent
-// to the invalid lane.
+// "jcs1" for [payload.Hash] of a whole body, "jcs1p" and the part's
+// identity for a part, "" for an unversioned hash an earlier build wrote).
+// A record whose hash is of another version than the caller's keeps its
+// meaning until it expires: COMPLETED, it is a duplicate absorbed; a live
+// lock, in progress; an expired lock, taken over in doubt as one of the
+// same payload. So an upgrade of the hash, or a change of the hashed part,
+// never turns a record in flight into a false conflict; the price is that a
+// conflicting payload that arrives across the change is taken for a
+// duplicate, not sent to the invalid lane.
 //
 // Records outlive source plus DLQ retention (default [DefaultLifetime]). The
 // expiry is checked in the write condition; the store also sets a TTL

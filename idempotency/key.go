@@ -25,7 +25,8 @@ const hashedMarker = "sha256~"
 // not fit (a very long scope). The result never exceeds MaxKeyBytes
 // whatever the input; two different (scope, id) pairs get different keys
 // (up to SHA-256 collisions) provided scope contains no
-// settings.KeySeparator. It is pure and safe for concurrent use.
+// settings.KeySeparator. docs/CONTRACT.md states this format for other
+// runtimes. It is pure and safe for concurrent use.
 func Key(scope, id string) string {
 	if len(scope)+len(settings.KeySeparator)+len(id) <= MaxKeyBytes && !strings.HasPrefix(id, hashedMarker) {
 		return settings.ScopedKey(scope, id)

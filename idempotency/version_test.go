@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/payload"
 )
 
 // Payload hashes of one order under two contracts: the unversioned hash an
@@ -112,4 +113,74 @@ func TestReceiverComparesHashesWithinAVersion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReceiverAcrossAChangeOfTheHashedPart: a lane changes its hashed part
+// (PAYLOAD_HASH_EXPRESSION) while an order is in flight. The record written
+// under the old part is of another version than the hash under the new one
+// (payload.Hash writes the part's identity into the version), so it keeps
+// its meaning and never becomes a conflict (issue 30, item 5); under one
+// part, another payload still conflicts.
+func TestReceiverAcrossAChangeOfTheHashedPart(t *testing.T) {
+	body := []byte(`{"orderId":"ORD-1","total":"99.80","trace":"t-1"}`)
+	other := []byte(`{"orderId":"ORD-1","total":"99.90","trace":"t-1"}`)
+	const oldPart, newPart = "{orderId: orderId, total: total}", "{orderId: orderId, total: total, trace: trace}"
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name          string
+		recordPart    string
+		complete      bool // COMPLETED; else an IN_PROGRESS lock that has expired
+		part          string
+		body          []byte
+		wantErr       error
+		wantDuplicate bool
+		wantCalls     int32
+	}{
+		{"completed under the old part, same order under the new: duplicate", oldPart, true, newPart, body, nil, true, 0},
+		{"completed under the whole body, same order under a part: duplicate", "", true, oldPart, body, nil, true, 0},
+		{"completed under a part, same order under the whole body: duplicate", oldPart, true, "", body, nil, true, 0},
+		{"expired lock under the old part, same order under the new: taken over", oldPart, false, newPart, body, nil, false, 1},
+		{"completed under one part, another payload under it: conflict", newPart, true, newPart, other, idempotency.ErrConflict, false, 0},
+		{"completed under one part, same order under it: duplicate", newPart, true, newPart, body, nil, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := idempotency.NewMemoryStore()
+			c := &clock{start}
+			before := idempotency.Lease{Key: idempotency.Key("invoice", "ORD-1"), PayloadHash: hashOf(t, tt.recordPart, body), Token: "before",
+				Now: start, Until: start.Add(time.Minute), ExpiresAt: start.Add(idempotency.DefaultLifetime)}
+			if _, claimed, err := store.Claim(ctx, before); err != nil || !claimed {
+				t.Fatalf("claim: claimed=%v err=%v", claimed, err)
+			}
+			if tt.complete {
+				if err := store.Complete(ctx, before, "INV-1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.t = start.Add(2 * time.Minute)
+			var calls atomic.Int32
+			out, err := receiver(store, c).Do(ctx, "ORD-1", hashOf(t, tt.part, tt.body), issue(&calls, "INV-2", nil))
+			if !errors.Is(err, tt.wantErr) || tt.wantErr == nil && err != nil {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if out.Duplicate != tt.wantDuplicate || calls.Load() != tt.wantCalls {
+				t.Fatalf("out = %+v, effect ran %d times; want duplicate %v, %d runs", out, calls.Load(), tt.wantDuplicate, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// hashOf is payload.Hash of part over body.
+func hashOf(t *testing.T, part string, body []byte) string {
+	t.Helper()
+	h, err := payload.NewHash(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := h.Sum(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }

@@ -10,8 +10,8 @@
 // restores it. A producer's own attribute called [AttributeName] (an earlier
 // verdict sent back, or a forgery) is never decoded: it is kept as data under
 // "homing-invalid.prev". Every metadata field is bounded ([MaxDetailBytes]
-// and the others), so a message the source queue accepted always fits the
-// invalid queue.
+// and the others), so a message the lane's source queue accepted fits the
+// invalid queue whole; a larger one travels in numbered parts.
 //
 // Errors: [Stamp] fails only when the producer's attributes are more than SQS
 // delivers (ten); [Read] fails when our attribute is not what Stamp writes

@@ -20,8 +20,9 @@ const AttributeName = envelope.InvalidAttributeName
 // Bounds of the [Metadata] fields, in bytes before JSON escaping; a longer
 // value is cut on a rune boundary and marked with "...". Even fully escaped
 // (sixfold), the metadata stays within the bound the lane keeps room for on
-// the source queue, so any message the source queue accepted fits the
-// invalid queue.
+// the source queue, so any message the lane's source queue accepted fits
+// the invalid queue whole; batch.InvalidQueue sends a larger one in parts
+// ([Metadata] Part and Parts).
 const (
 	MaxReasonBytes = 64
 	MaxDetailBytes = 1024 // one human sentence, with room for a downstream's error text
@@ -36,6 +37,13 @@ type Metadata struct {
 	MessageID   string    `json:"messageId"`   // SQS message id of the record
 	Consumer    string    `json:"consumer"`
 	At          time.Time `json:"at"`
+	// Part and Parts number the messages of a body too large to travel whole
+	// beside its verdict (a message as large as SQS takes): the body was cut
+	// on rune boundaries into Parts messages, Part counting from 1, each with
+	// this verdict; their bodies in the order of Part are the body, and the
+	// first carries the producer's attributes. Both 0 when the body is whole.
+	Part  int `json:"part,omitempty"`
+	Parts int `json:"parts,omitempty"`
 }
 
 // Stamp returns the producer's attributes with meta packed into
@@ -87,8 +95,8 @@ var ErrCorrupt = envelope.ErrCorrupt
 // the producer's attributes as they were before publishing. found is false
 // when the message carries no metadata; an attribute of our name that does
 // not decode, or whose fields are not within their bounds as Stamp cuts them
-// (a field over [MaxDetailBytes] and the others), is an error wrapping
-// [ErrCorrupt]. What Read returns, Stamp writes again unchanged.
+// (a field over [MaxDetailBytes] and the others, a Part outside 1..Parts),
+// is an error wrapping [ErrCorrupt]. What Read returns, Stamp writes again unchanged.
 func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer map[string]types.MessageAttributeValue, found bool, err error) {
 	producer, found, err = envelope.Unpack(attrs, AttributeName, &meta)
 	if err == nil && found && !bounded(meta) {
@@ -101,8 +109,11 @@ func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer
 }
 
 // bounded reports whether every field of m is as Stamp writes it: within
-// its bound, or cut to it.
+// its bound, or cut to it, and a part within its parts.
 func bounded(m Metadata) bool {
+	if m.Parts == 0 && m.Part != 0 || m.Parts != 0 && (m.Part < 1 || m.Part > m.Parts) {
+		return false
+	}
 	for _, f := range [...]struct {
 		v string
 		n int

@@ -2,6 +2,7 @@ package invalid_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +51,37 @@ func TestReadCorrupt(t *testing.T) {
 	attrs := map[string]types.MessageAttributeValue{invalid.AttributeName: {DataType: aws.String("String"), StringValue: aws.String("{not ours")}}
 	if _, _, _, err := invalid.Read(attrs); !errors.Is(err, invalid.ErrCorrupt) {
 		t.Fatalf("err %v, want ErrCorrupt", err)
+	}
+}
+
+// A part number outside 1..Parts is not what Stamp writes for Publish: Read
+// calls it corrupt; a consistent one travels as it is.
+func TestReadParts(t *testing.T) {
+	tests := []struct {
+		part, parts int
+		ok          bool
+	}{
+		{0, 0, true},
+		{1, 2, true},
+		{2, 2, true},
+		{1, 0, false},
+		{0, 2, false},
+		{3, 2, false},
+		{-1, -1, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("part %d of %d", tt.part, tt.parts), func(t *testing.T) {
+			attrs, err := invalid.Stamp(nil, invalid.Metadata{Reason: "r", Part: tt.part, Parts: tt.parts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta, _, _, err := invalid.Read(attrs)
+			switch {
+			case tt.ok && (err != nil || meta.Part != tt.part || meta.Parts != tt.parts):
+				t.Fatalf("Read = %+v, %v", meta, err)
+			case !tt.ok && !errors.Is(err, invalid.ErrCorrupt):
+				t.Fatalf("Read = %+v, %v; want ErrCorrupt", meta, err)
+			}
+		})
 	}
 }

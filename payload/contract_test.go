@@ -17,20 +17,24 @@ import (
 const contractDoc = "../docs/CONTRACT.md"
 
 // blocks returns the fenced code blocks of doc by their tag, the word after
-// the language ("```json example-body"), without the final newline.
+// the language ("```json example-body"), without the final newline or the
+// fence's indentation.
 func blocks(t *testing.T, doc string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	lines := strings.Split(doc, "\n")
 	for i := 0; i < len(lines); i++ {
-		info, ok := strings.CutPrefix(lines[i], "```")
+		// A block may be indented, inside a list item.
+		fence := strings.TrimLeft(lines[i], " ")
+		indent := lines[i][:len(lines[i])-len(fence)]
+		info, ok := strings.CutPrefix(fence, "```")
 		fields := strings.Fields(info)
 		if !ok || len(fields) != 2 {
 			continue
 		}
 		var body []string
-		for i++; i < len(lines) && lines[i] != "```"; i++ {
-			body = append(body, lines[i])
+		for i++; i < len(lines) && lines[i] != indent+"```"; i++ {
+			body = append(body, strings.TrimPrefix(lines[i], indent))
 		}
 		if _, dup := out[fields[1]]; dup {
 			t.Fatalf("%s: two blocks tagged %s", contractDoc, fields[1])
@@ -42,14 +46,16 @@ func blocks(t *testing.T, doc string) map[string]string {
 
 // TestContractDoc checks the worked example of docs/CONTRACT.md: the
 // canonical bytes are RFC 8785 of the body (and of the part), the hashes
-// are "jcs1:" and the SHA-256 of those bytes, and Hash.Sum gives them.
+// are the version ("jcs1", or "jcs1p" and 11 hex digits of the SHA-256 of
+// the part's text), ':' and the SHA-256 of those bytes, and Hash.Sum gives
+// them; the version the page names for the part is that one.
 func TestContractDoc(t *testing.T) {
 	src, err := os.ReadFile(contractDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := blocks(t, string(src))
-	for _, tag := range []string{"example-body", "example-canonical", "example-hash", "example-part", "example-part-canonical", "example-part-hash"} {
+	for _, tag := range []string{"example-body", "example-canonical", "example-hash", "example-part", "example-part-canonical", "example-part-version", "example-part-hash"} {
 		if b[tag] == "" {
 			t.Fatalf("%s has no block tagged %s", contractDoc, tag)
 		}
@@ -62,6 +68,9 @@ func TestContractDoc(t *testing.T) {
 	if !bytes.Equal(canonical, []byte(b["example-canonical"])) {
 		t.Errorf("RFC 8785 of the body is\n%s\nthe page says\n%s", canonical, b["example-canonical"])
 	}
+	if v := version(b["example-part"]); b["example-part-version"] != v {
+		t.Errorf("the page's version of the part is %s, want %s", b["example-part-version"], v)
+	}
 	tests := []struct {
 		name, part, canonical, hash string
 	}{
@@ -71,8 +80,8 @@ func TestContractDoc(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			digest := sha256.Sum256([]byte(tt.canonical))
-			if want := "jcs1:" + hex.EncodeToString(digest[:]); tt.hash != want {
-				t.Errorf("the page's hash %s is not jcs1: and the SHA-256 of its canonical bytes (%s)", tt.hash, want)
+			if want := version(tt.part) + ":" + hex.EncodeToString(digest[:]); tt.hash != want {
+				t.Errorf("the page's hash %s is not the part's version, ':' and the SHA-256 of its canonical bytes (%s)", tt.hash, want)
 			}
 			h, err := payload.NewHash(tt.part)
 			if err != nil {

@@ -6,15 +6,16 @@
 // Powertools' eventKeyJmesPath ("shipmentId", "payment.id",
 // "join('-', [tenant, id])"). It is evaluated with the JMESPath Community
 // implementation (github.com/jmespath-community/go-jmespath). A string
-// result, trimmed and non-empty, or an integral JSON number is the key;
-// anything else is no key, and the caller decides such a message by its
-// message id.
+// result, trimmed of JSON's white space and non-empty, or a number that is
+// as written an integer of at most 2^53 in magnitude is the key; anything
+// else is no key, and the caller decides such a message by its message id.
 //
 // A [Hash] is the payload hash contract, versioned: [HashVersion] + ":" +
 // lowercase hex SHA-256 of the RFC 8785 (JSON Canonicalization Scheme)
 // bytes of the body, or of the part an optional JMESPath expression selects
-// (Powertools' payloadValidationJmesPath). Any runtime can compute it; the
-// exact bytes and a worked example are in docs/CONTRACT.md. A recorded hash
+// (Powertools' payloadValidationJmesPath), whose identity the version
+// carries. Any runtime can compute it; the exact bytes and a worked example
+// are in docs/CONTRACT.md. A recorded hash
 // of another version (or an unversioned, older hash) is not comparable:
 // [Hash.Same] says so, and the idempotent receiver never calls that a
 // conflict.

@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,16 +47,23 @@ func compile(what, text string) (e expr, err error) {
 }
 
 // decode parses body for evaluation: false when it is larger than MaxBody,
-// not valid UTF-8 or not one JSON value.
+// not valid UTF-8, not one JSON value, escapes a lone surrogate or holds a
+// number out of a double's range. Numbers are float64, except those
+// [numbers] keeps as written.
 func decode(body []byte) (any, bool) {
-	if len(body) > MaxBody || !utf8.Valid(body) {
+	if len(body) > MaxBody || !utf8.Valid(body) || loneSurrogate(body) {
 		return nil, false
 	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
 	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
+	if err := dec.Decode(&v); err != nil {
 		return nil, false
 	}
-	return v, true
+	if len(bytes.TrimLeft(body[dec.InputOffset():], " \t\n\r")) != 0 {
+		return nil, false // trailing data
+	}
+	return numbers(v)
 }
 
 // search evaluates e over v; an error or a panic inside the library is
@@ -74,6 +82,9 @@ func (e expr) search(v any) (out any, ok bool) {
 	return out, true
 }
 
+// errInexact is a number past a double's precision given to to_string.
+var errInexact = errors.New("a number a double does not keep as written")
+
 // errTooLong is a function call whose result would exceed MaxBody.
 var errTooLong = errors.New("result longer than the largest body")
 
@@ -84,7 +95,8 @@ var errTooLong = errors.New("result longer than the largest body")
 // functions' results are bounded by their input). Those that list an
 // object's members (keys, values, items) list them sorted by name, as RFC
 // 8785 orders them, where the library follows Go's map order, which varies
-// from one call to the next: a key or a hash must not.
+// from one call to the next: a key or a hash must not. to_string refuses a
+// number kept as written (see [numbers]), which is no key however spelled.
 func bounded() []jmespath.FunctionEntry {
 	var out []jmespath.FunctionEntry
 	for _, f := range functions.GetDefaultFunctions() {
@@ -95,6 +107,8 @@ func bounded() []jmespath.FunctionEntry {
 			f.Handler = guard(f.Handler, replaceBound)
 		case "keys", "values", "items":
 			f.Handler = members(f.Name)
+		case "to_string":
+			f.Handler = refuseInexact(f.Handler)
 		default:
 			continue
 		}
@@ -137,6 +151,16 @@ func members(name string) jmespath.JpFunction {
 			}
 		}
 		return out, nil
+	}
+}
+
+// refuseInexact calls fn unless its argument is a number kept as written.
+func refuseInexact(fn jmespath.JpFunction) jmespath.JpFunction {
+	return func(args []any) (any, error) {
+		if _, ok := args[0].(json.Number); ok {
+			return nil, errInexact
+		}
+		return fn(args)
 	}
 }
 

@@ -11,15 +11,16 @@ import (
 	"github.com/gowebpki/jcs"
 )
 
-// HashVersion is the version the hash writes: "jcs1:" + lowercase hex
-// SHA-256 of the RFC 8785 canonical JSON of the body, or of the part the
-// expression selects.
+// HashVersion is the version of a hash of the whole body: "jcs1:" +
+// lowercase hex SHA-256 of the RFC 8785 canonical JSON of the body. The
+// hash of a part carries the part's own version (see [Hash.Sum]).
 const HashVersion = "jcs1"
 
 // Hash is the payload hash contract, versioned. The zero Hash hashes the
 // whole body. A Hash is safe for concurrent use.
 type Hash struct {
-	part expr
+	part    expr
+	version string
 }
 
 // NewHash compiles part, the JMESPath expression selecting the hashed part
@@ -34,17 +35,37 @@ func NewHash(part string) (Hash, error) {
 	if err != nil {
 		return Hash{}, err
 	}
-	return Hash{part: e}, nil
+	return Hash{part: e, version: partVersion(part)}, nil
+}
+
+// partVersion is the version of the hashes of part: HashVersion, "p", and
+// the first 11 lowercase hex digits of the SHA-256 of part's text, 16
+// characters in all. Another part is another version, so a record hashed
+// under the old part is never compared with a body hashed under the new.
+func partVersion(part string) string {
+	sum := sha256.Sum256([]byte(part))
+	return HashVersion + "p" + hex.EncodeToString(sum[:])[:11]
 }
 
 // Part is the part expression's text, "" when the whole body is hashed.
 func (h Hash) Part() string { return h.part.text }
 
-// Sum is the body's hash, HashVersion + ":" + 64 lowercase hex digits. The
-// error wraps ErrNotJSON when the body is not JSON (or is larger than
-// MaxBody, not valid UTF-8, or has a duplicate member name), and ErrNoPart
-// when the part expression evaluates to null or nothing, or fails (a
-// function given the wrong type). Sum never panics.
+// versionOf is the version h writes.
+func (h Hash) versionOf() string {
+	if h.version == "" {
+		return HashVersion
+	}
+	return h.version
+}
+
+// Sum is the body's hash: its version, ":", and 64 lowercase hex digits.
+// The version is [HashVersion] for the whole body; for a part it is
+// HashVersion + "p" + the first 11 hex digits of the SHA-256 of the part
+// expression's text ("jcs1p" and 11 digits), so that hashes under two
+// parts never compare. The error wraps ErrNotJSON when the body is not
+// JSON (or is larger than MaxBody, not valid UTF-8, or has a duplicate
+// member name), and ErrNoPart when the part expression evaluates to null or
+// nothing, or fails (a function given the wrong type). Sum never panics.
 func (h Hash) Sum(body []byte) (string, error) {
 	if len(body) > MaxBody {
 		return "", fmt.Errorf("hash a body of %d bytes (at most %d): %w", len(body), MaxBody, ErrNotJSON)
@@ -59,7 +80,7 @@ func (h Hash) Sum(body []byte) (string, error) {
 		}
 	}
 	sum := sha256.Sum256(canon)
-	return HashVersion + ":" + hex.EncodeToString(sum[:]), nil
+	return h.versionOf() + ":" + hex.EncodeToString(sum[:]), nil
 }
 
 // selected is the canonical JSON of the part h selects in canon.
@@ -104,11 +125,12 @@ func canonical(body []byte) (out []byte, err error) {
 }
 
 // Same compares a recorded hash with body's. comparable is false when
-// recorded carries no version this build computes (an unversioned legacy
-// hash, another version) or when body does not hash: the caller must not
-// call that a conflict. Otherwise same reports whether the two are equal.
+// recorded carries another version than the one h writes (an unversioned
+// legacy hash, another contract, or the hash of another part) or when body
+// does not hash: the caller must not call that a conflict. Otherwise same
+// reports whether the two are equal.
 func (h Hash) Same(recorded string, body []byte) (same, comparable bool) {
-	if HashVersionOf(recorded) != HashVersion {
+	if HashVersionOf(recorded) != h.versionOf() {
 		return false, false
 	}
 	sum, err := h.Sum(body)

@@ -11,10 +11,20 @@ import (
 )
 
 // sum is the contract computed by hand over canonical bytes written out in
-// the test: "jcs1:" + lowercase hex SHA-256.
-func sum(canonical string) string {
+// the test: the version of part, ":", lowercase hex SHA-256.
+func sum(part, canonical string) string {
 	s := sha256.Sum256([]byte(canonical))
-	return "jcs1:" + hex.EncodeToString(s[:])
+	return version(part) + ":" + hex.EncodeToString(s[:])
+}
+
+// version is the version of the hashes of part, by hand: "jcs1" for the
+// whole body, "jcs1p" and 11 hex digits of the SHA-256 of part's text.
+func version(part string) string {
+	if part == "" {
+		return "jcs1"
+	}
+	s := sha256.Sum256([]byte(part))
+	return "jcs1p" + hex.EncodeToString(s[:])[:11]
 }
 
 func mustHash(t *testing.T, part string) payload.Hash {
@@ -52,11 +62,11 @@ func TestHashSum(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := sum(tt.canonical); got != want {
+			if want := sum(tt.part, tt.canonical); got != want {
 				t.Fatalf("Sum(%s) = %s, want %s (of %s)", tt.body, got, want, tt.canonical)
 			}
-			if v := payload.HashVersionOf(got); v != payload.HashVersion {
-				t.Fatalf("HashVersionOf(%s) = %q, want %q", got, v, payload.HashVersion)
+			if v := payload.HashVersionOf(got); v != version(tt.part) {
+				t.Fatalf("HashVersionOf(%s) = %q, want %q", got, v, version(tt.part))
 			}
 		})
 	}
@@ -98,9 +108,15 @@ func TestHashSumAtTheBound(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Sum of %d bytes: %v", len(body), err)
 	}
-	if part, err := mustHash(t, "@").Sum(body); err != nil || part != whole {
-		t.Fatalf("Sum by the part @ = %s, %v; want %s", part, err, whole)
+	if part, err := mustHash(t, "@").Sum(body); err != nil || digits(part) != digits(whole) {
+		t.Fatalf("Sum by the part @ = %s, %v; want the digits of %s", part, err, whole)
 	}
+}
+
+// digits is a hash without its version.
+func digits(hash string) string {
+	_, d, _ := strings.Cut(hash, ":")
+	return d
 }
 
 func TestHashSumErrors(t *testing.T) {
@@ -165,6 +181,7 @@ func TestHashSame(t *testing.T) {
 		{"another payload", recorded, `{"id":"P-1","amount":"10.01"}`, false, true},
 		{"legacy unversioned hash", strings.TrimPrefix(recorded, "jcs1:"), string(body), false, false},
 		{"another version", "jcs2:" + strings.TrimPrefix(recorded, "jcs1:"), string(body), false, false},
+		{"another part", version("@") + ":" + strings.TrimPrefix(recorded, "jcs1:"), string(body), false, false},
 		{"empty record hash", "", string(body), false, false},
 		{"body does not hash", recorded, `{"id":`, false, false},
 	}
@@ -191,6 +208,7 @@ func TestHashVersionOf(t *testing.T) {
 		{"jcs-1:0f", ""},
 		{"abcdefghijklmnopq:0f", ""},
 		{"abcdefghijklmnop:0f", "abcdefghijklmnop"},
+		{version("{id: id}") + ":0f", version("{id: id}")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.hash, func(t *testing.T) {
@@ -198,5 +216,28 @@ func TestHashVersionOf(t *testing.T) {
 				t.Fatalf("HashVersionOf(%q) = %q, want %q", tt.hash, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestHashPartChange: a record hashed under one part and a body hashed
+// under another never compare (issue 30: a change of
+// PAYLOAD_HASH_EXPRESSION made every order in flight a false conflict),
+// while the same part compares as before.
+func TestHashPartChange(t *testing.T) {
+	body := []byte(`{"id":"P-1","amount":"10.00","trace":"t-1"}`)
+	parts := []string{"", "@", "{id: id, amount: amount}", "{id: id, amount: amount, trace: trace}", "{id:id, amount:amount}"}
+	for _, old := range parts {
+		recorded, err := mustHash(t, old).Sum(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, now := range parts {
+			t.Run(old+" then "+now, func(t *testing.T) {
+				same, comparable := mustHash(t, now).Same(recorded, body)
+				if want := old == now; comparable != want || same != want {
+					t.Fatalf("Same = %v, %v; want comparable and same only under one part (%v)", same, comparable, want)
+				}
+			})
+		}
 	}
 }

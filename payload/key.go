@@ -4,7 +4,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Key is a business key: a JMESPath expression over a JSON message body (the
@@ -14,9 +13,10 @@ type Key struct {
 	e expr
 }
 
-// maxExactInt is the largest integer a JSON number keeps exactly in an IEEE
-// double (2^53), the precision JMESPath evaluates numbers with.
-const maxExactInt = 1 << 53
+// trimmed lists the code points a string key is trimmed of at both ends:
+// JSON's own white space (RFC 8259), space, tab, line feed and carriage
+// return; no other (docs/CONTRACT.md).
+const trimmed = " \t\n\r"
 
 // NewKey compiles expr. An empty expr gives the zero Key, which never
 // evaluates. A syntax error, an expr that is not valid UTF-8, or one with
@@ -39,13 +39,15 @@ func (k Key) Expr() string { return k.e.text }
 // IsZero reports whether k has no expression.
 func (k Key) IsZero() bool { return k.e.jp == nil }
 
-// Of evaluates k over body. A string result, trimmed of white space,
-// non-empty and valid UTF-8, is the key; so is an integral JSON number (its decimal text,
-// "12" for 12 or 12.0) of at most 2^53 in magnitude, beyond which a double
-// no longer tells two numbers apart. Anything else is ok=false: the zero
-// Key, an absent field, null, an object, an array, a bool, a fraction, a
-// body that is not JSON or is larger than MaxBody, an empty string. Of never
-// panics.
+// Of evaluates k over body. A string result, trimmed of space, tab, line
+// feed and carriage return and then non-empty, is the key; so is a number
+// that is, as written in the body, an integer of at most 2^53 in magnitude
+// (its decimal text, "12" for 12, 12.0 or 1.2e1), or such an integer the
+// expression computes. Anything else is ok=false: the zero Key, an absent
+// field, null, an object, an array, a bool, a fraction, a number past 2^53
+// or one a double rounds to an integer (9007199254740993), an empty string,
+// a body that is not JSON, escapes a lone UTF-16 surrogate or is larger
+// than MaxBody. Of never panics.
 func (k Key) Of(body []byte) (key string, ok bool) {
 	if k.IsZero() {
 		return "", false
@@ -60,8 +62,8 @@ func (k Key) Of(body []byte) (key string, ok bool) {
 	}
 	switch r := out.(type) {
 	case string:
-		s := strings.TrimSpace(r)
-		return s, s != "" && utf8.ValidString(s)
+		s := strings.Trim(r, trimmed)
+		return s, s != ""
 	case float64:
 		if r != math.Trunc(r) || math.Abs(r) > maxExactInt {
 			return "", false

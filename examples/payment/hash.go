@@ -25,9 +25,10 @@ const HashPart = "{paymentId: paymentId, accountId: accountId, capturedAt: captu
 var hash = sync.OnceValues(func() (payload.Hash, error) { return payload.NewHash(HashPart) })
 
 // PayloadHash is the payload hash of a payment.captured body: the contract
-// of package payload ("jcs1:" and the SHA-256 of the RFC 8785 form of the
-// part HashPart selects). The error wraps payload.ErrNotJSON when the body
-// does not hash. It is safe for concurrent use.
+// of package payload (the part's version, ":" and the SHA-256 of the RFC
+// 8785 form of the part HashPart selects). The error wraps
+// payload.ErrNotJSON when the body does not hash. It is safe for concurrent
+// use.
 func PayloadHash(body []byte) (string, error) {
 	h, err := hash()
 	if err != nil {

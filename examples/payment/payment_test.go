@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdlq/homing/payload"
-
 	"github.com/homingdlq/homing/examples/payment"
 )
 
@@ -119,7 +117,10 @@ func TestPayloadHash(t *testing.T) {
 	}
 	const canonical = `{"accountId":"ACC-1","amount":"120.5","capturedAt":"2026-11-29T10:00:00+01:00","currency":"EUR","paymentId":"PAY-1"}`
 	sum := sha256.Sum256([]byte(canonical))
-	if want := payload.HashVersion + ":" + hex.EncodeToString(sum[:]); a.PayloadHash != want {
+	// The version of a part's hashes: "jcs1p" and the first 11 hex digits
+	// of the SHA-256 of its text (docs/CONTRACT.md).
+	part := sha256.Sum256([]byte(payment.HashPart))
+	if want := "jcs1p" + hex.EncodeToString(part[:])[:11] + ":" + hex.EncodeToString(sum[:]); a.PayloadHash != want {
 		t.Fatalf("PayloadHash = %s, want %s (of %s)", a.PayloadHash, want, canonical)
 	}
 	// Key order, spacing, escapes and unknown fields do not change it.

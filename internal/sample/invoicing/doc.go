@@ -13,12 +13,12 @@
 //
 // The business key is [KeyExpr] and the payload hash the generic contract
 // of package payload over [HashPart] (the order's fields, RFC 8785
-// canonical, SHA-256, "jcs1:"), so that the replay computes both from the
+// canonical, SHA-256, the part's version), so that the replay computes both from the
 // route's configuration with no domain code. The same order re-encoded
 // (white space, member order, escapes, fields the sample does not read)
 // hashes the same; a body that is not I-JSON has no hash and is invalid as
 // malformed JSON. Records written by an earlier build hold the order's own,
-// unversioned hash: the receiver does not compare it with a jcs1 hash, so
+// unversioned hash: the receiver does not compare it with a versioned hash, so
 // they keep their meaning (a duplicate, an order in flight) until they
 // expire.
 //

@@ -40,7 +40,7 @@ func TestPayloadHashIsTheContract(t *testing.T) {
 		`"eventType":"order.created","items":[{"quantity":2,"sku":"SKU-1","unitPrice":"49.90"}],` +
 		`"orderId":"ORD-2026-000123","total":"99.80","version":1}`
 	sum := sha256.Sum256([]byte(canonical))
-	want := payload.HashVersion + ":" + hex.EncodeToString(sum[:])
+	want := partVersion(invoicing.HashPart) + ":" + hex.EncodeToString(sum[:])
 	if got, ok := invoicing.PayloadHash(body); !ok || got != want {
 		t.Fatalf("PayloadHash = %q, %v; want %q", got, ok, want)
 	}
@@ -159,7 +159,7 @@ func TestHandleRefusesABodyThatDoesNotHash(t *testing.T) {
 
 // An upgrade never turns an order in flight into a false conflict: records
 // written by the earlier build hold the order's own hash (unversioned,
-// order.Order.Hash); the same order now arrives with a jcs1 hash. The
+// order.Order.Hash); the same order now arrives with a versioned hash. The
 // record keeps its meaning until it expires.
 func TestHandleAcrossTheHashUpgrade(t *testing.T) {
 	o, err := order.Parse([]byte(valid), 0)
@@ -225,13 +225,20 @@ func TestHandleAcrossTheHashUpgrade(t *testing.T) {
 	}
 }
 
+// partVersion is the version of the hashes of part, as docs/CONTRACT.md
+// spells it: "jcs1p" and the first 11 hex digits of the SHA-256 of its text.
+func partVersion(part string) string {
+	sum := sha256.Sum256([]byte(part))
+	return "jcs1p" + hex.EncodeToString(sum[:])[:11]
+}
+
 func mustPayloadHash(t *testing.T, body string) string {
 	t.Helper()
 	if _, err := order.Parse([]byte(body), 0); err != nil {
 		t.Fatalf("the case is not a valid order: %v\n%s", err, body)
 	}
 	h, ok := invoicing.PayloadHash(body)
-	if !ok || payload.HashVersionOf(h) != payload.HashVersion {
+	if !ok || payload.HashVersionOf(h) != partVersion(invoicing.HashPart) {
 		t.Fatalf("PayloadHash = %q, %v", h, ok)
 	}
 	return h
