@@ -42,14 +42,14 @@ func (r *run) account(p *pass, b *batch) {
 			moves++ // an applied removal is no move: the cap counts replays and parks
 		}
 		if o == OutcomeReplayed {
-			replays++
-			// The canary's keys: at most maxReplayedKeys keys of at most
-			// MaxKeyID bytes (a longer one is no consumer's key), so the
-			// summary stays small however many a run replays; the counts
-			// stay exact.
-			if k := it.msg.key; k != "" && len(k) <= MaxKeyID && len(p.rs.ReplayedKeys) < maxReplayedKeys && !slices.Contains(p.rs.ReplayedKeys, k) {
-				p.rs.ReplayedKeys = append(p.rs.ReplayedKeys, k)
+			if b.plan.slot(it) {
+				replays++
 			}
+			known := it.knownFailure()
+			if known {
+				p.rs.Retried++
+			}
+			p.rs.noteKey(it.msg.key, known)
 		}
 		if it.warn != nil {
 			c.Errors++
@@ -60,6 +60,37 @@ func (r *run) account(p *pass, b *batch) {
 		p.replayLeft += b.replays - replays
 	}
 	r.progress(p.rs)
+}
+
+// noteKey adds key k of a replay to the canary's keys: at most
+// maxReplayedKeys keys of at most MaxKeyID bytes (a longer one is no
+// consumer's key), so the summary stays small however many a run replays
+// (the counts stay exact). A key is retried while only known failures
+// carried it; once the keys are full, a key that was not a known failure
+// takes the place of a retried one, so that known failures never crowd
+// out the keys the gates judge the run by.
+func (rs *RouteSummary) noteKey(k string, retried bool) {
+	if k == "" || len(k) > MaxKeyID {
+		return
+	}
+	if slices.Contains(rs.ReplayedKeys, k) {
+		if !retried {
+			rs.RetriedKeys = slices.DeleteFunc(rs.RetriedKeys, func(s string) bool { return s == k })
+		}
+		return
+	}
+	if len(rs.ReplayedKeys) >= maxReplayedKeys {
+		if retried || len(rs.RetriedKeys) == 0 {
+			return
+		}
+		last := rs.RetriedKeys[len(rs.RetriedKeys)-1]
+		rs.RetriedKeys = rs.RetriedKeys[:len(rs.RetriedKeys)-1]
+		rs.ReplayedKeys = slices.DeleteFunc(rs.ReplayedKeys, func(s string) bool { return s == last })
+	}
+	rs.ReplayedKeys = append(rs.ReplayedKeys, k)
+	if retried {
+		rs.RetriedKeys = append(rs.RetriedKeys, k)
+	}
 }
 
 func (r *run) progress(rs *RouteSummary) {

@@ -42,6 +42,13 @@ type RouteSummary struct {
 	// the route: the next run's canary. A summary stored by an earlier
 	// version names them "replayedOrders" (see UnmarshalJSON).
 	ReplayedKeys []string `json:"replayedKeys,omitempty"`
+	// RetriedKeys are the keys of ReplayedKeys that only known failures
+	// carried: messages whose replay count, after any refund, was one or
+	// more (they failed after a replay that the breaker did not give
+	// back). The gates judge the run by its other keys.
+	RetriedKeys []string `json:"retriedKeys,omitempty"`
+	// Retried counts the replays of known failures among Replayed.
+	Retried int `json:"retried,omitempty"`
 	// Probe is true when this run's replays on the route probed an open
 	// breaker.
 	Probe bool `json:"probe,omitempty"`
