@@ -620,7 +620,9 @@ func TestGates(t *testing.T) {
 		},
 		{
 			name: "most previous replays not completed: canary", messages: 8,
-			setup:  func(h *harness) { previous(h, replay.RouteSummary{ReplayedKeys: []string{"ORD-P-1", "ORD-P-2", "ORD-P-3"}}) },
+			setup: func(h *harness) {
+				previous(h, replay.RouteSummary{ReplayedKeys: []string{"ORD-P-1", "ORD-P-2", "ORD-P-3"}})
+			},
 			opts:   func(o *replay.Options) { o.Completions = completions("ORD-P-1") },
 			health: replay.GateSkipped, refill: replay.GateOpen, canary: replay.GateLimited,
 			want: counts{Examined: 8, DeadLettered: 5, Replayed: 5, Deferred: 3},
