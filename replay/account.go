@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 )
@@ -49,7 +50,9 @@ func (r *run) account(p *pass, b *batch) {
 			if known {
 				p.rs.Retried++
 			}
-			p.rs.noteKey(it.msg.key, known)
+			if p.keys.add(it.msg.key, known) {
+				p.rs.ReplayedKeys, p.rs.RetriedKeys = p.keys.lists()
+			}
 		}
 		if it.warn != nil {
 			c.Errors++
@@ -62,35 +65,85 @@ func (r *run) account(p *pass, b *batch) {
 	r.progress(p.rs)
 }
 
-// noteKey adds key k of a replay to the canary's keys: at most
+// keySample is the sample of the keys a run replayed on a route that the
+// next runs' gates judge it by ([RouteSummary.ReplayedKeys]): at most
 // maxReplayedKeys keys of at most MaxKeyID bytes (a longer one is no
 // consumer's key), so the summary stays small however many a run replays
-// (the counts stay exact). A key is retried while only known failures
-// carried it; once the keys are full, a key that was not a known failure
-// takes the place of a retried one, so that known failures never crowd
-// out the keys the gates judge the run by.
-func (rs *RouteSummary) noteKey(k string, retried bool) {
+// (the counts stay exact). Past that many, it keeps the keys of least
+// rank: first the keys that were not only known failures', then by a hash
+// of the key. A uniform sample of the run's keys, the same whatever the
+// order of the receives, that a burst of one kind at the head of the
+// queue does not fill, and that known failures never crowd out.
+type keySample struct {
+	keys []sampledKey // in the order first replayed
+}
+
+type sampledKey struct {
+	key     string
+	retried bool // only known failures carried it
+	hash    uint64
+}
+
+func (k sampledKey) less(o sampledKey) bool {
+	if k.retried != o.retried {
+		return !k.retried
+	}
+	return k.hash < o.hash
+}
+
+// add notes a replay of a message of key k; retried says it was a known
+// failure. It reports whether the sample changed.
+func (s *keySample) add(k string, retried bool) bool {
 	if k == "" || len(k) > MaxKeyID {
-		return
+		return false
 	}
-	if slices.Contains(rs.ReplayedKeys, k) {
-		if !retried {
-			rs.RetriedKeys = slices.DeleteFunc(rs.RetriedKeys, func(s string) bool { return s == k })
+	if i := slices.IndexFunc(s.keys, func(x sampledKey) bool { return x.key == k }); i >= 0 {
+		if retried || !s.keys[i].retried {
+			return false
 		}
-		return
+		s.keys[i].retried = false
+		return true
 	}
-	if len(rs.ReplayedKeys) >= maxReplayedKeys {
-		if retried || len(rs.RetriedKeys) == 0 {
-			return
+	n := sampledKey{key: k, retried: retried, hash: keyHash(k)}
+	if len(s.keys) < maxReplayedKeys {
+		s.keys = append(s.keys, n)
+		return true
+	}
+	worst := 0
+	for i, x := range s.keys {
+		if s.keys[worst].less(x) {
+			worst = i
 		}
-		last := rs.RetriedKeys[len(rs.RetriedKeys)-1]
-		rs.RetriedKeys = rs.RetriedKeys[:len(rs.RetriedKeys)-1]
-		rs.ReplayedKeys = slices.DeleteFunc(rs.ReplayedKeys, func(s string) bool { return s == last })
 	}
-	rs.ReplayedKeys = append(rs.ReplayedKeys, k)
-	if retried {
-		rs.RetriedKeys = append(rs.RetriedKeys, k)
+	if !n.less(s.keys[worst]) {
+		return false
 	}
+	s.keys = append(slices.Delete(s.keys, worst, worst+1), n)
+	return true
+}
+
+// keyHash is a hash of k whose every bit depends on every byte of k:
+// FNV-1a, then SplitMix64's finalizer (FNV-1a's high bits hardly depend
+// on a key's last bytes).
+func keyHash(k string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(k))
+	x := h.Sum64()
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// lists returns the sampled keys, and those of them only known failures
+// carried.
+func (s *keySample) lists() (keys, retried []string) {
+	for _, x := range s.keys {
+		keys = append(keys, x.key)
+		if x.retried {
+			retried = append(retried, x.key)
+		}
+	}
+	return keys, retried
 }
 
 func (r *run) progress(rs *RouteSummary) {

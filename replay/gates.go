@@ -63,9 +63,10 @@ func (r *run) sealGate(ctx context.Context) Gate {
 // more than RefillThreshold messages more than the previous run left in
 // it (its depth at the start, visible and in flight, minus what it moved),
 // it stays open but watches the pass: it closes once more than
-// RefillThreshold of them are replays that came back (see refillBack). A
-// burst of new dead letters (one producer's failing messages, say) does
-// not hold the replay of the others: the canary judges their replays.
+// RefillThreshold of them are replays that came back, almost all of their
+// runs' (see refillBack). A burst of new dead letters (one producer's
+// failing messages, say) does not hold the replay of the others: the
+// canary judges their replays.
 func (r *run) refillGate(p *pass, prev *RouteSummary, prevErr error) Gate {
 	g := Gate{Name: GateRefill, Decision: GateOpen}
 	rs, limit := p.rs, r.e.opts.RefillThreshold
@@ -80,7 +81,7 @@ func (r *run) refillGate(p *pass, prev *RouteSummary, prevErr error) Gate {
 		g.Detail = fmt.Sprintf("DLQ grew by %d since the previous run (threshold %d)", growth, limit)
 		if growth > limit {
 			p.refill = true
-			g.Detail += fmt.Sprintf("; it closes if more than %d of them are replays back", limit)
+			g.Detail += fmt.Sprintf("; it closes if more than %d of them are replays back, almost all of their runs'", limit)
 		}
 	}
 	return g
@@ -88,14 +89,18 @@ func (r *run) refillGate(p *pass, prev *RouteSummary, prevErr error) Gate {
 
 // refillBack closes the refill gate of a pass that watches the DLQ's
 // growth once more than RefillThreshold replays came back since the
-// previous run: the replays fail en masse. It holds the run's lock.
+// previous run, and they are almost all (three quarters: see [broken]) of
+// the replays of the runs they came from: the replays fail en masse. The
+// first returns of a burst of one kind of failure are a share of their
+// run's, and the canary judges them. It holds the run's lock.
 func (r *run) refillBack(ctx context.Context, p *pass) {
 	if !p.refill || p.gated {
 		return
 	}
-	if n := p.backSince(); n > r.e.opts.RefillThreshold {
+	n, seen, replayed := p.backSince()
+	if n > r.e.opts.RefillThreshold && broken(replayed, replayed-seen) {
 		p.refill = false
-		r.tripped(ctx, p, GateRefill, fmt.Sprintf("%d replays came back to the DLQ since the previous run (threshold %d)", n, r.e.opts.RefillThreshold))
+		r.tripped(ctx, p, GateRefill, fmt.Sprintf("%d replays came back to the DLQ since the previous run (threshold %d), %d of the %d their runs replayed", n, r.e.opts.RefillThreshold, seen, replayed))
 	}
 }
 
@@ -150,7 +155,9 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, last
 		// the replays come back to the DLQ (see noteUnrecorded).
 		p.unrecorded = len(in.keys) >= minEvidence
 	}
-	p.suspects = r.suspects(ctx, replayed)
+	if in.broken() {
+		p.suspects = r.suspects(ctx, replayed)
+	}
 	return r.limited(in.String())
 }
 
@@ -172,11 +179,17 @@ func (rs *RouteSummary) sample() []string {
 }
 
 // failing reports whether more than half of n keys failed: the share of
-// failing keys at which the canary limits the next run and the breaker
-// takes a run's failures for the system's. Below it, the failing keys are
-// their messages' own (a failing producer, a poison key), and the lane
-// replays as usual; a single key that failed alone is a failed run.
+// failing keys at which the canary limits the next run. Below it, the
+// failing keys are their messages' own (a failing producer, a poison
+// key), and the lane replays as usual; a single key that failed alone is
+// a failed run.
 func failing(n, completed int) bool { return n > 0 && 2*(n-completed) > n }
+
+// broken reports whether at least three quarters of n keys failed: the
+// share at which the breaker takes a run's failures for the system's (an
+// outage fails almost every key). Between the two, the canary samples
+// the next run, and the breaker stays as it is.
+func broken(n, completed int) bool { return n > 0 && 4*(n-completed) >= 3*n }
 
 // canary is what the canary gate reads: the latest judged run's keys, and
 // how many of them completed (-1: unknown, why says why).
@@ -191,6 +204,9 @@ type canary struct {
 
 // failed reports whether most of the run's keys did not complete.
 func (in canary) failed() bool { return in.completed >= 0 && failing(len(in.keys), in.completed) }
+
+// broken reports whether almost all of the run's keys did not complete.
+func (in canary) broken() bool { return in.completed >= 0 && broken(len(in.keys), in.completed) }
 
 func (in canary) String() string {
 	s := fmt.Sprintf("%d of %d keys replayed by run %s have not completed", len(in.keys)-in.completed, len(in.keys), in.latest.runID)
@@ -233,9 +249,9 @@ func (r *run) limited(detail string) Gate {
 }
 
 // breakerGate moves the route's open breaker on what the canary read: it
-// closes when the latest judged run did not fail (most of its keys
-// completed), or when its probe found too few keys to be evidence;
-// otherwise it holds the route (held) until a probe is due, then limits it
+// closes when the latest judged run is not broken (more than a quarter of
+// its keys completed), or when its probe found too few keys to be
+// evidence; otherwise it holds the route (held) until a probe is due, then limits it
 // to the probe.
 func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 	b := p.rs.Breaker
@@ -243,9 +259,10 @@ func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 		return Gate{}, false
 	}
 	switch {
-	case in.completed >= 0 && len(in.keys) > 0 && !in.failed(),
+	case in.completed >= 0 && len(in.keys) > 0 && !in.broken(),
 		in.completed >= 0 && in.probe && len(in.keys) < minEvidence:
-		// Most replays completed: the system works again. Or the probe
+		// Replays completed: the system works again (the canary
+		// samples the next run if most failed). Or the probe
 		// found fewer keys to judge than the evidence of an outage needs
 		// (known failures are none), and they failed: no evidence either
 		// way (as for a run that replayed a single key), so that
@@ -254,8 +271,8 @@ func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 		b.close()
 		return Gate{}, false
 	}
-	// Most keys failed since it opened (or nothing can be seen): it stays
-	// open, whatever else the history says.
+	// Almost all keys failed since it opened (or nothing can be seen): it
+	// stays open, whatever else the history says.
 	detail := "breaker open: " + in.why
 	if in.completed >= 0 {
 		if len(in.keys) >= minEvidence {
@@ -272,9 +289,9 @@ func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 	return r.limited(detail + "; probing"), true
 }
 
-// suspects returns the latest judged runs (up to maxSuspects) that failed
-// (see [failing]), stopping at the first that did not (or whose
-// completions cannot be read); replayed[0] is known to have failed. Only
+// suspects returns the latest judged runs (up to maxSuspects) that are
+// broken (see [broken]), stopping at the first that is not (or whose
+// completions cannot be read); replayed[0] is known to be broken. Only
 // runs that replayed at least minEvidence keys are suspects.
 func (r *run) suspects(ctx context.Context, replayed []routeRun) []string {
 	var out []string
@@ -282,7 +299,7 @@ func (r *run) suspects(ctx context.Context, replayed []routeRun) []string {
 		keys := h.rs.sample()
 		if i > 0 {
 			done, err := r.e.opts.Completions.Completed(ctx, keys)
-			if err != nil || !failing(len(keys), len(done)) {
+			if err != nil || !broken(len(keys), len(done)) {
 				break
 			}
 		}

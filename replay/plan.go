@@ -70,6 +70,7 @@ type planner struct {
 	movesLeft  int      // moves the run's cap still allows
 	replayLeft int      // replays the canary still allows; -1 unlimited
 	probe      bool     // the limit is a probe of the open breaker (see slot)
+	refill     bool     // the refill gate judges the DLQ's growth (see waits)
 }
 
 // knownFailure reports whether the item is a known failure: its replay
@@ -83,6 +84,12 @@ func (it *item) knownFailure() bool { return it.facts.ReplayCount > 0 }
 // by it would hold the lane behind one failing producer or key), except in
 // a probe, which replays at most its limit whatever it picks.
 func (pl *planner) slot(it *item) bool { return pl.probe || !it.knownFailure() }
+
+// waits reports whether a replay of it waits for the next run: a replay of
+// ours back in the DLQ, while the refill gate judges whether the DLQ
+// refills with replays that came back (see refillBack), is not sent back
+// before its verdict.
+func (pl *planner) waits(it *item) bool { return pl.refill && freshBack(it.msg) }
 
 // plan decides every item in receive order: the filter first, then a
 // closed gate (which holds all but the parks: the expiry rescue and the
@@ -98,7 +105,7 @@ func (pl *planner) plan(items []*item) (moves, replays int) {
 		case OutcomeReplayed:
 			slot := pl.slot(it)
 			switch {
-			case pl.movesLeft > 0 && (pl.replayLeft != 0 || !slot):
+			case pl.movesLeft > 0 && !pl.waits(it) && (pl.replayLeft != 0 || !slot):
 				if slot {
 					replays++
 					if pl.replayLeft > 0 {

@@ -49,6 +49,7 @@ type pass struct {
 	// refill: the DLQ grew past RefillThreshold; the refill gate closes
 	// once more than that many replays came back (see refillBack).
 	refill bool
+	keys   keySample // the replayed keys the next runs judge this one by
 }
 
 // end records why a worker ended the pass. The pass ends when its last

@@ -107,14 +107,19 @@ func (p *pass) countBack(items []*item) {
 }
 
 // backSince returns how many replays the pass has seen back in the DLQ
-// that no earlier pass saw: the DLQ's growth made of replays that came
-// back since the previous run (known failures left out).
-func (p *pass) backSince() int {
-	n := 0
+// that no earlier pass saw (the DLQ's growth made of replays that came
+// back since the previous run; known failures left out), and, of the runs
+// they came from, how many replays were seen back in all and how many
+// they replayed.
+func (p *pass) backSince() (n, seen, replayed int) {
 	for _, w := range p.watched {
-		n += max(0, w.Back-w.before)
+		if d := w.Back - w.before; d > 0 {
+			n += d
+			seen += w.seen()
+			replayed += w.Replayed
+		}
 	}
-	return n
+	return n, seen, replayed
 }
 
 // dlqGate is the canary gate of a route whose breaker reads the DLQ: no

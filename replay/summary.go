@@ -38,9 +38,10 @@ type RouteSummary struct {
 	StopReason StopReason `json:"stopReason"`
 	Error      string     `json:"error,omitempty"` // why the route stopped, when StopReason is "error"
 	Counts
-	// ReplayedKeys are the first keys (up to 100) this run replayed on
-	// the route: the next run's canary. A summary stored by an earlier
-	// version names them "replayedOrders" (see UnmarshalJSON).
+	// ReplayedKeys are the keys this run replayed on the route (a
+	// sample of 100 when it replayed more, known failures' last): what
+	// the next runs' canary and breaker judge it by. A summary stored by
+	// an earlier version names them "replayedOrders" (see UnmarshalJSON).
 	ReplayedKeys []string `json:"replayedKeys,omitempty"`
 	// RetriedKeys are the keys of ReplayedKeys that only known failures
 	// carried: messages whose replay count, after any refund, was one or
