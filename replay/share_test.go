@@ -151,6 +151,7 @@ func TestAnOutageIsStillHeld(t *testing.T) {
 				h.consume(done, func(string) bool { return false })
 				h.arrive(fmt.Sprintf("O%d", run+1), 10, 0)
 			}
+			t.Logf("breaker opened %v, %d probes, %d replays sent into the outage", opened, probes, sent)
 			// The first runs replay what is there before the replays come
 			// back (20, then 10, then the canary's 5 on records); then
 			// only probes go out.
