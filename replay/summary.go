@@ -63,7 +63,7 @@ type RouteSummary struct {
 	BreakerSignal string `json:"breakerSignal,omitempty"`
 	// Returned are the latest runs (at most 5) that replayed on the route,
 	// latest first, each with how many of its replays this run's pass saw
-	// back in the DLQ: the breaker's signal without records, and the
+	// back in the DLQ (known failures left out of both): the breaker's signal without records, and the
 	// evidence that replays were consumed but never recorded.
 	Returned []Return `json:"returned,omitempty"`
 	// Unrecorded counts the consecutive runs, this one included, that the
