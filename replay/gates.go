@@ -198,6 +198,7 @@ type canary struct {
 	probe     bool     // it was a probe of the open breaker
 	keys      []string // its sample (see [RouteSummary.sample])
 	retried   int      // its known failures' keys, left out
+	all       int      // its keys, known failures' included: the evidence
 	completed int
 	why       string
 }
@@ -228,7 +229,11 @@ func (r *run) canaryInput(ctx context.Context, replayed []routeRun, prevErr erro
 		return in
 	}
 	rs := replayed[0].rs
-	in.latest, in.probe, in.keys, in.retried = replayed[0], rs.Probe, rs.sample(), len(rs.RetriedKeys)
+	in.latest, in.probe, in.keys, in.retried, in.all = replayed[0], rs.Probe, rs.sample(), len(rs.RetriedKeys), len(rs.ReplayedKeys)
+	if len(in.keys) == 0 {
+		// A probe that found known failures alone: nothing else tells.
+		in.keys, in.retried = rs.ReplayedKeys, 0
+	}
 	done, err := r.e.opts.Completions.Completed(ctx, in.keys)
 	if err != nil {
 		in.why = "cannot read completions: " + err.Error()
@@ -260,11 +265,11 @@ func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 	}
 	switch {
 	case in.completed >= 0 && len(in.keys) > 0 && !in.broken(),
-		in.completed >= 0 && in.probe && len(in.keys) < minEvidence:
+		in.completed >= 0 && in.probe && in.all < minEvidence:
 		// Replays completed: the system works again (the canary
 		// samples the next run if most failed). Or the probe
-		// found fewer keys to judge than the evidence of an outage needs
-		// (known failures are none), and they failed: no evidence either
+		// found fewer keys than the evidence of an outage needs, and
+		// they failed: no evidence either
 		// way (as for a run that replayed a single key), so that
 		// messages failing on their own are parked after their replays
 		// instead of being held behind probes that only they answer.
@@ -275,7 +280,7 @@ func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 	// stays open, whatever else the history says.
 	detail := "breaker open: " + in.why
 	if in.completed >= 0 {
-		if len(in.keys) >= minEvidence {
+		if in.all >= minEvidence {
 			b.addFailed(in.latest.runID)
 		}
 		detail = "breaker open: " + in.String()
@@ -292,7 +297,8 @@ func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 // suspects returns the latest judged runs (up to maxSuspects) that are
 // broken (see [broken]), stopping at the first that is not (or whose
 // completions cannot be read); replayed[0] is known to be broken. Only
-// runs that replayed at least minEvidence keys are suspects.
+// runs that replayed at least minEvidence keys, known failures' included,
+// are suspects.
 func (r *run) suspects(ctx context.Context, replayed []routeRun) []string {
 	var out []string
 	for i, h := range replayed[:min(len(replayed), maxSuspects)] {
@@ -303,7 +309,10 @@ func (r *run) suspects(ctx context.Context, replayed []routeRun) []string {
 				break
 			}
 		}
-		if len(keys) >= minEvidence {
+		if len(h.rs.ReplayedKeys) >= minEvidence {
+			// Its known failures failed too: they count toward the
+			// evidence of a run whose other keys are broken, and its
+			// replays are given back with the others'.
 			out = append(out, h.runID)
 		}
 	}
