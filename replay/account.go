@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 )
@@ -42,13 +43,15 @@ func (r *run) account(p *pass, b *batch) {
 			moves++ // an applied removal is no move: the cap counts replays and parks
 		}
 		if o == OutcomeReplayed {
-			replays++
-			// The canary's keys: at most maxReplayedKeys keys of at most
-			// MaxKeyID bytes (a longer one is no consumer's key), so the
-			// summary stays small however many a run replays; the counts
-			// stay exact.
-			if k := it.msg.key; k != "" && len(k) <= MaxKeyID && len(p.rs.ReplayedKeys) < maxReplayedKeys && !slices.Contains(p.rs.ReplayedKeys, k) {
-				p.rs.ReplayedKeys = append(p.rs.ReplayedKeys, k)
+			if b.plan.slot(it) {
+				replays++
+			}
+			known := it.knownFailure()
+			if known {
+				p.rs.Retried++
+			}
+			if p.keys.add(it.msg.key, known) {
+				p.rs.ReplayedKeys, p.rs.RetriedKeys = p.keys.lists()
 			}
 		}
 		if it.warn != nil {
@@ -60,6 +63,87 @@ func (r *run) account(p *pass, b *batch) {
 		p.replayLeft += b.replays - replays
 	}
 	r.progress(p.rs)
+}
+
+// keySample is the sample of the keys a run replayed on a route that the
+// next runs' gates judge it by ([RouteSummary.ReplayedKeys]): at most
+// maxReplayedKeys keys of at most MaxKeyID bytes (a longer one is no
+// consumer's key), so the summary stays small however many a run replays
+// (the counts stay exact). Past that many, it keeps the keys of least
+// rank: first the keys that were not only known failures', then by a hash
+// of the key. A uniform sample of the run's keys, the same whatever the
+// order of the receives, that a burst of one kind at the head of the
+// queue does not fill, and that known failures never crowd out.
+type keySample struct {
+	keys []sampledKey // in the order first replayed
+}
+
+type sampledKey struct {
+	key     string
+	retried bool // only known failures carried it
+	hash    uint64
+}
+
+func (k sampledKey) less(o sampledKey) bool {
+	if k.retried != o.retried {
+		return !k.retried
+	}
+	return k.hash < o.hash
+}
+
+// add notes a replay of a message of key k; retried says it was a known
+// failure. It reports whether the sample changed.
+func (s *keySample) add(k string, retried bool) bool {
+	if k == "" || len(k) > MaxKeyID {
+		return false
+	}
+	if i := slices.IndexFunc(s.keys, func(x sampledKey) bool { return x.key == k }); i >= 0 {
+		if retried || !s.keys[i].retried {
+			return false
+		}
+		s.keys[i].retried = false
+		return true
+	}
+	n := sampledKey{key: k, retried: retried, hash: keyHash(k)}
+	if len(s.keys) < maxReplayedKeys {
+		s.keys = append(s.keys, n)
+		return true
+	}
+	worst := 0
+	for i, x := range s.keys {
+		if s.keys[worst].less(x) {
+			worst = i
+		}
+	}
+	if !n.less(s.keys[worst]) {
+		return false
+	}
+	s.keys = append(slices.Delete(s.keys, worst, worst+1), n)
+	return true
+}
+
+// keyHash is a hash of k whose every bit depends on every byte of k:
+// FNV-1a, then SplitMix64's finalizer (FNV-1a's high bits hardly depend
+// on a key's last bytes).
+func keyHash(k string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(k))
+	x := h.Sum64()
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// lists returns the sampled keys, and those of them only known failures
+// carried.
+func (s *keySample) lists() (keys, retried []string) {
+	for _, x := range s.keys {
+		keys = append(keys, x.key)
+		if x.retried {
+			retried = append(retried, x.key)
+		}
+	}
+	return keys, retried
 }
 
 func (r *run) progress(rs *RouteSummary) {

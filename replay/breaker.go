@@ -7,29 +7,31 @@ import (
 	"time"
 )
 
-// Breaker is a route's circuit breaker. It opens when none of the keys a
-// run replayed has completed, the run replayed at least two keys
-// ([minEvidence]), and one of its messages is back in the DLQ: every replay
-// failed, so the failure is the system's (a downstream outage that the
-// health probe does not see), not the messages'. While it is open, the
-// route replays nothing but a probe of CanaryLimit messages once ProbeAt
-// has passed; the wait doubles with each probe that fails (from
-// BackoffBase up to BackoffMax), and the breaker closes when a key a
-// probe replayed completes. The replays of the failed runs are given back
-// to their messages: they do not count toward MaxReplays
-// ([Metadata.Refunds] counts them), up to MaxReplays refunds per message,
-// so that messages failing on their own while the breaker takes their
-// failures for an outage are still parked in the end. A run that replayed a single key
-// that failed is no evidence either way (a bad message, or an outage): it
-// neither opens the breaker nor gives its replay back, so a message that
-// keeps failing alone is parked after MaxReplays replays.
+// Breaker is a route's circuit breaker. It opens when at least three
+// quarters of the keys a run replayed have not completed (known failures
+// left out: see judged), the run replayed at least two such keys
+// ([minEvidence]), and one of its replays is back in the DLQ: almost
+// every replay failed, so the failure is the system's (a downstream outage
+// that the health probe does not see), not the messages'. While it is
+// open, the route replays nothing but a probe of CanaryLimit messages once
+// ProbeAt has passed; the wait doubles with each probe that fails (from
+// BackoffBase up to BackoffMax), and the breaker closes when more than a
+// quarter of the keys a probe replayed complete. The replays of the
+// failed runs are given back to their messages: they do not count toward
+// MaxReplays ([Metadata.Refunds] counts them), up to MaxReplays refunds
+// per message, so that messages failing on their own while the breaker
+// takes their failures for an outage are still parked in the end. A run
+// that replayed a single key that failed is no evidence either way (a bad
+// message, or an outage): it neither opens the breaker nor gives its
+// replay back, so a message that keeps failing alone is parked after
+// MaxReplays replays.
 //
 // That is the breaker on [SignalCompletions]. On a route whose consumer
 // writes no completion records (or whose records are missing) it reads
 // [SignalDLQ] instead: it opens when at least half of a recent run's
-// replays, of at least minEvidence, are back in the DLQ, and a probe is
-// judged, no sooner than ReturnAfter after it, by how many of its replays
-// came back (see signal.go).
+// replays, of at least minEvidence (known failures' left out), are back
+// in the DLQ, and a probe is judged, no sooner than ReturnAfter after it,
+// by how many of its replays came back (see signal.go).
 //
 // Each run writes the breaker as it left it in its [RouteSummary]; the
 // next run starts from the latest one of the route.
@@ -44,7 +46,7 @@ type Breaker struct {
 	// replays that succeeded.
 	ReturnAfter time.Duration `json:"returnAfter,omitempty"`
 	// FailedRuns are the latest runs (at most maxFailedRuns) whose replays
-	// all failed, oldest first.
+	// almost all failed, oldest first.
 	FailedRuns []string `json:"failedRuns,omitempty"`
 }
 
@@ -57,12 +59,12 @@ const noRecords = "the lane's consumer writes no completion records"
 // maxFailedRuns bounds Breaker.FailedRuns.
 const maxFailedRuns = 20
 
-// minEvidence is the number of distinct keys a run must have replayed, all
-// failing, for the failure to be taken for the system's.
+// minEvidence is the number of distinct keys a run must have replayed,
+// almost all failing, for the failure to be taken for the system's.
 const minEvidence = 2
 
 // maxSuspects bounds the replaying runs the canary looks back through for
-// a run none of whose keys completed. A replay comes back to the DLQ only
+// a run almost none of whose keys completed. A replay comes back to the DLQ only
 // after maxReceiveCount × the source's visibility timeout, which can span
 // several runs of the schedule.
 const maxSuspects = 5
@@ -87,8 +89,8 @@ func (b *Breaker) clone() *Breaker {
 	return &c
 }
 
-// failed reports whether run's replays all failed. A nil breaker has seen
-// no failed run.
+// failed reports whether run's replays almost all failed. A nil breaker has
+// seen no failed run.
 func (b *Breaker) failed(run string) bool {
 	return b != nil && run != "" && slices.Contains(b.FailedRuns, run)
 }
@@ -103,16 +105,19 @@ func (b *Breaker) addFailed(run string) {
 }
 
 // watch trips the breaker when a batch holds a message that a suspect run
-// (none of whose keys has completed) replayed: it came back, so the
-// replays fail whatever the message. From then on the route replays
-// nothing, and the suspect runs' replays are given back to their messages.
+// (almost none of whose keys completed) replayed, and that was no known
+// failure then: it came back, so the replays fail whatever the message.
+// From then on the route replays nothing, and the suspect runs' replays
+// are given back to their messages. It closes the refill gate when
+// replays came back en masse (see refillBack).
 func (r *run) watch(ctx context.Context, p *pass, items []*item, now time.Time) {
 	p.countBack(items)
+	r.refillBack(ctx, p)
 	if p.rs.BreakerSignal == SignalDLQ {
 		r.watchDLQ(ctx, p, now)
 		return
 	}
-	i := slices.IndexFunc(items, func(it *item) bool { return it.msg.hasMeta && slices.Contains(p.suspects, it.msg.meta.RunID) })
+	i := slices.IndexFunc(items, func(it *item) bool { return freshBack(it.msg) && slices.Contains(p.suspects, it.msg.meta.RunID) })
 	if i < 0 {
 		return
 	}
@@ -127,17 +132,17 @@ func (r *run) watch(ctx context.Context, p *pass, items []*item, now time.Time) 
 		b.addFailed(run)
 	}
 	detail := fmt.Sprintf(
-		"breaker open: a message run %s replayed is back in the DLQ and none of the keys of the latest %d replaying runs has completed; next probe at %s",
+		"breaker open: a message run %s replayed is back in the DLQ and almost none of the keys of the latest %d replaying runs has completed; next probe at %s",
 		back, len(p.suspects), b.ProbeAt.UTC().Format(time.RFC3339))
 	p.suspects = nil
-	r.tripped(ctx, p, detail)
+	r.tripped(ctx, p, GateCanary, detail)
 }
 
-// tripped closes the pass's canary gate on the breaker that just opened
-// (detail says why): from then on the route replays nothing.
-func (r *run) tripped(ctx context.Context, p *pass, detail string) {
-	g := Gate{Name: GateCanary, Decision: GateClosed, Detail: detail}
-	if i := slices.IndexFunc(p.rs.Gates, func(g Gate) bool { return g.Name == GateCanary }); i >= 0 {
+// tripped closes the pass's gate name mid-pass (detail says why): from
+// then on the route replays nothing.
+func (r *run) tripped(ctx context.Context, p *pass, name, detail string) {
+	g := Gate{Name: name, Decision: GateClosed, Detail: detail}
+	if i := slices.IndexFunc(p.rs.Gates, func(g Gate) bool { return g.Name == name }); i >= 0 {
 		p.rs.Gates[i] = g
 	}
 	r.logGate(ctx, p.route.DLQURL, g)

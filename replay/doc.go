@@ -28,10 +28,11 @@
 // What becomes of a message in a run is its [Outcome], counted in
 // [Counts] and logged one line per message. A run's gates hold replays,
 // never the expiry rescue: [GateHealth] (the downstream probe,
-// [Options.Health]), [GateRefill] (the DLQ refilling faster than runs
-// drain it), [GateCanary] (the previous run's replays have not completed,
-// read through [Completions]; its [Breaker] opens on an outage the probe
-// does not see) and [GateSeal].
+// [Options.Health]), [GateRefill] (the DLQ refilling with replays that
+// came back), [GateCanary] (most of the previous run's replays have not
+// completed, read through [Completions]; its [Breaker] opens on an outage
+// the probe does not see) and [GateSeal]. They judge a lane by its share
+// of failing keys, leaving out known failures (docs/RELIABILITY.md).
 //
 // A route's business key ([Route.Key]) and payload hash
 // ([Route.PayloadHash]) are package payload's expressions over the body;

@@ -604,10 +604,12 @@ func TestGates(t *testing.T) {
 			want: counts{Examined: 8, Deferred: 8},
 		},
 		{
-			name: "DLQ refilling: hold", messages: 150,
+			// New dead letters alone do not close it: it closes on
+			// replays that come back (TestRefillGateClosesOnReplaysBack).
+			name: "DLQ grew by new dead letters: open", messages: 150,
 			setup:  func(h *harness) { previous(h, replay.RouteSummary{Depth: 40, Counts: replay.Counts{Replayed: 10}}) },
-			health: replay.GateSkipped, refill: replay.GateClosed, canary: replay.GateSkipped,
-			want: counts{Examined: 150, Deferred: 150},
+			health: replay.GateSkipped, refill: replay.GateOpen, canary: replay.GateSkipped,
+			want: counts{Examined: 150, DeadLettered: 150, Replayed: 150},
 		},
 		{
 			name: "DLQ grew within the threshold", messages: 150,
@@ -617,9 +619,36 @@ func TestGates(t *testing.T) {
 			want: counts{Examined: 150, DeadLettered: 150, Replayed: 150},
 		},
 		{
-			name: "previous replays not completed: canary", messages: 8,
+			name: "most previous replays not completed: canary", messages: 8,
+			setup: func(h *harness) {
+				previous(h, replay.RouteSummary{ReplayedKeys: []string{"ORD-P-1", "ORD-P-2", "ORD-P-3"}})
+			},
+			opts:   func(o *replay.Options) { o.Completions = completions("ORD-P-1") },
+			health: replay.GateSkipped, refill: replay.GateOpen, canary: replay.GateLimited,
+			want: counts{Examined: 8, DeadLettered: 5, Replayed: 5, Deferred: 3},
+		},
+		{
+			// The failing keys are their messages' own: no canary.
+			name: "half the previous replays completed: no canary", messages: 8,
 			setup:  func(h *harness) { previous(h, replay.RouteSummary{ReplayedKeys: []string{"ORD-P-1", "ORD-P-2"}}) },
 			opts:   func(o *replay.Options) { o.Completions = completions("ORD-P-1") },
+			health: replay.GateSkipped, refill: replay.GateOpen, canary: replay.GateOpen,
+			want: counts{Examined: 8, DeadLettered: 8, Replayed: 8},
+		},
+		{
+			// Known failures are left out: the run is judged by ORD-P-1.
+			name: "previous known failures not completed: no canary", messages: 8,
+			setup: func(h *harness) {
+				previous(h, replay.RouteSummary{ReplayedKeys: []string{"ORD-P-1", "ORD-P-2", "ORD-P-3"}, RetriedKeys: []string{"ORD-P-2", "ORD-P-3"}})
+			},
+			opts:   func(o *replay.Options) { o.Completions = completions("ORD-P-1") },
+			health: replay.GateSkipped, refill: replay.GateOpen, canary: replay.GateOpen,
+			want: counts{Examined: 8, DeadLettered: 8, Replayed: 8},
+		},
+		{
+			name: "a single previous replay not completed: canary", messages: 8,
+			setup:  func(h *harness) { previous(h, replay.RouteSummary{ReplayedKeys: []string{"ORD-P-1"}}) },
+			opts:   func(o *replay.Options) { o.Completions = completions() },
 			health: replay.GateSkipped, refill: replay.GateOpen, canary: replay.GateLimited,
 			want: counts{Examined: 8, DeadLettered: 5, Replayed: 5, Deferred: 3},
 		},

@@ -59,11 +59,17 @@ func (r *run) sealGate(ctx context.Context) Gate {
 	return Gate{Name: GateSeal, Decision: GateOpen}
 }
 
-// refillGate closes when the DLQ holds more than RefillThreshold messages
-// more than the previous run left in it (its depth at the start, visible and
-// in flight, minus what it moved).
-func (r *run) refillGate(rs RouteSummary, prev *RouteSummary, prevErr error) Gate {
+// refillGate closes when the previous run is unknown. When the DLQ holds
+// more than RefillThreshold messages more than the previous run left in
+// it (its depth at the start, visible and in flight, minus what it moved),
+// it stays open but watches the pass: it closes once more than
+// RefillThreshold of them are replays that came back, almost all of their
+// runs' (see refillBack). A burst of new dead letters (one producer's
+// failing messages, say) does not hold the replay of the others: the
+// canary judges their replays.
+func (r *run) refillGate(p *pass, prev *RouteSummary, prevErr error) Gate {
 	g := Gate{Name: GateRefill, Decision: GateOpen}
+	rs, limit := p.rs, r.e.opts.RefillThreshold
 	switch {
 	case prevErr != nil:
 		g.Decision, g.Detail = GateClosed, "previous run unknown: "+prevErr.Error()
@@ -72,12 +78,30 @@ func (r *run) refillGate(rs RouteSummary, prev *RouteSummary, prevErr error) Gat
 	default:
 		left := max(0, prev.Depth+prev.InFlight-prev.Replayed-prev.ParkedTotal()-prev.Recovered-prev.Applied)
 		growth := rs.Depth + rs.InFlight - left
-		g.Detail = fmt.Sprintf("DLQ grew by %d since the previous run (threshold %d)", growth, r.e.opts.RefillThreshold)
-		if growth > r.e.opts.RefillThreshold {
-			g.Decision = GateClosed
+		g.Detail = fmt.Sprintf("DLQ grew by %d since the previous run (threshold %d)", growth, limit)
+		if growth > limit {
+			p.refill = true
+			g.Detail += fmt.Sprintf("; it closes if more than %d of them are replays back, almost all of their runs'", limit)
 		}
 	}
 	return g
+}
+
+// refillBack closes the refill gate of a pass that watches the DLQ's
+// growth once more than RefillThreshold replays came back since the
+// previous run, and they are almost all (three quarters: see [broken]) of
+// the replays of the runs they came from: the replays fail en masse. The
+// first returns of a burst of one kind of failure are a share of their
+// run's, and the canary judges them. It holds the run's lock.
+func (r *run) refillBack(ctx context.Context, p *pass) {
+	if !p.refill || p.gated {
+		return
+	}
+	n, seen, replayed := p.backSince()
+	if n > r.e.opts.RefillThreshold && broken(replayed, replayed-seen) {
+		p.refill = false
+		r.tripped(ctx, p, GateRefill, fmt.Sprintf("%d replays came back to the DLQ since the previous run (threshold %d), %d of the %d their runs replayed", n, r.e.opts.RefillThreshold, seen, replayed))
+	}
 }
 
 func (r *run) logGate(ctx context.Context, queue string, g Gate) {
@@ -92,11 +116,11 @@ func (r *run) logGate(ctx context.Context, queue string, g Gate) {
 	r.e.opts.Logger.LogAttrs(ctx, level, "replay gate", attrs...)
 }
 
-// canaryGate limits the replays of a route while some keys the latest
-// replaying run (replayed[0]) sent back have not completed, and keeps the
-// route's [Breaker]: closed while it is open and no probe is due. On a
-// route whose consumer writes no completion records it reads nothing and
-// is skipped.
+// canaryGate limits the replays of a route while the latest judged run
+// failed: more than half of the keys it replayed, known failures left
+// out, have not completed (see [canary]). It keeps the route's [Breaker]:
+// closed while it is open and no probe is due. On a route whose consumer
+// writes no completion records it reads nothing and is skipped.
 func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, last *RouteSummary, prevErr error) Gate {
 	switch {
 	case !p.route.Records:
@@ -105,6 +129,7 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, last
 		return Gate{Name: GateCanary, Decision: GateSkipped, Detail: "no completions reader configured"}
 	}
 	p.rs.BreakerSignal = SignalCompletions
+	replayed = judged(replayed)
 	in := r.canaryInput(ctx, replayed, prevErr)
 	if last != nil && last.RecordsMissing && in.completed <= 0 {
 		// The consumer consumes the replays but records none: the route
@@ -123,28 +148,76 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, last
 		return Gate{Name: GateCanary, Decision: GateOpen, Detail: in.why}
 	case in.completed < 0:
 		return r.limited(in.why)
-	case in.completed == len(in.keys):
-		return Gate{Name: GateCanary, Decision: GateOpen, Detail: fmt.Sprintf("all %d keys replayed by the previous run completed", len(in.keys))}
+	case !in.failed():
+		return Gate{Name: GateCanary, Decision: GateOpen, Detail: in.String()}
 	case in.completed == 0:
-		p.suspects = r.suspects(ctx, replayed)
 		// Held with no completion: evidence of missing records, unless
 		// the replays come back to the DLQ (see noteUnrecorded).
 		p.unrecorded = len(in.keys) >= minEvidence
 	}
-	return r.limited(fmt.Sprintf("%d of %d keys replayed by the previous run have not completed", len(in.keys)-in.completed, len(in.keys)))
+	if in.broken() {
+		p.suspects = r.suspects(ctx, replayed)
+	}
+	return r.limited(in.String())
 }
 
-// canary is what the canary gate reads: the latest replaying run's keys,
-// and how many of them completed (-1: unknown, why says why).
+// judged returns the replaying runs (latest first) whose outcome the gates
+// judge: those that replayed a key that was not a known failure, and the
+// probes. A run that replayed known failures alone says nothing new: they
+// failed before, on their own, and fail again.
+func judged(replayed []routeRun) []routeRun {
+	return slices.DeleteFunc(slices.Clone(replayed), func(h routeRun) bool { return !h.rs.Probe && len(h.rs.sample()) == 0 })
+}
+
+// sample returns the keys the gates judge the run by: its replayed keys
+// but the known failures' (RetriedKeys).
+func (rs *RouteSummary) sample() []string {
+	if len(rs.RetriedKeys) == 0 {
+		return rs.ReplayedKeys
+	}
+	return slices.DeleteFunc(slices.Clone(rs.ReplayedKeys), func(k string) bool { return slices.Contains(rs.RetriedKeys, k) })
+}
+
+// failing reports whether more than half of n keys failed: the share of
+// failing keys at which the canary limits the next run. Below it, the
+// failing keys are their messages' own (a failing producer, a poison
+// key), and the lane replays as usual; a single key that failed alone is
+// a failed run.
+func failing(n, completed int) bool { return n > 0 && 2*(n-completed) > n }
+
+// broken reports whether at least three quarters of n keys failed: the
+// share at which the breaker takes a run's failures for the system's (an
+// outage fails almost every key). Between the two, the canary samples
+// the next run, and the breaker stays as it is.
+func broken(n, completed int) bool { return n > 0 && 4*(n-completed) >= 3*n }
+
+// canary is what the canary gate reads: the latest judged run's keys, and
+// how many of them completed (-1: unknown, why says why).
 type canary struct {
-	latest    routeRun // the latest replaying run; zero when none
+	latest    routeRun // the latest judged run; zero when none
 	probe     bool     // it was a probe of the open breaker
-	keys      []string
+	keys      []string // its sample (see [RouteSummary.sample])
+	retried   int      // its known failures' keys, left out
+	all       int      // its keys, known failures' included: the evidence
 	completed int
 	why       string
 }
 
-// canaryInput reads the completions of the latest replaying run's keys.
+// failed reports whether most of the run's keys did not complete.
+func (in canary) failed() bool { return in.completed >= 0 && failing(len(in.keys), in.completed) }
+
+// broken reports whether almost all of the run's keys did not complete.
+func (in canary) broken() bool { return in.completed >= 0 && broken(len(in.keys), in.completed) }
+
+func (in canary) String() string {
+	s := fmt.Sprintf("%d of %d keys replayed by run %s have not completed", len(in.keys)-in.completed, len(in.keys), in.latest.runID)
+	if in.retried > 0 {
+		s += fmt.Sprintf(" (%d keys of known failures left out)", in.retried)
+	}
+	return s
+}
+
+// canaryInput reads the completions of the latest judged run's keys.
 func (r *run) canaryInput(ctx context.Context, replayed []routeRun, prevErr error) canary {
 	in := canary{completed: -1}
 	switch {
@@ -152,10 +225,15 @@ func (r *run) canaryInput(ctx context.Context, replayed []routeRun, prevErr erro
 		in.why = "previous run unknown: " + prevErr.Error()
 		return in
 	case len(replayed) == 0:
-		in.why = "the previous run replayed no keys on this route"
+		in.why = "no recent run replayed keys on this route that were not known failures"
 		return in
 	}
-	in.latest, in.probe, in.keys = replayed[0], replayed[0].rs.Probe, replayed[0].rs.ReplayedKeys
+	rs := replayed[0].rs
+	in.latest, in.probe, in.keys, in.retried, in.all = replayed[0], rs.Probe, rs.sample(), len(rs.RetriedKeys), len(rs.ReplayedKeys)
+	if len(in.keys) == 0 {
+		// A probe that found known failures alone: nothing else tells.
+		in.keys, in.retried = rs.ReplayedKeys, 0
+	}
 	done, err := r.e.opts.Completions.Completed(ctx, in.keys)
 	if err != nil {
 		in.why = "cannot read completions: " + err.Error()
@@ -176,33 +254,36 @@ func (r *run) limited(detail string) Gate {
 }
 
 // breakerGate moves the route's open breaker on what the canary read: it
-// closes when a replayed key completed, or when its probe found too few
-// keys to be evidence; otherwise it holds the route (held) until a probe
-// is due, then limits it to the probe.
+// closes when the latest judged run is not broken (more than a quarter of
+// its keys completed), or when its probe found too few keys to be
+// evidence; otherwise it holds the route (held) until a probe is due, then limits it
+// to the probe.
 func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 	b := p.rs.Breaker
 	if b == nil || !b.Open {
 		return Gate{}, false
 	}
 	switch {
-	case in.completed > 0, in.completed == 0 && in.probe && len(in.keys) < minEvidence:
-		// A replay completed: the system works again. Or the probe found
-		// fewer keys to replay than the evidence of an outage needs, and
-		// they failed: no evidence either way (as for a run that replayed
-		// a single key), so that messages failing on their own are parked
-		// after their replays instead of being held behind probes that
-		// only they answer.
+	case in.completed >= 0 && len(in.keys) > 0 && !in.broken(),
+		in.completed >= 0 && in.probe && in.all < minEvidence:
+		// Replays completed: the system works again (the canary
+		// samples the next run if most failed). Or the probe
+		// found fewer keys than the evidence of an outage needs, and
+		// they failed: no evidence either
+		// way (as for a run that replayed a single key), so that
+		// messages failing on their own are parked after their replays
+		// instead of being held behind probes that only they answer.
 		b.close()
 		return Gate{}, false
 	}
-	// No completion since it opened (or none can be seen): it stays open,
-	// whatever else the history says.
+	// Almost all keys failed since it opened (or nothing can be seen): it
+	// stays open, whatever else the history says.
 	detail := "breaker open: " + in.why
-	if in.completed == 0 {
-		if len(in.keys) >= minEvidence {
+	if in.completed >= 0 {
+		if in.all >= minEvidence {
 			b.addFailed(in.latest.runID)
 		}
-		detail = fmt.Sprintf("breaker open: none of the %d keys run %s replayed has completed", len(in.keys), in.latest.runID)
+		detail = "breaker open: " + in.String()
 	}
 	if r.now().Before(b.ProbeAt) {
 		return Gate{Name: GateCanary, Decision: GateClosed, Detail: detail + "; next probe at " + b.ProbeAt.UTC().Format(time.RFC3339)}, true
@@ -213,21 +294,25 @@ func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 	return r.limited(detail + "; probing"), true
 }
 
-// suspects returns the latest replaying runs (up to maxSuspects) none of
-// whose keys has completed, stopping at the first run with a completion
-// (or whose completions cannot be read); replayed[0] is known to have none.
-// Only runs that replayed at least minEvidence keys are suspects.
+// suspects returns the latest judged runs (up to maxSuspects) that are
+// broken (see [broken]), stopping at the first that is not (or whose
+// completions cannot be read); replayed[0] is known to be broken. Only
+// runs that replayed at least minEvidence keys, known failures' included,
+// are suspects.
 func (r *run) suspects(ctx context.Context, replayed []routeRun) []string {
 	var out []string
 	for i, h := range replayed[:min(len(replayed), maxSuspects)] {
-		keys := h.rs.ReplayedKeys
+		keys := h.rs.sample()
 		if i > 0 {
 			done, err := r.e.opts.Completions.Completed(ctx, keys)
-			if err != nil || len(done) > 0 {
+			if err != nil || !broken(len(keys), len(done)) {
 				break
 			}
 		}
-		if len(keys) >= minEvidence {
+		if len(h.rs.ReplayedKeys) >= minEvidence {
+			// Its known failures failed too: they count toward the
+			// evidence of a run whose other keys are broken, and its
+			// replays are given back with the others'.
 			out = append(out, h.runID)
 		}
 	}

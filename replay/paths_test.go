@@ -33,12 +33,14 @@ func TestGatesNeverHoldTheExpiryRescue(t *testing.T) {
 		{"health closed", func(_ *harness, o *replay.Options) {
 			o.Health = func(context.Context) error { return errors.New("tax service: 503") }
 		}},
-		{"refill closed", func(h *harness, _ *replay.Options) {
+		{"breaker open", func(h *harness, o *replay.Options) {
 			at := h.clock.Now().Add(-15 * time.Minute)
-			prev := replay.RouteSummary{Route: "orders", Gates: []replay.Gate{{Name: replay.GateRefill, Decision: replay.GateOpen}}}
+			prev := replay.RouteSummary{Route: "orders", Gates: []replay.Gate{{Name: replay.GateRefill, Decision: replay.GateOpen}},
+				Breaker: &replay.Breaker{Open: true, Trips: 1, ProbeAt: h.clock.Now().Add(time.Hour)}}
 			if err := h.ledger.PutRun(context.Background(), replay.Summary{RunID: "prev", StartedAt: at, Routes: []replay.RouteSummary{prev}}, at.Add(time.Hour)); err != nil {
 				h.t.Fatal(err)
 			}
+			o.Completions = setCompletions{}
 		}},
 	}
 	for _, tt := range tests {
@@ -52,6 +54,7 @@ func TestGatesNeverHoldTheExpiryRescue(t *testing.T) {
 			tt.setup(h, &o)
 			opts := h.options()
 			opts.Health = o.Health
+			opts.Completions = o.Completions
 			counted := &countingLedger{Ledger: h.ledger}
 			s := h.run(replay.New(h.q, counted, opts), replay.Request{})
 			if n := counted.marks.Load(); n != 6 {
@@ -758,7 +761,7 @@ func TestRefillGateCountsAppliedRemovals(t *testing.T) {
 	}
 	h.clock.Advance(due)
 	s := h.run(h.engine(), replay.Request{})
-	if g := s.Routes[0].Gates[0]; g.Decision != replay.GateClosed {
+	if g := s.Routes[0].Gates[0]; !strings.HasPrefix(g.Detail, "DLQ grew by 150 ") {
 		t.Fatalf("refill gate %+v: 150 new dead letters after 150 removed", g)
 	}
 }

@@ -69,7 +69,27 @@ type planner struct {
 	key        []byte   // the seal key (see seal.go)
 	movesLeft  int      // moves the run's cap still allows
 	replayLeft int      // replays the canary still allows; -1 unlimited
+	probe      bool     // the limit is a probe of the open breaker (see slot)
+	refill     bool     // the refill gate judges the DLQ's growth (see waits)
 }
+
+// knownFailure reports whether the item is a known failure: its replay
+// count, after any refund, is one or more, so an earlier replay of it
+// failed in a run that the breaker did not take for an outage's. Its
+// outcome is no evidence about the system (see gates.go).
+func (it *item) knownFailure() bool { return it.facts.ReplayCount > 0 }
+
+// slot reports whether a replay of it takes one of the canary's replays: a
+// known failure takes none (it fails on its own, and judging the next run
+// by it would hold the lane behind one failing producer or key), except in
+// a probe, which replays at most its limit whatever it picks.
+func (pl *planner) slot(it *item) bool { return pl.probe || !it.knownFailure() }
+
+// waits reports whether a replay of it waits for the next run: a replay of
+// ours back in the DLQ, while the refill gate judges whether the DLQ
+// refills with replays that came back (see refillBack), is not sent back
+// before its verdict.
+func (pl *planner) waits(it *item) bool { return pl.refill && freshBack(it.msg) }
 
 // plan decides every item in receive order: the filter first, then a
 // closed gate (which holds all but the parks: the expiry rescue and the
@@ -83,11 +103,14 @@ func (pl *planner) plan(items []*item) (moves, replays int) {
 		order.block(it)
 		switch it.outcome {
 		case OutcomeReplayed:
+			slot := pl.slot(it)
 			switch {
-			case pl.movesLeft > 0 && pl.replayLeft != 0:
-				replays++
-				if pl.replayLeft > 0 {
-					pl.replayLeft--
+			case pl.movesLeft > 0 && !pl.waits(it) && (pl.replayLeft != 0 || !slot):
+				if slot {
+					replays++
+					if pl.replayLeft > 0 {
+						pl.replayLeft--
+					}
 				}
 			case pl.movesLeft > 0 && pl.policy.Expiring(it.facts, pl.now):
 				it.park(ReasonExpiryRescue)
@@ -102,7 +125,7 @@ func (pl *planner) plan(items []*item) (moves, replays int) {
 		if it.outcome.moves() {
 			pl.movesLeft--
 			moves++
-			if pl.prepare(it) {
+			if slot := pl.slot(it); pl.prepare(it) && slot {
 				// Parked as too large after all: the canary's slot is free.
 				replays--
 				if pl.replayLeft >= 0 {

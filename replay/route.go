@@ -46,6 +46,10 @@ type pass struct {
 	// unrecorded: the canary holds the route while none of the latest
 	// replaying run's keys has completed.
 	unrecorded bool
+	// refill: the DLQ grew past RefillThreshold; the refill gate closes
+	// once more than that many replays came back (see refillBack).
+	refill bool
+	keys   keySample // the replayed keys the next runs judge this one by
 }
 
 // end records why a worker ended the pass. The pass ends when its last
@@ -169,7 +173,7 @@ func (r *run) gate(ctx context.Context, p *pass, recent []Summary, prevErr error
 	}
 	p.watched = watchRuns(routeRuns(recent, name, func(rs RouteSummary) bool { return rs.Replayed > 0 }),
 		routeRuns(recent, name, func(rs RouteSummary) bool { return len(rs.Returned) > 0 }))
-	refill, canary := r.refillGate(*rs, last, prevErr), r.canaryGate(ctx, p, replayed, last, prevErr)
+	refill, canary := r.refillGate(p, last, prevErr), r.canaryGate(ctx, p, replayed, last, prevErr)
 	rs.Gates = append(rs.Gates, refill, canary)
 	r.logGate(ctx, p.route.DLQURL, refill)
 	r.logGate(ctx, p.route.DLQURL, canary)

@@ -35,7 +35,8 @@ const (
 const UnrecordedRuns = 3
 
 // Return is what a run saw of an earlier run's replays on a route: how
-// many it replayed, and how many of them its pass found back in the DLQ.
+// many it replayed, and how many of them its pass found back in the DLQ;
+// known failures left out of both (see freshBack).
 type Return struct {
 	RunID    string `json:"runId"`
 	Replayed int    `json:"replayed"`
@@ -69,12 +70,14 @@ func (w *watched) failing() bool {
 	return w.Replayed >= minEvidence && 2*w.seen() >= w.Replayed
 }
 
-// watchRuns returns the latest replaying runs of a route (at most
-// maxSuspects), latest first, with what the passes since each saw back.
+// watchRuns returns the latest runs of a route (at most maxSuspects) that
+// replayed messages other than known failures, latest first, with what
+// the passes since each saw back.
 func watchRuns(replaying []routeRun, all []routeRun) []watched {
+	replaying = slices.DeleteFunc(slices.Clone(replaying), func(h routeRun) bool { return h.rs.Replayed-h.rs.Retried <= 0 })
 	var out []watched
 	for _, h := range replaying[:min(len(replaying), maxSuspects)] {
-		w := watched{Return: Return{RunID: h.runID, Replayed: h.rs.Replayed}, startedAt: h.startedAt, probe: h.rs.Probe}
+		w := watched{Return: Return{RunID: h.runID, Replayed: h.rs.Replayed - h.rs.Retried}, startedAt: h.startedAt, probe: h.rs.Probe}
 		for _, o := range all {
 			if i := slices.IndexFunc(o.rs.Returned, func(x Return) bool { return x.RunID == h.runID }); i >= 0 {
 				w.before = max(w.before, o.rs.Returned[i].Back)
@@ -85,17 +88,38 @@ func watchRuns(replaying []routeRun, all []routeRun) []watched {
 	return out
 }
 
-// countBack counts, per watched run, the messages of items it replayed.
-// It holds the run's lock.
+// freshBack reports whether m is a replay of ours back in the DLQ that was
+// no known failure when it was replayed: its first replay (after any
+// refund, or an operator's reset of its count).
+func freshBack(m message) bool { return m.hasMeta && m.meta.Reason == "" && m.meta.ReplayCount == 1 }
+
+// countBack counts, per watched run, the messages of items it replayed
+// that were no known failures then. It holds the run's lock.
 func (p *pass) countBack(items []*item) {
 	for _, it := range items {
-		if !it.msg.hasMeta {
+		if !freshBack(it.msg) {
 			continue
 		}
 		if i := slices.IndexFunc(p.watched, func(w watched) bool { return w.RunID == it.msg.meta.RunID }); i >= 0 {
 			p.watched[i].Back++
 		}
 	}
+}
+
+// backSince returns how many replays the pass has seen back in the DLQ
+// that no earlier pass saw (the DLQ's growth made of replays that came
+// back since the previous run; known failures left out), and, of the runs
+// they came from, how many replays were seen back in all and how many
+// they replayed.
+func (p *pass) backSince() (n, seen, replayed int) {
+	for _, w := range p.watched {
+		if d := w.Back - w.before; d > 0 {
+			n += d
+			seen += w.seen()
+			replayed += w.Replayed
+		}
+	}
+	return n, seen, replayed
 }
 
 // dlqGate is the canary gate of a route whose breaker reads the DLQ: no
@@ -164,7 +188,7 @@ func (r *run) watchDLQ(ctx context.Context, p *pass, now time.Time) {
 	}
 	b.ReturnAfter = max(0, now.Sub(trip.startedAt))
 	b.trip(now.Add(max(r.e.opts.Policy.ceiling(0), b.ReturnAfter)))
-	r.tripped(ctx, p, fmt.Sprintf(
+	r.tripped(ctx, p, GateCanary, fmt.Sprintf(
 		"breaker open on the DLQ signal: %d of the %d messages run %s replayed are back in the DLQ; next probe at %s",
 		trip.seen(), trip.Replayed, trip.RunID, b.ProbeAt.UTC().Format(time.RFC3339)))
 }

@@ -38,10 +38,18 @@ type RouteSummary struct {
 	StopReason StopReason `json:"stopReason"`
 	Error      string     `json:"error,omitempty"` // why the route stopped, when StopReason is "error"
 	Counts
-	// ReplayedKeys are the first keys (up to 100) this run replayed on
-	// the route: the next run's canary. A summary stored by an earlier
-	// version names them "replayedOrders" (see UnmarshalJSON).
+	// ReplayedKeys are the keys this run replayed on the route (a
+	// sample of 100 when it replayed more, known failures' last): what
+	// the next runs' canary and breaker judge it by. A summary stored by
+	// an earlier version names them "replayedOrders" (see UnmarshalJSON).
 	ReplayedKeys []string `json:"replayedKeys,omitempty"`
+	// RetriedKeys are the keys of ReplayedKeys that only known failures
+	// carried: messages whose replay count, after any refund, was one or
+	// more (they failed after a replay that the breaker did not give
+	// back). The gates judge the run by its other keys.
+	RetriedKeys []string `json:"retriedKeys,omitempty"`
+	// Retried counts the replays of known failures among Replayed.
+	Retried int `json:"retried,omitempty"`
 	// Probe is true when this run's replays on the route probed an open
 	// breaker.
 	Probe bool `json:"probe,omitempty"`
@@ -55,7 +63,7 @@ type RouteSummary struct {
 	BreakerSignal string `json:"breakerSignal,omitempty"`
 	// Returned are the latest runs (at most 5) that replayed on the route,
 	// latest first, each with how many of its replays this run's pass saw
-	// back in the DLQ: the breaker's signal without records, and the
+	// back in the DLQ (known failures left out of both): the breaker's signal without records, and the
 	// evidence that replays were consumed but never recorded.
 	Returned []Return `json:"returned,omitempty"`
 	// Unrecorded counts the consecutive runs, this one included, that the
