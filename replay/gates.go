@@ -126,7 +126,7 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, last
 	case !p.route.Records:
 		return r.dlqGate(p, noRecords)
 	case r.e.opts.Completions == nil:
-		return Gate{Name: GateCanary, Decision: GateSkipped, Detail: "no completions reader configured"}
+		return r.dlqGate(p, "no completions reader configured")
 	}
 	p.rs.BreakerSignal = SignalCompletions
 	replayed = judged(replayed)

@@ -49,7 +49,10 @@ type pass struct {
 	// refill: the DLQ grew past RefillThreshold; the refill gate closes
 	// once more than that many replays came back (see refillBack).
 	refill bool
-	keys   keySample // the replayed keys the next runs judge this one by
+	// judgeProbe: no pass had looked at the DLQ since the breaker's probe;
+	// this one holds replays and judges the probe at its end (judgeProbe).
+	judgeProbe bool
+	keys       keySample // the replayed keys the next runs judge this one by
 }
 
 // end records why a worker ended the pass. The pass ends when its last
@@ -112,6 +115,9 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	}
 	if p.gated && (rs.StopReason == StopDrained || rs.StopReason == StopPass) {
 		rs.StopReason = StopGate
+	}
+	if rs.StopReason == StopDrained || rs.StopReason == StopPass || rs.StopReason == StopGate {
+		r.judgeProbe(p) // only a pass that saw the whole DLQ can tell
 	}
 	r.noteUnrecorded(ctx, p, last)
 	return rs, nil

@@ -204,7 +204,7 @@ func TestAPoisonKeyDoesNotKeepTheLaneAtTheCanary(t *testing.T) {
 
 // The refill gate closes when more than RefillThreshold of the DLQ's
 // growth are replays that came back, almost all of their run's (the
-// replays fail en masse), even where nothing else reads the replays' fate;
+// replays fail en masse), even where no breaker reads the replays' fate;
 // the replays back wait for its verdict. When they are a share of their
 // run's (one kind of failure), it stays open: they wait for the next run,
 // and the new dead letters are replayed.
@@ -232,7 +232,9 @@ func TestRefillGateClosesOnReplaysBack(t *testing.T) {
 			}
 			h.arrive("NEW", 20, 0)
 			h.clock.Advance(due)
-			s := h.run(h.engine(), replay.Request{})
+			// A completions reader that the previous run gave nothing to
+			// read (no replayed keys): no breaker reads these replays' fate.
+			s := h.run(h.engine(func(o *replay.Options) { o.Completions = setCompletions{} }), replay.Request{})
 			rs := s.Routes[0]
 			g := rs.Gates[0]
 			if g.Decision != tt.want {

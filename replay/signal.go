@@ -49,6 +49,7 @@ type watched struct {
 	startedAt time.Time
 	probe     bool // its replays probed an open breaker
 	before    int  // the most of its replays an earlier pass saw back
+	looked    bool // a pass since it counted its replays back (before is evidence)
 }
 
 // seen is the most of w's replays any pass has seen back: this one's or an
@@ -81,6 +82,7 @@ func watchRuns(replaying []routeRun, all []routeRun) []watched {
 		for _, o := range all {
 			if i := slices.IndexFunc(o.rs.Returned, func(x Return) bool { return x.RunID == h.runID }); i >= 0 {
 				w.before = max(w.before, o.rs.Returned[i].Back)
+				w.looked = true
 			}
 		}
 		out = append(out, w)
@@ -144,6 +146,14 @@ func (r *run) dlqGate(p *pass, detail string) Gate {
 	case r.now().Before(b.ProbeAt):
 		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; breaker open on the DLQ signal; next probe at %s", detail, b.ProbeAt.UTC().Format(time.RFC3339))
 		return g
+	case probe != nil && !probe.looked:
+		// No pass has looked at the DLQ since the probe (this run came
+		// late: a cold start, a missed tick, a paused schedule): nothing
+		// says its replays did not come back. This pass holds replays,
+		// counts them back and judges the probe at its end (judgeProbe).
+		p.judgeProbe = true
+		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; breaker open: this pass judges probe %s by its replays back in the DLQ", detail, probe.RunID)
+		return g
 	case probe != nil && probe.failing():
 		b.addFailed(probe.RunID)
 		detail = fmt.Sprintf("%s; breaker open: %d of the %d replays of probe %s came back to the DLQ", detail, probe.seen(), probe.Replayed, probe.RunID)
@@ -191,6 +201,25 @@ func (r *run) watchDLQ(ctx context.Context, p *pass, now time.Time) {
 	r.tripped(ctx, p, GateCanary, fmt.Sprintf(
 		"breaker open on the DLQ signal: %d of the %d messages run %s replayed are back in the DLQ; next probe at %s",
 		trip.seen(), trip.Replayed, trip.RunID, b.ProbeAt.UTC().Format(time.RFC3339)))
+}
+
+// judgeProbe ends a pass that held replays to judge the probe no earlier
+// pass had looked at (see dlqGate): the breaker stays open, its next probe
+// a step of doubling later, when most of the probe's replays are back;
+// otherwise it closes, and the next run replays. It holds no lock: the
+// workers have ended.
+func (r *run) judgeProbe(p *pass) {
+	if !p.judgeProbe || len(p.watched) == 0 || p.rs.Breaker == nil || !p.rs.Breaker.Open {
+		return
+	}
+	b, probe := p.rs.Breaker, &p.watched[0]
+	if !probe.failing() && !b.failed(probe.RunID) {
+		b.close()
+		return
+	}
+	b.addFailed(probe.RunID)
+	b.Trips++
+	b.ProbeAt = r.now().Add(max(r.e.opts.Policy.ceiling(b.Trips-1), b.ReturnAfter))
 }
 
 // recordsGone is the detail of a route whose records are missing.

@@ -126,7 +126,7 @@ func TestSummaryJSONFieldNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := []string{"applied", "blocked", "deadLettered", "deferred", "delayed", "errors", "examined", "parked", "recovered", "replayed", "skipped"}
-	if got, want := keys(routes[0]), slices.Sorted(slices.Values(append(slices.Clone(counts), "depth", "expiry", "fifo", "gates", "inFlight", "replayedKeys", "route", "stopReason"))); !slices.Equal(got, want) {
+	if got, want := keys(routes[0]), slices.Sorted(slices.Values(append(slices.Clone(counts), "breakerSignal", "depth", "expiry", "fifo", "gates", "inFlight", "replayedKeys", "route", "stopReason"))); !slices.Equal(got, want) {
 		t.Fatalf("route keys = %v\nwant %v", got, want)
 	}
 	var total map[string]json.RawMessage
