@@ -235,11 +235,15 @@ func writeInspect(w io.Writer, rep inspectReport, now time.Time) error {
 		b, _ := strconv.Atoi(y)
 		return a - b
 	})
-	if err := writeCounts(w, "REPLAY COUNT", byCount, st.ByReplayCount); err != nil {
-		return err
-	}
+	counts := st.ByReplayCount
 	if st.Unverified > 0 {
-		fmt.Fprintf(w, "unverified  %d (replay metadata the replay function did not seal: no replay count)\n", st.Unverified)
+		// Metadata the replay function did not seal: no replay count.
+		counts = maps.Clone(counts)
+		counts["unverified"] = st.Unverified
+		byCount = append(byCount, "unverified")
+	}
+	if err := writeCounts(w, "REPLAY COUNT", byCount, counts); err != nil {
+		return err
 	}
 	if err := writeCounts(w, "REASON", slices.Sorted(maps.Keys(st.ByReason)), st.ByReason); err != nil {
 		return err
