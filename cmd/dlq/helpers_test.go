@@ -202,7 +202,7 @@ func (f *fixture) runRaw(args ...string) result {
 				return nil, errors.New("connected to AWS")
 			}
 			return &backend{
-				queue:  f.q,
+				queue: f.q,
 				ledger: func(string) replay.Ledger {
 					if f.operator {
 						return operatorLedger{f.ledger}
