@@ -91,8 +91,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 }
 
 // begin starts the run's summary with the run's gates (health, and seal
-// when closed or when it has a note) and reads the recent runs the routes' gates compare with,
-// the three at once; prevErr is why the recent runs could not be read.
+// when closed or when it has a note) and reads the recent runs the routes'
+// gates compare with, the three at once; prevErr is why the recent runs
+// could not be read.
 func (r *run) begin(ctx context.Context) (sum Summary, recent []Summary, prevErr error) {
 	type runs struct {
 		recent []Summary

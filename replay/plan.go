@@ -245,8 +245,7 @@ func (pl *planner) build(it *item) error {
 }
 
 // metadata is the sealed metadata a mover carries (unsealed when the run
-// cannot seal: see seal.go), and sets its
-// destination and replay count.
+// cannot seal: see seal.go), and sets its destination and replay count.
 func (pl *planner) metadata(it *item) Metadata {
 	m := it.msg
 	meta := Metadata{
