@@ -11,12 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
+	"github.com/homingdlq/homing/settings"
 )
 
 // The contracts run on every DynamoDB implementation (emulatortest.Endpoints:
@@ -77,5 +79,44 @@ func TestLedgerWritesTheTTLAttribute(t *testing.T) {
 	}
 	if secs, _ := strconv.ParseInt(n.Value, 10, 64); secs != r.ExpiresAt.Unix() {
 		t.Fatalf("%s = %d, want %d", dynamo.TTLAttribute, secs, r.ExpiresAt.Unix())
+	}
+}
+
+// The seal's public key is written beside the seal key, under its own
+// partition (the one an operator may read), and read back by a Verifier,
+// which verifies what the key seals.
+func TestSealPublicKeyOnTheLedger(t *testing.T) {
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(emulatortest.Config(t))
+	table := emulatortest.LedgerTable(t, db)
+	ledger := dynamo.NewLedger(db, table, nil)
+	key, err := replay.SealKey(ctx, ledger, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
+		dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: settings.SealPublicKeyPartition}, dynamo.SortKeyAttribute: &types.AttributeValueMemberS{Value: "message#v1"},
+	}})
+	if err != nil || len(out.Item) == 0 {
+		t.Fatalf("no public key item: %v, %v", out, err)
+	}
+	route := replay.Route{DLQURL: "http://127.0.0.1/000000000000/orders-dlq", SourceURL: "http://127.0.0.1/000000000000/orders"}
+	v, err := replay.NewVerifier(ctx, ledger, route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"orderId":"ORD-SEAL"}`
+	for _, tc := range []struct {
+		name string
+		key  []byte
+		want bool
+	}{{"the lane's key", key, true}, {"another key", make([]byte, 32), false}} {
+		attrs, err := replay.Attributes(nil, replay.Metadata{ReplayCount: 1, OriginalMessageID: "m-1"}.Sealed(tc.key, body, route.SourceURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := v.Check(sqstypes.Message{MessageId: aws.String("m-2"), Body: aws.String(body), MessageAttributes: attrs}); ok != tc.want {
+			t.Errorf("%s: verified %v, want %v", tc.name, ok, tc.want)
+		}
 	}
 }

@@ -15,7 +15,14 @@ type Engine struct {
 	opts   Options
 
 	keyMu sync.Mutex
-	key   []byte // the seal key, once read (see seal.go)
+	keys  *sealKeys // once read (see seal.go)
+}
+
+// sealKeys are the engine's seal keys and what its runs cannot do with
+// them ("" when they can do all).
+type sealKeys struct {
+	sealer sealer
+	note   string
 }
 
 // New returns an Engine on the queues of q and the ledger l.
@@ -23,19 +30,23 @@ func New(q Queue, l Ledger, opts Options) *Engine {
 	return &Engine{queue: q, ledger: l, opts: opts.withDefaults()}
 }
 
-// sealKey returns the seal key, read from the ledger once per engine.
-func (e *Engine) sealKey(ctx context.Context) ([]byte, error) {
+// sealKeys returns the seal keys, read from the ledger once per engine
+// (again while the public key could not be written).
+func (e *Engine) sealKeys(ctx context.Context) (sealKeys, error) {
 	e.keyMu.Lock()
 	defer e.keyMu.Unlock()
-	if e.key != nil {
-		return e.key, nil
+	if e.keys != nil {
+		return *e.keys, nil
 	}
-	key, err := SealKey(ctx, e.ledger, e.opts.Now())
+	s, note, err := readSealer(ctx, e.ledger, e.opts.Now())
 	if err != nil {
-		return nil, err
+		return sealKeys{}, err
 	}
-	e.key = key
-	return key, nil
+	keys := sealKeys{sealer: s, note: note}
+	if s.priv == nil || note == "" {
+		e.keys = &keys
+	}
+	return keys, nil
 }
 
 // Run runs req and returns its summary. It returns an error wrapping
@@ -80,8 +91,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 }
 
 // begin starts the run's summary with the run's gates (health, and seal
-// when closed) and reads the recent runs the routes' gates compare with,
-// the three at once; prevErr is why the recent runs could not be read.
+// when closed or when it has a note) and reads the recent runs the routes'
+// gates compare with, the three at once; prevErr is why the recent runs
+// could not be read.
 func (r *run) begin(ctx context.Context) (sum Summary, recent []Summary, prevErr error) {
 	type runs struct {
 		recent []Summary
@@ -98,7 +110,7 @@ func (r *run) begin(ctx context.Context) (sum Summary, recent []Summary, prevErr
 		RunID: r.id, DryRun: r.req.DryRun, StartedAt: r.start, Max: r.max, Rate: r.rate,
 		Gates: []Gate{r.healthGate(ctx)}, Routes: []RouteSummary{}, Total: newCounts(),
 	}
-	if g := <-sealed; g.Decision == GateClosed {
+	if g := <-sealed; g.Decision == GateClosed || g.Detail != "" {
 		sum.Gates = append(sum.Gates, g)
 		r.logGate(ctx, "", g)
 	}

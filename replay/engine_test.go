@@ -745,22 +745,28 @@ func TestFilters(t *testing.T) {
 		return h
 	}
 	tests := []struct {
-		name   string
-		filter replay.Filter
-		want   []string // bodies replayed
+		name    string
+		filter  replay.Filter
+		invalid bool     // the route reads the invalid queue (Route.Invalid)
+		want    []string // bodies replayed
 	}{
-		{"no filter", replay.Filter{}, []string{order("ORD-F-1"), order("ORD-F-2"), order("ORD-F-3"), "not json", order("ORD-F-5")}},
-		{"dead-lettered by the broker", replay.Filter{Reasons: []string{replay.ReasonDeadLettered}}, []string{order("ORD-F-1"), "not json", order("ORD-F-5")}},
-		{"reason of the invalid lane", replay.Filter{Reasons: []string{"invalid-tax-id"}}, []string{order("ORD-F-2")}},
-		{"our parking reason", replay.Filter{Reasons: []string{replay.ReasonExpiryRescue, "other"}}, []string{order("ORD-F-3")}},
-		{"older than", replay.Filter{OlderThan: time.Hour}, []string{order("ORD-F-1"), order("ORD-F-2"), order("ORD-F-3"), "not json"}},
-		{"order ids", replay.Filter{Keys: []string{"ORD-F-2", "ORD-F-5", "ORD-F-9"}}, []string{order("ORD-F-2"), order("ORD-F-5")}},
-		{"every criterion must match", replay.Filter{Reasons: []string{replay.ReasonDeadLettered}, OlderThan: time.Hour}, []string{order("ORD-F-1"), "not json"}},
+		{"no filter", replay.Filter{}, false, []string{order("ORD-F-1"), order("ORD-F-2"), order("ORD-F-3"), "not json", order("ORD-F-5")}},
+		// A verdict on a DLQ message is the producer's attribute: the
+		// consumer sends its verdicts to the invalid queue.
+		{"dead-lettered by the broker", replay.Filter{Reasons: []string{replay.ReasonDeadLettered}}, false, []string{order("ORD-F-1"), order("ORD-F-2"), "not json", order("ORD-F-5")}},
+		{"a producer's verdict on a DLQ message is no reason", replay.Filter{Reasons: []string{"invalid-tax-id"}}, false, []string{}},
+		{"reason of the invalid lane, on the invalid queue", replay.Filter{Reasons: []string{"invalid-tax-id"}}, true, []string{order("ORD-F-2")}},
+		{"our parking reason", replay.Filter{Reasons: []string{replay.ReasonExpiryRescue, "other"}}, false, []string{order("ORD-F-3")}},
+		{"older than", replay.Filter{OlderThan: time.Hour}, false, []string{order("ORD-F-1"), order("ORD-F-2"), order("ORD-F-3"), "not json"}},
+		{"order ids", replay.Filter{Keys: []string{"ORD-F-2", "ORD-F-5", "ORD-F-9"}}, false, []string{order("ORD-F-2"), order("ORD-F-5")}},
+		{"every criterion must match", replay.Filter{Reasons: []string{replay.ReasonDeadLettered}, OlderThan: time.Hour}, false, []string{order("ORD-F-1"), order("ORD-F-2"), "not json"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := setup(t)
-			s := h.run(h.engine(func(o *replay.Options) { o.BackoffBase, o.BackoffMax = time.Millisecond, time.Millisecond }), replay.Request{Filter: tt.filter})
+			rt := h.route
+			rt.Invalid = tt.invalid
+			s := h.run(h.engine(func(o *replay.Options) { o.BackoffBase, o.BackoffMax = time.Millisecond, time.Millisecond }), replay.Request{Routes: []replay.Route{rt}, Filter: tt.filter})
 			checkCounts(t, s.Total, counts{Examined: 5, DeadLettered: 5 - (5 - len(tt.want)), Replayed: len(tt.want), Skipped: 5 - len(tt.want)})
 			if got := bodiesOf(h.stored(h.route.SourceURL)); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("replayed %v, want %v", got, tt.want)

@@ -91,7 +91,7 @@ func FuzzRead(f *testing.F) {
 		}
 		if len(meta.OriginalMessageID) == 0 || len(meta.OriginalMessageID) > 128 || meta.ReplayCount < 0 || meta.ReplayCount > 10_000 ||
 			meta.Refunds < 0 || meta.Refunds > 10_000 || len(meta.Route) > 256 || len(meta.RunID) > 256 || len(meta.Reason) > 256 ||
-			len(meta.Corrupt) > 256 || len(meta.Seal) > 64 {
+			len(meta.Corrupt) > 256 || len(meta.Seal) > 128 {
 			t.Fatalf("metadata out of the bounds of what the engine writes: %+v", meta)
 		}
 		if _, ours := producer[replay.AttributeName]; ours || len(producer) > envelope.MaxAttributes {

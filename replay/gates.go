@@ -48,15 +48,16 @@ func (r *run) healthGate(ctx context.Context) Gate {
 	return g
 }
 
-// sealGate reads the seal key into the run; it closes when the key cannot
-// be read (see [GateSeal]).
+// sealGate reads the seal keys into the run; it closes when no key can be
+// read (see [GateSeal]), and says what the run cannot do with the keys it
+// has.
 func (r *run) sealGate(ctx context.Context) Gate {
-	key, err := r.e.sealKey(ctx)
+	keys, err := r.e.sealKeys(ctx)
 	if err != nil {
 		return Gate{Name: GateSeal, Decision: GateClosed, Detail: err.Error()}
 	}
-	r.key = key
-	return Gate{Name: GateSeal, Decision: GateOpen}
+	r.key = keys.sealer
+	return Gate{Name: GateSeal, Decision: GateOpen, Detail: keys.note}
 }
 
 // refillGate closes when the previous run is unknown. When the DLQ holds

@@ -153,7 +153,7 @@ type message struct {
 	producer          map[string]types.MessageAttributeValue
 	foreign           bool      // an attribute of our name that is not our metadata: kept as data
 	key               string    // the business key: its route's Key of the body; "" for none
-	reason            string    // the filter reason: ours, the invalid lane's, or ReasonDeadLettered
+	reason            string    // the filter reason: see reason
 	sentAt            time.Time // SentTimestamp; zero when absent
 	// deadLetteredAt approximates when the message reached the DLQ: its
 	// SentTimestamp (for FIFO queues SQS resets it on the move; for
@@ -190,7 +190,7 @@ func readMessage(m types.Message, now time.Time, t trust, key payload.Key) messa
 		msg.producer[envelope.Neutral(AttributeName, m.MessageAttributes)] = m.MessageAttributes[AttributeName]
 	}
 	msg.key, _ = key.Of([]byte(msg.body))
-	msg.reason = reason(msg.meta, m.MessageAttributes)
+	msg.reason = reason(msg.meta, m.MessageAttributes, t.invalid)
 	msg.deadLetteredAt = msg.sentAt
 	if msg.deadLetteredAt.IsZero() {
 		msg.deadLetteredAt = now
@@ -226,22 +226,19 @@ func millis(s string) time.Time {
 	return time.UnixMilli(n).UTC()
 }
 
-// Reason is the reason a [Filter] selects a message by: the parking reason
-// in our metadata, else the invalid lane's reason (invalid), else
-// [ReasonDeadLettered]. Undecodable metadata counts as absent.
-func Reason(attrs map[string]types.MessageAttributeValue) string {
-	meta, _, _, _ := Read(attrs) // zero on error
-	return reason(meta, attrs)
-}
-
-// reason is [Reason] with our metadata already read.
-func reason(meta Metadata, attrs map[string]types.MessageAttributeValue) string {
+// reason is the reason a [Filter] selects a message by: the parking reason
+// in meta (our metadata, verified; zero when it carries none), else, on a
+// route over the invalid queue (invalid), the consumer's verdict, else
+// [ReasonDeadLettered]. A verdict elsewhere is the producer's data.
+func reason(meta Metadata, attrs map[string]types.MessageAttributeValue, invalidQueue bool) string {
 	if meta.Reason != "" {
 		return meta.Reason
 	}
+	if !invalidQueue {
+		return ReasonDeadLettered
+	}
 	if inv, _, found, err := invalid.Read(attrs); err == nil && found && inv.Reason != "" {
-		// The invalid lane's attribute reaches the DLQ with the message
-		// (a producer may write one too): bounded before it is used.
+		// Stamp writes it within its bound; bounded again before use.
 		return clip.String(inv.Reason, maxMetaString)
 	}
 	return ReasonDeadLettered

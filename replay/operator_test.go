@@ -10,8 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -97,25 +95,5 @@ func TestResetCountRestartsTheReplayCount(t *testing.T) {
 	checkCounts(t, s.Total, counts{Examined: 1, DeadLettered: 1, Replayed: 1})
 	if src = h.stored(h.route.SourceURL); len(src) != 1 || src[0].meta.ReplayCount != 2 || !src[0].meta.ResetAt.Equal(resetAt) {
 		t.Fatalf("source = %+v", src)
-	}
-}
-
-func TestReason(t *testing.T) {
-	ours, _ := envelope.Pack(nil, replay.AttributeName, replay.Metadata{Reason: replay.ReasonExpiryRescue, OriginalMessageID: "o"})
-	theirs, _ := envelope.Pack(nil, invalid.AttributeName, invalid.Metadata{Reason: "missing-tax-id"})
-	bad := map[string]types.MessageAttributeValue{replay.AttributeName: {DataType: aws.String("String"), StringValue: aws.String("{")}}
-	for _, tt := range []struct {
-		name  string
-		attrs map[string]types.MessageAttributeValue
-		want  string
-	}{
-		{"none", nil, replay.ReasonDeadLettered},
-		{"parked", ours, replay.ReasonExpiryRescue},
-		{"invalid", theirs, "missing-tax-id"},
-		{"undecodable", bad, replay.ReasonDeadLettered},
-	} {
-		if got := replay.Reason(tt.attrs); got != tt.want {
-			t.Errorf("%s: Reason = %q, want %q", tt.name, got, tt.want)
-		}
 	}
 }

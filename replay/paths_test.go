@@ -22,6 +22,7 @@ import (
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
+	"github.com/homingdlq/homing/settings"
 )
 
 // Gates hold replays; they never hold the expiry rescue.
@@ -144,7 +145,7 @@ type countingLedger struct {
 }
 
 func (c *countingLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	if r.HistoryKey != replay.SealKeyHistoryKey { // the run's one read of the seal key is not about a message
+	if r.HistoryKey != replay.SealKeyHistoryKey && r.HistoryKey != settings.SealPublicKeyPartition { // the run's reads of the seal keys are not about a message
 		c.marks.Add(1)
 	}
 	return c.Ledger.Mark(ctx, r)

@@ -66,7 +66,7 @@ type planner struct {
 	reset      bool     // Request.ResetCount
 	gated      bool     // a gate is closed: no replays, the rescue goes on
 	breaker    *Breaker // the route's; nil when it never opened
-	key        []byte   // the seal key (see seal.go)
+	key        sealer   // the seal keys (see seal.go)
 	movesLeft  int      // moves the run's cap still allows
 	replayLeft int      // replays the canary still allows; -1 unlimited
 	probe      bool     // the limit is a probe of the open breaker (see slot)
@@ -267,8 +267,8 @@ func (pl *planner) build(it *item) error {
 	return nil
 }
 
-// metadata is the sealed metadata a mover carries, and sets its
-// destination and replay count.
+// metadata is the sealed metadata a mover carries (unsealed when the run
+// cannot seal: see seal.go), and sets its destination and replay count.
 func (pl *planner) metadata(it *item) Metadata {
 	m := it.msg
 	meta := Metadata{
@@ -294,7 +294,7 @@ func (pl *planner) metadata(it *item) Metadata {
 		meta.ParkedAt = pl.now
 	}
 	it.count = meta.ReplayCount
-	return meta.Sealed(pl.key, m.body, it.dest)
+	return pl.key.seal(meta, m.body, queueName(it.dest))
 }
 
 // deduplicationID is the FIFO deduplication id of a mover with meta.

@@ -53,7 +53,7 @@ func TestPlan(t *testing.T) {
 	base := func() planner {
 		return planner{
 			policy: Policy{}.withDefaults(), route: Route{Name: "orders", DLQURL: "d", SourceURL: "s", ParkingURL: "p"}, runID: "run-1",
-			now: now, receivedAt: now, retention: 96 * time.Hour, sourceMax: envelope.MaxMessageBytes, movesLeft: 100, replayLeft: -1, key: testKey,
+			now: now, receivedAt: now, retention: 96 * time.Hour, sourceMax: envelope.MaxMessageBytes, movesLeft: 100, replayLeft: -1, key: newSealer(testKey),
 		}
 	}
 	fifo := Route{Name: "orders", DLQURL: "d.fifo", SourceURL: "s.fifo", ParkingURL: "p.fifo"}
@@ -106,7 +106,7 @@ func TestPlan(t *testing.T) {
 			}
 			items := make([]*item, len(tt.msgs))
 			for i, m := range tt.msgs {
-				items[i] = &item{msg: readMessage(msg(string(rune('a'+i)), m), now, newTrust(testKey, pl.route), key)}
+				items[i] = &item{msg: readMessage(msg(string(rune('a'+i)), m), now, newTrust(newSealer(testKey), pl.route), key)}
 			}
 			moves, replays := pl.plan(items)
 			for i, it := range items {

@@ -67,6 +67,11 @@ type Route struct {
 	// the lane's holds of every message it parks, and sweeps them at the
 	// start of each run ([Options.Holds]). FIFO routes only.
 	Groups string `json:"groups,omitempty"`
+	// Invalid says that the route reads the lane's invalid queue (DLQURL
+	// is it): a message's [Filter] reason is then the consumer's verdict
+	// (package invalid), which on any other queue is the producer's data.
+	// Set by `dlq replay --from invalid`; not part of REPLAY_ROUTES.
+	Invalid bool `json:"-"`
 }
 
 // FIFO reports whether the route's queues are FIFO queues.
@@ -142,7 +147,7 @@ func (r Route) compile() (lane, error) {
 // Filter selects the messages an on-demand run considers; the zero value
 // selects all. Every non-empty criterion must match.
 type Filter struct {
-	Reasons   []string      // the message's reason: ours, the invalid lane's, or ReasonDeadLettered
+	Reasons   []string      // the message's reason: see [Verifier.Check]
 	OlderThan time.Duration // dead-lettered at least this long ago
 	Keys      []string      // the message's business key (its route's [Route.Key])
 }

@@ -20,7 +20,7 @@ type run struct {
 	visibility time.Duration // the receive visibility timeout
 	limiter    *limiter
 	health     []Gate
-	key        []byte                 // the seal key; nil when it could not be read (see seal.go)
+	key        sealer                 // the seal keys; zero when none could be read (see seal.go)
 	holds      map[string]*routeHolds // the routes with Groups, by name (see groups.go)
 
 	mu      sync.Mutex    // guards the fields below and the pass's shared state

@@ -13,3 +13,14 @@ const (
 	// the expiry themselves.
 	TTLAttribute = "expiresAt"
 )
+
+// The ledger partitions of the replay seal (see docs/RELIABILITY.md): the
+// replay function writes and reads both; the construct denies every item
+// action on SealKeyPartition to the operator (Lane.GrantOperator), who may
+// read SealPublicKeyPartition to verify, not write it.
+const (
+	// SealKeyPartition holds the seal key, the replay function's secret.
+	SealKeyPartition = "homing#seal-key"
+	// SealPublicKeyPartition holds the public key that verifies seals.
+	SealPublicKeyPartition = "homing#seal-public"
+)

@@ -17,7 +17,9 @@ import (
 )
 
 // deadLetters puts three messages in the DLQ two hours ago: a first dead
-// letter, one replayed twice, and one the invalid lane marked.
+// letter, one replayed twice, and one with a producer's copy of the
+// invalid lane's attribute (no reason in a DLQ: the consumer sends its
+// verdicts to the invalid queue).
 func (f *fixture) deadLetters() {
 	f.t.Helper()
 	f.send(f.dlq, order("ORD-1"), nil, map[string]types.MessageAttributeValue{"traceparent": {DataType: aws.String("String"), StringValue: aws.String("00-abc-01")}})
@@ -49,7 +51,7 @@ func TestInspect(t *testing.T) {
 	if got := st.ByReplayCount; len(got) != 2 || got["0"] != 2 || got["2"] != 1 {
 		t.Fatalf("byReplayCount = %v", got)
 	}
-	if got := st.ByReason; len(got) != 2 || got["dead-lettered"] != 2 || got["invalid-tax-id"] != 1 {
+	if got := st.ByReason; len(got) != 1 || got["dead-lettered"] != 3 || st.Unverified != 0 {
 		t.Fatalf("byReason = %v", got)
 	}
 	// Sampled without deleting, and released at once.
@@ -103,10 +105,10 @@ func TestPeek(t *testing.T) {
 	if m := byOrder["ORD-1"]; m.Reason != "dead-lettered" || m.Attributes["traceparent"] != "00-abc-01" || m.Replay != nil || m.Body != order("ORD-1") || m.ReceiveCount != 1 {
 		t.Fatalf("ORD-1 = %+v", m)
 	}
-	if m := byOrder["ORD-2"]; m.ReplayCount != 2 || m.Replay == nil || m.Replay.OriginalMessageID != "m-2" || len(m.Attributes) != 0 {
+	if m := byOrder["ORD-2"]; m.ReplayCount != 2 || m.Replay == nil || !m.Verified || m.Replay.OriginalMessageID != "m-2" || len(m.Attributes) != 0 {
 		t.Fatalf("ORD-2 = %+v", m)
 	}
-	if m := byOrder["ORD-3"]; m.Reason != "invalid-tax-id" || m.Invalid == nil || m.Invalid.Detail != "bad check digits" || len(m.Attributes) != 0 {
+	if m := byOrder["ORD-3"]; m.Reason != "dead-lettered" || m.Invalid == nil || m.Invalid.Detail != "bad check digits" || len(m.Attributes) != 0 {
 		t.Fatalf("ORD-3 = %+v", m)
 	}
 	if n := f.visible(f.dlq); n != 3 {

@@ -56,7 +56,8 @@ type fixture struct {
 	envErr error
 	vars   map[string]string // dlq's own environment (HOMING_OUTPUTS...)
 
-	connects int // calls of connect: none for a rejected command
+	connects int  // calls of connect: none for a rejected command
+	operator bool // dlq's ledger denies the seal key, as the construct's grants do
 	// noAWS makes connect fail the test: a command that must fail on its
 	// flags or resources before any AWS client is built.
 	noAWS bool
@@ -201,8 +202,13 @@ func (f *fixture) runRaw(args ...string) result {
 				return nil, errors.New("connected to AWS")
 			}
 			return &backend{
-				queue:  f.q,
-				ledger: func(string) replay.Ledger { return f.ledger },
+				queue: f.q,
+				ledger: func(string) replay.Ledger {
+					if f.operator {
+						return operatorLedger{f.ledger}
+					}
+					return f.ledger
+				},
 				completions: func(_, consumer string) replay.Completions {
 					return &replaytest.MemoryCompletions{Store: idempotency.NewMemoryStore(), Scope: consumer}
 				},

@@ -62,8 +62,9 @@ type sampleStats struct {
 	OldestSentAt     time.Time      `json:"oldestSentAt,omitzero"`
 	OldestAgeSeconds int64          `json:"oldestAgeSeconds"`
 	ExpiresInSeconds int64          `json:"expiresInSeconds"` // until the oldest sampled message expires by the queue's retention; 0 when the sample is empty
-	ByReplayCount    map[string]int `json:"byReplayCount"`    // replay count (our metadata; 0 without) -> messages
-	ByReason         map[string]int `json:"byReason"`         // reason -> messages
+	ByReplayCount    map[string]int `json:"byReplayCount"`    // replay count (our verified metadata; 0 without) -> messages; unverified ones apart
+	ByReason         map[string]int `json:"byReason"`         // reason, as the replay engine decides it -> messages
+	Unverified       int            `json:"unverified"`       // messages whose replay metadata did not verify: no replay count
 }
 
 func (a *app) inspectCommand() *cobra.Command {
@@ -79,7 +80,10 @@ func (a *app) inspectCommand() *cobra.Command {
 in flight, delayed), the age of its oldest message and the time left before
 that message expires by the queue's MessageRetentionPeriod, and counts by
 replay count and by reason (the parking reason or the invalid lane's reason in
-the message metadata, "dead-lettered" when there is none). It also shows the
+the message metadata, "dead-lettered" when there is none). Replay metadata
+whose seal does not verify under the lane's public seal key is not counted
+by replay count or by its reason (the engine ignores it): such messages
+are counted apart as unverified. It also shows the
 depths of the other lane queues, and each route as the latest replay run left
 it (from the ledger): its gates, its breaker and the signal it reads
 (completions, or the replays that come back to the DLQ), and MISSING when the
@@ -135,7 +139,8 @@ func (a *app) inspect(ctx context.Context, role string, limit int, force bool) (
 	}); err != nil {
 		return inspectReport{}, err
 	}
-	rep.Sample = summarize(msgs, limit, time.Duration(rep.Queues[0].RetentionSeconds)*time.Second, a.now())
+	v := a.verifier(ctx, s, role, url)
+	rep.Sample = summarize(msgs, v, limit, time.Duration(rep.Queues[0].RetentionSeconds)*time.Second, a.now())
 	rep.Routes = []routeState{}
 	if table := s.res.optional(outLedger); table != "" {
 		sums, err := s.ledger(table).Runs(ctx, inspectRuns)
@@ -164,13 +169,22 @@ func routeStates(sums []replay.Summary) []routeState {
 	return out
 }
 
-// summarize computes the sample statistics of msgs.
-func summarize(msgs []types.Message, limit int, retention time.Duration, now time.Time) sampleStats {
+// summarize computes the sample statistics of msgs, whose replay metadata
+// v verifies.
+func summarize(msgs []types.Message, v replay.Verifier, limit int, retention time.Duration, now time.Time) sampleStats {
 	st := sampleStats{Approximate: true, Limit: limit, Size: len(msgs), ByReplayCount: map[string]int{}, ByReason: map[string]int{}}
 	for _, m := range msgs {
-		meta, _, _, _ := replay.Read(m.MessageAttributes) // zero when absent or undecodable
-		st.ByReplayCount[strconv.Itoa(meta.ReplayCount)]++
-		st.ByReason[replay.Reason(m.MessageAttributes)]++
+		meta, _, found, _ := replay.Read(m.MessageAttributes) // zero when absent or undecodable
+		verified, reason := v.Check(m)
+		switch {
+		case verified:
+			st.ByReplayCount[strconv.Itoa(meta.ReplayCount)]++
+		case found:
+			st.Unverified++
+		default:
+			st.ByReplayCount["0"]++
+		}
+		st.ByReason[reason]++
 		if sent := sentAt(m); !sent.IsZero() && (st.OldestSentAt.IsZero() || sent.Before(st.OldestSentAt)) {
 			st.OldestSentAt = sent
 		}
@@ -222,7 +236,14 @@ func writeInspect(w io.Writer, rep inspectReport, now time.Time) error {
 		b, _ := strconv.Atoi(y)
 		return a - b
 	})
-	if err := writeCounts(w, "REPLAY COUNT", byCount, st.ByReplayCount); err != nil {
+	counts := st.ByReplayCount
+	if st.Unverified > 0 {
+		// Metadata the replay function did not seal: no replay count.
+		counts = maps.Clone(counts)
+		counts["unverified"] = st.Unverified
+		byCount = append(byCount, "unverified")
+	}
+	if err := writeCounts(w, "REPLAY COUNT", byCount, counts); err != nil {
 		return err
 	}
 	if err := writeCounts(w, "REASON", slices.Sorted(maps.Keys(st.ByReason)), st.ByReason); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -36,14 +37,15 @@ type peekReport struct {
 type peekedMessage struct {
 	MessageID    string            `json:"messageId"`
 	Key          string            `json:"key,omitempty"` // the business key, by the lane's route's key expression
-	Reason       string            `json:"reason"`
-	ReplayCount  int               `json:"replayCount"`
+	Reason       string            `json:"reason"`        // as the replay engine decides it
+	ReplayCount  int               `json:"replayCount"`   // of verified metadata; 0 otherwise
 	SentAt       time.Time         `json:"sentAt,omitzero"`
 	ReceiveCount int               `json:"receiveCount"` // ApproximateReceiveCount, this peek included
 	GroupID      string            `json:"groupId,omitempty"`
 	Body         string            `json:"body"`                 // whole in JSON; cut to --width in the table
 	Attributes   map[string]string `json:"attributes,omitempty"` // the producer's message attributes
-	Replay       *replay.Metadata  `json:"replay,omitempty"`     // our replay metadata (homing-replay)
+	Replay       *replay.Metadata  `json:"replay,omitempty"`     // our replay metadata (homing-replay), as decoded
+	Verified     bool              `json:"verified"`             // the replay function sealed Replay: only then is it history
 	Invalid      *invalid.Metadata `json:"invalid,omitempty"`    // the invalid lane's metadata (homing-invalid)
 	Problem      string            `json:"problem,omitempty"`    // metadata that could not be decoded
 }
@@ -63,7 +65,10 @@ each one's id, business key (by the key expression of the lane's route in the
 replay function's REPLAY_ROUTES), reason, replay count, sent time, body (cut to --width
 characters in the table; whole with -o json), the producer's attributes and our
 metadata (homing-replay: replay count, first dead-lettered, last replay, run;
-homing-invalid: reason, detail, consumer), then releases them at once. It never
+homing-invalid: reason, detail, consumer), then releases them at once. Replay
+metadata whose seal does not verify under the lane's public seal key (in the
+ledger) is shown "unverified": a producer's copy or a forgery, it is not
+history, and the replay count and reason ignore it as the engine does. It never
 deletes. Messages are invisible for a few seconds while peek runs, and each
 peek adds one to their ApproximateReceiveCount.
 
@@ -98,9 +103,10 @@ func (a *app) peek(ctx context.Context, role string, n int, force bool) (peekRep
 		return peekReport{}, err
 	}
 	key := a.laneKey(ctx, s)
+	v := a.verifier(ctx, s, role, url)
 	rep := peekReport{Queue: role, URL: url, Messages: []peekedMessage{}}
 	_, err = browse.All(ctx, s.queue, url, browse.Options{Hide: browseHide, Max: n}, func(m types.Message) bool {
-		rep.Messages = append(rep.Messages, describe(m, key))
+		rep.Messages = append(rep.Messages, describe(m, key, v))
 		return false
 	})
 	return rep, err
@@ -123,13 +129,31 @@ func (a *app) laneKey(ctx context.Context, s *session) payload.Key {
 	return payload.Key{}
 }
 
-// describe decodes a message for peek; key evaluates its business key.
-func describe(m types.Message, key payload.Key) peekedMessage {
+// verifier tells, as the replay engine does, the metadata it sealed on the
+// messages of the queue of role (at url); the zero one (all unverified)
+// when the lane's public seal key cannot be read, which it says on stderr.
+func (a *app) verifier(ctx context.Context, s *session, role, url string) replay.Verifier {
+	rt := replay.Route{DLQURL: url, SourceURL: s.res.optional(outSource), Invalid: role == roleInvalid}
+	err := errors.New("no ledger table (its output, or --ledger-table) to read the public seal key from")
+	if table := s.res.optional(outLedger); table != "" {
+		var v replay.Verifier
+		if v, err = replay.NewVerifier(ctx, s.ledger(table), rt); err == nil {
+			return v
+		}
+	}
+	fmt.Fprintf(a.stderr, "dlq: replay metadata shown unverified: %v\n", err)
+	return replay.Verifier{}
+}
+
+// describe decodes a message for peek; key evaluates its business key, v
+// verifies its replay metadata.
+func describe(m types.Message, key payload.Key, v replay.Verifier) peekedMessage {
 	body := aws.ToString(m.Body)
 	p := peekedMessage{
-		MessageID: aws.ToString(m.MessageId), Reason: replay.Reason(m.MessageAttributes),
-		SentAt: sentAt(m), GroupID: m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], Body: body,
+		MessageID: aws.ToString(m.MessageId),
+		SentAt:    sentAt(m), GroupID: m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], Body: body,
 	}
+	p.Verified, p.Reason = v.Check(m)
 	p.Key, _ = key.Of([]byte(body))
 	p.ReceiveCount, _ = strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	var problems []string
@@ -139,7 +163,10 @@ func describe(m types.Message, key payload.Key) peekedMessage {
 	} else {
 		attrs = producer
 		if found {
-			p.Replay, p.ReplayCount = &meta, meta.ReplayCount
+			p.Replay = &meta
+		}
+		if p.Verified {
+			p.ReplayCount = meta.ReplayCount
 		}
 	}
 	if meta, producer, found, err := invalid.Read(attrs); err != nil {
@@ -191,7 +218,11 @@ func writePeek(w io.Writer, rep peekReport, width int, now time.Time) error {
 		}
 		if m.Replay != nil {
 			b, _ := json.Marshal(m.Replay)
-			fmt.Fprintf(tw, "%s\t%s\n", replay.AttributeName, b)
+			name := replay.AttributeName
+			if !m.Verified {
+				name += " (unverified)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", name, b)
 		}
 		if m.Invalid != nil {
 			b, _ := json.Marshal(m.Invalid)

@@ -337,6 +337,7 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 		if rt.DLQURL, err = s.roleURL("from", f.from); err != nil {
 			return handler.Config{}, err
 		}
+		rt.Invalid = f.from == roleInvalid
 	}
 	if err := checkTo(rt.DLQURL, f.to); err != nil {
 		return handler.Config{}, err
@@ -526,7 +527,7 @@ func writeSummary(w io.Writer, s replay.Summary) error {
 	fmt.Fprintf(w, "Gates: %s\n", gatesText(s))
 	for _, r := range s.Routes {
 		for _, g := range slices.Concat(s.Gates, r.Gates) {
-			if g.Decision == replay.GateClosed || g.Decision == replay.GateLimited {
+			if g.Decision == replay.GateClosed || g.Decision == replay.GateLimited || g.Name == replay.GateSeal && g.Detail != "" {
 				fmt.Fprintf(w, "  %s %s: %s\n", g.Name, g.Decision, printable.String(g.Detail))
 			}
 		}

@@ -226,7 +226,9 @@ func TestExistingAlarmTopic(t *testing.T) {
 }
 
 // TestGrantOperator: the operator's role gets exactly the runbook's actions
-// on the lane's resources, and may send to the parking queue.
+// on the lane's resources, and may send to the parking queue; it is denied
+// every item action on the ledger's seal key and every write of its public
+// key (the replay function keeps both).
 func TestGrantOperator(t *testing.T) {
 	stack := newStack()
 	lane := deadletter.NewLane(stack, "Orders", baseProps())
@@ -237,12 +239,17 @@ func TestGrantOperator(t *testing.T) {
 	role := s.ref(operator.RoleName())
 
 	got := map[string][]string{} // resource -> actions
+	var denied []any
 	for _, r := range s.resources {
 		if r["Type"] != "AWS::IAM::Policy" || !strings.Contains(mustJSON(props(r)["Roles"]), role) {
 			continue
 		}
 		for _, st := range props(r)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 			st := st.(map[string]any)
+			if st["Effect"] == "Deny" {
+				denied = append(denied, st)
+				continue
+			}
 			if st["Effect"] != "Allow" {
 				t.Errorf("statement %s", mustJSON(st))
 			}
@@ -282,6 +289,44 @@ func TestGrantOperator(t *testing.T) {
 	for res, actions := range got {
 		if _, ok := want[res]; !ok {
 			t.Errorf("unexpected grant on %s: %v", res, actions)
+		}
+	}
+	// The seal key: no item action reads or writes it, whatever the
+	// Allows (dynamodb:LeadingKeys is the partition of every key a call
+	// names; Scan, which names none, is granted to no one).
+	deny := func(partition string, actions ...string) obj {
+		return obj{"Effect": "Deny", "Action": actions, "Resource": getAtt(id.ledger, "Arn"),
+			"Condition": obj{"ForAnyValue:StringEquals": obj{"dynamodb:LeadingKeys": arr{partition}}}}
+	}
+	wantDenied := []any{
+		deny(settings.SealKeyPartition, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem",
+			"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+			"dynamodb:PartiQLSelect", "dynamodb:PartiQLInsert", "dynamodb:PartiQLUpdate", "dynamodb:PartiQLDelete"),
+		deny(settings.SealPublicKeyPartition, "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+			"dynamodb:PartiQLInsert", "dynamodb:PartiQLUpdate", "dynamodb:PartiQLDelete"),
+	}
+	if mustJSON(denied) != mustJSON(wantDenied) {
+		t.Errorf("the operator's denials:\n%s\nwant\n%s", mustJSON(denied), mustJSON(wantDenied))
+	}
+	// The replay function keeps the seal key: nothing denies it anything.
+	replayPolicies := 0
+	for _, r := range s.resources {
+		if r["Type"] != "AWS::IAM::Policy" || !strings.Contains(mustJSON(props(r)["Roles"]), `"`+id.replayRole+`"`) {
+			continue
+		}
+		replayPolicies++
+		if doc := mustJSON(props(r)["PolicyDocument"]); strings.Contains(doc, `"Deny"`) || !strings.Contains(doc, "dynamodb:GetItem") {
+			t.Errorf("the replay function's policy denies, or does not read the ledger: %s", doc)
+		}
+	}
+	if replayPolicies == 0 {
+		t.Error("no policy of the replay function's role")
+	}
+	// Every action the operator is granted on the ledger is one the seal
+	// key's denial covers: none reaches it another way.
+	for _, a := range got[mustJSON(getAtt(id.ledger, "Arn"))] {
+		if !strings.Contains(mustJSON(wantDenied[0]), `"`+a+`"`) {
+			t.Errorf("the operator's %s on the ledger is not denied on the seal key", a)
 		}
 	}
 

@@ -130,7 +130,8 @@ type Lane interface {
 	// queues), audit the ledger, stop and resume the schedule, read and invoke
 	// the replay function, read the logs, subscribe to the alarm topic, and
 	// on a FIFO lane that holds its groups list and release held groups
-	// (`dlq groups`). principal must be a role, a user or an
+	// (`dlq groups`). It denies principal the ledger's seal key (every item
+	// action) and writes of its public key. principal must be a role, a user or an
 	// awsiam.ArnPrincipal: its ARN joins the parking queue's senders (`dlq
 	// replay` parks what it cannot replay). It panics with another principal.
 	GrantOperator(principal awsiam.IGrantable)

@@ -6,7 +6,13 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/settings"
 )
+
+// warnSealKeyDenial is the id of the warning that the operator's principal
+// could not be denied the seal key.
+const warnSealKeyDenial = "homing-deadletter:OperatorSealKeyDenial"
 
 // operatorActions are the actions [Lane.GrantOperator] grants, by the
 // resource they are granted on, each for a step of the runbook
@@ -48,7 +54,10 @@ import (
 //
 // Nothing else: no SendMessage on the DLQ (its policy denies it to
 // everyone), no StartMessageMoveTask, no write on the idempotency table, no
-// receive on the source queue.
+// receive on the source queue, no Scan of the ledger. And denied (see
+// sealDenials): every item action on the ledger's seal key, which only the
+// replay function reads (an operator's `dlq replay` verifies seals with the
+// public key and seals nothing), and every write of its public key.
 var operatorActions = map[string][]string{
 	"stack":       {"cloudformation:DescribeStacks"},
 	"source":      {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"},
@@ -61,6 +70,25 @@ var operatorActions = map[string][]string{
 	"consumer":    {"lambda:GetFunctionConfiguration", "lambda:GetFunctionConcurrency"},
 	"schedule":    {"events:DescribeRule", "events:DisableRule", "events:EnableRule"},
 	"alarm-topic": {"sns:Subscribe"},
+}
+
+// sealDenials are the operator's explicit denials on the ledger, by the
+// partition (dynamodb:LeadingKeys) they deny: with the seal key, anyone
+// could seal metadata the replay engine trusts; with a write of the public
+// key, make operators' tools trust a key of their own.
+var sealDenials = []struct {
+	partition string
+	actions   []string
+}{
+	{settings.SealKeyPartition, []string{
+		"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem",
+		"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+		"dynamodb:PartiQLSelect", "dynamodb:PartiQLInsert", "dynamodb:PartiQLUpdate", "dynamodb:PartiQLDelete",
+	}},
+	{settings.SealPublicKeyPartition, []string{
+		"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+		"dynamodb:PartiQLInsert", "dynamodb:PartiQLUpdate", "dynamodb:PartiQLDelete",
+	}},
 }
 
 // GrantOperator: see [Lane].
@@ -85,6 +113,18 @@ func (l *lane) GrantOperator(principal awsiam.IGrantable) {
 	grantQueue(l.invalid, principal, operatorActions["invalid"]...)
 	grantQueue(l.parking, principal, operatorActions["parking"]...)
 	l.ledger.Grant(principal, pointers(operatorActions["ledger"])...)
+	for _, d := range sealDenials {
+		added := principal.GrantPrincipal().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Effect:     awsiam.Effect_DENY,
+			Actions:    jsii.Strings(d.actions...),
+			Resources:  &[]*string{l.ledger.TableArn()},
+			Conditions: &map[string]any{"ForAnyValue:StringEquals": map[string]any{"dynamodb:LeadingKeys": []string{d.partition}}},
+		}))
+		if !*added.StatementAdded {
+			awscdk.Annotations_Of(l).AddWarningV2(jsii.String(warnSealKeyDenial), jsii.String(fmt.Sprintf(
+				"%s.GrantOperator cannot add to the operator principal's policy: deny it %v on the ledger's partition %q yourself (docs/OPERATIONS.md)", *l.Node().Path(), d.actions, d.partition)), nil)
+		}
+	}
 	l.idempotency.Grant(principal, pointers(operatorActions["idempotency"])...)
 	l.grantHolds(principal, holdKeeperActions)
 	// The function's ARN alone: GrantInvoke would add its versions (":*").
