@@ -67,15 +67,16 @@ func (r *run) account(p *pass, b *batch) {
 
 // keySample is the sample of the keys a run replayed on a route that the
 // next runs' gates judge it by ([RouteSummary.ReplayedKeys]): at most
-// maxReplayedKeys keys of at most MaxKeyID bytes (a longer one is no
-// consumer's key), so the summary stays small however many a run replays
+// maxReplayedKeys keys of at most maxSampledBytes in all, so the summary
+// stays small however many a run replays
 // (the counts stay exact). Past that many, it keeps the keys of least
 // rank: first the keys that were not only known failures', then by a hash
 // of the key. A uniform sample of the run's keys, the same whatever the
 // order of the receives, that a burst of one kind at the head of the
 // queue does not fill, and that known failures never crowd out.
 type keySample struct {
-	keys []sampledKey // in the order first replayed
+	keys  []sampledKey // in the order first replayed
+	bytes int          // of the keys
 }
 
 type sampledKey struct {
@@ -91,10 +92,16 @@ func (k sampledKey) less(o sampledKey) bool {
 	return k.hash < o.hash
 }
 
+// maxSampledBytes bounds the bytes of a sample's keys: the summary is one
+// DynamoDB item. Keys of any length are sampled (the completions reader
+// bounds them as the consumer's records do); a lane of very long keys
+// keeps fewer of them.
+const maxSampledBytes = 16 << 10
+
 // add notes a replay of a message of key k; retried says it was a known
 // failure. It reports whether the sample changed.
 func (s *keySample) add(k string, retried bool) bool {
-	if k == "" || len(k) > MaxKeyID {
+	if k == "" || len(k) > maxSampledBytes {
 		return false
 	}
 	if i := slices.IndexFunc(s.keys, func(x sampledKey) bool { return x.key == k }); i >= 0 {
@@ -105,21 +112,21 @@ func (s *keySample) add(k string, retried bool) bool {
 		return true
 	}
 	n := sampledKey{key: k, retried: retried, hash: keyHash(k)}
-	if len(s.keys) < maxReplayedKeys {
-		s.keys = append(s.keys, n)
-		return true
-	}
-	worst := 0
-	for i, x := range s.keys {
-		if s.keys[worst].less(x) {
-			worst = i
+	s.keys = append(s.keys, n)
+	s.bytes += len(k)
+	changed := true
+	for len(s.keys) > maxReplayedKeys || s.bytes > maxSampledBytes {
+		worst := 0
+		for i, x := range s.keys {
+			if s.keys[worst].less(x) {
+				worst = i
+			}
 		}
+		changed = changed && s.keys[worst].key != k
+		s.bytes -= len(s.keys[worst].key)
+		s.keys = slices.Delete(s.keys, worst, worst+1)
 	}
-	if !n.less(s.keys[worst]) {
-		return false
-	}
-	s.keys = append(slices.Delete(s.keys, worst, worst+1), n)
-	return true
+	return changed
 }
 
 // keyHash is a hash of k whose every bit depends on every byte of k:

@@ -177,9 +177,9 @@ func (r *run) appliedCandidates(p *pass, b *batch) []*item {
 	return out
 }
 
-// completable reports whether key can have a completion record: a key
-// over MaxKeyID is no consumer's key either.
-func completable(key string) bool { return key != "" && len(key) <= MaxKeyID }
+// completable reports whether key can have a completion record: any key
+// (the completions reader bounds a long one as the consumer's record does).
+func completable(key string) bool { return key != "" }
 
 // applied finds the candidates whose key the consumer has completed with
 // the same payload (it sets completed; claim turns them into OutcomeApplied):
