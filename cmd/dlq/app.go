@@ -59,7 +59,7 @@ func (g *globalFlags) jsonOutput() bool { return g.output == outputJSON }
 type resourceFlag struct {
 	name, key, usage string
 	value            *string
-	check            func(flag, value string) error // what a value given must be
+	check            func(name, value string) error // what a value must be: the flag's, and its output's
 }
 
 func (g *globalFlags) resourceFlags() []resourceFlag {
@@ -226,8 +226,8 @@ func (a *app) resolveFlags(cmd *cobra.Command) error {
 	}
 	for _, f := range g.resourceFlags() {
 		if fl.Changed(f.name) {
-			if err := f.check(f.name, *f.value); err != nil {
-				return err
+			if err := f.check("--"+f.name, *f.value); err != nil {
+				return &codedError{code: exitUsage, err: err}
 			}
 		}
 	}
