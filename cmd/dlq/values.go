@@ -14,15 +14,18 @@ import (
 // maxShown bounds a value as dlq shows it in a message.
 const maxShown = 200
 
+// schemePattern is what may precede a URL's "//": its scheme, or nothing.
+var schemePattern = regexp.MustCompile(`^(?:[A-Za-z][A-Za-z0-9+.-]*:)?$`)
+
 // shown is v quoted as dlq shows a value it names or refuses: without
-// what precedes its last '@' (a URL's user:password@), its query and its
-// fragment (where tokens ride), control bytes escaped, at most maxShown
-// bytes.
+// what precedes its last '@' (a URL's user:password@; the scheme stays),
+// its query and its fragment (where tokens ride), control bytes escaped,
+// at most maxShown bytes.
 func shown(v string) string {
 	s := v
 	if at := strings.LastIndex(s, "@"); at >= 0 {
 		start := 0
-		if i := strings.Index(s, "//"); i >= 0 && i < at {
+		if i := strings.Index(s, "//"); i >= 0 && i < at && schemePattern.MatchString(s[:i]) {
 			start = i + 2
 		}
 		s = s[:start] + s[at+1:]
