@@ -136,13 +136,15 @@ Where the lane is, first that applies:
                         DescribeStacks); HOMING_STACK=NAME
   --lane NAME alone     the resources tagged homing:lane=NAME (Resource Groups
                         Tagging API), with their homing:role tags
-  nothing               .local/outputs.json when it exists (the local stack of
-                        ` + "`make deploy-local`" + `)
+  nothing               .local/outputs.json of the current directory when it
+                        exists (the local stack of ` + "`make deploy-local`" + `), announced
+                        on stderr with its absolute path
 A stack may hold several lanes: each output is named <Lane><Key>
 (MyLaneDeadLetterQueueUrl for lane my-lane). --lane NAME (or HOMING_LANE) picks
 one; with one lane, it is picked without --lane. The resource flags
 (--dlq-url...) override what was found, or stand alone. Flags win over the
-environment variables.
+environment variables. Every value found is checked as its flag is; a URL
+with credentials (user:password@) is refused, and never printed.
 
 AWS access is the SDK's default configuration: AWS_PROFILE or --profile,
 AWS_REGION or --region, AWS_ENDPOINT_URL for an emulator. dlq checks its flags
