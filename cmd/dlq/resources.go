@@ -205,7 +205,7 @@ func needs(keys ...string) func(*resources) error {
 // the local stack's when it exists. Without either, the resources are
 // empty and say so (the resource flags may still name everything). A
 // file no flag names (the current directory's, or HOMING_OUTPUTS's) is
-// announced on stderr before it is read.
+// announced on stderr, with its absolute path, before its values are used.
 func (a *app) fileResources() (*resources, error) {
 	g := &a.flags
 	path, from := g.outputsFile, g.outputsFileFrom
