@@ -66,7 +66,7 @@ func (g *globalFlags) jsonOutput() bool { return g.output == outputJSON }
 type resourceFlag struct {
 	name, key, usage string
 	value            *string
-	check            func(flag, value string) error // what a value given must be
+	check            func(name, value string) error // what a value must be: the flag's, and its output's
 }
 
 func (g *globalFlags) resourceFlags() []resourceFlag {
@@ -154,13 +154,15 @@ Where the lane is, first that applies:
                         DescribeStacks); HOMING_STACK=NAME
   --lane NAME alone     the resources tagged homing:lane=NAME (Resource Groups
                         Tagging API), with their homing:role tags
-  nothing               .local/outputs.json when it exists (the local stack of
-                        ` + "`make deploy-local`" + `)
+  nothing               .local/outputs.json of the current directory when it
+                        exists (the local stack of ` + "`make deploy-local`" + `), announced
+                        on stderr with its absolute path
 A stack may hold several lanes: each output is named <Lane><Key>
 (MyLaneDeadLetterQueueUrl for lane my-lane). --lane NAME (or HOMING_LANE) picks
 one; with one lane, it is picked without --lane. The resource flags
 (--dlq-url...) override what was found, or stand alone. Flags win over the
-environment variables.
+environment variables. Every value found is checked as its flag is; a URL
+with credentials (user:password@) is refused, and never printed.
 
 AWS access is the SDK's default configuration: AWS_PROFILE or --profile,
 AWS_REGION or --region, AWS_ENDPOINT_URL for an emulator. dlq checks its flags
@@ -244,8 +246,8 @@ func (a *app) resolveFlags(cmd *cobra.Command) error {
 	}
 	for _, f := range g.resourceFlags() {
 		if fl.Changed(f.name) {
-			if err := f.check(f.name, *f.value); err != nil {
-				return err
+			if err := f.check("--"+f.name, *f.value); err != nil {
+				return &codedError{code: exitUsage, err: err}
 			}
 		}
 	}

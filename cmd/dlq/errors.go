@@ -53,7 +53,8 @@ func typed(err error) error {
 // exitCodesHelp is the exit-code table of the root command's help.
 const exitCodesHelp = `Exit codes:
   0  ok
-  1  operational error: an AWS call failed, a resource or the outputs file is missing
+  1  operational error: an AWS call failed, a resource or the outputs file is missing or malformed,
+     or the lane's resources name another destination than its replay function
   2  usage error: bad flags or arguments
   3  refused: the queue is a source queue (it has a RedrivePolicy) and --force was not given,
      a replay that moves messages or a release was not confirmed (declined, or no terminal and

@@ -68,6 +68,9 @@ type fixture struct {
 	calls                map[string]int // SQS operation -> calls
 	dlq, source, parking string
 	invalid              string
+	// foreign maps the URL of a queue in another account or region to
+	// the memory queue that stands for it (elsewhere).
+	foreign map[string]string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -202,7 +205,7 @@ func (f *fixture) runRaw(args ...string) result {
 				return nil, errors.New("connected to AWS")
 			}
 			return &backend{
-				queue: f.q,
+				queue: elsewhere{f.q, f.foreign},
 				ledger: func(string) replay.Ledger {
 					if f.operator {
 						return operatorLedger{f.ledger}
@@ -295,6 +298,43 @@ func (f *fixture) visible(url string) int {
 		f.t.Fatal(err)
 	}
 	return statsOf("", url, attrs).Visible
+}
+
+// elsewhere creates a memory queue that stands for the queue of url, in
+// another account or region, and returns url.
+func (f *fixture) elsewhere(url string) string {
+	f.t.Helper()
+	if f.foreign == nil {
+		f.foreign = map[string]string{}
+	}
+	f.foreign[url] = f.queue(fmt.Sprintf("elsewhere-%d", len(f.foreign)), nil)
+	return url
+}
+
+// elsewhere is the memory queue with the queues of other accounts and
+// regions in it: a URL of foreign is the memory queue's URL it maps to.
+type elsewhere struct {
+	*replaytest.MemoryQueue
+	foreign map[string]string
+}
+
+func (q elsewhere) url(u *string) *string {
+	if v, ok := q.foreign[aws.ToString(u)]; ok {
+		return aws.String(v)
+	}
+	return u
+}
+
+func (q elsewhere) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	c := *in
+	c.QueueUrl = q.url(in.QueueUrl)
+	return q.MemoryQueue.SendMessageBatch(ctx, &c, optFns...)
+}
+
+func (q elsewhere) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	c := *in
+	c.QueueUrl = q.url(in.QueueUrl)
+	return q.MemoryQueue.GetQueueAttributes(ctx, &c, optFns...)
 }
 
 // fakeItems is the GetItem of an idempotency table.

@@ -360,13 +360,14 @@ func TestWhereTheLaneIs(t *testing.T) {
 
 	// In a checkout after make deploy-local, nothing else said: the local
 	// stack's file, read saying so.
-	t.Chdir(t.TempDir())
+	cwd := t.TempDir()
+	t.Chdir(cwd)
 	if err := os.Mkdir(".local", 0o755); err != nil {
 		t.Fatal(err)
 	}
 	f.writeFile(defaultOutputsFile, f.outputs)
 	r := f.runRaw("-o", "json", "inspect")
-	r.want(t, exitOK, "reading .local/outputs.json, the outputs of the local stack")
+	r.want(t, exitOK, "dlq: using outputs file "+filepath.Join(cwd, defaultOutputsFile)+" (found in the current directory; pass --outputs-file to name one)")
 	if rep := decode[inspectReport](t, r); rep.Queues[0].URL != f.dlq {
 		t.Fatalf("report = %+v", rep)
 	}
@@ -401,8 +402,8 @@ func TestParseOutputs(t *testing.T) {
 		{"flat", ` {"DeadLetterQueueUrl": "u"} `, true, map[string]map[string]string{"": {"DeadLetterQueueUrl": "u"}}, ""},
 		{"empty", `{}`, true, map[string]map[string]string{"": {}}, ""},
 		{"mixed", `{"Homing":{"A":"b"},"C":"d"}`, false, nil, "stacks and outputs mixed"},
-		{"a number", `{"A":1}`, false, nil, "A is neither an output nor a stack"},
-		{"a nested number", `{"Homing":{"A":1}}`, false, nil, "stack Homing: its outputs are not strings"},
+		{"a number", `{"A":1}`, false, nil, `"A" is neither an output nor a stack`},
+		{"a nested number", `{"Homing":{"A":1}}`, false, nil, `stack "Homing": its outputs are not strings`},
 		{"an array", `["A"]`, false, nil, "not a JSON object of stack outputs"},
 		{"null", `null`, false, nil, "not a JSON object of stack outputs"},
 	}

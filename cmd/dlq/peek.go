@@ -135,14 +135,14 @@ func (a *app) laneKey(ctx context.Context, s *session) payload.Key {
 func (a *app) verifier(ctx context.Context, s *session, role, url string) replay.Verifier {
 	rt := replay.Route{DLQURL: url, SourceURL: s.res.optional(outSource), Invalid: role == roleInvalid}
 	err := errors.New("no ledger table (its output, or --ledger-table) to read the public seal key from")
+	v, _ := replay.NewVerifier(ctx, nil, rt)
 	if table := s.res.optional(outLedger); table != "" {
-		var v replay.Verifier
 		if v, err = replay.NewVerifier(ctx, s.ledger(table), rt); err == nil {
 			return v
 		}
 	}
 	fmt.Fprintf(a.stderr, "dlq: replay metadata shown unverified: %v\n", err)
-	return replay.Verifier{}
+	return v
 }
 
 // describe decodes a message for peek; key evaluates its business key, v

@@ -54,46 +54,49 @@ func (a *app) browsableRole(ctx context.Context, role, verb string, force bool) 
 	return s, url, attrs, err
 }
 
-// An SQS queue URL is http(s)://HOST/ACCOUNT/NAME: the account's 12
-// digits, the queue's name up to 80 letters, digits, '-' and '_', a FIFO
-// queue's ending in ".fifo" (counted in the 80).
+// An SQS queue URL is http(s)://HOST/ACCOUNT/NAME: a host name or an
+// IP address with a port or without, the account's 12 digits, the queue's
+// name up to 80 letters, digits, '-' and '_', a FIFO queue's ending in
+// ".fifo" (counted in the 80).
 var (
+	hostPattern      = regexp.MustCompile(`^(?:[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$`)
 	accountPattern   = regexp.MustCompile(`^[0-9]{12}$`)
 	queueNamePattern = regexp.MustCompile(`^(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$`)
 )
 
-// checkQueueURL refuses a value of --flag that is not an SQS queue URL.
-func checkQueueURL(flag, v string) error {
+// checkQueueURL refuses a value of name (a flag, "--to", or an output)
+// that is not an SQS queue URL: another scheme than https or http, a
+// query, a fragment, an escape, or credentials (user:password@), which
+// the error leaves out.
+func checkQueueURL(name, v string) error {
+	if strings.Contains(v, "@") {
+		return fmt.Errorf("%s %s: not a queue URL: it has an '@' in it, as a URL with credentials (user:password@) has — dlq uses none, and shows none", name, shown(v))
+	}
 	u, err := url.Parse(v)
-	ok := err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil && u.RawQuery == "" && u.Fragment == ""
+	ok := err == nil && len(v) <= 300 && !strings.ContainsAny(v, "?#%") &&
+		(u.Scheme == "https" || u.Scheme == "http") && u.User == nil && hostPattern.MatchString(u.Host) && len(u.Host) <= 260
 	if ok {
 		account, name, found := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 		ok = found && accountPattern.MatchString(account) && queueNamePattern.MatchString(name)
 	}
 	if !ok {
-		return usageError("--%s %q: not a queue URL (want https://sqs.REGION.amazonaws.com/ACCOUNT/NAME, or an emulator's http://HOST:PORT/ACCOUNT/NAME)", flag, v)
+		return fmt.Errorf("%s %s: not a queue URL (want https://sqs.REGION.amazonaws.com/ACCOUNT/NAME, or an emulator's http://HOST:PORT/ACCOUNT/NAME)", name, shown(v))
 	}
 	return nil
 }
 
 // tableNamePattern is a DynamoDB table name: 3..255 letters, digits, '_',
-// '-' and '.'.
-var tableNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
+// '-' and '.'; tableARNPattern a table's ARN, with the name in it.
+var (
+	tableNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
+	tableARNPattern  = regexp.MustCompile(`^arn:aws[a-z-]*:dynamodb:[a-z]{2}(?:-[a-z]+)+-[0-9]+:[0-9]{12}:table/([A-Za-z0-9_.-]{3,255})$`)
+)
 
-// checkTableName refuses a value of --flag that is neither a DynamoDB
-// table name nor a table's ARN.
-func checkTableName(flag, v string) error {
-	name := v
-	if strings.HasPrefix(v, "arn:") {
-		name = "" // unless a table's: arn:PARTITION:dynamodb:REGION:ACCOUNT:table/NAME
-		if parts := strings.SplitN(v, ":", 6); len(parts) == 6 && parts[2] == "dynamodb" {
-			if n, ok := strings.CutPrefix(parts[5], "table/"); ok {
-				name = n
-			}
-		}
-	}
-	if !tableNamePattern.MatchString(name) {
-		return usageError("--%s %q: not a DynamoDB table (want its name, 3..255 letters, digits, '_', '-' or '.', or its ARN)", flag, v)
+// checkTableName refuses a value of name (a flag or an output) that is
+// neither a DynamoDB table name nor a table's ARN.
+func checkTableName(name, v string) error {
+	if !tableNamePattern.MatchString(v) && !tableARNPattern.MatchString(v) {
+		return fmt.Errorf("%s %s: not a DynamoDB table (want its name, 3..255 letters, digits, '_', '-' or '.', or its ARN)", name, shown(v))
 	}
 	return nil
 }

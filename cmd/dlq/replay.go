@@ -35,6 +35,7 @@ type replayFlags struct {
 	healthURL, consumer       string
 	noHealth, resetCount      bool
 	dryRun, yes, force        bool
+	toOtherAccount            bool // --to may name a queue outside the account and region replayed from
 	// whether the flags were given: they override the function's values
 	consumerSet, healthSet, functionSet bool
 	toSet, routeSet                     bool
@@ -77,7 +78,16 @@ producer sends corrected messages); --from invalid is for messages the
 consumer rejected wrongly, after the consumer is fixed.
 
 --to URL sends replays to another queue of the same type (FIFO or standard)
-instead of the source queue.
+instead of the source queue. It must be in the account and region of the
+queue replayed from, unless --to-other-account; the confirmation then names
+the account and region replays go to.
+
+Replays go where the lane's replay function sends them: its route of the
+DLQ in REPLAY_ROUTES names the source and parking queues. A source or
+parking queue of an outputs file, a stack, the tags or a resource flag that
+names another queue is refused, naming both (--to sends elsewhere on
+purpose). Without such a route, they are the lane's resources. Either way
+they must be in the account and region of the queue replayed from.
 
 On a FIFO lane whose consumer holds its message groups (the route's "groups"
 in REPLAY_ROUTES), the run also sweeps the held groups in the lane's hold
@@ -110,7 +120,8 @@ prints the engine's run summary.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.from, "from", roleDLQ, "the queue to replay from: dlq, parking or invalid")
-	fl.StringVar(&f.to, "to", "", "send replays to this queue URL instead of the source queue (same type: FIFO or standard)")
+	fl.StringVar(&f.to, "to", "", "send replays to this queue URL instead of the source queue (same type: FIFO or standard; same account and region)")
+	fl.BoolVar(&f.toOtherAccount, "to-other-account", false, "let --to name a queue in another account or region than the queue replayed from")
 	fl.StringVar(&f.route, "route", "", fmt.Sprintf("route name in the run summary (default: the replay function's route of the DLQ, or the lane's name, or %q)", settings.DefaultRouteName))
 	fl.StringVar(&f.function, "replay-function", "", `read the policy and the health URL from this function (default: the ReplayFunctionName output; "" for the engine's defaults)`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "decide and report; move and write nothing")
@@ -156,9 +167,12 @@ func (f *replayFlags) check() error {
 		errs = append(errs, fmt.Sprintf(`--replay-function %q: not a Lambda function (want its name, ARN or partial ARN, with a qualifier or without; "" for the engine's defaults)`, f.function))
 	}
 	if f.toSet {
-		if err := checkQueueURL("to", f.to); err != nil {
+		if err := checkQueueURL("--to", f.to); err != nil {
 			errs = append(errs, err.Error())
 		}
+	}
+	if f.toOtherAccount && !f.toSet {
+		errs = append(errs, "--to-other-account works only with --to: the lane's own queues are in its DLQ's account and region")
 	}
 	if f.consumerSet {
 		if err := checkConsumer(f.consumer); err != nil {
@@ -215,7 +229,8 @@ func checkValues(flag string, values []string) []string {
 // AWS call when they are known without one (see open): the queue it
 // replays from, the one it sends to (the source queue, or --to: of the
 // same type, and not the queue replayed from), the parking queue and the
-// tables.
+// tables; the queues it sends to within the account and region of the
+// queue replayed from (destination).
 func (f *replayFlags) need(r *resources) error {
 	from, err := r.get(roleOutputs[f.from])
 	if err != nil {
@@ -233,7 +248,11 @@ func (f *replayFlags) need(r *resources) error {
 	if f.to == "" {
 		keys = append(keys, outSource)
 	}
-	return needs(keys...)(r)
+	if err := needs(keys...)(r); err != nil {
+		return err
+	}
+	_, _, err = f.destination(r, from, laneConfig{})
+	return err
 }
 
 // checkTo refuses a --to queue of another type than the queue replayed from.
@@ -342,12 +361,7 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 	if err := checkTo(rt.DLQURL, f.to); err != nil {
 		return handler.Config{}, err
 	}
-	if rt.SourceURL = f.to; rt.SourceURL == "" {
-		if rt.SourceURL, err = s.res.get(outSource); err != nil {
-			return handler.Config{}, err
-		}
-	}
-	if rt.ParkingURL, err = s.res.get(outParking); err != nil {
+	if rt.SourceURL, rt.ParkingURL, err = f.destination(s.res, rt.DLQURL, lc); err != nil {
 		return handler.Config{}, err
 	}
 	if err := s.tables(env, rt); err != nil {
@@ -425,12 +439,22 @@ func runID(now time.Time) string {
 }
 
 // confirm asks before a run that moves messages: on a terminal, a y/N
-// question; without one, --yes is required.
+// question that names the account and region replays go to; without one,
+// --yes is required. Replays to another account or region than the queue
+// replayed from's (--to-other-account) are announced on stderr even so.
 func (a *app) confirm(req replay.Request, cfg handler.Config, yes bool) error {
+	rt := req.Routes[0]
+	dest, home := placeOf(rt.SourceURL), placeOf(rt.DLQURL)
+	where := dest.String()
+	if !dest.within(home) {
+		where += ", not the " + home.String() + " of the queue replayed from"
+		if !req.DryRun {
+			fmt.Fprintf(a.stderr, "dlq: replays go to %s in %s (--to-other-account)\n", rt.SourceURL, where)
+		}
+	}
 	if req.DryRun || yes {
 		return nil
 	}
-	rt := req.Routes[0]
 	if !a.isTerminal(a.stdin) {
 		return refused("not moving messages without confirmation: stdin is not a terminal — pass --yes (or --dry-run)")
 	}
@@ -438,8 +462,8 @@ func (a *app) confirm(req replay.Request, cfg handler.Config, yes bool) error {
 	if req.Max > 0 {
 		limit = fmt.Sprintf("at most %d", req.Max)
 	}
-	fmt.Fprintf(a.stderr, "Replay %s messages from %s to %s (parking %s; max replays %d, filter %s)? [y/N] ",
-		limit, rt.DLQURL, rt.SourceURL, rt.ParkingURL, cfg.Engine.MaxReplays, filterText(req.Filter))
+	fmt.Fprintf(a.stderr, "Replay %s messages from %s to %s (%s; parking %s; max replays %d, filter %s)? [y/N] ",
+		limit, rt.DLQURL, rt.SourceURL, where, rt.ParkingURL, cfg.Engine.MaxReplays, filterText(req.Filter))
 	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 	if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
 		return refused("replay not confirmed: nothing moved")

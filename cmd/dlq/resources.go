@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
@@ -54,6 +55,7 @@ const defaultOutputsFile = ".local/outputs.json"
 type resources struct {
 	values map[string]string // lane output key (outDLQ...) -> value
 	flags  map[string]string // lane output key -> the flag that sets it
+	from   map[string]string // lane output key -> where its value was found, for messages
 	lane   string            // the lane's name; "" when the outputs do not name it
 	// absent says why a key has no value: the origin's own words.
 	absent func(key string) string
@@ -76,6 +78,14 @@ func (r *resources) get(key string) (string, error) {
 
 // optional returns the resource of an output key, or "" when unknown.
 func (r *resources) optional(key string) string { return r.values[key] }
+
+// origin says where the value of an output key was found.
+func (r *resources) origin(key string) string {
+	if o := r.from[key]; o != "" {
+		return o
+	}
+	return "the lane's " + key
+}
 
 // holdTable is the lane's hold table: its HoldTableName output, or
 // --hold-table. A lane whose outputs have none does not hold its message
@@ -137,7 +147,15 @@ func (a *app) open(ctx context.Context, need func(*resources) error) (*session, 
 		if err != nil {
 			return nil, err
 		}
-		res = &resources{values: values, lane: g.lane, byTags: true, absent: func(key string) string {
+		from := map[string]string{}
+		for k := range values {
+			r, _ := roleOfKey(k)
+			from[k] = fmt.Sprintf("the %s tagged %s=%s, %s=%s", r.kind(), settings.TagLane, g.lane, settings.TagRole, r.role)
+		}
+		if err := checkFound(values, from); err != nil {
+			return nil, err
+		}
+		res = &resources{values: values, from: from, lane: g.lane, byTags: true, absent: func(key string) string {
 			r, ok := roleOfKey(key)
 			if !ok {
 				return fmt.Sprintf("lane %s is found by its tags, and no tag names its %s: dlq finds it only among the lane's stack outputs (--stack, --outputs-file)", g.lane, key)
@@ -155,10 +173,14 @@ func (a *app) open(ctx context.Context, need func(*resources) error) (*session, 
 // with need (nil: no check).
 func (a *app) withFlags(res *resources, need func(*resources) error) error {
 	res.flags = map[string]string{}
+	if res.from == nil {
+		res.from = map[string]string{}
+	}
 	for _, f := range a.flags.resourceFlags() {
 		res.flags[f.key] = f.name
 		if *f.value != "" {
 			res.values[f.key] = *f.value
+			res.from[f.key] = "--" + f.name
 		}
 	}
 	if need == nil {
@@ -181,7 +203,9 @@ func needs(keys ...string) func(*resources) error {
 
 // fileResources reads the lane from the outputs file: the one given, or
 // the local stack's when it exists. Without either, the resources are
-// empty and say so (the resource flags may still name everything).
+// empty and say so (the resource flags may still name everything). A
+// file no flag names (the current directory's, or HOMING_OUTPUTS's) is
+// announced on stderr, with its absolute path, before its values are used.
 func (a *app) fileResources() (*resources, error) {
 	g := &a.flags
 	path, from := g.outputsFile, g.outputsFileFrom
@@ -197,8 +221,14 @@ func (a *app) fileResources() (*resources, error) {
 	case err != nil:
 		return nil, fmt.Errorf("read the outputs file %s (%s): %w", path, from, err)
 	}
-	if g.outputsFile == "" {
-		fmt.Fprintf(a.stderr, "dlq: reading %s, the outputs of the local stack (`make deploy-local`); --stack, --outputs-file or --lane for another\n", path)
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	switch {
+	case g.outputsFile == "":
+		fmt.Fprintf(a.stderr, "dlq: using outputs file %s (found in the current directory; pass --outputs-file to name one)\n", path)
+	case from == envOutputs:
+		fmt.Fprintf(a.stderr, "dlq: using outputs file %s (from %s)\n", path, envOutputs)
 	}
 	stacks, flat, err := parseOutputs(b)
 	if err != nil {
@@ -235,17 +265,17 @@ func parseOutputs(b []byte) (stacks map[string]map[string]string, flat bool, err
 		case len(v) > 0 && v[0] == '"':
 			var s string
 			if err := json.Unmarshal(v, &s); err != nil {
-				return nil, false, fmt.Errorf("output %s: %w", k, err)
+				return nil, false, fmt.Errorf("output %s: %w", shown(k), err)
 			}
 			flatOut[k] = s
 		case len(v) > 0 && v[0] == '{':
 			var out map[string]string
 			if err := json.Unmarshal(v, &out); err != nil {
-				return nil, false, fmt.Errorf("stack %s: its outputs are not strings (%s): %w", k, want, err)
+				return nil, false, fmt.Errorf("stack %s: its outputs are not strings (%s): %w", shown(k), want, err)
 			}
 			stacks[k] = out
 		default:
-			return nil, false, fmt.Errorf("%s is neither an output nor a stack (%s)", k, want)
+			return nil, false, fmt.Errorf("%s is neither an output nor a stack (%s)", shown(k), want)
 		}
 	}
 	if len(stacks) > 0 && len(flatOut) > 0 {
@@ -364,7 +394,14 @@ func (a *app) pickLane(stacks map[string]map[string]string, where string) (*reso
 	if l.prefix != "" && name == "" {
 		name = l.name()
 	}
-	return &resources{values: l.values, lane: name, absent: func(key string) string {
+	from := map[string]string{}
+	for k := range l.values {
+		from[k] = fmt.Sprintf("%s (output %s)", where, l.prefix+k)
+	}
+	if err := checkFound(l.values, from); err != nil {
+		return nil, err
+	}
+	return &resources{values: l.values, from: from, lane: name, absent: func(key string) string {
 		return fmt.Sprintf("%s has no output %s", where, l.prefix+key)
 	}}, nil
 }

@@ -37,7 +37,14 @@ const (
 // hostileDeadLetter puts in the DLQ a message whose key (by the lane's
 // key expression, orderId), body, attribute and invalid reason carry
 // hostile, the key and reason decoded from JSON escapes.
-func (f *fixture) hostileDeadLetter() {
+func (f *fixture) hostileDeadLetter() { f.hostileIn(f.dlq) }
+
+// hostileInvalid puts the same message in the invalid queue, where the
+// verdict's reason is the message's reason (on the DLQ it is the
+// producer's attribute, not shown as a reason).
+func (f *fixture) hostileInvalid() { f.hostileIn(f.invalid) }
+
+func (f *fixture) hostileIn(queue string) {
 	f.t.Helper()
 	attrs, err := envelope.Pack(map[string]types.MessageAttributeValue{
 		"note": {DataType: aws.String("String"), StringValue: aws.String("a\rFAKE" + c1CSI + rtlOverride)},
@@ -45,7 +52,7 @@ func (f *fixture) hostileDeadLetter() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.send(f.dlq, hostileBody, nil, attrs)
+	f.send(queue, hostileBody, nil, attrs)
 	f.clock.Advance(time.Hour)
 }
 
@@ -95,8 +102,8 @@ func TestHumanOutputShowsControlsEscaped(t *testing.T) {
 		{
 			name: "peek: key, reason, body, attribute",
 			setup: func(f *fixture) []string {
-				f.hostileDeadLetter()
-				return []string{"peek", "--width", "1000"}
+				f.hostileInvalid()
+				return []string{"peek", "--queue", "invalid", "--width", "1000"}
 			},
 			shown: []string{" K" + hostileShown + "\n", " " + hostileShown + "\n", ` note=a FAKE\u009b31m\u202e` + "\n",
 				`{"orderId":"K\\u001b[2J`, ` "x":"\u009b31m\u202e"}`, `"detail":"\u001b]0;pwned\u0007"`},
@@ -110,12 +117,12 @@ func TestHumanOutputShowsControlsEscaped(t *testing.T) {
 		{
 			name: "inspect: the reason table and the routes of the last run",
 			setup: func(f *fixture) []string {
-				f.hostileDeadLetter()
+				f.hostileInvalid()
 				f.putRun(replay.Summary{RunID: "run-1", StartedAt: f.clock.Now(), Routes: []replay.RouteSummary{{
 					Route: "orders" + rtlOverride, Gates: []replay.Gate{{Name: "canary", Decision: replay.GateOpen}},
 					BreakerSignal: windowTitle, RecordsMissing: true, RecordsMissingDetail: hostile,
 				}}})
-				return []string{"inspect"}
+				return []string{"inspect", "--queue", "invalid"}
 			},
 			shown: []string{hostileShown + "  1", `orders\u202e  `, `closed (\x1b]0;pwned\x07)`, `Route orders\u202e: ` + hostileShown},
 			json: func(t *testing.T, r result) {
