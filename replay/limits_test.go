@@ -441,17 +441,22 @@ func TestLedgerItemsAreBounded(t *testing.T) {
 	}
 }
 
-// The filter of a request is part of its summary: its lists are bounded.
+// The filter of a request is part of its summary: its lists are bounded,
+// its keys in all (a key alone may be of any length: issue 30).
 func TestFilterListsAreBounded(t *testing.T) {
 	h := newHarness(t, false, nil)
 	many := make([]string, replay.MaxFilterValues+1)
 	for i := range many {
 		many[i] = fmt.Sprint("ORD-", i)
 	}
-	for _, f := range []replay.Filter{{Keys: many}, {Reasons: many}, {Keys: []string{strings.Repeat("x", replay.MaxKeyID+1)}}} {
+	long := strings.Repeat("x", 40<<10)
+	for _, f := range []replay.Filter{{Keys: many}, {Reasons: many}, {Keys: []string{long, long}}, {Reasons: []string{strings.Repeat("x", replay.MaxKeyID+1)}}} {
 		if _, err := h.tryRun(context.Background(), h.engine(), replay.Request{Filter: f}); !errors.Is(err, replay.ErrInvalidRequest) {
 			t.Errorf("filter with %d order ids, %d reasons: err %v, want ErrInvalidRequest", len(f.Keys), len(f.Reasons), err)
 		}
+	}
+	if _, err := h.tryRun(context.Background(), h.engine(), replay.Request{Filter: replay.Filter{Keys: []string{long}}}); err != nil {
+		t.Errorf("a filter of one key of %d bytes: %v, want it taken", len(long), err)
 	}
 }
 

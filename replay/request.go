@@ -209,6 +209,18 @@ func (f Filter) match(m message, now time.Time) bool {
 // MaxFilterValues bounds each list of a [Filter].
 const MaxFilterValues = 100
 
+// maxFilterKeyBytes bounds the bytes of a filter's keys in all: the filter
+// is part of the run's summary, one DynamoDB item.
+const maxFilterKeyBytes = 64 << 10
+
+func bytesOf(list []string) int {
+	n := 0
+	for _, v := range list {
+		n += len(v)
+	}
+	return n
+}
+
 // Request is one run.
 type Request struct {
 	Routes []Route
@@ -260,9 +272,14 @@ func (r Request) Validate() error {
 		if len(list) > MaxFilterValues {
 			errs = append(errs, fmt.Errorf("filter %s: %d values, want at most %d", name, len(list), MaxFilterValues))
 		}
-		if i := slices.IndexFunc(list, func(v string) bool { return len(v) > MaxKeyID }); i >= 0 {
-			errs = append(errs, fmt.Errorf("filter %s: value %d is %d bytes, want at most %d", name, i, len(list[i]), MaxKeyID))
-		}
+	}
+	// A key may be of any length (a lane keyed by ARNs or URLs): the
+	// keys are bounded in all; reasons are the engine's, short.
+	if n := bytesOf(r.Filter.Keys); n > maxFilterKeyBytes {
+		errs = append(errs, fmt.Errorf("filter keys: %d bytes in all, want at most %d", n, maxFilterKeyBytes))
+	}
+	if i := slices.IndexFunc(r.Filter.Reasons, func(v string) bool { return len(v) > MaxKeyID }); i >= 0 {
+		errs = append(errs, fmt.Errorf("filter reasons: value %d is %d bytes, want at most %d", i, len(r.Filter.Reasons[i]), MaxKeyID))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)

@@ -189,9 +189,9 @@ func (f *replayFlags) check() error {
 	if f.routeSet && (f.route == "" || len(f.route) > settings.MaxRouteNameBytes) {
 		errs = append(errs, fmt.Sprintf("--route %q: want 1..%d bytes", f.route, settings.MaxRouteNameBytes))
 	}
-	errs = append(errs, checkValues("key", f.keys)...)
-	errs = append(errs, checkValues("order", f.orders)...)
-	errs = append(errs, checkValues("reason", f.reasons)...)
+	errs = append(errs, checkValues("key", f.keys, 0)...)
+	errs = append(errs, checkValues("order", f.orders, 0)...)
+	errs = append(errs, checkValues("reason", f.reasons, replay.MaxKeyID)...)
 	if n := len(keysOf(f.keys, f.orders)); n > replay.MaxFilterValues {
 		errs = append(errs, fmt.Sprintf("--key: %d keys, want at most %d", n, replay.MaxFilterValues))
 	}
@@ -213,13 +213,17 @@ var functionNamePattern = regexp.MustCompile(`^(arn:(aws[a-zA-Z-]*)?:lambda:)?([
 // lambda:GetFunctionConfiguration takes: the pattern, 1..170 characters.
 func isFunctionName(v string) bool { return len(v) <= 170 && functionNamePattern.MatchString(v) }
 
-// checkValues checks the values of a repeatable filter flag: each one
-// 1..replay.MaxKeyID bytes.
-func checkValues(flag string, values []string) []string {
+// checkValues checks the values of a repeatable filter flag: none empty,
+// and none over most bytes unless most is 0 (a key may be of any length:
+// the request bounds the keys in all).
+func checkValues(flag string, values []string, most int) []string {
 	var errs []string
 	for _, v := range values {
-		if v == "" || len(v) > replay.MaxKeyID {
-			errs = append(errs, fmt.Sprintf("--%s %q: want 1..%d bytes", flag, v, replay.MaxKeyID))
+		switch {
+		case v == "":
+			errs = append(errs, fmt.Sprintf("--%s \"\": want a value", flag))
+		case most > 0 && len(v) > most:
+			errs = append(errs, fmt.Sprintf("--%s: a value of %d bytes, want 1..%d", flag, len(v), most))
 		}
 	}
 	return errs
