@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/batch/batchtest"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/invalid"
@@ -272,29 +276,27 @@ func TestDelayedMessageComesBackWhenDue(t *testing.T) {
 }
 
 // A message that keeps failing is replayed MaxReplays times and then
-// parked, with the SQS redrive moving it back to the DLQ each time.
+// parked, with the SQS redrive moving it back to the DLQ each time: on the
+// lane in memory, whose event source mapping delivers it to a consumer
+// that fails.
 func TestLifecycleUntilParked(t *testing.T) {
-	h := newHarness(t, false, nil)
 	ctx := context.Background()
-	source, err := h.q.CreateQueue("redriven", map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":1}`, h.q.ARN(h.route.DLQURL))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.route.SourceURL = source
+	lane := batchtest.NewLane("orders", batchtest.LaneOptions{MaxReceiveCount: 1, Key: "orderId"})
+	lane.Route.Records = true
+	h := &harness{t: t, clock: lane.Clock, q: lane.Queue, ledger: lane.Ledger, route: lane.Route}
+	source := lane.Route.SourceURL
 	out, err := h.q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(source), MessageBody: aws.String(order("ORD-L")), MessageAttributes: map[string]types.MessageAttributeValue{"traceId": strAttr("t")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	original := aws.ToString(out.MessageId)
-	// consumerFails receives the message from the source and fails; the
-	// next receive finds it received maxReceiveCount times and SQS moves it.
+	fails := batch.New(func(context.Context, events.SQSMessage) error { return errors.New("tax service: 503") },
+		lane.Invalid("invoice"), batch.Options{Logger: slog.New(slog.DiscardHandler), Now: lane.Clock.Now})
+	// consumerFails has the consumer fail the message until SQS moves it.
 	consumerFails := func() {
 		t.Helper()
-		for range 2 {
-			if _, err := h.q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(source), MaxNumberOfMessages: 10, VisibilityTimeout: 30}); err != nil {
-				t.Fatal(err)
-			}
-			h.clock.Advance(31 * time.Second)
+		if err := lane.Drain(ctx, fails.Process); err != nil {
+			t.Fatal(err)
 		}
 		if n := len(h.q.Messages(h.route.DLQURL)); n != 1 {
 			t.Fatalf("%d messages in the DLQ after the redrive", n)
