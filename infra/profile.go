@@ -56,7 +56,9 @@ const DefaultLocalTaxServiceURL = "http://127.0.0.1:4580"
 // every environment it is deployed to.
 func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps, error) {
 	taxURL := getenv(settings.TaxServiceURL.Env)
-	var codeDir *string
+	// The sample deploys the bootstraps `make build` writes, the replay
+	// function's among them (a lane without CodeDir builds its own).
+	codeDir := jsii.String(deadletter.DefaultCodeDir)
 	if dir := getenv("HOMING_CODE_DIR"); dir != "" {
 		codeDir = jsii.String(dir)
 	}

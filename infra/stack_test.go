@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/homingdlq/homing/infra/deadletter"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -422,7 +423,7 @@ func TestProfileProps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *p.TaxServiceURL != "http://127.0.0.1:9999" || p.Orders.CodeDir != nil {
+	if *p.TaxServiceURL != "http://127.0.0.1:9999" || p.Orders.CodeDir == nil || *p.Orders.CodeDir != deadletter.DefaultCodeDir {
 		t.Errorf("local profile: %+v", p)
 	}
 	if err := validateTaxURL(*p.TaxServiceURL, *p.AllowPlainHTTP); err != nil {

@@ -30,7 +30,9 @@ func (r *run) account(p *pass, b *batch) {
 	}
 	moves, replays := 0, 0
 	for _, it := range b.items {
-		if it.first {
+		if it.first && !it.msg.hasMeta {
+			// A message with the engine's verified metadata is one of its
+			// replays that came back, not a new dead letter.
 			c.DeadLettered++
 		}
 		o := it.outcome

@@ -133,7 +133,7 @@ func TestGroupsParkedHeadIsToldToItsHold(t *testing.T) {
 			g.exhausted("ORD-1", "acct-1", original, tc.attrs)
 			g.clock.Advance(due)
 			s := g.run(g.engine(nil), replay.Request{})
-			checkCounts(t, s.Total, counts{Examined: 1, DeadLettered: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
+			checkCounts(t, s.Total, counts{Examined: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
 			if n := len(g.q.Messages(g.route.ParkingURL)); n != 1 {
 				t.Fatalf("%d messages parked, want 1", n)
 			}
@@ -177,7 +177,7 @@ func TestGroupsParkOfAnotherThanTheHeadChangesNothing(t *testing.T) {
 	g.exhausted("ORD-3", "acct-2", "orig-head", nil) // the head's id, in a group that is not held
 	g.clock.Advance(due)
 	s := g.run(g.engine(nil), replay.Request{})
-	checkCounts(t, s.Total, counts{Examined: 2, DeadLettered: 2, Parked: map[string]int{replay.ReasonReplayExhausted: 2}})
+	checkCounts(t, s.Total, counts{Examined: 2, Parked: map[string]int{replay.ReasonReplayExhausted: 2}})
 	if h := g.hold("acct-1"); h != before {
 		t.Fatalf("hold = %+v, want it unchanged: %+v", h, before)
 	}
@@ -297,7 +297,7 @@ func TestGroupsWithoutAKeeperAreReported(t *testing.T) {
 			g.exhausted("ORD-1", "acct-1", "orig-head", nil)
 			g.clock.Advance(due)
 			s := g.run(g.harness.engine(func(o *replay.Options) { o.Holds = holds }), replay.Request{})
-			checkCounts(t, s.Total, counts{Examined: 1, DeadLettered: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
+			checkCounts(t, s.Total, counts{Examined: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
 			if got := s.Routes[0].Holds; got.Error == "" || got.Held != 0 {
 				t.Fatalf("summary holds = %+v, want an error saying why they were not swept", got)
 			}
@@ -315,7 +315,7 @@ func TestGroupsFailuresAreWarningsNotOutcomes(t *testing.T) {
 	g.exhausted("ORD-1", "acct-1", "orig-head", nil)
 	g.clock.Advance(due)
 	s := g.run(g.engine(&failingStore{Store: g.store, holds: down, list: down}), replay.Request{})
-	checkCounts(t, s.Total, counts{Examined: 1, DeadLettered: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}, Errors: 1})
+	checkCounts(t, s.Total, counts{Examined: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}, Errors: 1})
 	if n := len(g.q.Messages(g.route.ParkingURL)); n != 1 {
 		t.Fatalf("%d messages parked, want 1", n)
 	}
@@ -339,7 +339,7 @@ func TestGroupsParkedRetriesAConflict(t *testing.T) {
 	g.clock.Advance(due)
 	store := &failingStore{Store: g.store, conflicts: 1}
 	s := g.run(g.engine(store), replay.Request{})
-	checkCounts(t, s.Total, counts{Examined: 1, DeadLettered: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
+	checkCounts(t, s.Total, counts{Examined: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
 	if h := g.hold("acct-1"); h.Parked != "parked: "+replay.ReasonReplayExhausted || store.conflicts != 0 {
 		t.Fatalf("hold = %+v after %d conflicts left, want told after one", h, store.conflicts)
 	}
@@ -412,7 +412,7 @@ func TestGroupsAppliedHeadDrainsItsGroup(t *testing.T) {
 	s := g.run(g.engine(nil, func(o *replay.Options) {
 		o.Completions = &replaytest.MemoryCompletions{Store: store, Scope: "invoice"}
 	}), replay.Request{})
-	checkCounts(t, s.Total, counts{Examined: 2, DeadLettered: 2, Applied: 2})
+	checkCounts(t, s.Total, counts{Examined: 2, Applied: 2})
 	if h := g.hold("acct-1"); h.State != hold.Draining {
 		t.Fatalf("acct-1's hold = %+v, want draining: its head was applied", h)
 	}

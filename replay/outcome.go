@@ -36,7 +36,7 @@ func (o Outcome) leaves() bool { return o.moves() || o == OutcomeRecovered || o 
 // next run deletes it.
 type Counts struct {
 	Examined     int            `json:"examined"`     // distinct messages received
-	DeadLettered int            `json:"deadLettered"` // seen for the first time (a skipped or held message is not looked up)
+	DeadLettered int            `json:"deadLettered"` // seen for the first time, a replay of the engine's that came back excepted (a skipped or held message is not looked up)
 	Replayed     int            `json:"replayed"`     // OutcomeReplayed
 	Parked       map[string]int `json:"parked"`       // OutcomeParked, by reason
 	Recovered    int            `json:"recovered"`    // OutcomeRecovered

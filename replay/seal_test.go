@@ -86,7 +86,8 @@ func TestAnOperatorEngineVerifiesButCannotSeal(t *testing.T) {
 
 	op := replay.New(h.q, operatorLedger{h.ledger}, h.options())
 	s := h.run(op, replay.Request{})
-	checkCounts(t, s.Total, counts{Examined: 2, DeadLettered: 2, Replayed: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
+	// Both are replays that came back (their metadata verifies): no new dead letter.
+	checkCounts(t, s.Total, counts{Examined: 2, DeadLettered: 0, Replayed: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
 	if g, ok := sealGate(s); !ok || g.Decision != replay.GateOpen || !strings.Contains(g.Detail, "this run cannot seal") {
 		t.Fatalf("seal gate = %+v (found %v), want open, saying the run cannot seal", g, ok)
 	}
@@ -173,7 +174,8 @@ func TestSealsAreSignaturesAndLegacySealsVerifyWithTheKey(t *testing.T) {
 	h.clock.Advance(24 * time.Hour)
 
 	s := h.run(h.engine(), replay.Request{})
-	checkCounts(t, s.Total, counts{Examined: 2, DeadLettered: 2, Replayed: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
+	// ORD-LEGACY came back (its legacy seal verifies): one new dead letter.
+	checkCounts(t, s.Total, counts{Examined: 2, DeadLettered: 1, Replayed: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
 	sent := h.stored(h.route.SourceURL)
 	if len(sent) != 1 || len(sent[0].meta.Seal) != 128 {
 		t.Fatalf("source = %+v, want ORD-NEW sealed with a signature (128 hex digits)", sent)

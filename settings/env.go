@@ -33,7 +33,7 @@ var (
 // Settings of the consumer function (functions/consumer).
 var (
 	InvalidQueueURL = String{Env: "INVALID_QUEUE_URL", Required: true,
-		Doc: "queue for invalid orders"}
+		Doc: "the lane's invalid queue, where a message that will never be valid goes with its reason"}
 	TaxServiceURL = String{Env: "TAX_SERVICE_URL", Required: true,
 		Doc: "base URL of the tax and invoice service"}
 	Concurrency = Int{Env: "CONCURRENCY", Default: DefaultConcurrency, Min: 1, Max: 100,
@@ -87,18 +87,17 @@ var (
 		Doc: "receive loops per route, sharing the rate and the cap (FIFO: in parallel across message groups, in order within one)"}
 )
 
-// Consumer lists the consumer function's settings, in the order of its
-// configuration table.
+// Consumer lists the settings of a lane's consumer, in the order of its
+// configuration table: those the construct sets from the lane, and the
+// tuning the README's consumer reads.
 var Consumer = []Setting{
 	InvalidQueueURL,
 	IdempotencyTable,
-	TaxServiceURL,
-	ConsumerName,
+	setBy(ConsumerName, "the lane's `Consumer.Name` (default the lane's name)"),
+	KeyExpression,
+	PayloadHashExpression,
 	Concurrency,
 	ConsumerDeadlineMargin,
-	TaxBudget,
-	RecordLifetime,
-	MaxPayloadBytes,
 	GroupOrder,
 	SourceQueueURL,
 	HoldTable,
@@ -131,11 +130,16 @@ var Replay = []Setting{
 
 // Note returns s with note added to its doc, for one function's table (a
 // shared setting that means more to one function).
-func Note(s Setting, note string) Setting { return noted{s, note} }
+func Note(s Setting, note string) Setting { return noted{Setting: s, note: note} }
+
+// setBy is s as a table lists it where the construct always sets it: by
+// names what it sets it from, in the default's column.
+func setBy(s Setting, by string) Setting { return noted{Setting: s, by: by} }
 
 type noted struct {
 	Setting
 	note string
+	by   string // the default column: what the construct sets it from
 }
 
 // Unwrap returns the declaration.
@@ -143,6 +147,9 @@ func (n noted) Unwrap() Setting { return n.Setting }
 
 func (n noted) Row() Row {
 	r := n.Setting.Row()
+	if n.by != "" {
+		r.Default = "set to " + n.by
+	}
 	if len(n.note) > 0 && !strings.ContainsRune(":,;", rune(n.note[0])) {
 		r.Doc += " "
 	}

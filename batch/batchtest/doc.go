@@ -1,8 +1,15 @@
-// Package batchtest holds a test double of package batch's port: an
-// in-memory [InvalidChannel] that keeps the messages a batch.Processor
-// rejects, each with its reason and detail, and that can be told to fail,
-// so that a consumer's unit tests need no SQS client.
+// Package batchtest holds test doubles for a consumer built on package
+// batch:
 //
-// It is safe for concurrent use, as batch.Processor calls its channel from
-// the goroutines of the records.
+//   - [InvalidChannel], an in-memory batch.InvalidChannel that keeps the
+//     records a batch.Processor rejects, each with its reason and detail,
+//     and that can be told to fail;
+//   - [Lane], a whole lane in memory on a manual clock: the source queue
+//     and its redrive to the DLQ after MaxReceiveCount receives, the
+//     invalid and parking queues, the event source mapping with partial
+//     batch failures, and the replay engine, so that a test sees a
+//     consumer and the replay together without an emulator.
+//
+// InvalidChannel is safe for concurrent use, as batch.Processor calls its
+// channel from the goroutines of the records; a Lane is driven by one test.
 package batchtest

@@ -56,6 +56,7 @@ func ExampleRun() {
 	// TestOnlyTheHolderCompletesOrReleases
 	// TestAbsentKeyCannotBeCompletedOrReleased
 	// TestConcurrentClaimersOneWins
+	// TestHashVersionsCompareWithinAVersion
 	// passed: true
 }
 

@@ -54,6 +54,7 @@ func Tests() []Test {
 		TestOnlyTheHolderCompletesOrReleases,
 		TestAbsentKeyCannotBeCompletedOrReleased,
 		TestConcurrentClaimersOneWins,
+		TestHashVersionsCompareWithinAVersion,
 	}
 }
 

@@ -120,9 +120,10 @@
 //	go get github.com/homingdlq/homing/infra@<version>
 //
 // The package imports the CDK, cdk-nag and homing's dependency-free settings
-// package, nothing internal. The lane deploys homing's replay function from
-// CodeDir/replay/bootstrap, built from github.com/homingdlq/homing/functions/replay
-// (see the examples).
+// package, nothing internal. The lane deploys homing's replay function
+// (github.com/homingdlq/homing/functions/replay) from CodeDir/replay/bootstrap
+// when CodeDir is set, else as it builds it at synth from the version the
+// app requires (see the examples).
 //
 // Props follow the CDK's Go conventions (pointers, awscdk.Duration) and are
 // checked at synth time by [LaneProps.Validate]; [NewLane] panics with that

@@ -60,7 +60,8 @@ type LaneProps struct {
 	// lane does without it), the consumer's CodeDir/consumer unless
 	// Consumer.CodeDir or Consumer.Function says otherwise. A relative path
 	// is resolved against the working directory of the CDK app. Default
-	// "../bin".
+	// "../bin" for the consumer's code only: unset, the replay function is
+	// built from the version the app requires.
 	CodeDir *string
 	// Architecture of the functions; it must match the bootstrap build
 	// (ARCH=arm64 for AWS). Default ARM_64.

@@ -2,6 +2,8 @@ package deadletter
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,9 +23,10 @@ const RootModule = "github.com/homingdlq/homing"
 const ReplayPackage = RootModule + "/functions/replay"
 
 // replayCode is the directory of the replay function's bootstrap: the
-// prebuilt one of Replay.CodeDir or CodeDir/replay when the props name one
-// (or the default CodeDir holds one, as `make build` writes it), else one
-// the lane builds from the root module its CDK app requires.
+// prebuilt one of Replay.CodeDir or CodeDir/replay when the props name one,
+// else one the lane builds from the root module its CDK app requires
+// (never a bootstrap that happens to lie in the default CodeDir: it may be
+// of another version).
 func (r resolved) replayCode() (string, error) {
 	prebuilt := func(dir string) (string, error) {
 		abs, err := bootstrapDir(dir)
@@ -38,9 +41,6 @@ func (r resolved) replayCode() (string, error) {
 		return prebuilt(*r.replay.codeDir)
 	case r.codeDirSet:
 		return prebuilt(filepath.Join(r.codeDir, "replay"))
-	}
-	if dir, err := bootstrapDir(filepath.Join(DefaultCodeDir, "replay")); err == nil {
-		return dir, nil
 	}
 	return buildReplay(r.goArch())
 }
@@ -57,16 +57,18 @@ func (r resolved) goArch() string {
 // module.
 type goModule struct {
 	Path, Version, Dir string
+	Sum                string // the hash of the module's content, as go.sum holds it
 	Replace            *goModule
 	Error              *struct{ Err string }
 }
 
 // buildReplay builds functions/replay of the root module that the CDK
 // app's module (the working directory's) requires, for Lambda on arch,
-// into a cache directory, and returns that directory. A tagged version is
-// built once per machine; a working tree (a workspace or a replace) on
-// every synth, from Go's build cache. The error says how to build it
-// instead.
+// into a cache directory, and returns that directory. A version is built
+// once per machine and content (a snapshot of the same version with other
+// content, as a rebuilt file proxy serves, is built again); a working tree
+// (a workspace or a replace) on every synth, from Go's build cache. The
+// error says how to build it instead.
 func buildReplay(arch string) (string, error) {
 	howto := fmt.Sprintf("the lane builds the replay function from %s at synth and could not; build it yourself "+
 		"(`CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -tags lambda.norpc -trimpath -o <dir>/bootstrap %s` in your CDK app's module, "+
@@ -83,12 +85,12 @@ func buildReplay(arch string) (string, error) {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	version := mod.Version
-	if version == "" {
-		version = "devel"
-	}
-	out := filepath.Join(cache, "homing", "replay", version, arch)
+	out := filepath.Join(cache, "homing", "replay", "devel", arch)
 	if mod.Version != "" {
+		// Keyed by the content too: a version names what was published,
+		// and a snapshot rebuilt under the same version is another build.
+		sum := sha256.Sum256([]byte(mod.Sum))
+		out = filepath.Join(cache, "homing", "replay", mod.Version+"-"+hex.EncodeToString(sum[:8]), arch)
 		if dir, err := bootstrapDir(out); err == nil {
 			return dir, nil
 		}
@@ -122,18 +124,20 @@ func locateRoot(goBin string) (goModule, error) {
 			return mod, fmt.Errorf("%s is replaced by the relative directory %s, and `go list` gave no Dir", RootModule, mod.Path)
 		}
 	}
-	if mod.Dir != "" {
-		return mod, nil
-	}
 	if mod.Version == "" {
-		return mod, fmt.Errorf("`go list -m %s` names neither a directory nor a version", RootModule)
+		if mod.Dir == "" {
+			return mod, fmt.Errorf("`go list -m %s` names neither a directory nor a version", RootModule)
+		}
+		return mod, nil // a working tree
 	}
+	// A version: its directory in the module cache and the hash of its
+	// content (downloaded if it is not there).
 	var dl goModule
-	if err := goJSON(goBin, &dl, "mod", "download", "-json", RootModule+"@"+mod.Version); err != nil {
+	if err := goJSON(goBin, &dl, "mod", "download", "-json", mod.Path+"@"+mod.Version); err != nil {
 		return dl, err
 	}
-	if dl.Dir == "" {
-		return dl, fmt.Errorf("`go mod download %s@%s` gave no directory", RootModule, mod.Version)
+	if dl.Dir == "" || dl.Sum == "" {
+		return dl, fmt.Errorf("`go mod download %s@%s` gave no directory or no hash", mod.Path, mod.Version)
 	}
 	dl.Version = mod.Version
 	return dl, nil

@@ -84,3 +84,29 @@ func TestReplayPrebuilt(t *testing.T) {
 		t.Errorf("NewLane with a Replay.CodeDir without bootstrap: %v", err)
 	}
 }
+
+// TestReplayIgnoresAStrayBootstrap: with no CodeDir, a bootstrap lying in
+// the default CodeDir beside the app (../bin/replay, left by some build of
+// another version) is not deployed: the lane builds the version the app
+// requires (here it cannot, and says so).
+func TestReplayIgnoresAStrayBootstrap(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeBootstrap(filepath.Join(dir, "bin"), "replay"); err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(dir, "app")
+	if err := os.Mkdir(app, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(app) // ../bin/replay/bootstrap is the stray
+	t.Setenv("GOFLAGS", "-mod=nonsense")
+	stack := newStack()
+	p := &deadletter.LaneProps{Consumer: deadletter.ConsumerProps{Function: nodeConsumer(stack), Records: deadletter.ConsumerWritesNoRecords}}
+	err := panicOf(func() { deadletter.NewLane(stack, "Shipments", p) })
+	if err == nil {
+		t.Fatalf("NewLane deployed %s/replay/bootstrap, a bootstrap of unknown version, instead of building %s", deadletter.DefaultCodeDir, deadletter.ReplayPackage)
+	}
+	if !strings.Contains(err.Error(), "the lane builds the replay function from "+deadletter.ReplayPackage+" at synth and could not") {
+		t.Errorf("NewLane: %v, want the build's error", err)
+	}
+}

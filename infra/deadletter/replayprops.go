@@ -133,9 +133,8 @@ type ReplayProps struct {
 	// function (functions/replay of github.com/homingdlq/homing, built for
 	// Lambda: CGO_ENABLED=0 GOOS=linux GOARCH=arm64 -tags lambda.norpc, or
 	// the release's replay_<version>_lambda_<arch>.zip unzipped). Default:
-	// LaneProps.CodeDir/replay when CodeDir is set, or ../bin/replay when it
-	// holds a bootstrap (`make build` in this repository); otherwise the
-	// lane builds it at synth from the root module the CDK app requires
+	// LaneProps.CodeDir/replay when CodeDir is set; otherwise the lane
+	// builds it at synth from the root module the CDK app requires
 	// (`go list -m github.com/homingdlq/homing`), into the user's cache
 	// directory, so an adopter needs no build step (Go must be on PATH, as
 	// it is for any CDK app in Go).

@@ -9,8 +9,24 @@ import (
 	"github.com/homingdlq/homing/settings"
 )
 
+// Settings are the sample consumer's variables, in the order of its
+// configuration table in docs/SAMPLE.md (a test fails when they drift).
+var Settings = []settings.Setting{
+	settings.InvalidQueueURL,
+	settings.IdempotencyTable,
+	settings.TaxServiceURL,
+	settings.ConsumerName,
+	settings.Concurrency,
+	settings.ConsumerDeadlineMargin,
+	settings.TaxBudget,
+	settings.RecordLifetime,
+	settings.MaxPayloadBytes,
+	settings.ServiceName,
+	settings.MetricsNamespace,
+}
+
 // Config is the consumer's configuration, from the variables of
-// settings.Consumer (the README's "Consumer configuration" table).
+// [Settings].
 type Config struct {
 	InvalidQueueURL  string        // INVALID_QUEUE_URL
 	IdempotencyTable string        // IDEMPOTENCY_TABLE

@@ -1,5 +1,7 @@
 package order
 
+import "github.com/homingdlq/homing/invalid"
+
 // Reason is a stable, machine-readable code for why a message is invalid.
 // The values are part of the contract with operators, dashboards and the
 // invalid queue: never rename one, only add new ones.
@@ -12,7 +14,7 @@ const (
 	// ReasonMalformedJSON: the body is not JSON, or not a JSON object; or,
 	// from invoicing, not I-JSON (a duplicate member name, text that is not
 	// valid UTF-8), which its payload hash (RFC 8785) refuses.
-	ReasonMalformedJSON Reason = "malformed-json"
+	ReasonMalformedJSON Reason = invalid.ReasonMalformedJSON
 	// ReasonInvalidField: a known field has the wrong JSON type or an
 	// unparsable value (for example createdAt not RFC 3339).
 	ReasonInvalidField Reason = "invalid-field"
@@ -38,10 +40,10 @@ const (
 	// ReasonUnknownCurrency: currency is absent or not supported (see CurrencyDigits).
 	ReasonUnknownCurrency Reason = "unknown-currency"
 	// ReasonPayloadTooLarge: the body is longer than the size limit.
-	ReasonPayloadTooLarge Reason = "payload-too-large"
+	ReasonPayloadTooLarge Reason = invalid.ReasonPayloadTooLarge
 	// ReasonConflictingDuplicate: the same orderId was seen before with a
 	// different payload (used by the idempotency layer).
-	ReasonConflictingDuplicate Reason = "conflicting-duplicate"
+	ReasonConflictingDuplicate Reason = invalid.ReasonConflictingDuplicate
 	// ReasonRejectedByTaxService: the tax service refused the order as invalid
 	// (used by the tax client layer).
 	ReasonRejectedByTaxService Reason = "rejected-by-tax-service"

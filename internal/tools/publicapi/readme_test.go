@@ -19,7 +19,9 @@ const readmeConsumer = "A consumer, whole:"
 // a replace to the working tree, from the module cache only: no network),
 // as an adopter's module would: a renamed API or a missing import fails
 // here instead of in the adopter's first build. The block must also be as
-// gofmt writes it.
+// gofmt writes it. Then it runs testdata/readme/main_test.go beside it:
+// the block's Handler on batchtest.Lane, with a conflicting duplicate, a
+// body that is not JSON and one without the key.
 func TestReadmeConsumerCompiles(t *testing.T) {
 	root, err := filepath.Abs("../../..")
 	if err != nil {
@@ -38,10 +40,15 @@ func TestReadmeConsumerCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lane, err := os.ReadFile("testdata/readme/main_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
-		"main.go": src,
-		"go.mod":  "module example.com/shipping\n\ngo 1.26\n\nrequire " + module + " v0.0.0\n\nreplace " + module + " => " + root + "\n",
-		"go.sum":  string(sum),
+		"main.go":      src,
+		"main_test.go": string(lane),
+		"go.mod":       "module example.com/shipping\n\ngo 1.26\n\nrequire " + module + " v0.0.0\n\nreplace " + module + " => " + root + "\n",
+		"go.sum":       string(sum),
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
@@ -52,13 +59,19 @@ func TestReadmeConsumerCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("find the go command: %v", err)
 	}
-	cmd := exec.Command(goBin, "build", "-o", os.DevNull, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("README's consumer does not build: %v\n%s", err, out.String())
+	for _, step := range []struct{ what, args string }{
+		{"build", "build -o " + os.DevNull + " ."},
+		{"pass its test on the lane in memory", "test -count=1 ."},
+	} {
+		cmd := exec.Command(goBin, strings.Fields(step.args)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local")
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		cmd.Stderr = &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("README's consumer does not %s: %v\n%s", step.what, err, out.String())
+		}
 	}
 }
 
