@@ -462,3 +462,19 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// A lane keyed by ARNs or URLs: --key takes a key past the ledger's
+// 128-byte bound and replays its message (issue 30: it was refused, so an
+// operator could not target it).
+func TestReplayALongKey(t *testing.T) {
+	f := newFixture(t)
+	long := "arn:aws:states:us-east-1:123456789012:execution:" + strings.Repeat("shipment-flow-", 8) + ":ORD-LONG"
+	f.send(f.dlq, order(long), nil, nil)
+	f.send(f.dlq, order("ORD-SHORT"), nil, nil)
+	f.clock.Advance(2 * time.Hour)
+	r := f.run("--json", "replay", "--yes", "--key", long)
+	r.want(t, exitOK)
+	if s := decode[replay.Summary](t, r); s.Total.Replayed != 1 || s.Total.Skipped != 1 || f.visible(f.source) != 1 {
+		t.Fatalf("summary %+v, source %d: want the long key's message replayed alone", s.Total, f.visible(f.source))
+	}
+}
