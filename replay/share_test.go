@@ -133,24 +133,7 @@ func TestAnOutageIsStillHeld(t *testing.T) {
 					o.Completions = untouchable{t}
 				}
 			}
-			h.arrive("O0", 20, 0)
-			sent, probes, opened := 0, 0, false
-			for run := range 12 { // three hours of 15-minute runs
-				h.clock.Advance(15 * time.Minute)
-				s := h.run(h.engine(opts), replay.Request{})
-				sent += s.Total.Replayed
-				if rs := s.Routes[0]; rs.Breaker != nil && rs.Breaker.Open {
-					opened = true
-				}
-				if s.Routes[0].Probe {
-					probes++
-				}
-				if n := s.Total.Parked[replay.ReasonReplayExhausted]; n != 0 {
-					t.Fatalf("run %d: parked %d good orders as exhausted during the outage", run, n)
-				}
-				h.consume(done, func(string) bool { return false })
-				h.arrive(fmt.Sprintf("O%d", run+1), 10, 0)
-			}
+			opened, probes, sent := outage(t, h, opts, func(prefix string, i int) string { return fmt.Sprintf("ORD-%s-%03d", prefix, i) })
 			t.Logf("breaker opened %v, %d probes, %d replays sent into the outage", opened, probes, sent)
 			// The first runs replay what is there before the replays come
 			// back (20, then 10, then the canary's 5 on records); then
