@@ -124,38 +124,20 @@ func canonical(body []byte) (out []byte, err error) {
 	return out, nil
 }
 
-// Same compares a recorded hash with body's: same when they are equal, or
-// when both are of one canonical form (the whole body's or a part's) with
-// the same digest, the same JSON value. Otherwise comparable is false when
+// Same compares a recorded hash with body's. comparable is false when
 // recorded carries another version than the one h writes (an unversioned
 // legacy hash, another contract, or the hash of another part) or when body
-// does not hash: the caller must not call that a conflict.
+// does not hash: the caller must not call that a conflict. Otherwise same
+// reports whether the two are equal.
 func (h Hash) Same(recorded string, body []byte) (same, comparable bool) {
-	sum, err := h.Sum(body)
-	switch {
-	case err != nil:
+	if HashVersionOf(recorded) != h.versionOf() {
 		return false, false
-	case sum == recorded:
-		return true, true
-	case HashVersionOf(recorded) == h.versionOf():
-		return false, true
 	}
-	// Two parts (or a part and the whole body) of one canonical form: the
-	// same digest is the same JSON value, whatever expression selected it.
-	if family(HashVersionOf(recorded)) == HashVersion && family(h.versionOf()) == HashVersion &&
-		recorded[strings.IndexByte(recorded, ':'):] == sum[strings.IndexByte(sum, ':'):] {
-		return true, true
+	sum, err := h.Sum(body)
+	if err != nil {
+		return false, false
 	}
-	return false, false
-}
-
-// family is the canonical form of version v: [HashVersion] for the whole
-// body's and for every part's ("jcs1p" and its digits).
-func family(v string) string {
-	if rest, ok := strings.CutPrefix(v, HashVersion+"p"); ok && rest != "" {
-		return HashVersion
-	}
-	return v
+	return sum == recorded, true
 }
 
 // HashVersionOf is the version a hash carries: the text before its first
