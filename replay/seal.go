@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -36,9 +35,10 @@ import (
 //
 // An engine denied the seal key (an operator's `dlq replay` under the
 // construct's grants) verifies with the public key and seals nothing: its
-// replays come back as new dead letters. Seals written before the
-// signature (an HMAC-SHA256 under the same key) verify only where the key
-// is read.
+// replays come back as new dead letters. The key of the seals written
+// before the signature (an HMAC-SHA256, under the record "v1" that every
+// operator could read) is never used again: the signing key is a new one,
+// and those seals verify nowhere.
 
 // The ledger records of the seal: the SEEN records of (SealKeyHistoryKey,
 // sealKeyMessageID), whose OriginalMessageID is the key (the Ed25519 seed)
@@ -49,17 +49,14 @@ import (
 // history key spells them (they start with "order#" or "message#").
 const (
 	SealKeyHistoryKey = settings.SealKeyPartition
-	sealKeyMessageID  = "v1"
+	sealKeyMessageID  = "v2" // "v1" was the HMAC key operators could read
+
 	sealKeyBytes      = ed25519.SeedSize
 	sealKeyLifetime   = 100 * 365 * 24 * time.Hour
 )
 
-// The lengths of a seal: an Ed25519 signature in hex, and a seal written
-// before it (an HMAC-SHA256 in hex).
-const (
-	sealLen       = 2 * ed25519.SignatureSize
-	legacySealLen = 2 * sha256.Size
-)
+// sealLen is the length of a seal: an Ed25519 signature in hex.
+const sealLen = 2 * ed25519.SignatureSize
 
 // Bounds of what the engine takes from metadata: what it writes is within
 // them (SQS message ids are 100 bytes at most; route names, run ids and
@@ -138,7 +135,6 @@ func (m Metadata) signed(body, queue string) []byte {
 type sealer struct {
 	priv ed25519.PrivateKey // nil: seals nothing
 	pub  ed25519.PublicKey
-	mac  []byte // the seal key, which verifies the seals written before the signature; nil without it
 }
 
 func newSealer(key []byte) sealer {
@@ -146,7 +142,7 @@ func newSealer(key []byte) sealer {
 		return sealer{}
 	}
 	priv := ed25519.NewKeyFromSeed(key)
-	return sealer{priv: priv, pub: priv.Public().(ed25519.PublicKey), mac: key}
+	return sealer{priv: priv, pub: priv.Public().(ed25519.PublicKey)}
 }
 
 // seal returns m with its seal for a message of body sent to queue; m
@@ -165,19 +161,11 @@ func (s sealer) verifies(m Metadata, body, queue string) bool {
 	if !m.readable() {
 		return false
 	}
-	switch len(m.Seal) {
-	case sealLen:
-		sig, err := hex.DecodeString(m.Seal)
-		return err == nil && s.pub != nil && ed25519.Verify(s.pub, m.signed(body, queue), sig)
-	case legacySealLen:
-		if s.mac == nil {
-			return false
-		}
-		mac := hmac.New(sha256.New, s.mac)
-		mac.Write(m.signed(body, queue))
-		return hmac.Equal([]byte(m.Seal), []byte(hex.EncodeToString(mac.Sum(nil))))
+	if len(m.Seal) != sealLen || s.pub == nil {
+		return false
 	}
-	return false
+	sig, err := hex.DecodeString(m.Seal)
+	return err == nil && ed25519.Verify(s.pub, m.signed(body, queue), sig)
 }
 
 // readSealer reads the engine's sealer from l: the seal key's, else (when

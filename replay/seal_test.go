@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -154,31 +155,39 @@ func legacySeal(key []byte, m replay.Metadata, body, queueURL string) replay.Met
 	return m
 }
 
-// The engine seals with a signature now; metadata sealed before (an HMAC
-// under the same key, still in DLQs for up to 14 days) is trusted by the
-// engine that holds the key, not by one that holds only the public key.
-func TestSealsAreSignaturesAndLegacySealsVerifyWithTheKey(t *testing.T) {
+// The engine seals with a signature, under a new key: the ledger's "v1"
+// key, which every operator could read (issue 34), is never used again, so
+// metadata sealed under it (an HMAC, or a signature from it) is no
+// evidence, and a forged "replayed 3 times" is not parked.
+func TestSealsAreSignaturesUnderANewKey(t *testing.T) {
 	h := newHarness(t, false, nil)
 	now := h.clock.Now()
-	spent := replay.Metadata{ReplayCount: 3, OriginalMessageID: "o-legacy", FirstDeadLetteredAt: now, LastReplayAt: now}
-	legacy := func(id string) {
+	old := bytes.Repeat([]byte{7}, 32) // the key an operator read before the upgrade
+	if _, _, err := h.ledger.Mark(context.Background(), replay.MessageRecord{HistoryKey: replay.SealKeyHistoryKey, MessageID: "v1", State: replay.Seen,
+		Route: "homing", OriginalMessageID: hex.EncodeToString(old), FirstSeenAt: now, At: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	spent := replay.Metadata{ReplayCount: 3, OriginalMessageID: "o-old", FirstDeadLetteredAt: now, LastReplayAt: now}
+	forge := func(id string, seal func(body string) replay.Metadata) {
 		body := order(id)
-		attrs, err := envelope.Pack(nil, replay.AttributeName, legacySeal(h.sealKey(), spent, body, h.route.SourceURL))
+		attrs, err := envelope.Pack(nil, replay.AttributeName, seal(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		h.deadLetter(h.route, msg{body: body, attrs: attrs})
 	}
-	legacy("ORD-LEGACY")
-	h.deadLetter(h.route, msg{body: order("ORD-NEW")})
+	forge("ORD-HMAC", func(body string) replay.Metadata { return legacySeal(old, spent, body, h.route.SourceURL) })
+	forge("ORD-SIGNED", func(body string) replay.Metadata { return spent.Sealed(old, body, h.route.SourceURL) })
 	h.clock.Advance(24 * time.Hour)
 
 	s := h.run(h.engine(), replay.Request{})
-	// ORD-LEGACY came back (its legacy seal verifies): one new dead letter.
-	checkCounts(t, s.Total, counts{Examined: 2, DeadLettered: 1, Replayed: 1, Parked: map[string]int{replay.ReasonReplayExhausted: 1}})
+	checkCounts(t, s.Total, counts{Examined: 2, DeadLettered: 2, Replayed: 2})
+	if bytes.Equal(h.sealKey(), old) {
+		t.Fatal("the engine signs with the key operators could read")
+	}
 	sent := h.stored(h.route.SourceURL)
-	if len(sent) != 1 || len(sent[0].meta.Seal) != 128 {
-		t.Fatalf("source = %+v, want ORD-NEW sealed with a signature (128 hex digits)", sent)
+	if len(sent) != 2 || len(sent[0].meta.Seal) != 128 {
+		t.Fatalf("source = %+v, want both sealed with a signature (128 hex digits)", sent)
 	}
 	v, err := replay.NewVerifier(context.Background(), h.ledger, h.route)
 	if err != nil {
@@ -187,14 +196,6 @@ func TestSealsAreSignaturesAndLegacySealsVerifyWithTheKey(t *testing.T) {
 	if ok, _ := v.Check(sent[0].raw); !ok {
 		t.Fatal("the public key does not verify the engine's seal")
 	}
-
-	// An operator's engine does not hold the key: a legacy seal is no
-	// evidence to it, the message is a first dead letter.
-	h.drain(h.route.SourceURL)
-	legacy("ORD-LEGACY-2")
-	h.clock.Advance(24 * time.Hour)
-	s = h.run(replay.New(h.q, operatorLedger{h.ledger}, h.options()), replay.Request{})
-	checkCounts(t, s.Total, counts{Examined: 1, DeadLettered: 1, Replayed: 1})
 }
 
 // Verifier.Check decides as the engine does: only sealed metadata, for the
