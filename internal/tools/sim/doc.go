@@ -149,8 +149,8 @@
 // not parked (unless the run failed to write its INTENT record: the
 // removal needs the ledger), nor replayed (replayed-completed); the
 // completion is the consumer's record with the consumer's own hash of the
-// body, so a route whose key or payload-hash expression cannot match fails
-// it; a record the consumer acknowledged into its group's hold (the
+// body, so a route whose key expression cannot match fails it (where the
+// route's hash compares with the consumer's: one part expression); a record the consumer acknowledged into its group's hold (the
 // mapping deleted it from the source once stored) is never replayed (one
 // stored by an invocation that died is also in the source, and may be: it
 // is counted, GroupStats.HeldDeadLettered). "Its own replays" are those

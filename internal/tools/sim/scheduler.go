@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
@@ -592,14 +593,25 @@ func (s *Sim) parked(run *runState, n int, dlqID, id string, meta replay.Metadat
 // the consumer's completions, and the lane's consumer writes them.
 func (s *Sim) removes() bool { return s.cfg.Replay.Canary && s.cfg.Lane.records() }
 
+// routeHash is the lane's route's payload hash, compiled.
+func (s *Sim) routeHash() payload.Hash {
+	h, err := payload.NewHash(s.sqs.route().PayloadHash)
+	if err != nil {
+		panic(fmt.Sprintf("the route's payload hash %q: %v", s.sqs.route().PayloadHash, err))
+	}
+	return h
+}
+
 // replayedCompleted checks a replay of dlqID, a message run received from
 // the queue it reads: when its key was completed by the consumer with the
 // payload it carries (the consumer's own hash of it, not the route's), the
 // engine had to remove it as already applied instead, unless it could not:
 // the lane has no records, its INTENT mark failed in this run (the removal
-// needs the ledger), or its key is over the engine's bound. The consumer
-// does not run while a run does, so the records the run read are those
-// read here.
+// needs the ledger), or the consumer's hash is not comparable with the
+// route's (another part expression, another version: a RefKey lane's
+// consumer hashes the sample's shape with the sample's part; the replay
+// goes back and the consumer absorbs it). The consumer does not run while
+// a run does, so the records the run read are those read here.
 func (s *Sim) replayedCompleted(run *runState, dlqID string) {
 	n := s.sqs.pubOf(dlqID)
 	if !s.removes() || n < 0 {
@@ -609,7 +621,10 @@ func (s *Sim) replayedCompleted(run *runState, dlqID string) {
 	intended := run.intended[dlqID]
 	run.mu.Unlock()
 	p := s.pubs[n]
-	if !intended || p.Hash == "" || len(p.OrderID) > replay.MaxKeyID || s.completedWith(p.OrderID) != p.Hash {
+	if !intended || p.Hash == "" || s.completedWith(p.OrderID) != p.Hash {
+		return
+	}
+	if same, comparable := s.routeHash().Same(p.Hash, []byte(p.Body)); !same || !comparable {
 		return
 	}
 	s.violate("replayed-completed", s.subject(dlqID, n), fmt.Sprintf(
