@@ -51,8 +51,8 @@ const (
 	SealKeyHistoryKey = settings.SealKeyPartition
 	sealKeyMessageID  = "v2" // "v1" was the HMAC key operators could read
 
-	sealKeyBytes      = ed25519.SeedSize
-	sealKeyLifetime   = 100 * 365 * 24 * time.Hour
+	sealKeyBytes    = ed25519.SeedSize
+	sealKeyLifetime = 100 * 365 * 24 * time.Hour
 )
 
 // sealLen is the length of a seal: an Ed25519 signature in hex.
