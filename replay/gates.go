@@ -159,24 +159,33 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, last
 	if in.broken() {
 		p.suspects = r.suspects(ctx, replayed)
 	}
+	p.knownLimit = in.latest.rs != nil && in.latest.rs.knownOnly()
 	return r.limited(in.String())
 }
 
 // judged returns the replaying runs (latest first) whose outcome the gates
-// judge: those that replayed a key that was not a known failure, and the
-// probes. A run that replayed known failures alone says nothing new: they
-// failed before, on their own, and fail again.
+// judge: every run that replayed keys, judged by its keys that were not
+// known failures, or by its known failures when it replayed nothing else
+// (see [RouteSummary.knownOnly]).
 func judged(replayed []routeRun) []routeRun {
-	return slices.DeleteFunc(slices.Clone(replayed), func(h routeRun) bool { return !h.rs.Probe && len(h.rs.sample()) == 0 })
+	return slices.DeleteFunc(slices.Clone(replayed), func(h routeRun) bool { return len(h.rs.sample()) == 0 })
 }
 
 // sample returns the keys the gates judge the run by: its replayed keys
 // but the known failures' (RetriedKeys).
 func (rs *RouteSummary) sample() []string {
-	if len(rs.RetriedKeys) == 0 {
+	if len(rs.RetriedKeys) == 0 || rs.knownOnly() {
 		return rs.ReplayedKeys
 	}
 	return slices.DeleteFunc(slices.Clone(rs.ReplayedKeys), func(k string) bool { return slices.Contains(rs.RetriedKeys, k) })
+}
+
+// knownOnly reports whether the run replayed known failures alone: then
+// they are its evidence (an outage that begins when the DLQ holds only
+// dead letters replayed before must still be seen), and its replays back
+// in the DLQ count as any run's (see backFrom).
+func (rs *RouteSummary) knownOnly() bool {
+	return len(rs.ReplayedKeys) > 0 && len(rs.RetriedKeys) == len(rs.ReplayedKeys)
 }
 
 // failing reports whether more than half of n keys failed: the share of
@@ -231,9 +240,8 @@ func (r *run) canaryInput(ctx context.Context, replayed []routeRun, prevErr erro
 	}
 	rs := replayed[0].rs
 	in.latest, in.probe, in.keys, in.retried, in.all = replayed[0], rs.Probe, rs.sample(), len(rs.RetriedKeys), len(rs.ReplayedKeys)
-	if len(in.keys) == 0 {
-		// A probe that found known failures alone: nothing else tells.
-		in.keys, in.retried = rs.ReplayedKeys, 0
+	if rs.knownOnly() {
+		in.retried = 0 // its known failures are its evidence, none left out
 	}
 	done, err := r.e.opts.Completions.Completed(ctx, in.keys)
 	if err != nil {

@@ -159,3 +159,46 @@ func TestALateRunJudgesTheProbeByItsOwnPass(t *testing.T) {
 		})
 	}
 }
+
+// An outage that starts when the DLQ holds only known failures (dead
+// letters replayed once before, which failed on their own): the gates
+// still hold the lane, and none is parked as exhausted (review of issue
+// 34's share rule: known failures took no canary slot and were no
+// evidence, so every run replayed them all into the outage).
+func TestAnOutageOfKnownFailuresIsHeld(t *testing.T) {
+	for _, records := range []bool{true, false} {
+		t.Run(fmt.Sprintf("records=%v", records), func(t *testing.T) {
+			h := newHarness(t, false, nil)
+			h.route.Records = records
+			done := setCompletions{}
+			opts := func(o *replay.Options) {
+				o.Health = func(context.Context) error { return nil }
+				o.Completions = done
+				if !records {
+					o.Completions = untouchable{t}
+				}
+			}
+			now := h.clock.Now()
+			for i := range 30 {
+				h.deadLetter(h.route, msg{body: order(fmt.Sprintf("ORD-K-%03d", i)),
+					meta: &replay.Metadata{ReplayCount: 1, OriginalMessageID: fmt.Sprintf("k-%d", i), FirstDeadLetteredAt: now, LastReplayAt: now}})
+			}
+			sent, probes := 0, 0
+			for run := range 24 { // six hours of 15-minute runs
+				h.clock.Advance(15 * time.Minute)
+				s := h.run(h.engine(opts), replay.Request{})
+				sent += s.Total.Replayed
+				if s.Routes[0].Probe {
+					probes++
+				}
+				if n := s.Total.Parked[replay.ReasonReplayExhausted]; n != 0 {
+					t.Fatalf("run %d: parked %d orders as exhausted during the outage (%d replays sent)", run, n, sent)
+				}
+				h.consume(done, func(string) bool { return false })
+			}
+			if bound := 30 + 30 + replay.DefaultCanaryLimit*(probes+2); sent > bound {
+				t.Fatalf("%d replays sent into the outage, %d probes (bound %d)", sent, probes, bound)
+			}
+		})
+	}
+}

@@ -70,6 +70,7 @@ type planner struct {
 	movesLeft  int      // moves the run's cap still allows
 	replayLeft int      // replays the canary still allows; -1 unlimited
 	probe      bool     // the limit is a probe of the open breaker (see slot)
+	knownLimit bool     // the limit judges a run of known failures alone (see slot)
 	refill     bool     // the refill gate judges the DLQ's growth (see waits)
 }
 
@@ -82,8 +83,9 @@ func (it *item) knownFailure() bool { return it.facts.ReplayCount > 0 }
 // slot reports whether a replay of it takes one of the canary's replays: a
 // known failure takes none (it fails on its own, and judging the next run
 // by it would hold the lane behind one failing producer or key), except in
-// a probe, which replays at most its limit whatever it picks.
-func (pl *planner) slot(it *item) bool { return pl.probe || !it.knownFailure() }
+// a probe, which replays at most its limit whatever it picks, and under a
+// limit that known failures alone brought (they are the evidence then).
+func (pl *planner) slot(it *item) bool { return pl.probe || pl.knownLimit || !it.knownFailure() }
 
 // waits reports whether a replay of it waits for the next run: a replay of
 // ours back in the DLQ, while the refill gate judges whether the DLQ

@@ -52,7 +52,13 @@ type pass struct {
 	// judgeProbe: no pass had looked at the DLQ since the breaker's probe;
 	// this one holds replays and judges the probe at its end (judgeProbe).
 	judgeProbe bool
-	keys       keySample // the replayed keys the next runs judge this one by
+	// knownLimit: the canary limits the route on a run of known failures
+	// alone, so they take its slots (see planner.slot).
+	knownLimit bool
+	// knownRuns are the recent runs that replayed known failures alone:
+	// their replays back count as evidence (see backFrom).
+	knownRuns []string
+	keys      keySample // the replayed keys the next runs judge this one by
 }
 
 // end records why a worker ended the pass. The pass ends when its last
@@ -170,6 +176,9 @@ func (r *run) gate(ctx context.Context, p *pass, recent []Summary, prevErr error
 	rs, name := p.rs, p.route.Name
 	read := routeRuns(recent, name, func(rs RouteSummary) bool { return len(rs.Gates) > 0 })
 	replayed := routeRuns(recent, name, func(rs RouteSummary) bool { return len(rs.ReplayedKeys) > 0 })
+	for _, h := range routeRuns(recent, name, func(rs RouteSummary) bool { return rs.Replayed > 0 && rs.Replayed <= rs.Retried }) {
+		p.knownRuns = append(p.knownRuns, h.runID)
+	}
 	if b := routeRuns(recent, name, func(rs RouteSummary) bool { return rs.Breaker != nil }); len(b) > 0 {
 		rs.Breaker = b[0].rs.Breaker.clone()
 	}

@@ -75,10 +75,13 @@ func (w *watched) failing() bool {
 // replayed messages other than known failures, latest first, with what
 // the passes since each saw back.
 func watchRuns(replaying []routeRun, all []routeRun) []watched {
-	replaying = slices.DeleteFunc(slices.Clone(replaying), func(h routeRun) bool { return h.rs.Replayed-h.rs.Retried <= 0 })
 	var out []watched
 	for _, h := range replaying[:min(len(replaying), maxSuspects)] {
-		w := watched{Return: Return{RunID: h.runID, Replayed: h.rs.Replayed - h.rs.Retried}, startedAt: h.startedAt, probe: h.rs.Probe}
+		replayed := h.rs.Replayed - h.rs.Retried
+		if replayed <= 0 {
+			replayed = h.rs.Replayed // known failures alone: they are its evidence
+		}
+		w := watched{Return: Return{RunID: h.runID, Replayed: replayed}, startedAt: h.startedAt, probe: h.rs.Probe}
 		for _, o := range all {
 			if i := slices.IndexFunc(o.rs.Returned, func(x Return) bool { return x.RunID == h.runID }); i >= 0 {
 				w.before = max(w.before, o.rs.Returned[i].Back)
@@ -95,11 +98,18 @@ func watchRuns(replaying []routeRun, all []routeRun) []watched {
 // refund, or an operator's reset of its count).
 func freshBack(m message) bool { return m.hasMeta && m.meta.Reason == "" && m.meta.ReplayCount == 1 }
 
+// backFrom reports whether m is a replay back in the DLQ that is evidence
+// of its run: a first replay, or any replay of a run that replayed known
+// failures alone (knownRuns).
+func backFrom(m message, knownRuns []string) bool {
+	return freshBack(m) || m.hasMeta && m.meta.Reason == "" && slices.Contains(knownRuns, m.meta.RunID)
+}
+
 // countBack counts, per watched run, the messages of items it replayed
 // that were no known failures then. It holds the run's lock.
 func (p *pass) countBack(items []*item) {
 	for _, it := range items {
-		if !freshBack(it.msg) {
+		if !backFrom(it.msg, p.knownRuns) {
 			continue
 		}
 		if i := slices.IndexFunc(p.watched, func(w watched) bool { return w.RunID == it.msg.meta.RunID }); i >= 0 {

@@ -243,7 +243,7 @@ func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receiv
 			policy: r.e.opts.Policy, route: p.route, runID: r.id, now: now, receivedAt: receivedAt,
 			retention: p.retention, sourceMax: p.sourceMax, filter: r.req.Filter, reset: r.req.ResetCount,
 			gated: p.gated, breaker: p.rs.Breaker, key: r.key, movesLeft: r.max - r.moved, replayLeft: p.replayLeft,
-			probe: p.rs.Probe, refill: p.refill,
+			probe: p.rs.Probe, knownLimit: p.knownLimit, refill: p.refill,
 		}
 		b = &batch{items: items, receivedAt: receivedAt, plan: pl}
 		b.moves, b.replays = pl.plan(items)

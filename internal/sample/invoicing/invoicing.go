@@ -59,18 +59,33 @@ type Handler struct {
 	// order invoiced (now or before), with the ctx of Handle; for metrics
 	// (emf.CountReceipt). It is called concurrently.
 	OnOutcome func(ctx context.Context, out idempotency.Outcome)
+	// Shape, when set, gives the order.created body of a record whose
+	// producer writes another shape (the simulation's lanes); the payload
+	// hash is then Hash's, over the record's own body: the lane's route
+	// hashes that body with the same part expression.
+	Shape func(body string) string
+	Hash  func(body []byte) (string, error)
 }
 
 // Handle is a batch.Handler. It returns nil when the order is invoiced (now or
 // before), an *order.InvalidError when it never will be, and any other error
 // when it may be later.
 func (h *Handler) Handle(ctx context.Context, msg events.SQSMessage) error {
-	o, err := order.Parse([]byte(msg.Body), h.MaxBytes)
+	body := msg.Body
+	if h.Shape != nil {
+		body = h.Shape(body)
+	}
+	o, err := order.Parse([]byte(body), h.MaxBytes)
 	if err != nil {
 		return err
 	}
 	batch.Annotate(ctx, slog.String("orderId", o.OrderID))
-	hash, err := payloadHash(msg.Body)
+	hash, err := payloadHash(body)
+	if h.Hash != nil && err == nil {
+		if hash, err = h.Hash([]byte(msg.Body)); err != nil {
+			err = order.Invalid(order.ReasonMalformedJSON, fmt.Sprintf("not hashed: %v", err))
+		}
+	}
 	if err != nil {
 		return err
 	}

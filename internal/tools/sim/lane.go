@@ -158,23 +158,39 @@ func (l Lane) orderOf(body string) string {
 
 // describe fills the fields of p derived from its body, as the lane's
 // consumer reads it: its key, the payload hash its records hold (the
-// sample's hash of the body in the sample's shape) and its tax request.
+// route's hash of the body, as the lane's consumer writes it) and its tax
+// request.
 func (l Lane) describe(p *Publication) {
 	if o, err := order.Parse([]byte(l.sample(p.Body)), 0); err == nil {
 		p.OrderID = o.OrderID
-		p.Hash, _ = invoicing.PayloadHash(l.sample(p.Body))
 		p.Request = requestJSON(o)
+		if sum, err := l.hash([]byte(p.Body)); err == nil {
+			p.Hash = sum
+		}
 	}
+}
+
+// hash is the lane's payload hash of a body: the route's part expression
+// over the body as the producer wrote it, which the consumer writes too.
+func (l Lane) hash(body []byte) (string, error) {
+	h, err := payload.NewHash(l.hashPart())
+	if err != nil {
+		return "", err
+	}
+	return h.Sum(body)
 }
 
 // handler is the lane's consumer: the sample's handler (over the
 // idempotent receiver), or the recordless double, behind the adapter of
 // the body's shape.
 func (l Lane) handler(h *invoicing.Handler, inv invoicing.Invoicer) batch.Handler {
-	next := h.Handle
-	if l.NoRecords {
-		next = (&recordless{Invoicer: inv, MaxBytes: h.MaxBytes}).Handle
+	if !l.NoRecords {
+		if l.RefKey {
+			h.Shape, h.Hash = l.sample, l.hash
+		}
+		return h.Handle
 	}
+	next := (&recordless{Invoicer: inv, MaxBytes: h.MaxBytes}).Handle
 	if !l.RefKey {
 		return next
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,10 +45,11 @@ func TestRefKeyShape(t *testing.T) {
 		if err != nil || o.OrderID != id {
 			t.Fatalf("the adapted body of %s: orderId %q, %v; want %s", body, o.OrderID, err, id)
 		}
-		want, ok := invoicing.PayloadHash(lane.sample(body))
+		sample, ok := invoicing.PayloadHash(lane.sample(body))
+		want, werr := lane.hash([]byte(body)) // what the lane's consumer writes
 		got, err := hash.Sum([]byte(body))
-		if !ok || err != nil || got != want {
-			t.Errorf("route hash of %s = %q (%v), want the handler's %q", body, got, err, want)
+		if !ok || err != nil || werr != nil || got != want || got[strings.IndexByte(got, ':'):] != sample[strings.IndexByte(sample, ':'):] {
+			t.Errorf("route hash of %s = %q (%v), want the consumer's %q, the digest of the sample's %q", body, got, err, want, sample)
 		}
 		if same, _ := invoicingHash(t).Same(want, []byte(body)); same {
 			t.Errorf("the sample's HashPart over the RefKey body %s matches: the decoy would go unnoticed", body)
@@ -218,11 +220,17 @@ func TestCheckReplayedCompleted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newCheckSim(t)
 			s.cfg.Lane.NoRecords = tc.noRecords
-			s.pubs = []*Publication{{N: 0, OrderID: "ORD-1", Hash: "h"}}
+			body := `{"eventType":"order.created","version":1,"orderId":"ORD-1"}`
+			h, err := s.cfg.Lane.hash([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			recorded := map[string]string{"h": h, "other": h[:strings.IndexByte(h, ':')] + ":" + strings.Repeat("0", 64), "": ""}[tc.recorded]
+			s.pubs = []*Publication{{N: 0, OrderID: "ORD-1", Hash: h, Body: body}}
 			s.sqs.lineage["m-1"] = 0
 			if tc.recorded != "" {
 				r := &idempotency.Receiver{Store: s.store.MemoryStore, Scope: consumerName, Now: s.clock.Now}
-				if _, err := r.Do(context.Background(), "ORD-1", tc.recorded, func(context.Context) (string, error) { return "INV-1", nil }); err != nil {
+				if _, err := r.Do(context.Background(), "ORD-1", recorded, func(context.Context) (string, error) { return "INV-1", nil }); err != nil {
 					t.Fatal(err)
 				}
 			}
