@@ -117,7 +117,9 @@ func (r *run) watch(ctx context.Context, p *pass, items []*item, now time.Time) 
 		r.watchDLQ(ctx, p, now)
 		return
 	}
-	i := slices.IndexFunc(items, func(it *item) bool { return backFrom(it.msg, p.knownRuns) && slices.Contains(p.suspects, it.msg.meta.RunID) })
+	i := slices.IndexFunc(items, func(it *item) bool {
+		return backFrom(it.msg, p.knownRuns) && slices.Contains(p.suspects, it.msg.meta.RunID)
+	})
 	if i < 0 {
 		return
 	}
