@@ -86,6 +86,12 @@ func TestOutputsFileCannotRedirectReplays(t *testing.T) {
 		{"--to in another region", nil,
 			[]string{"replay", "--yes", "--to", otherRegionQueue}, exitUsage,
 			[]string{"region eu-west-1", "pass --to-other-account"}},
+		{"a ledger table other than the function's", map[string]string{outLedger: "planted-ledger"},
+			[]string{"replay", "--yes"}, exitError,
+			[]string{"names table \"planted-ledger\", but the lane's replay function uses \"ledger\" (LEDGER_TABLE): refusing a run on another table"}},
+		{"a ledger table in another account, no function to read", map[string]string{outLedger: "arn:aws:dynamodb:us-east-1:999999999999:table/ledger"},
+			[]string{"replay", "--yes", "--replay-function", ""}, exitError,
+			[]string{"table \"arn:aws:dynamodb:us-east-1:999999999999:table/ledger\" is in account 999999999999, region us-east-1, not in the account 000000000000"}},
 		{"--to-other-account without --to", nil,
 			[]string{"replay", "--yes", "--to-other-account"}, exitUsage,
 			[]string{"--to-other-account works only with --to"}},
@@ -99,6 +105,8 @@ func TestOutputsFileCannotRedirectReplays(t *testing.T) {
 			f.queue("orders-elsewhere", nil)
 			f.deadLetters()
 			f.forget()
+			f.env["LEDGER_TABLE"] = "ledger" // as the construct sets them
+			f.env["IDEMPOTENCY_TABLE"] = "idempotency"
 			for k, v := range tt.plant {
 				f.outputs[k] = v
 			}

@@ -392,21 +392,35 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 	return cfg, nil
 }
 
-// tables sets the run's tables in env from the lane's resources (outputs
-// and flags), over the function's: the ledger, the idempotency table, and
+// tables sets the run's tables in env: the ledger and the idempotency
+// table are the replay function's, and the lane's resources (outputs and
+// flags) that name others are refused, as a table ARN outside the DLQ's
+// account and region is (a run reads its seal key and its history there);
 // on a route that holds its groups the hold table, which the lane must
 // have; on another route none.
 func (s *session) tables(env map[string]string, rt replay.Route) error {
-	var err error
 	for _, k := range []struct{ env, out string }{{settings.LedgerTable.Env, outLedger}, {settings.IdempotencyTable.Env, outIdempotency}} {
-		if env[k.env], err = s.res.get(k.out); err != nil {
+		found, err := s.res.get(k.out)
+		fn := env[k.env] // the replay function's own, when it was read
+		switch {
+		case err != nil && fn == "":
 			return err
+		case err != nil:
+			found = fn
+		case fn != "" && tableName(fn) != tableName(found):
+			return fmt.Errorf("%s names table %s, but the lane's replay function uses %s (%s): refusing a run on another table — fix the outputs, or pass --%s %s",
+				s.res.origin(k.out), shown(found), shown(fn), k.env, s.res.flags[k.out], shown(fn))
 		}
+		if err := tableWithin(found, rt.DLQURL); err != nil {
+			return fmt.Errorf("%s: %w", s.res.origin(k.out), err)
+		}
+		env[k.env] = found
 	}
 	delete(env, settings.HoldTable.Env)
 	if rt.Groups == "" {
 		return nil
 	}
+	var err error
 	if env[settings.HoldTable.Env], err = s.res.get(outHold); err != nil {
 		return fmt.Errorf("the lane's route holds its message groups (groups %q), so the run needs the lane's hold table: %w", rt.Groups, err)
 	}

@@ -127,3 +127,29 @@ func sameQueue(a, b string) bool {
 	pa, pb := placeOf(a), placeOf(b)
 	return a == b || name(a) == name(b) && pa.within(pb)
 }
+
+// tableName is the name of a table given by its name or its ARN.
+func tableName(v string) string {
+	if _, name, ok := strings.Cut(v, ":table/"); ok && strings.HasPrefix(v, "arn:") {
+		return name
+	}
+	return v
+}
+
+// tableWithin refuses a table ARN outside the account and region of the
+// queue at queueURL: a run reads its seal key and its history there. A
+// table's name is the queue's account's.
+func tableWithin(v, queueURL string) error {
+	if !strings.HasPrefix(v, "arn:") {
+		return nil
+	}
+	parts := strings.SplitN(v, ":", 6)
+	if len(parts) < 6 {
+		return fmt.Errorf("table %s: not a table ARN", shown(v))
+	}
+	table, queue := queuePlace{account: parts[4], region: parts[3]}, placeOf(queueURL)
+	if !table.within(queue) {
+		return fmt.Errorf("table %s is in %s, not in the %s of the queue replayed from", shown(v), table, queue)
+	}
+	return nil
+}
