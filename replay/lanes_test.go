@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -200,5 +204,29 @@ func TestAnOutageOfKnownFailuresIsHeld(t *testing.T) {
 				t.Fatalf("%d replays sent into the outage, %d probes (bound %d)", sent, probes, bound)
 			}
 		})
+	}
+}
+
+// A part of an invalid body too large to travel whole (invalid.Metadata
+// Parts) is never replayed from the invalid queue on its own: the run
+// leaves it there; a whole invalid message goes as before.
+func TestAPartOfAnInvalidBodyIsNotReplayed(t *testing.T) {
+	h := newHarness(t, false, nil)
+	rt := h.route
+	rt.Invalid = true
+	verdict := func(part, parts int) map[string]types.MessageAttributeValue {
+		attrs, err := envelope.Pack(nil, invalid.AttributeName, invalid.Metadata{Reason: "payload-too-large", Detail: "cut", Part: part, Parts: parts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return attrs
+	}
+	h.deadLetter(rt, msg{body: `{"orderId":"ORD-P`, attrs: verdict(1, 2)})
+	h.deadLetter(rt, msg{body: `-1"}`, attrs: verdict(2, 2)})
+	h.deadLetter(rt, msg{body: order("ORD-WHOLE"), attrs: verdict(0, 0)})
+	h.clock.Advance(due)
+	s := h.run(h.engine(), replay.Request{Routes: []replay.Route{rt}})
+	if s.Total.Replayed != 1 || s.Total.Skipped != 2 || keyOf(h.stored(rt.SourceURL)[0].body) != "ORD-WHOLE" {
+		t.Fatalf("counts %+v: want the whole message replayed, the two parts left", countsOf(s.Total))
 	}
 }

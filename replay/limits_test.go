@@ -19,6 +19,7 @@ import (
 
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
+	"github.com/homingdlq/homing/settings"
 )
 
 // tickingQueue moves the clock on by step at every receive: a pass over a
@@ -360,7 +361,7 @@ func TestForeignMetadataIsNeverTrusted(t *testing.T) {
 type sealLedger struct{ *replaytest.MemoryLedger }
 
 func (l sealLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	if r.HistoryKey == replay.SealKeyHistoryKey {
+	if r.HistoryKey == settings.SealKeyPartition {
 		return replay.MessageRecord{}, false, fmt.Errorf("throttled")
 	}
 	return l.MemoryLedger.Mark(ctx, r)

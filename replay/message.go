@@ -226,6 +226,13 @@ func millis(s string) time.Time {
 	return time.UnixMilli(n).UTC()
 }
 
+// isPart reports whether attrs carry the consumer's verdict on a part of a
+// body split in several messages (invalid.Metadata.Parts).
+func isPart(attrs map[string]types.MessageAttributeValue) bool {
+	inv, _, found, err := invalid.Read(attrs)
+	return err == nil && found && inv.Parts > 1
+}
+
 // reason is the reason a [Filter] selects a message by: the parking reason
 // in meta (our metadata, verified; zero when it carries none), else, on a
 // route over the invalid queue (invalid), the consumer's verdict, else

@@ -145,7 +145,7 @@ type countingLedger struct {
 }
 
 func (c *countingLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	if r.HistoryKey != replay.SealKeyHistoryKey && r.HistoryKey != settings.SealPublicKeyPartition { // the run's reads of the seal keys are not about a message
+	if r.HistoryKey != settings.SealKeyPartition && r.HistoryKey != settings.SealPublicKeyPartition { // the run's reads of the seal keys are not about a message
 		c.marks.Add(1)
 	}
 	return c.Ledger.Mark(ctx, r)

@@ -158,9 +158,10 @@ func (pl *planner) decide(it *item) {
 		it.msg.meta.LastReplayAt = time.Time{}
 		it.msg.meta.ResetAt = pl.now
 	}
-	if !pl.filter.match(it.msg, pl.now) {
+	if !pl.filter.match(it.msg, pl.now) || pl.route.Invalid && isPart(it.msg.producer) {
 		// Filters apply first: a run for some messages leaves the others
-		// alone, whatever their state.
+		// alone, whatever their state. A part of an invalid body too large
+		// to travel whole is no message to replay on its own.
 		it.to(OutcomeSkipped)
 		return
 	}

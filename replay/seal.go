@@ -40,7 +40,7 @@ import (
 // operator could read) is never used again: the signing key is a new one,
 // and those seals verify nowhere.
 
-// The ledger records of the seal: the SEEN records of (SealKeyHistoryKey,
+// The ledger records of the seal: the SEEN records of (sealKeyPartition,
 // sealKeyMessageID), whose OriginalMessageID is the key (the Ed25519 seed)
 // in hex, and of (settings.SealPublicKeyPartition, sealKeyMessageID), whose
 // OriginalMessageID is its public key in hex. The first run writes them
@@ -48,8 +48,8 @@ import (
 // key; the public key derives from it); they live for sealKeyLifetime. No
 // history key spells them (they start with "order#" or "message#").
 const (
-	SealKeyHistoryKey = settings.SealKeyPartition
-	sealKeyMessageID  = "v2" // "v1" was the HMAC key operators could read
+	sealKeyPartition = settings.SealKeyPartition
+	sealKeyMessageID = "v2" // "v1" was the HMAC key operators could read
 
 	sealKeyBytes    = ed25519.SeedSize
 	sealKeyLifetime = 100 * 365 * 24 * time.Hour
@@ -91,7 +91,7 @@ func storedKey(ctx context.Context, l Ledger, now time.Time) ([]byte, error) {
 	key := make([]byte, sealKeyBytes)
 	_, _ = rand.Read(key) // crypto/rand.Read never fails
 	rec := MessageRecord{
-		HistoryKey: SealKeyHistoryKey, MessageID: sealKeyMessageID, State: Seen, Route: "homing",
+		HistoryKey: sealKeyPartition, MessageID: sealKeyMessageID, State: Seen, Route: "homing",
 		OriginalMessageID: hex.EncodeToString(key), FirstSeenAt: now, At: now, ExpiresAt: now.Add(sealKeyLifetime),
 	}
 	cur, ok, err := l.Mark(ctx, rec)

@@ -163,7 +163,7 @@ func TestSealsAreSignaturesUnderANewKey(t *testing.T) {
 	h := newHarness(t, false, nil)
 	now := h.clock.Now()
 	old := bytes.Repeat([]byte{7}, 32) // the key an operator read before the upgrade
-	if _, _, err := h.ledger.Mark(context.Background(), replay.MessageRecord{HistoryKey: replay.SealKeyHistoryKey, MessageID: "v1", State: replay.Seen,
+	if _, _, err := h.ledger.Mark(context.Background(), replay.MessageRecord{HistoryKey: settings.SealKeyPartition, MessageID: "v1", State: replay.Seen,
 		Route: "homing", OriginalMessageID: hex.EncodeToString(old), FirstSeenAt: now, At: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

@@ -191,8 +191,9 @@ var ErrNotDrained = errors.New("batchtest: the source queue did not drain")
 // visible, it advances the clock past the visibility timeout, so that a
 // record the consumer keeps failing is delivered MaxReceiveCount times and
 // then moved to the DLQ by the redrive. It returns the first Poll error,
-// or ErrNotDrained.
+// or ErrNotDrained when the queue stops shrinking.
 func (l *Lane) Drain(ctx context.Context, consume func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) error {
+	left := len(l.Queue.Messages(l.Route.SourceURL))
 	for waits := 0; ; {
 		n, err := l.Poll(ctx, consume)
 		if err != nil {
@@ -201,8 +202,13 @@ func (l *Lane) Drain(ctx context.Context, consume func(context.Context, events.S
 		if n > 0 {
 			continue
 		}
-		if len(l.Queue.Messages(l.Route.SourceURL)) == 0 {
+		now := len(l.Queue.Messages(l.Route.SourceURL))
+		if now == 0 {
 			return nil
+		}
+		if now < left { // some left the queue: a long FIFO group drains a head at a time
+			left = now
+			waits = 0
 		}
 		if waits++; waits > 4*(l.opts.MaxReceiveCount+1) {
 			return ErrNotDrained

@@ -118,3 +118,29 @@ func TestLanePoll(t *testing.T) {
 		})
 	}
 }
+
+// A long FIFO group whose every record fails drains a head at a time:
+// Drain waits as long as the source keeps shrinking (review: it gave up
+// with a group of 60 still in the source).
+func TestDrainALongFIFOGroup(t *testing.T) {
+	ctx := context.Background()
+	lane := batchtest.NewLane("orders.fifo", batchtest.LaneOptions{})
+	for i := range 100 {
+		if _, err := lane.Publish(ctx, fmt.Sprintf(`{"n":%d}`, i), "one-group"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failAll := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		var resp events.SQSEventResponse
+		for _, r := range ev.Records {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+		}
+		return resp, nil
+	}
+	if err := lane.Drain(ctx, failAll); err != nil {
+		t.Fatalf("Drain = %v with %d left in the source", err, len(lane.Queue.Messages(lane.Route.SourceURL)))
+	}
+	if n := len(lane.Queue.Messages(lane.Route.DLQURL)); n != 100 {
+		t.Fatalf("%d in the DLQ, want 100", n)
+	}
+}
