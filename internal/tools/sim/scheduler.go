@@ -27,6 +27,78 @@ type Replay struct {
 	Canary   bool           // the canary gate reads the consumer's completions
 }
 
+// schedule is EventBridge's rule: at each tick of the rate it draws the
+// tick's fate (Faults.Ticks: on time, late, missed, or in a pause), and it
+// starts the runs that are due, in the order of their start times (a late
+// run may start after a later tick's). Ticks the clock jumped past fire
+// once.
+func (s *Sim) schedule(now time.Time) {
+	if !now.Before(s.tick) {
+		s.drawTick(s.tick)
+		s.tick = s.tick.Add(s.cfg.Replay.Schedule)
+		if !s.tick.After(now) {
+			s.tick = now.Add(s.cfg.Replay.Schedule)
+		}
+	}
+	for len(s.due) > 0 && !s.due[0].After(s.clock.Now()) {
+		at := s.due[0]
+		s.due = s.due[1:]
+		if s.paused(at) {
+			s.trace.add(s.clock.Now(), "eventbridge", "tick paused", "", "the schedule was disabled after the tick was drawn")
+			continue
+		}
+		s.scheduledRun()
+	}
+}
+
+// drawTick decides the fate of the tick at nominal.
+func (s *Sim) drawTick(nominal time.Time) {
+	s.ticks++
+	key := strconv.Itoa(s.ticks)
+	t := s.cfg.Faults.Ticks
+	switch {
+	case s.paused(nominal):
+		s.trace.add(nominal, "eventbridge", "tick paused", "", "")
+		return
+	case s.dice.chance("tick-missed", key, t.Missed):
+		s.trace.add(nominal, "eventbridge", "tick missed", "", "")
+		return
+	}
+	at := nominal
+	if s.dice.chance("tick-late", key, t.Late) {
+		late := time.Duration(s.dice.at("tick-late-by", key, 0) * float64(t.LateBy)).Round(time.Second)
+		at = at.Add(late)
+		s.trace.add(nominal, "eventbridge", "tick late", "", "its run starts "+late.String()+" late")
+	}
+	i := slices.IndexFunc(s.due, func(t time.Time) bool { return t.After(at) })
+	if i < 0 {
+		i = len(s.due)
+	}
+	s.due = slices.Insert(s.due, i, at)
+}
+
+// paused reports whether the schedule is disabled at t.
+func (s *Sim) paused(t time.Time) bool {
+	off := t.Sub(s.start)
+	return slices.ContainsFunc(s.pauses, func(w Window) bool { return off >= w.From && off < w.To })
+}
+
+// pauseAfterProbe disables the schedule for Faults.Ticks.PauseAfterProbe
+// once, when sum, a run's summary, probed the lane's breaker.
+func (s *Sim) pauseAfterProbe(sum replay.Summary) {
+	d := s.cfg.Faults.Ticks.PauseAfterProbe
+	if d <= 0 || s.probePaused {
+		return
+	}
+	if !slices.ContainsFunc(sum.Routes, func(r replay.RouteSummary) bool { return r.Route == s.sqs.route().Name && r.Probe }) {
+		return
+	}
+	s.probePaused = true
+	from := s.clock.Now().Sub(s.start)
+	s.pauses = append(s.pauses, Window{From: from, To: from + d})
+	s.trace.add(s.clock.Now(), "eventbridge", "schedule paused", "", "for "+d.String()+", after run "+sum.RunID+" probed the breaker")
+}
+
 // leases tracks who holds each DLQ message's INTENT, from the ledger marks
 // that succeeded. It is safe for concurrent use.
 type leases struct {
@@ -126,6 +198,7 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 		detail += " err=" + err.Error()
 	}
 	s.trace.add(s.clock.Now(), "replay/"+id, "end", "", detail)
+	s.pauseAfterProbe(sum)
 	s.stats.Runs++
 	if covered {
 		s.cov.end(s, id, sum)
@@ -596,8 +669,9 @@ func (s *Sim) removes() bool { return s.cfg.Replay.Canary && s.cfg.Lane.records(
 // the queue it reads: when its key was completed by the consumer with the
 // payload it carries (the consumer's own hash of it, not the route's), the
 // engine had to remove it as already applied instead, unless it could not:
-// the lane has no records, its INTENT mark failed in this run (the removal
-// needs the ledger), or its key is over the engine's bound. The consumer
+// the lane has no records, or its INTENT mark failed in this run (the
+// removal needs the ledger). A key of any length counts (a LongKey lane's
+// too). The consumer
 // does not run while a run does, so the records the run read are those
 // read here.
 func (s *Sim) replayedCompleted(run *runState, dlqID string) {
@@ -609,7 +683,7 @@ func (s *Sim) replayedCompleted(run *runState, dlqID string) {
 	intended := run.intended[dlqID]
 	run.mu.Unlock()
 	p := s.pubs[n]
-	if !intended || p.Hash == "" || len(p.OrderID) > replay.MaxKeyID || s.completedWith(p.OrderID) != p.Hash {
+	if !intended || p.Hash == "" || s.completedWith(p.OrderID) != p.Hash {
 		return
 	}
 	s.violate("replayed-completed", s.subject(dlqID, n), fmt.Sprintf(
