@@ -376,7 +376,7 @@ func laneScenarios() []scenario {
 		},
 		{
 			name: "long-key-paused-after-probe", issue: "30.3: the same on a lane with records, keyed long",
-			cfg:   func() Config { return pausedAfterProbe(3032, Lane{LongKey: true}) },
+			cfg: func() Config { return pausedAfterProbe(3032, Lane{LongKey: true}) },
 			check: func(t *testing.T, rep *Report) {
 				notBlindAfterPause(t, rep)
 				boundedInOutage(t, rep)
