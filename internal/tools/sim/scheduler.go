@@ -670,10 +670,9 @@ func (s *Sim) removes() bool { return s.cfg.Replay.Canary && s.cfg.Lane.records(
 // payload it carries (the consumer's own hash of it, not the route's), the
 // engine had to remove it as already applied instead, unless it could not:
 // the lane has no records, or its INTENT mark failed in this run (the
-// removal needs the ledger). A key of any length counts (a LongKey lane's
-// too). The consumer
-// does not run while a run does, so the records the run read are those
-// read here.
+// removal needs the ledger). A key of any length counts (a LongKey
+// lane's). The consumer does not run while a run does, so the records the
+// run read are those read here.
 func (s *Sim) replayedCompleted(run *runState, dlqID string) {
 	n := s.sqs.pubOf(dlqID)
 	if !s.removes() || n < 0 {
