@@ -381,6 +381,7 @@ func (s *Sim) Run() *Report {
 	limit := s.start.Add(s.cfg.Window + s.cfg.DrainLimit)
 	quiet := s.drain(limit)
 	s.stats.ParkedUnattended = maps.Clone(s.stats.Parked)
+	retries := 0
 	for round := 0; quiet && round < s.cfg.OperatorRounds && s.sqs.total(s.sqs.parking) > 0; round++ {
 		if round == 0 {
 			s.trace.add(s.clock.Now(), "operator", "parked before the operator", "", fmt.Sprint(s.stats.Parked))
@@ -409,7 +410,13 @@ func (s *Sim) Run() *Report {
 		if r := s.cfg.Replay.Options.Rate; r > rate {
 			rate = r
 		}
-		s.replayRun("operator-reset", replay.Request{Routes: []replay.Route{s.sqs.parkingRoute()}, ResetCount: true, Max: 100000, Rate: rate}, crashPlan{}, nil)
+		sum := s.replayRun("operator-reset", replay.Request{Routes: []replay.Route{s.sqs.parkingRoute()}, ResetCount: true, Max: 100000, Rate: rate}, crashPlan{}, nil)
+		if injectedFault(sum) && retries < maxOperatorRetries {
+			// The operator sees the run's error and runs it again: a
+			// round an injected fault spoiled does not count.
+			retries++
+			round--
+		}
 		// A reset message waits out its first backoff in the parking
 		// queue (hidden); the operator looks again after the longest.
 		s.notBefore = s.clock.Now().Add(s.cfg.Replay.Options.BackoffMax + s.cfg.Replay.Schedule)
@@ -424,6 +431,27 @@ func (s *Sim) Run() *Report {
 	s.stats.Simulated = s.clock.Now().Sub(s.start)
 	s.check(quiet)
 	return &Report{Config: s.cfg, Stats: s.stats, Violations: s.violations, Trace: s.trace, Runs: s.runRecords}
+}
+
+// maxOperatorRetries bounds the operator's rounds run again after an
+// injected fault (see injectedFault).
+const maxOperatorRetries = 3
+
+// injectedFault reports whether an injected fault spoiled run sum: an
+// error of a message or of a route, or a gate closed by one (the seal
+// key or the ledger's runs unreadable).
+func injectedFault(sum replay.Summary) bool {
+	closed := func(gates []replay.Gate) bool {
+		return slices.ContainsFunc(gates, func(g replay.Gate) bool {
+			return g.Decision == replay.GateClosed && strings.Contains(g.Detail, "(injected)")
+		})
+	}
+	if sum.Total.Errors > 0 || closed(sum.Gates) {
+		return true
+	}
+	return slices.ContainsFunc(sum.Routes, func(r replay.RouteSummary) bool {
+		return r.Error != "" || r.StopReason == replay.StopError || r.StopReason == replay.StopCanceled || closed(r.Gates)
+	})
 }
 
 // drain runs the loop until the system is quiet or until. A system still
