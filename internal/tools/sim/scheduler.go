@@ -182,6 +182,9 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	}
 	s.trace.add(now, "replay/"+id, "start", "", fmt.Sprintf("crash=%v reset=%v dry=%v max=%d filter=%v", crash, req.ResetCount, req.DryRun, req.Max, req.Filter.Keys))
 	sum, err := engine.Run(ctx, req)
+	rs.mu.Lock()
+	rs.evidence = err == nil && !inv.dead() && len(rs.replayedPubs) >= 2
+	rs.mu.Unlock()
 	detail := fmt.Sprintf("replayed=%d parked=%v recovered=%d delayed=%d errors=%d", sum.Total.Replayed, sum.Total.Parked, sum.Total.Recovered, sum.Total.Delayed, sum.Total.Errors)
 	if len(sum.Gates) > 0 && sum.Gates[0].Decision == replay.GateClosed {
 		detail += " health=closed"
@@ -510,6 +513,7 @@ func (s *Sim) replayed(run *runState, n int, id string, meta replay.Metadata, de
 		s.resetSends[n]++
 	}
 	if n >= 0 {
+		s.replayRuns[n] = append(s.replayRuns[n], run)
 		counts := s.replayCounts[n]
 		if counts == nil {
 			counts = map[string]int{}
@@ -652,12 +656,24 @@ func (s *Sim) parked(run *runState, n int, dlqID, id string, meta replay.Metadat
 	// All its replays failed in an outage: the breaker should have given
 	// them back (when the lane has one: it needs the consumer's
 	// completions and a lane whose consumer writes them), unless it had
-	// all of them given back already (a
-	// message's replays, refunds included, are bounded by 2 x MaxReplays).
-	if f := s.failures[n]; s.removes() && f.replayed > 0 && f.replayed == f.outage && own < 2*maxReplays {
+	// all of them given back already (a message's replays, refunds
+	// included, are bounded by 2 x MaxReplays), or no run that replayed it
+	// gave the breaker evidence to judge (a trickle of one dead letter a
+	// run, or runs that crashed: replay's minEvidence, a documented limit).
+	if f := s.failures[n]; s.removes() && f.replayed > 0 && f.replayed == f.outage && own < 2*maxReplays && s.judgeable(n) {
 		s.violate("parked-for-outage", s.subject(dlqID, n),
 			fmt.Sprintf("parked as replay-exhausted after %d replays of its own although all %d of its failed replays failed in a tax-service outage", own, f.replayed))
 	}
+}
+
+// judgeable reports whether a run that replayed publication n left the
+// breaker evidence to judge it by (runState.evidence). It holds s.book.
+func (s *Sim) judgeable(n int) bool {
+	return slices.ContainsFunc(s.replayRuns[n], func(r *runState) bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.evidence
+	})
 }
 
 // removes reports whether the engine can remove dead letters already

@@ -284,6 +284,7 @@ type Sim struct {
 	ackedPubs    map[int]bool
 	removed      map[int]bool // a replay run deleted a DLQ message of the publication
 	replayCounts map[int]map[string]int
+	replayRuns   map[int][]*runState // the runs that replayed each publication
 	dupReplays   map[int]int
 	failures     map[int]failures
 	crashed      map[string]bool          // CrashFirstCompletion done
@@ -307,7 +308,7 @@ func New(cfg Config) (*Sim, error) {
 		cfg: cfg, start: Start, clock: replaytest.NewClock(Start), dice: newDice(cfg.Seed),
 		rng: rand.New(rand.NewPCG(cfg.Seed, 0xfa17)), trace: newTrace(Start),
 		leases: &leases{holder: map[string]lease{}}, seen: map[string]bool{}, acked: map[string]string{},
-		ackedPubs: map[int]bool{}, removed: map[int]bool{}, replayCounts: map[int]map[string]int{},
+		ackedPubs: map[int]bool{}, removed: map[int]bool{}, replayCounts: map[int]map[string]int{}, replayRuns: map[int][]*runState{},
 		dupReplays: map[int]int{}, failures: map[int]failures{}, crashed: map[string]bool{}, resetSends: map[int]int{},
 		sends: map[string][]sendRecord{}, lastSent: map[string]sentAttribute{}, shared: map[string]sentAttribute{}, cov: newCoverage(),
 	}
