@@ -7,9 +7,11 @@ import (
 )
 
 // determinismSeeds are lockstep seeds (see concurrentSeed) of each lane:
-// the sample's (4), keyed at order.ref (3), without records (6); and of
-// each choice of Groups: off (3), hold (4, 6), skip (31).
-var determinismSeeds = []uint64{3, 4, 6, 31}
+// the sample's (22), keyed at order.ref (3), with long keys (4), with
+// integer keys (12), without records (31); of each choice of Groups: off
+// (3, 12, 22), hold (4), skip (31); and of each fault of the schedule:
+// late and missed ticks (3, 4, 31), a pause (12).
+var determinismSeeds = []uint64{3, 4, 12, 22, 31}
 
 // TestSimIsDeterministic runs a seed twice: the same seed must do the same
 // things at the same simulated times, or a failing seed would not replay.

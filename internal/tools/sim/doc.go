@@ -21,7 +21,10 @@
 //     shows as an invocation run twice and as a copy of a message handed to a
 //     second consumer while the first is still calling the tax service.
 //   - EventBridge (scheduler.go): the replay schedule every few simulated
-//     minutes, operator runs (filtered by order), runs that crash at a chosen
+//     minutes, with ticks whose run starts late or never and pauses of
+//     hours (Faults.Ticks; one seed in three late or missed, one in four a
+//     pause during an outage the probe misses, some right after a probe),
+//     operator runs (filtered by order), runs that crash at a chosen
 //     point (after a send, before a delete, after a receive: every later call
 //     of that run fails and its context is cancelled), and runs that overlap
 //     (an operator run starting while a scheduled run waits on a slow send).
@@ -94,13 +97,18 @@
 //
 // A [Lane] is the sample's (key orderId, records written), or keyed at
 // order.ref with a decoy orderId (one seed in four: refKeySeed; a sim-side
-// adapter maps the body for the sample's handler, see Lane.sample), or one
-// whose consumer writes no completion records (one seed in four:
-// noRecordsSeed; a double relying on the deduplicating service). On the
-// last, the invariants that need the consumer's records (conflicts routed,
-// no park of a completed order, the breaker's refunds) are not checked,
-// and every run must report the canary reading no completions and remove
-// nothing as applied (docs/RELIABILITY.md, "Simulation").
+// adapter maps the body for the sample's handler, see Lane.sample), or
+// keyed by ARNs and URLs of 130 to 600 bytes (one in eight: longKeySeed;
+// the consumer is the sample's handler without the orderId grammar's
+// bound, longKeyed), or by JSON integers near 2^53 (one in eight:
+// intKeySeed; ±2^53 is a key, ±(2^53+1) none and must end invalid, never
+// absorbed as the other); and, across those, one whose consumer writes no
+// completion records (one seed in four: noRecordsSeed; a double relying on
+// the deduplicating service). On the last, the invariants that need the
+// consumer's records (conflicts routed, no park of a completed order, the
+// breaker's refunds) are not checked, and every run must report the canary
+// reading no completions and remove nothing as applied
+// (docs/RELIABILITY.md, "Simulation").
 //
 // Two seeds in five are FIFO (fifoSeed), and on each the consumer holds its
 // groups (groupsConfig): hold.Skip on one FIFO seed in four, hold.KeepHeld

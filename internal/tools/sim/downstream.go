@@ -79,6 +79,7 @@ type Service struct {
 	// orderId to its group (see Service.frozen).
 	freezes []Freeze
 	groupOf map[string]string
+	marked  map[string]Kind // the orders it fails for ever or rejects, by kind (see freeze)
 
 	mu        sync.Mutex
 	issued    int
@@ -150,13 +151,19 @@ func (frozenError) Error() string    { return "tax service: the account is froze
 func (frozenError) NotApplied() bool { return true }
 
 // freeze has the service fail the orders of freezes' groups, as pubs
-// place them.
+// place them, and tells it the orders pubs mean it to fail for ever
+// (KindPoison) or to reject (KindRejected): on a lane whose keys cannot
+// carry poisonMark or "REJECT" (IntKey), their kind says so.
 func (s *Service) freeze(freezes []Freeze, pubs []*Publication) {
 	s.freezes = freezes
 	s.groupOf = map[string]string{}
+	s.marked = map[string]Kind{}
 	for _, p := range pubs {
 		if _, ok := s.groupOf[p.OrderID]; !ok && p.OrderID != "" {
 			s.groupOf[p.OrderID] = p.Group
+		}
+		if (p.Kind == KindPoison || p.Kind == KindRejected) && p.OrderID != "" {
+			s.marked[p.OrderID] = p.Kind
 		}
 	}
 }
@@ -168,7 +175,7 @@ func (s *Service) own(orderID string) (string, error) {
 	switch {
 	case s.frozen(orderID):
 		return "frozen", errFrozen
-	case strings.Contains(orderID, poisonMark):
+	case strings.Contains(orderID, poisonMark) || s.marked[orderID] == KindPoison:
 		return "unavailable for this order", errPoison
 	}
 	return "", nil
@@ -235,7 +242,7 @@ func (s *Service) IssueInvoice(ctx context.Context, req tax.InvoiceRequest) (tax
 		s.trace.add(s.clock.Now(), "tax", what, key, fmt.Sprintf("call %d", attempt))
 		return tax.Invoice{}, err
 	}
-	if strings.Contains(key, "REJECT") {
+	if strings.Contains(key, "REJECT") || s.marked[key] == KindRejected {
 		s.wait(ctx, latency)
 		return tax.Invoice{}, &tax.RejectedError{Status: 422, Detail: "order " + key + " cannot be invoiced: customer blocked"}
 	}

@@ -35,7 +35,28 @@ type Faults struct {
 	// (a scenario's deterministic CrashAfterEffect).
 	CrashFirstCompletion []string
 	ClockJumps           int // forward jumps of the clock during the workload
+	// Ticks are the faults of the replay's schedule.
+	Ticks Ticks
 }
+
+// Ticks are the faults of the replay's schedule (EventBridge): a tick
+// whose run starts late (a cold start, an asynchronous invocation retried
+// after a throttle) or never, and windows in which the schedule is
+// disabled (an operator paused it). Each tick's fate is a dice roll on its
+// number.
+type Ticks struct {
+	Late   float64       // share of ticks whose run starts late
+	LateBy time.Duration // by up to this much (uniform)
+	Missed float64       // share of ticks that start no run
+	Pauses []Window      // a tick within one starts no run
+	// PauseAfterProbe, when set, disables the schedule for that long right
+	// after the first run whose pass probed the lane's open breaker (a
+	// scenario's: the probe that the next run, late, must judge).
+	PauseAfterProbe time.Duration
+}
+
+// Window is a span of simulated time, as offsets from the start.
+type Window struct{ From, To time.Duration }
 
 // Injected errors. They are transient from the code's point of view.
 var (

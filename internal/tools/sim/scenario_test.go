@@ -69,7 +69,7 @@ func (b *builder) add(p *Publication) *Publication {
 func (b *builder) valid(n int, at time.Duration) []*Publication {
 	var out []*Publication
 	for i := range n {
-		id := fmt.Sprintf("ORD-S-%05d", len(b.pubs))
+		id := b.w.key(fmt.Sprintf("ORD-S-%05d", len(b.pubs)))
 		out = append(out, b.add(&Publication{Kind: KindValid, Body: b.w.validBody(id, 0), At: at + time.Duration(i)*time.Second}))
 	}
 	return out
@@ -79,7 +79,7 @@ func (b *builder) valid(n int, at time.Duration) []*Publication {
 func (b *builder) spread(n int, from, over time.Duration) []*Publication {
 	var out []*Publication
 	for i := range n {
-		id := fmt.Sprintf("ORD-S-%05d", len(b.pubs))
+		id := b.w.key(fmt.Sprintf("ORD-S-%05d", len(b.pubs)))
 		at := from + over*time.Duration(i)/time.Duration(n)
 		out = append(out, b.add(&Publication{Kind: KindValid, Body: b.w.validBody(id, 0), At: at}))
 	}
@@ -88,7 +88,7 @@ func (b *builder) spread(n int, from, over time.Duration) []*Publication {
 
 // poison adds an order the tax service fails for ever (KindPoison).
 func (b *builder) poison(at time.Duration) *Publication {
-	id := fmt.Sprintf("ORD-S-%05d-%s", len(b.pubs), poisonMark)
+	id := b.w.key(fmt.Sprintf("ORD-S-%05d-%s", len(b.pubs), poisonMark))
 	return b.add(&Publication{Kind: KindPoison, Body: b.w.validBody(id, 0), At: at})
 }
 

@@ -28,6 +28,78 @@ type Replay struct {
 	Canary   bool           // the canary gate reads the consumer's completions
 }
 
+// schedule is EventBridge's rule: at each tick of the rate it draws the
+// tick's fate (Faults.Ticks: on time, late, missed, or in a pause), and it
+// starts the runs that are due, in the order of their start times (a late
+// run may start after a later tick's). Ticks the clock jumped past fire
+// once.
+func (s *Sim) schedule(now time.Time) {
+	if !now.Before(s.tick) {
+		s.drawTick(s.tick)
+		s.tick = s.tick.Add(s.cfg.Replay.Schedule)
+		if !s.tick.After(now) {
+			s.tick = now.Add(s.cfg.Replay.Schedule)
+		}
+	}
+	for len(s.due) > 0 && !s.due[0].After(s.clock.Now()) {
+		at := s.due[0]
+		s.due = s.due[1:]
+		if s.paused(at) {
+			s.trace.add(s.clock.Now(), "eventbridge", "tick paused", "", "the schedule was disabled after the tick was drawn")
+			continue
+		}
+		s.scheduledRun()
+	}
+}
+
+// drawTick decides the fate of the tick at nominal.
+func (s *Sim) drawTick(nominal time.Time) {
+	s.ticks++
+	key := strconv.Itoa(s.ticks)
+	t := s.cfg.Faults.Ticks
+	switch {
+	case s.paused(nominal):
+		s.trace.add(nominal, "eventbridge", "tick paused", "", "")
+		return
+	case s.dice.chance("tick-missed", key, t.Missed):
+		s.trace.add(nominal, "eventbridge", "tick missed", "", "")
+		return
+	}
+	at := nominal
+	if s.dice.chance("tick-late", key, t.Late) {
+		late := time.Duration(s.dice.at("tick-late-by", key, 0) * float64(t.LateBy)).Round(time.Second)
+		at = at.Add(late)
+		s.trace.add(nominal, "eventbridge", "tick late", "", "its run starts "+late.String()+" late")
+	}
+	i := slices.IndexFunc(s.due, func(t time.Time) bool { return t.After(at) })
+	if i < 0 {
+		i = len(s.due)
+	}
+	s.due = slices.Insert(s.due, i, at)
+}
+
+// paused reports whether the schedule is disabled at t.
+func (s *Sim) paused(t time.Time) bool {
+	off := t.Sub(s.start)
+	return slices.ContainsFunc(s.pauses, func(w Window) bool { return off >= w.From && off < w.To })
+}
+
+// pauseAfterProbe disables the schedule for Faults.Ticks.PauseAfterProbe
+// once, when sum, a run's summary, probed the lane's breaker.
+func (s *Sim) pauseAfterProbe(sum replay.Summary) {
+	d := s.cfg.Faults.Ticks.PauseAfterProbe
+	if d <= 0 || s.probePaused {
+		return
+	}
+	if !slices.ContainsFunc(sum.Routes, func(r replay.RouteSummary) bool { return r.Route == s.sqs.route().Name && r.Probe }) {
+		return
+	}
+	s.probePaused = true
+	from := s.clock.Now().Sub(s.start)
+	s.pauses = append(s.pauses, Window{From: from, To: from + d})
+	s.trace.add(s.clock.Now(), "eventbridge", "schedule paused", "", "for "+d.String()+", after run "+sum.RunID+" probed the breaker")
+}
+
 // leases tracks who holds each DLQ message's INTENT, from the ledger marks
 // that succeeded. It is safe for concurrent use.
 type leases struct {
@@ -111,6 +183,9 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 	}
 	s.trace.add(now, "replay/"+id, "start", "", fmt.Sprintf("crash=%v reset=%v dry=%v max=%d filter=%v", crash, req.ResetCount, req.DryRun, req.Max, req.Filter.Keys))
 	sum, err := engine.Run(ctx, req)
+	rs.mu.Lock()
+	rs.evidence = err == nil && !inv.dead() && len(rs.replayedPubs) >= 2
+	rs.mu.Unlock()
 	detail := fmt.Sprintf("replayed=%d parked=%v recovered=%d delayed=%d errors=%d", sum.Total.Replayed, sum.Total.Parked, sum.Total.Recovered, sum.Total.Delayed, sum.Total.Errors)
 	if len(sum.Gates) > 0 && sum.Gates[0].Decision == replay.GateClosed {
 		detail += " health=closed"
@@ -127,6 +202,7 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 		detail += " err=" + err.Error()
 	}
 	s.trace.add(s.clock.Now(), "replay/"+id, "end", "", detail)
+	s.pauseAfterProbe(sum)
 	s.stats.Runs++
 	if covered {
 		s.cov.end(s, id, sum)
@@ -438,6 +514,7 @@ func (s *Sim) replayed(run *runState, n int, id string, meta replay.Metadata, de
 		s.resetSends[n]++
 	}
 	if n >= 0 {
+		s.replayRuns[n] = append(s.replayRuns[n], run)
 		counts := s.replayCounts[n]
 		if counts == nil {
 			counts = map[string]int{}
@@ -580,12 +657,24 @@ func (s *Sim) parked(run *runState, n int, dlqID, id string, meta replay.Metadat
 	// All its replays failed in an outage: the breaker should have given
 	// them back (when the lane has one: it needs the consumer's
 	// completions and a lane whose consumer writes them), unless it had
-	// all of them given back already (a
-	// message's replays, refunds included, are bounded by 2 x MaxReplays).
-	if f := s.failures[n]; s.removes() && f.replayed > 0 && f.replayed == f.outage && own < 2*maxReplays {
+	// all of them given back already (a message's replays, refunds
+	// included, are bounded by 2 x MaxReplays), or no run that replayed it
+	// gave the breaker evidence to judge (a trickle of one dead letter a
+	// run, or runs that crashed: replay's minEvidence, a documented limit).
+	if f := s.failures[n]; s.removes() && f.replayed > 0 && f.replayed == f.outage && own < 2*maxReplays && s.judgeable(n) {
 		s.violate("parked-for-outage", s.subject(dlqID, n),
 			fmt.Sprintf("parked as replay-exhausted after %d replays of its own although all %d of its failed replays failed in a tax-service outage", own, f.replayed))
 	}
+}
+
+// judgeable reports whether a run that replayed publication n left the
+// breaker evidence to judge it by (runState.evidence). It holds s.book.
+func (s *Sim) judgeable(n int) bool {
+	return slices.ContainsFunc(s.replayRuns[n], func(r *runState) bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.evidence
+	})
 }
 
 // removes reports whether the engine can remove dead letters already
@@ -610,8 +699,9 @@ func (s *Sim) routeHash() payload.Hash {
 // needs the ledger), or the consumer's hash is not comparable with the
 // route's (another part expression, another version: a RefKey lane's
 // consumer hashes the sample's shape with the sample's part; the replay
-// goes back and the consumer absorbs it). The consumer does not run while
-// a run does, so the records the run read are those read here.
+// goes back and the consumer absorbs it). A key of any length counts (a
+// LongKey lane's). The consumer does not run while a run does, so the
+// records the run read are those read here.
 func (s *Sim) replayedCompleted(run *runState, dlqID string) {
 	n := s.sqs.pubOf(dlqID)
 	if !s.removes() || n < 0 {

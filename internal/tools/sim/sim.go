@@ -106,7 +106,7 @@ func RandomConfig(seed uint64, orders int) Config {
 	if seed%2 == 1 {
 		c.Service = Counting
 	}
-	c.Lane = Lane{RefKey: refKeySeed(seed), NoRecords: noRecordsSeed(seed)}
+	c.Lane = Lane{RefKey: refKeySeed(seed), LongKey: longKeySeed(seed), IntKey: intKeySeed(seed), NoRecords: noRecordsSeed(seed)}
 	if c.Lane.NoRecords {
 		// Without the consumer's records, only a service that honours the
 		// Idempotency-Key keeps the effect once (see Lane.NoRecords).
@@ -123,7 +123,9 @@ func RandomConfig(seed uint64, orders int) Config {
 	c.Replay.Options.ExpiryRescueWindow = min(pick(time.Hour, 2*time.Hour, 24*time.Hour), c.Queues.DLQRetention/3)
 	groupsConfig(&c)
 	outage := time.Duration(10+rng.IntN(50)) * time.Minute
-	c.Phases = append(c.Phases, Phase{From: outage, To: outage + time.Duration(10+rng.IntN(80))*time.Minute, Mode: "down", LyingHealth: rng.IntN(10) < 3})
+	down := time.Duration(10+rng.IntN(80)) * time.Minute
+	c.Phases = append(c.Phases, Phase{From: outage, To: outage + down, Mode: "down", LyingHealth: rng.IntN(10) < 3})
+	tickFaults(&c, outage)
 	flaky := c.Phases[0].To + time.Duration(rng.IntN(20))*time.Minute
 	c.Phases = append(c.Phases, Phase{From: flaky, To: flaky + time.Duration(5+rng.IntN(30))*time.Minute, Mode: "flaky", ErrorRate: 0.2 + 0.6*rng.Float64()})
 	if rng.IntN(10) < 3 {
@@ -132,6 +134,42 @@ func RandomConfig(seed uint64, orders int) Config {
 	}
 	return c
 }
+
+// tickFaults gives the schedule of seed's replay its faults (Faults.Ticks),
+// from a generator of its own, so that the other draws stay as they were:
+// on one seed in three, ticks that come late (up to 40 minutes, past the
+// breaker's next probe) or not at all; on one seed in four (pauseSeed), an
+// outage that the health probe misses and that outlasts a pause of the
+// schedule of 1 to 3 hours, which begins 20 to 60 minutes into it or
+// right after the first probe of the lane's breaker: the first run after
+// the pause judges the probe it finds.
+func tickFaults(c *Config, outage time.Duration) {
+	rng := rand.New(rand.NewPCG(c.Seed, 0x71c5))
+	if c.Seed/5%3 == 0 {
+		c.Faults.Ticks.Late, c.Faults.Ticks.LateBy, c.Faults.Ticks.Missed = 0.1, 40*time.Minute, 0.05
+	}
+	if !pauseSeed(c.Seed) {
+		return
+	}
+	from := outage + time.Duration(20+rng.IntN(41))*time.Minute
+	d := time.Duration(60+rng.IntN(121)) * time.Minute
+	end := from + d
+	if rng.IntN(2) == 0 {
+		c.Faults.Ticks.Pauses = append(c.Faults.Ticks.Pauses, Window{From: from, To: end})
+	} else {
+		// Right after the first probe of the lane's breaker, wherever it
+		// comes (its first probe is due within an hour of the outage).
+		c.Faults.Ticks.PauseAfterProbe = d
+		end += time.Hour
+	}
+	down := &c.Phases[0]
+	down.LyingHealth = true
+	down.To = max(down.To, end+time.Duration(10+rng.IntN(50))*time.Minute)
+}
+
+// pauseSeed reports whether seed's schedule pauses during its outage (one
+// seed in four; see tickFaults).
+func pauseSeed(seed uint64) bool { return seed/7%4 == 1 }
 
 // fifoSeed reports whether seed's lane is FIFO (two seeds in five); every
 // FIFO seed's consumer holds its groups (see groupsConfig).
@@ -215,10 +253,17 @@ type Sim struct {
 	proc    *batch.Processor
 	pubs    []*Publication
 
-	next         int // the next publication to send
-	actions      []Action
-	nextSchedule time.Time
-	notBefore    time.Time // the loop is not quiet before then
+	next    int // the next publication to send
+	actions []Action
+	// The schedule (see schedule): the time of its next tick, the times
+	// the runs of ticks drawn start at (sorted), how many ticks were
+	// drawn, its pauses (Faults.Ticks, and the one PauseAfterProbe adds).
+	tick        time.Time
+	due         []time.Time
+	ticks       int
+	pauses      []Window
+	probePaused bool
+	notBefore   time.Time // the loop is not quiet before then
 	// The operator's reviews of the invalid queue (see reviewInvalid).
 	nextReview  time.Time
 	reviewed    []types.Message
@@ -239,6 +284,7 @@ type Sim struct {
 	ackedPubs    map[int]bool
 	removed      map[int]bool // a replay run deleted a DLQ message of the publication
 	replayCounts map[int]map[string]int
+	replayRuns   map[int][]*runState // the runs that replayed each publication
 	dupReplays   map[int]int
 	failures     map[int]failures
 	crashed      map[string]bool          // CrashFirstCompletion done
@@ -262,11 +308,14 @@ func New(cfg Config) (*Sim, error) {
 		cfg: cfg, start: Start, clock: replaytest.NewClock(Start), dice: newDice(cfg.Seed),
 		rng: rand.New(rand.NewPCG(cfg.Seed, 0xfa17)), trace: newTrace(Start),
 		leases: &leases{holder: map[string]lease{}}, seen: map[string]bool{}, acked: map[string]string{},
-		ackedPubs: map[int]bool{}, removed: map[int]bool{}, replayCounts: map[int]map[string]int{},
+		ackedPubs: map[int]bool{}, removed: map[int]bool{}, replayCounts: map[int]map[string]int{}, replayRuns: map[int][]*runState{},
 		dupReplays: map[int]int{}, failures: map[int]failures{}, crashed: map[string]bool{}, resetSends: map[int]int{},
 		sends: map[string][]sendRecord{}, lastSent: map[string]sentAttribute{}, shared: map[string]sentAttribute{}, cov: newCoverage(),
 	}
 	s.stats.Parked = map[string]int{}
+	if err := cfg.Lane.check(); err != nil {
+		return nil, err
+	}
 	if cfg.Lane.NoRecords && cfg.Service != Deduplicating {
 		return nil, fmt.Errorf("a lane whose consumer writes no records needs a deduplicating service: with %s, nothing keeps its effect once", cfg.Service)
 	}
@@ -313,7 +362,8 @@ func New(cfg Config) (*Sim, error) {
 		s.actions = append(s.actions, Action{At: at, Do: func(s *Sim) { s.jump(d) }})
 	}
 	slices.SortStableFunc(s.actions, func(a, b Action) int { return int(a.At - b.At) })
-	s.nextSchedule = Start.Add(cfg.Replay.Schedule)
+	s.tick = Start.Add(cfg.Replay.Schedule)
+	s.pauses = slices.Clone(cfg.Faults.Ticks.Pauses)
 	return s, nil
 }
 
@@ -332,6 +382,7 @@ func (s *Sim) Run() *Report {
 	limit := s.start.Add(s.cfg.Window + s.cfg.DrainLimit)
 	quiet := s.drain(limit)
 	s.stats.ParkedUnattended = maps.Clone(s.stats.Parked)
+	retries := 0
 	for round := 0; quiet && round < s.cfg.OperatorRounds && s.sqs.total(s.sqs.parking) > 0; round++ {
 		if round == 0 {
 			s.trace.add(s.clock.Now(), "operator", "parked before the operator", "", fmt.Sprint(s.stats.Parked))
@@ -360,7 +411,13 @@ func (s *Sim) Run() *Report {
 		if r := s.cfg.Replay.Options.Rate; r > rate {
 			rate = r
 		}
-		s.replayRun("operator-reset", replay.Request{Routes: []replay.Route{s.sqs.parkingRoute()}, ResetCount: true, Max: 100000, Rate: rate}, crashPlan{}, nil)
+		sum := s.replayRun("operator-reset", replay.Request{Routes: []replay.Route{s.sqs.parkingRoute()}, ResetCount: true, Max: 100000, Rate: rate}, crashPlan{}, nil)
+		if injectedFault(sum) && retries < maxOperatorRetries {
+			// The operator sees the run's error and runs it again: a
+			// round an injected fault spoiled does not count.
+			retries++
+			round--
+		}
 		// A reset message waits out its first backoff in the parking
 		// queue (hidden); the operator looks again after the longest.
 		s.notBefore = s.clock.Now().Add(s.cfg.Replay.Options.BackoffMax + s.cfg.Replay.Schedule)
@@ -375,6 +432,27 @@ func (s *Sim) Run() *Report {
 	s.stats.Simulated = s.clock.Now().Sub(s.start)
 	s.check(quiet)
 	return &Report{Config: s.cfg, Stats: s.stats, Violations: s.violations, Trace: s.trace, Runs: s.runRecords}
+}
+
+// maxOperatorRetries bounds the operator's rounds run again after an
+// injected fault (see injectedFault).
+const maxOperatorRetries = 3
+
+// injectedFault reports whether an injected fault spoiled run sum: an
+// error of a message or of a route, or a gate closed by one (the seal
+// key or the ledger's runs unreadable).
+func injectedFault(sum replay.Summary) bool {
+	closed := func(gates []replay.Gate) bool {
+		return slices.ContainsFunc(gates, func(g replay.Gate) bool {
+			return g.Decision == replay.GateClosed && strings.Contains(g.Detail, "(injected)")
+		})
+	}
+	if sum.Total.Errors > 0 || closed(sum.Gates) {
+		return true
+	}
+	return slices.ContainsFunc(sum.Routes, func(r replay.RouteSummary) bool {
+		return r.Error != "" || r.StopReason == replay.StopError || r.StopReason == replay.StopCanceled || closed(r.Gates)
+	})
 }
 
 // drain runs the loop until the system is quiet or until. A system still
@@ -454,13 +532,7 @@ func (s *Sim) loop(until time.Time) bool {
 			a.Do(s)
 		}
 		s.operatorDue(now)
-		if !now.Before(s.nextSchedule) {
-			s.scheduledRun()
-			s.nextSchedule = s.nextSchedule.Add(s.cfg.Replay.Schedule)
-			if s.nextSchedule.Before(s.clock.Now()) {
-				s.nextSchedule = s.clock.Now().Add(s.cfg.Replay.Schedule) // missed ticks after a jump fire once
-			}
-		}
+		s.schedule(now)
 		busy := 0
 		for range maxPollsPerStep {
 			n := s.poll()
@@ -480,7 +552,10 @@ func (s *Sim) loop(until time.Time) bool {
 			s.clock.Advance(time.Second)
 			continue
 		}
-		next := s.nextSchedule
+		next := s.tick
+		if len(s.due) > 0 {
+			next = earliest(next, s.due[0])
+		}
 		if s.next < len(s.pubs) {
 			next = earliest(next, s.start.Add(s.pubs[s.next].At))
 		}

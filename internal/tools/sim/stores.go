@@ -121,6 +121,10 @@ type runState struct {
 	// by an injected fault: another run may send them again.
 	deleteFailed map[string]bool
 	replayedPubs []int // the publications this run replayed to the source queue
+	// evidence: the run ended without an error, its summary on the
+	// ledger, having replayed at least two messages: the breaker can judge
+	// it (replay's minEvidence). Set when it ends.
+	evidence bool
 }
 
 // receivedMessage is what a run received of one message, as the engine

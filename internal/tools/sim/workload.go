@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,12 +70,28 @@ type workload struct {
 	seed uint64
 	lane Lane // the shape of the bodies
 	pubs []*Publication
+	ints int // the integer keys given (IntKey)
 }
 
 // generate returns n publications spread over window, sorted by time.
 func generate(rng *rand.Rand, seed uint64, n int, window time.Duration, mix Mix, lane Lane) []*Publication {
 	w := &workload{rng: rng, seed: seed, lane: lane}
 	var valid []*Publication
+	if lane.IntKey && n >= 4 {
+		// The bound's own pairs: ±2^53 is a key, ±(2^53+1) none, though a
+		// double reads both as one number. Each twin carries its order's
+		// items: two publications a key and a hash could not tell apart.
+		for _, sign := range []string{"", "-"} {
+			at := time.Duration(rng.Int64N(int64(window)))
+			o := w.validOrder(sign+"9007199254740992", 0)
+			p := &Publication{Kind: KindValid, Body: w.encode(o), At: at, Of: -1}
+			w.add(p)
+			valid = append(valid, p)
+			o.OrderID = sign + "9007199254740993"
+			w.add(&Publication{Kind: KindInvalid, Body: w.encode(o), At: at + time.Duration(rng.Int64N(int64(30*time.Minute))),
+				WantReason: string(order.ReasonMissingOrderID), Of: -1})
+		}
+	}
 	for len(w.pubs) < n {
 		at := time.Duration(rng.Int64N(int64(window)))
 		r := rng.Float64()
@@ -87,15 +104,15 @@ func generate(rng *rand.Rand, seed uint64, n int, window time.Duration, mix Mix,
 			w.add(&Publication{Kind: KindConflict, OrderID: of.OrderID, Body: w.validBody(of.OrderID, 99), At: of.At + time.Duration(rng.Int64N(int64(30*time.Minute))), Of: of.N})
 		case r < mix.Duplicate+mix.Conflict+mix.Invalid:
 			body, reason := w.invalidBody(len(w.pubs))
-			w.add(&Publication{Kind: KindInvalid, OrderID: lane.keyOf(body), Body: body, At: at, WantReason: reason, Of: -1})
+			w.add(&Publication{Kind: KindInvalid, Body: body, At: at, WantReason: reason, Of: -1})
 		case r < mix.Duplicate+mix.Conflict+mix.Invalid+mix.Rejected:
-			id := fmt.Sprintf("ORD-%d-%06d-REJECT", seed, len(w.pubs))
+			id := w.key(fmt.Sprintf("ORD-%d-%06d-REJECT", seed, len(w.pubs)))
 			w.add(&Publication{Kind: KindRejected, OrderID: id, Body: w.validBody(id, 0), At: at, WantReason: string(order.ReasonRejectedByTaxService), Of: -1})
 		case r < mix.Duplicate+mix.Conflict+mix.Invalid+mix.Rejected+mix.Poison:
-			id := fmt.Sprintf("ORD-%d-%06d-%s", seed, len(w.pubs), poisonMark)
+			id := w.key(fmt.Sprintf("ORD-%d-%06d-%s", seed, len(w.pubs), poisonMark))
 			w.add(&Publication{Kind: KindPoison, OrderID: id, Body: w.validBody(id, 0), At: at, Of: -1})
 		default:
-			id := fmt.Sprintf("ORD-%d-%06d", seed, len(w.pubs))
+			id := w.key(fmt.Sprintf("ORD-%d-%06d", seed, len(w.pubs)))
 			p := &Publication{Kind: KindValid, OrderID: id, Body: w.validBody(id, 0), At: at, Of: -1}
 			if mix.Forged > 0 && rng.Float64() < mix.Forged {
 				p.Forge = randomForgery(rng, at)
@@ -150,7 +167,46 @@ func (l Lane) group(p *Publication, n int, pubs []*Publication) string {
 func (w *workload) add(p *Publication) {
 	p.N = len(w.pubs)
 	w.lane.describe(p)
+	if p.OrderID == "" {
+		p.OrderID = w.lane.keyOf(p.Body)
+	}
 	w.pubs = append(w.pubs, p)
+}
+
+// maxInt is 2^53, the largest magnitude of an integer key
+// (docs/CONTRACT.md).
+const maxInt = 1 << 53
+
+// key returns the key of the lane's shape for the order the sample's lane
+// would call id (ORD-<seed>-<n>[-REJECT|-POISON|-BAD]), unique as id is: id
+// itself; on a LongKey lane an ARN or a URL of 130 to 600 bytes that
+// carries id; on an IntKey lane an integer within 2^53 of magnitude (short
+// of it: the bound itself is generate's), negative for one order in
+// five. The tax service tells a rejected or poison order by its kind
+// (Service.mark), whatever its key.
+func (w *workload) key(id string) string {
+	switch {
+	case w.lane.LongKey:
+		n := 130 + w.rng.IntN(471)
+		var k string
+		if w.rng.IntN(2) == 0 {
+			k = fmt.Sprintf("arn:aws:orders:sa-east-1:%012d:order/%s/", w.seed, id)
+		} else {
+			k = fmt.Sprintf("https://orders.example.com/v1/tenants/%d/orders/%s?part=", w.seed, id)
+		}
+		if pad := n - len(k); pad > 0 {
+			k += strings.Repeat("0123456789abcdef", pad/16+1)[:pad]
+		}
+		return k
+	case w.lane.IntKey:
+		w.ints++
+		k := int64(maxInt - w.ints)
+		if w.ints%5 == 3 {
+			k = -k
+		}
+		return strconv.FormatInt(k, 10)
+	}
+	return id
 }
 
 // wireOrder is the order.created contract, for building bodies.
@@ -218,10 +274,31 @@ type wireRef struct {
 	Ref string `json:"ref"`
 }
 
+// wireIntOrder is o as an IntKey lane's producer publishes it: orderId a
+// JSON number (a string when it is not one: a blank one).
+type wireIntOrder struct {
+	EventType string          `json:"eventType"`
+	Version   int             `json:"version"`
+	OrderID   json.RawMessage `json:"orderId"`
+	CreatedAt string          `json:"createdAt"`
+	Customer  wireCust        `json:"customer"`
+	Items     []wireItem      `json:"items"`
+	Total     string          `json:"total"`
+	Currency  string          `json:"currency"`
+}
+
 // encode is the body of o in the lane's shape. On a RefKey lane every body
 // carries the same decoy orderId, a well-formed one: a toolkit that read
 // orderId would take every message for one order.
 func (w *workload) encode(o wireOrder) string {
+	if w.lane.IntKey {
+		id := json.RawMessage(encode(o.OrderID))
+		if _, err := strconv.ParseInt(o.OrderID, 10, 64); err == nil {
+			id = json.RawMessage(o.OrderID)
+		}
+		return encode(wireIntOrder{EventType: o.EventType, Version: o.Version, OrderID: id, CreatedAt: o.CreatedAt,
+			Customer: o.Customer, Items: o.Items, Total: o.Total, Currency: o.Currency})
+	}
 	if !w.lane.RefKey {
 		return encode(o)
 	}
@@ -233,7 +310,7 @@ func (w *workload) encode(o wireOrder) string {
 
 // invalidBody returns a body that is invalid for one reason, and the reason.
 func (w *workload) invalidBody(n int) (string, string) {
-	id := fmt.Sprintf("ORD-%d-%06d-BAD", w.seed, n)
+	id := w.key(fmt.Sprintf("ORD-%d-%06d-BAD", w.seed, n))
 	o := w.validOrder(id, 0)
 	switch w.rng.IntN(7) {
 	case 0:
