@@ -18,9 +18,10 @@ const gateHistory = 20
 
 // routeRun is the part of an earlier run about one route.
 type routeRun struct {
-	runID     string
-	startedAt time.Time
-	rs        *RouteSummary
+	runID      string
+	startedAt  time.Time
+	finishedAt time.Time
+	rs         *RouteSummary
 }
 
 // routeRuns returns the summaries of route in runs (latest first) for which
@@ -29,7 +30,7 @@ func routeRuns(runs []Summary, route string, want func(RouteSummary) bool) []rou
 	var out []routeRun
 	for _, s := range runs {
 		if i := slices.IndexFunc(s.Routes, func(p RouteSummary) bool { return p.Route == route && want(p) }); i >= 0 {
-			out = append(out, routeRun{runID: s.RunID, startedAt: s.StartedAt, rs: &s.Routes[i]})
+			out = append(out, routeRun{runID: s.RunID, startedAt: s.StartedAt, finishedAt: s.FinishedAt, rs: &s.Routes[i]})
 		}
 	}
 	return out

@@ -164,6 +164,47 @@ func TestALateRunJudgesTheProbeByItsOwnPass(t *testing.T) {
 	}
 }
 
+// On the DLQ signal, a pass that looks at the DLQ before a probe's replays
+// could come back (sooner than the breaker's ReturnAfter after the probe)
+// is no evidence that they did not: the run at the probe's time judges by
+// its own pass and keeps the breaker open (before, it took the early pass's
+// 0 back for a recovery, closed the breaker and replayed the DLQ into the
+// outage).
+func TestAnEarlyLookDoesNotJudgeTheProbe(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.route.Records = false
+	opts := func(o *replay.Options) {
+		o.Health = func(context.Context) error { return nil }
+		o.Completions = untouchable{t}
+	}
+	for i := range 30 {
+		h.deadLetter(h.route, msg{body: order(fmt.Sprintf("ORD-E-%03d", i))})
+	}
+	var probe *replay.Breaker
+	for run := 0; run < 40 && probe == nil; run++ {
+		h.clock.Advance(15 * time.Minute)
+		s := h.run(h.engine(opts), replay.Request{})
+		if rs := s.Routes[0]; rs.Probe {
+			probe = rs.Breaker
+			break
+		}
+		h.consume(setCompletions{}, func(string) bool { return false })
+	}
+	if probe == nil || probe.ReturnAfter <= 5*time.Minute {
+		t.Fatalf("breaker %+v: the test needs a probe and a ReturnAfter above 5 minutes", probe)
+	}
+	h.clock.Advance(5 * time.Minute) // an operator's run: the probe's replays are still out
+	if s := h.run(h.engine(opts), replay.Request{}); s.Total.Replayed != 0 {
+		t.Fatalf("the run after the probe replayed %d", s.Total.Replayed)
+	}
+	h.consume(setCompletions{}, func(string) bool { return false }) // now they come back
+	h.clock.Advance(probe.ProbeAt.Sub(h.clock.Now()))
+	s := h.run(h.engine(opts), replay.Request{})
+	if rs := s.Routes[0]; s.Total.Replayed != 0 || rs.Breaker == nil || !rs.Breaker.Open {
+		t.Fatalf("run at the probe's time: replayed %d, breaker %+v, gates %+v: want the probe judged failing, nothing replayed", s.Total.Replayed, rs.Breaker, rs.Gates)
+	}
+}
+
 // An outage that starts when the DLQ holds only known failures (dead
 // letters replayed once before, which failed on their own): the gates
 // still hold the lane, and none is parked as exhausted (review of issue

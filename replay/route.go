@@ -49,8 +49,9 @@ type pass struct {
 	// refill: the DLQ grew past RefillThreshold; the refill gate closes
 	// once more than that many replays came back (see refillBack).
 	refill bool
-	// judgeProbe: no pass had looked at the DLQ since the breaker's probe;
-	// this one holds replays and judges the probe at its end (judgeProbe).
+	// judgeProbe: no pass had looked at the DLQ since the breaker's probe
+	// late enough to tell; this one holds replays and judges the probe at
+	// its end (judgeProbe).
 	judgeProbe bool
 	// knownLimit: the canary limits the route on a run of known failures
 	// alone, so they take its slots (see planner.slot).

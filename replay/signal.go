@@ -47,9 +47,18 @@ type Return struct {
 type watched struct {
 	Return
 	startedAt time.Time
-	probe     bool // its replays probed an open breaker
-	before    int  // the most of its replays an earlier pass saw back
-	looked    bool // a pass since it counted its replays back (before is evidence)
+	sent      time.Time // when its replays were out: its end (its start if unknown)
+	probe     bool      // its replays probed an open breaker
+	before    int       // the most of its replays an earlier pass saw back
+	lookedAt  time.Time // the start of the latest pass since that counted its replays back
+}
+
+// lookedLate reports whether a pass since w counted its replays back at
+// least after (the time a failed replay took to come back) after w's
+// replays were out: only then does before say whether they failed. A
+// pass sooner saw none of them back whatever became of them.
+func (w *watched) lookedLate(after time.Duration) bool {
+	return !w.lookedAt.IsZero() && w.lookedAt.Sub(w.sent) >= after
 }
 
 // seen is the most of w's replays any pass has seen back: this one's or an
@@ -81,11 +90,16 @@ func watchRuns(replaying []routeRun, all []routeRun) []watched {
 		if replayed <= 0 {
 			replayed = h.rs.Replayed // known failures alone: they are its evidence
 		}
-		w := watched{Return: Return{RunID: h.runID, Replayed: replayed}, startedAt: h.startedAt, probe: h.rs.Probe}
+		w := watched{Return: Return{RunID: h.runID, Replayed: replayed}, startedAt: h.startedAt, sent: h.startedAt, probe: h.rs.Probe}
+		if h.finishedAt.After(h.startedAt) {
+			w.sent = h.finishedAt // a run sends its replays until it ends
+		}
 		for _, o := range all {
 			if i := slices.IndexFunc(o.rs.Returned, func(x Return) bool { return x.RunID == h.runID }); i >= 0 {
 				w.before = max(w.before, o.rs.Returned[i].Back)
-				w.looked = true
+				if o.startedAt.After(w.lookedAt) {
+					w.lookedAt = o.startedAt
+				}
 			}
 		}
 		out = append(out, w)
@@ -138,9 +152,10 @@ func (p *pass) backSince() (n, seen, replayed int) {
 // canary (nothing tells a completed replay from one still on its way), and
 // the breaker: closed while it is open and no probe is due; at a probe's
 // time, it stays open when most of the latest probe's replays came back,
-// and closes when they did not. A probe is judged no sooner than the time
-// a failed replay took to come back when the breaker opened
-// ([Breaker.ReturnAfter]).
+// and closes when they did not. A probe is judged only by a pass that
+// started at least the time a failed replay took to come back when the
+// breaker opened ([Breaker.ReturnAfter]) after the probe's replays went
+// out (the probe run's end).
 func (r *run) dlqGate(p *pass, detail string) Gate {
 	p.rs.BreakerSignal = SignalDLQ
 	g := Gate{Name: GateCanary, Decision: GateSkipped, Detail: detail}
@@ -156,11 +171,18 @@ func (r *run) dlqGate(p *pass, detail string) Gate {
 	case r.now().Before(b.ProbeAt):
 		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; breaker open on the DLQ signal; next probe at %s", detail, b.ProbeAt.UTC().Format(time.RFC3339))
 		return g
-	case probe != nil && !probe.looked:
-		// No pass has looked at the DLQ since the probe (this run came
-		// late: a cold start, a missed tick, a paused schedule): nothing
-		// says its replays did not come back. This pass holds replays,
-		// counts them back and judges the probe at its end (judgeProbe).
+	case probe != nil && !probe.lookedLate(b.ReturnAfter) && r.now().Sub(probe.sent) < b.ReturnAfter:
+		// The probe's replays went out less than ReturnAfter ago (a probe
+		// that ran long): none could be back yet. Hold; a later run judges.
+		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; breaker open: the replays of probe %s cannot be back before %s", detail, probe.RunID, probe.sent.Add(b.ReturnAfter).UTC().Format(time.RFC3339))
+		return g
+	case probe != nil && !probe.lookedLate(b.ReturnAfter):
+		// No pass has looked at the DLQ since the probe, or none late
+		// enough for its replays to be back (this run came late: a cold
+		// start, a missed tick, a paused schedule; or the only pass since
+		// came before the replays could return): nothing says they did
+		// not come back. This pass holds replays, counts them back and
+		// judges the probe at its end (judgeProbe).
 		p.judgeProbe = true
 		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; breaker open: this pass judges probe %s by its replays back in the DLQ", detail, probe.RunID)
 		return g
@@ -214,7 +236,7 @@ func (r *run) watchDLQ(ctx context.Context, p *pass, now time.Time) {
 }
 
 // judgeProbe ends a pass that held replays to judge the probe no earlier
-// pass had looked at (see dlqGate): the breaker stays open, its next probe
+// pass had looked at late enough (see dlqGate): the breaker stays open, its next probe
 // a step of doubling later, when most of the probe's replays are back;
 // otherwise it closes, and the next run replays. It holds no lock: the
 // workers have ended.

@@ -390,9 +390,6 @@ func laneScenarios() []scenario {
 			name: "no-records-probe-judged-early", issue: "30.3: a probe is judged by a pass that looked before its replays could come back",
 			cfg:   func() Config { return pausedAfterProbe(3031, Lane{NoRecords: true}) },
 			check: boundedInOutage,
-			pending: "issue 30.3, the early look: on the DLQ signal a probe whose ProbeAt is its start + ReturnAfter, on a schedule that divides ReturnAfter, " +
-				"is judged at ProbeAt by the count of the pass one schedule after it, which came before its replays could return (0 of 5 back): " +
-				"the breaker closes blind and the next pass sends the DLQ into the outage (replay/signal.go dlqGate: watched.looked takes any look as evidence)",
 		},
 	}
 }

@@ -612,9 +612,12 @@ func issue15() []scenario {
 			name: sr.name, issue: "15.4 lease at slow rates, mixed batches",
 			cfg: func() Config {
 				// One replay each, and an outage the health probe misses
-				// (no canary, so no breaker: the replays go out and fail):
-				// a first wave comes back exhausted, to be parked, while a
-				// second wave reaches the DLQ, to be replayed. The batches
+				// (no canary: the breaker reads the DLQ, so the replays go
+				// out in its probes and fail): a first wave comes back
+				// exhausted, to be parked, while a second wave reaches the
+				// DLQ, to be replayed. Waves of 25: after the outage a run
+				// at 0.1/s replays about 12, so four runs cover the DLQ
+				// the breaker held (coverage). The batches
 				// hold both, the rate limit spacing them over most of
 				// their leases, and operator runs overlap the scheduled
 				// ones. No message may be sent by two runs.
@@ -627,8 +630,8 @@ func issue15() []scenario {
 				c.Faults.RunOverlap = 0.5
 				c.Faults.OperatorRuns = 4
 				b := newBuilder(1541)
-				b.spread(40, time.Minute, 10*time.Minute)
-				b.spread(40, 15*time.Minute, 30*time.Minute)
+				b.spread(25, time.Minute, 10*time.Minute)
+				b.spread(25, 15*time.Minute, 30*time.Minute)
 				c.Publications = b.pubs
 				c.Phases = []Phase{{From: 0, To: 2 * time.Hour, Mode: "down", LyingHealth: true}}
 				return c
