@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -23,6 +24,13 @@ type pass struct {
 	lane      lane          // the route's key and payload hash, compiled
 	retention time.Duration // the DLQ's; 0 when unknown
 	sourceMax int           // the source queue's MaximumMessageSize
+	// returnBound is how long a failed replay takes to come back to the
+	// DLQ (the source's maxReceiveCount × visibility timeout); zero when
+	// unknown.
+	returnBound time.Duration
+	// unrecordedSince is the start of the first of the consecutive runs
+	// that counted the route unrecorded before this one (zero: none).
+	unrecordedSince time.Time
 
 	rs         *RouteSummary
 	replayLeft int          // replays the canary allows; -1 unlimited
@@ -140,8 +148,16 @@ func (r *run) open(ctx context.Context, rt Route, rs *RouteSummary) (*pass, erro
 	if err != nil {
 		return nil, err
 	}
-	sourceMax := make(chan int, 1)
-	go func() { sourceMax <- r.sourceMax(ctx, rt) }()
+	type source struct {
+		maxSize     int
+		returnBound time.Duration
+	}
+	sourceCh := make(chan source, 1)
+	go func() {
+		var src source
+		src.maxSize, src.returnBound = r.sourceAttrs(ctx, rt)
+		sourceCh <- src
+	}()
 	out, err := r.e.queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(rt.DLQURL),
 		AttributeNames: []types.QueueAttributeName{
@@ -150,7 +166,7 @@ func (r *run) open(ctx context.Context, rt Route, rs *RouteSummary) (*pass, erro
 			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
 		},
 	})
-	maxSize := <-sourceMax
+	src := <-sourceCh
 	if err != nil {
 		return nil, fmt.Errorf("read attributes of %s: %w", rt.DLQURL, err)
 	}
@@ -161,7 +177,7 @@ func (r *run) open(ctx context.Context, rt Route, rs *RouteSummary) (*pass, erro
 	rs.Depth = attr(types.QueueAttributeNameApproximateNumberOfMessages)
 	rs.InFlight = attr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 	return &pass{
-		route: rt, lane: ln, rs: rs, replayLeft: -1, sourceMax: maxSize, started: r.now(), trust: newTrust(r.key, rt), keeper: r.keeper(rt.Name),
+		route: rt, lane: ln, rs: rs, replayLeft: -1, sourceMax: src.maxSize, returnBound: src.returnBound, started: r.now(), trust: newTrust(r.key, rt), keeper: r.keeper(rt.Name),
 		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second,
 		budget:    rs.Depth + MaxBatch,
 	}, nil
@@ -187,6 +203,12 @@ func (r *run) gate(ctx context.Context, p *pass, recent []Summary, prevErr error
 	if len(read) > 0 {
 		last = read[0].rs
 	}
+	for _, h := range read {
+		if h.rs.Unrecorded <= 0 {
+			break
+		}
+		p.unrecordedSince = h.startedAt
+	}
 	p.watched = watchRuns(routeRuns(recent, name, func(rs RouteSummary) bool { return rs.Replayed > 0 }),
 		routeRuns(recent, name, func(rs RouteSummary) bool { return len(rs.Returned) > 0 }))
 	refill, canary := r.refillGate(p, last, prevErr), r.canaryGate(ctx, p, replayed, last, prevErr)
@@ -204,17 +226,33 @@ func (r *run) gate(ctx context.Context, p *pass, recent []Summary, prevErr error
 	return last
 }
 
-// sourceMax returns the source queue's MaximumMessageSize, or SQS's maximum
-// when it cannot be read (a replay too large for the queue then fails and
-// is rescued before it expires).
-func (r *run) sourceMax(ctx context.Context, rt Route) int {
+// sourceAttrs returns the source queue's MaximumMessageSize, or SQS's
+// maximum when it cannot be read (a replay too large for the queue then
+// fails and is rescued before it expires), and the time a failed replay
+// takes to come back to the DLQ: maxReceiveCount × its visibility timeout,
+// zero when they cannot be read.
+func (r *run) sourceAttrs(ctx context.Context, rt Route) (maxSize int, returnBound time.Duration) {
+	maxSize = envelope.MaxMessageBytes
 	out, err := r.e.queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(rt.SourceURL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMaximumMessageSize},
+		QueueUrl: aws.String(rt.SourceURL), AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameMaximumMessageSize, types.QueueAttributeNameVisibilityTimeout, types.QueueAttributeNameRedrivePolicy,
+		},
 	})
-	if err == nil {
-		if n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]); err == nil && n > 0 {
-			return n
-		}
+	if err != nil {
+		return maxSize, 0
 	}
-	return envelope.MaxMessageBytes
+	if n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]); err == nil && n > 0 {
+		maxSize = n
+	}
+	var redrive struct {
+		MaxReceiveCount json.Number `json:"maxReceiveCount"`
+	}
+	vis, verr := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameVisibilityTimeout)])
+	if verr != nil || json.Unmarshal([]byte(out.Attributes[string(types.QueueAttributeNameRedrivePolicy)]), &redrive) != nil {
+		return maxSize, 0
+	}
+	if n, err := redrive.MaxReceiveCount.Int64(); err == nil && n > 0 && vis > 0 && n <= 1000 {
+		returnBound = time.Duration(n) * time.Duration(vis) * time.Second
+	}
+	return maxSize, returnBound
 }

@@ -27,11 +27,12 @@ const (
 
 // UnrecordedRuns is how many consecutive runs the canary holds a route
 // whose replays neither complete in the records nor come back to the DLQ
-// before the engine reports the records missing and stops holding it. A
-// failed replay comes back after maxReceiveCount × the source's visibility
-// timeout; three runs leave it time to, on every schedule the construct
-// sets, so a slow outage is not taken for missing records (and if it were,
-// the route's breaker still reads the DLQ).
+// before the engine reports the records missing and stops holding it, once
+// the first of them started at least the time a failed replay takes to
+// come back (maxReceiveCount × the source's visibility timeout) before:
+// runs close together do not make that time, so a slow outage is not taken
+// for missing records (and if it were, the route's breaker still reads the
+// DLQ).
 const UnrecordedRuns = 3
 
 // Return is what a run saw of an earlier run's replays on a route: how
@@ -262,8 +263,11 @@ func (r *run) recordsGone(p *pass) string {
 
 // noteUnrecorded updates the route's count of runs held at the canary with
 // replays that neither completed nor came back, once its pass is over, and
-// reports the records missing when it reaches [UnrecordedRuns]: a log line
-// at WARN; the summary's RecordsMissing and the metric of the same name
+// reports the records missing when it reaches [UnrecordedRuns] and the
+// first of those runs started at least the time a failed replay takes to
+// come back (returnBound) before this one (runs close together, a late run
+// or an operator's, count, but do not make that time): a log line at
+// WARN; the summary's RecordsMissing and the metric of the same name
 // follow from it.
 func (r *run) noteUnrecorded(ctx context.Context, p *pass, last *RouteSummary) {
 	rs := p.rs
@@ -284,12 +288,28 @@ func (r *run) noteUnrecorded(ctx context.Context, p *pass, last *RouteSummary) {
 	if last != nil {
 		rs.Unrecorded += last.Unrecorded
 	}
-	if rs.Unrecorded < UnrecordedRuns {
-		return
+	since := p.unrecordedSince
+	if since.IsZero() {
+		since = p.started
+	}
+	if rs.Unrecorded < UnrecordedRuns || p.started.Sub(since) < r.returnBound(p) {
+		return // too soon: the replays of the first run held may still come back
 	}
 	rs.RecordsMissing = true
 	rs.RecordsMissingDetail = r.recordsGone(p)
 	r.warnRecordsMissing(ctx, p)
+}
+
+// returnBound is how long a failed replay of the route takes to come back
+// to the DLQ, as far as the engine knows: the source's maxReceiveCount ×
+// visibility timeout, or the time the replays that opened its breaker took
+// on the DLQ signal, whichever is longer.
+func (r *run) returnBound(p *pass) time.Duration {
+	d := p.returnBound
+	if b := p.rs.Breaker; b != nil {
+		d = max(d, b.ReturnAfter)
+	}
+	return d
 }
 
 // warnRecordsMissing logs, at WARN, that the route's records are missing:

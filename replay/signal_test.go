@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -242,4 +246,45 @@ func metric(t *testing.T, out, name string) float64 {
 	}
 	t.Fatalf("no metric %s in %q", name, out)
 	return 0
+}
+
+// Runs close together (a late run a minute after the previous one, an
+// operator's beside a scheduled one) leave a failed replay no time to come
+// back to the DLQ (maxReceiveCount × the source's visibility timeout, here
+// 3 × 5 minutes): they count toward UnrecordedRuns but do not report the
+// records missing before that time has passed since the first of them
+// (before, the third run a few minutes in did, and the next run replayed
+// the DLQ into what may be a slow outage). Once it has, they are reported.
+func TestRunsCloseTogetherDoNotReportRecordsMissing(t *testing.T) {
+	h := newHarness(t, false, nil)
+	out, err := h.q.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(h.route.DLQURL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.route.SourceURL, err = h.q.CreateQueue("orders-redriven", map[string]string{"VisibilityTimeout": "300",
+		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":3}`, out.Attributes[string(types.QueueAttributeNameQueueArn)])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &laneConsumer{h: h, applied: map[string]int{}, done: setCompletions{}}
+	opts := func(o *replay.Options) { o.Completions = c.done }
+	h.orders("C", 20)
+	missing := func() (bool, int) {
+		s := h.run(h.engine(opts), replay.Request{})
+		c.consume(true, false) // consumed, never recorded
+		return s.Routes[0].RecordsMissing, s.Routes[0].Unrecorded
+	}
+	h.clock.Advance(15 * time.Minute)
+	missing()
+	for run := range 2 * replay.UnrecordedRuns {
+		h.clock.Advance(time.Minute)
+		if m, n := missing(); m {
+			t.Fatalf("run %d, %d minutes in: records reported missing (unrecorded %d) before a failed replay could come back", run, run+1, n)
+		}
+	}
+	h.clock.Advance(15 * time.Minute)
+	if m, n := missing(); !m || n < replay.UnrecordedRuns {
+		t.Fatalf("records missing %v, unrecorded %d after 15 minutes more: want reported", m, n)
+	}
 }
