@@ -95,7 +95,7 @@ func TestSealPublicKeyOnTheLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
-		dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: settings.SealPublicKeyPartition}, dynamo.SortKeyAttribute: &types.AttributeValueMemberS{Value: "message#v1"},
+		dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: settings.SealPublicKeyPartition}, dynamo.SortKeyAttribute: &types.AttributeValueMemberS{Value: "message#v2"},
 	}})
 	if err != nil || len(out.Item) == 0 {
 		t.Fatalf("no public key item: %v, %v", out, err)
