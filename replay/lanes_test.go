@@ -24,6 +24,19 @@ func longKey(prefix string, i int) string {
 	return fmt.Sprintf("arn:aws:states:us-east-1:123456789012:execution:%s:%s-%04d", strings.Repeat("shipment-flow-", 6), prefix, i)
 }
 
+// lyingHealth are the options of a lane in an outage its health probe does
+// not see: the probe says up; done reads the completions (nil: none, the
+// DLQ signal); a lane without records fails the test if they are read.
+func lyingHealth(t *testing.T, records bool, done replay.Completions) func(*replay.Options) {
+	return func(o *replay.Options) {
+		o.Health = func(context.Context) error { return nil }
+		o.Completions = done
+		if !records {
+			o.Completions = untouchable{t}
+		}
+	}
+}
+
 // outage runs the lane every 15 minutes for three hours while every replay
 // fails and new dead letters keep arriving (keys from key), and returns
 // whether the breaker opened, how many probes went out and how many
@@ -129,13 +142,7 @@ func TestALateRunJudgesTheProbeByItsOwnPass(t *testing.T) {
 			h := newHarness(t, false, nil)
 			h.route.Records = records
 			done := setCompletions{}
-			opts := func(o *replay.Options) {
-				o.Health = func(context.Context) error { return nil }
-				o.Completions = nil // records without a reader: the DLQ signal too
-				if !records {
-					o.Completions = untouchable{t}
-				}
-			}
+			opts := lyingHealth(t, records, nil)
 			for i := range 30 {
 				h.deadLetter(h.route, msg{body: order(fmt.Sprintf("ORD-L-%03d", i))})
 			}
@@ -216,13 +223,7 @@ func TestAnOutageOfKnownFailuresIsHeld(t *testing.T) {
 			h := newHarness(t, false, nil)
 			h.route.Records = records
 			done := setCompletions{}
-			opts := func(o *replay.Options) {
-				o.Health = func(context.Context) error { return nil }
-				o.Completions = done
-				if !records {
-					o.Completions = untouchable{t}
-				}
-			}
+			opts := lyingHealth(t, records, done)
 			now := h.clock.Now()
 			for i := range 30 {
 				h.deadLetter(h.route, msg{body: order(fmt.Sprintf("ORD-K-%03d", i)),

@@ -126,13 +126,7 @@ func TestAnOutageIsStillHeld(t *testing.T) {
 			h := newHarness(t, false, nil)
 			h.route.Records = records
 			done := setCompletions{}
-			opts := func(o *replay.Options) {
-				o.Health = func(context.Context) error { return nil } // says up throughout
-				o.Completions = done
-				if !records {
-					o.Completions = untouchable{t}
-				}
-			}
+			opts := lyingHealth(t, records, done)
 			opened, probes, sent := outage(t, h, opts, func(prefix string, i int) string { return fmt.Sprintf("ORD-%s-%03d", prefix, i) })
 			t.Logf("breaker opened %v, %d probes, %d replays sent into the outage", opened, probes, sent)
 			// The first runs replay what is there before the replays come
