@@ -11,8 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/homingdlq/homing/hold"
-	"github.com/homingdlq/homing/hold/record"
+	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/settings"
 )
 
@@ -56,14 +55,13 @@ const (
 	Panicked   Outcome = "panicked"    // the handler panicked: delivered again by SQS
 	NotStarted Outcome = "not-started" // too little time left in the invocation
 	Blocked    Outcome = "blocked"     // FIFO: an earlier record of its group failed
-	Held       Outcome = "held"        // FIFO with Groups: stored behind its group's hold and acknowledged
-	Trigger    Outcome = "trigger"     // FIFO: a drain trigger (package hold), acknowledged, never handed to the Handler
+	Parked     Outcome = "parked"      // FIFO with Groups: sent to the parking queue with its group and acknowledged
 )
 
 // acknowledged reports whether the record leaves the source queue: anything
 // else is a batch item failure, delivered again by SQS.
 func (o Outcome) acknowledged() bool {
-	return o == Succeeded || o == Invalid || o == Held || o == Trigger
+	return o == Succeeded || o == Invalid || o == Parked
 }
 
 // Defaults of [Options]: the consumer function's, as package settings
@@ -92,13 +90,12 @@ type Options struct {
 	// quickly.
 	OnOutcome func(ctx context.Context, o Outcome, reason string)
 	// Groups, on a FIFO source, keeps each message group in publication
-	// order through any failure of that group (package hold): a record
-	// that fails holds its group, the group's later records are stored
-	// behind it (Held) instead of applied, and once it is applied they are
-	// applied in order. Nil: a FIFO batch keeps order within itself only
-	// (Blocked), and a record that dead-letters lets its successors be
-	// applied before it. New panics when Groups does not validate.
-	Groups *hold.Keeper
+	// order through any failure of that group (package fifo): a record
+	// that fails waits in the source for a backoff, its group behind it,
+	// and a record that can never succeed parks its group. Nil: a FIFO
+	// batch keeps order within itself only (Blocked). New panics when
+	// Groups does not validate.
+	Groups *fifo.Keeper
 }
 
 // Processor runs a [Handler] over SQS batches. It is safe for concurrent use.
@@ -148,10 +145,10 @@ func New(h Handler, invalid InvalidChannel, opts Options) *Processor {
 func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	outcomes := make([]Outcome, len(ev.Records))
 	units := p.units(ev.Records)
-	holds, herr := p.readHolds(ctx, ev.Records)
+	parks, perr := p.readParks(ctx, ev.Records)
 	if len(units) == 1 || p.opts.Concurrency == 1 {
 		for _, u := range units {
-			p.runUnit(ctx, ev.Records, u, outcomes, holds, herr)
+			p.runUnit(ctx, ev.Records, u, outcomes, parks, perr)
 		}
 	} else {
 		var wg sync.WaitGroup
@@ -160,7 +157,7 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				p.runUnit(ctx, ev.Records, u, outcomes, holds, herr)
+				p.runUnit(ctx, ev.Records, u, outcomes, parks, perr)
 			})
 		}
 		wg.Wait()
@@ -196,10 +193,10 @@ func (p *Processor) units(records []events.SQSMessage) [][]int {
 	return units
 }
 
-func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, unit []int, outcomes []Outcome, holds map[string]hold.Hold, herr error) {
+func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, unit []int, outcomes []Outcome, parks map[string]fifo.Park, perr error) {
 	first := records[unit[0]]
 	if p.opts.Groups != nil && settings.IsFIFO(first.EventSourceARN) {
-		p.newGroupRun(first, holds, herr).run(ctx, records, unit, outcomes)
+		p.newGroupRun(first, parks, perr).run(ctx, records, unit, outcomes)
 		return
 	}
 	blocked := false
@@ -207,9 +204,6 @@ func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, un
 		msg := records[i]
 		reason := ""
 		switch {
-		case record.IsTrigger(msg):
-			outcomes[i] = Trigger
-			p.log(ctx, msg, Trigger, nil, nil)
 		case blocked:
 			outcomes[i] = Blocked
 			p.log(ctx, msg, Blocked, nil, nil, slog.String("reason", "earlier record of the message group failed"))

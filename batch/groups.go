@@ -5,44 +5,35 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/homingdlq/homing/hold"
-	"github.com/homingdlq/homing/hold/record"
+	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/settings"
 )
 
-// The consumer's side of package hold: how a FIFO batch runs when
-// Options.Groups is set. A group is free (no hold), Held (its head, named by
-// its original id, has not been applied: every other record of the group is
-// stored behind the hold) or Draining (the head was applied or released: the
-// held records are applied in order before anything newer). Every write is
-// done before the record it concerns is acknowledged, so a crash at any
-// point leaves a record in the source queue, in the hold, or applied (and
-// then absorbed by the lane's idempotent receiver when it comes again).
+// The consumer's side of package fifo: how a FIFO batch runs when
+// Options.Groups is set. A failed head stays in the source with its
+// visibility set to a backoff, so SQS holds its group; a head that can
+// never succeed parks its group. Every write is done before the record it
+// concerns is acknowledged. docs/ORDER.md has the protocol.
 
-// drainPage is how many held records a drain reads at a time.
-const drainPage = 10
-
-// maxConflicts bounds the retries of a hold write that lost to a concurrent
-// one (a copy of the batch in a second invocation).
-const maxConflicts = 3
-
-// errHoldsUnread fails the records of a batch whose holds could not be read:
-// a record of a held group must not be applied.
-var errHoldsUnread = errors.New("read the holds of the batch's message groups")
-
-// readHolds reads the holds of the batch's FIFO groups in one call.
-func (p *Processor) readHolds(ctx context.Context, records []events.SQSMessage) (map[string]hold.Hold, error) {
-	if p.opts.Groups == nil {
+// readParks reads the parks of the batch's FIFO groups in one call.
+func (p *Processor) readParks(ctx context.Context, records []events.SQSMessage) (map[string]fifo.Park, error) {
+	k := p.opts.Groups
+	if k == nil || k.Store == nil {
 		return nil, nil
 	}
 	var groups []string
 	seen := map[string]bool{}
 	for _, r := range records {
-		if g := record.Group(r); settings.IsFIFO(r.EventSourceARN) && !seen[g] {
+		if g := groupOf(r); settings.IsFIFO(r.EventSourceARN) && !seen[g] {
 			seen[g] = true
 			groups = append(groups, g)
 		}
@@ -50,27 +41,28 @@ func (p *Processor) readHolds(ctx context.Context, records []events.SQSMessage) 
 	if len(groups) == 0 {
 		return nil, nil
 	}
-	holds, err := p.opts.Groups.Store.Holds(ctx, groups)
+	parks, err := k.Store.Parked(ctx, groups)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errHoldsUnread, err)
+		return nil, fmt.Errorf("read the parks of the batch's message groups: %w", err)
 	}
-	return holds, nil
+	return parks, nil
 }
 
-// groupRun runs the records of one message group of a batch, in order, with
-// the group's hold: h is nil while the group is free.
+func groupOf(r events.SQSMessage) string { return r.Attributes["MessageGroupId"] }
+
+// groupRun runs the records of one message group of a batch, in order.
 type groupRun struct {
 	p     *Processor
-	k     *hold.Keeper
+	k     *fifo.Keeper
 	group string
-	h     *hold.Hold
-	err   error // the holds could not be read: every record fails
+	park  *fifo.Park // nil: the group is not parked
+	err   error      // the parks could not be read: every record fails
 }
 
-func (p *Processor) newGroupRun(first events.SQSMessage, holds map[string]hold.Hold, err error) *groupRun {
-	g := &groupRun{p: p, k: p.opts.Groups, group: record.Group(first), err: err}
-	if h, ok := holds[g.group]; ok {
-		g.h = &h
+func (p *Processor) newGroupRun(first events.SQSMessage, parks map[string]fifo.Park, err error) *groupRun {
+	g := &groupRun{p: p, k: p.opts.Groups, group: groupOf(first), err: err}
+	if pk, ok := parks[g.group]; ok {
+		g.park = &pk
 	}
 	return g
 }
@@ -87,200 +79,236 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 		case g.err != nil:
 			outcomes[i] = Failed
 			g.p.log(ctx, msg, Failed, nil, g.err)
+		case g.park != nil && !g.released(msg):
+			outcomes[i] = g.parkBehind(ctx, msg)
 		case g.p.tooLate(ctx):
 			outcomes[i] = NotStarted
-			g.notStarted(ctx, msg)
 			g.p.log(ctx, msg, NotStarted, nil, nil, slog.String("reason", "invocation deadline too close"))
 		default:
-			outcomes[i], reason = g.record(ctx, msg)
+			outcomes[i], reason = g.head(ctx, msg)
 		}
 		if g.p.opts.OnOutcome != nil {
 			g.p.opts.OnOutcome(ctx, outcomes[i], reason)
 		}
-		// A failed record holds its group, so the records after it are
-		// held, not blocked: only a record the group could not be held
-		// behind (its hold unwritten) blocks them, in the source.
-		if !outcomes[i].acknowledged() && g.h == nil {
+		if !outcomes[i].acknowledged() {
 			blocked = true
 		}
 	}
 }
 
-// notStarted holds a free group behind a record that goes back unstarted:
-// should every delivery of it run out of time, it would dead-letter with
-// its group free, and the group's next record would be applied first.
-func (g *groupRun) notStarted(ctx context.Context, msg events.SQSMessage) {
-	if g.h != nil || g.err != nil || record.IsTrigger(msg) {
-		return
-	}
-	if h, err := g.begin(ctx, msg, ""); err == nil {
-		g.h = &h
-	}
+// released reports whether msg is a parked record sent back by the group's
+// release round in progress.
+func (g *groupRun) released(msg events.SQSMessage) bool {
+	return g.park.Releasing != "" && fifo.Round(MessageAttributes(msg.MessageAttributes)) == g.park.Releasing
 }
 
-// begin holds the group behind msg, unless it is held already.
-func (g *groupRun) begin(ctx context.Context, msg events.SQSMessage, parked string) (hold.Hold, error) {
-	h := hold.Hold{Group: g.group, Head: record.Origin(msg), HeadBody: hold.HeadBodyOf(msg.Body), Parked: parked}
-	return g.k.Store.Begin(ctx, h, g.p.opts.Now())
-}
-
-// record runs one record of the group as the group's hold says.
-func (g *groupRun) record(ctx context.Context, msg events.SQSMessage) (Outcome, string) {
-	if g.h != nil && g.h.State == hold.Draining {
-		if err := g.drain(ctx); err != nil {
-			return g.fail(ctx, msg, fmt.Errorf("drain the group's held records: %w", err))
-		}
-	}
-	switch {
-	case record.IsTrigger(msg):
-		g.p.log(ctx, msg, Trigger, nil, nil)
-		return Trigger, ""
-	case g.h == nil:
-		return g.free(ctx, msg)
-	case g.h.State == hold.Held && record.Origin(msg) == g.h.Head:
-		return g.head(ctx, msg)
-	default:
-		return g.store(ctx, msg)
-	}
-}
-
-// free runs a record of a free group; a failure holds the group behind it.
-// A record delivered again holds its group before it runs: its earlier
-// delivery failed or died unfinished (an invocation past its timeout
-// writes nothing), and should every delivery die so, it would dead-letter
-// with its group free.
-func (g *groupRun) free(ctx context.Context, msg events.SQSMessage) (Outcome, string) {
-	if n, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"]); n > 1 {
-		h, err := g.begin(ctx, msg, "")
-		if err != nil {
-			return g.fail(ctx, msg, fmt.Errorf("hold the group of a record delivered again: %w", err))
-		}
-		g.h = &h
-		if h.State == hold.Held && h.Head == record.Origin(msg) {
-			return g.head(ctx, msg)
-		}
-		return g.store(ctx, msg)
-	}
-	o, reason := g.p.runRecord(ctx, msg)
-	parked := ""
-	switch {
-	case o == Succeeded, o == Invalid && g.k.Skips():
-		return o, reason
-	case o == Invalid:
-		parked = "invalid: " + reason
-	}
-	h, err := g.begin(ctx, msg, parked)
-	if err != nil {
-		// Not held: the record fails (an invalid one is published again
-		// when it comes back), and the rest wait behind it in the source.
-		g.p.opts.Logger.WarnContext(ctx, "hold", slog.String("group", g.group), slog.String("messageId", msg.MessageId), slog.String("error", err.Error()))
-		return Failed, ""
-	}
-	g.h = &h
-	g.logHold(ctx, "group held", msg)
-	return o, reason
-}
-
-// head runs the head of a held group: applied, the group drains; invalid,
-// it stays held (parked) unless the lane skips; failed, it stays the head.
+// head runs the first record of the group that is not parked.
 func (g *groupRun) head(ctx context.Context, msg events.SQSMessage) (Outcome, string) {
-	o, reason := g.p.runRecord(ctx, msg)
-	var err error
-	switch {
-	case o == Succeeded, o == Invalid && g.k.Skips():
-		err = g.set(ctx, func(h *hold.Hold) { h.State, h.Parked = hold.Draining, "" })
-		if err == nil {
-			g.logHold(ctx, "group draining", msg)
-			err = g.drain(ctx)
-		}
-	case o == Invalid:
-		err = g.set(ctx, func(h *hold.Hold) { h.Parked = "invalid: " + reason })
-	default:
-		return o, reason
+	n := receives(msg)
+	if why := g.parkReason(msg, n); why != "" {
+		return g.parkHead(ctx, msg, why), why
 	}
-	if err != nil {
-		// Applied but the hold not moved on: the record comes again,
-		// the idempotent receiver absorbs it, and the move is retried.
-		return g.fail(ctx, msg, fmt.Errorf("move the group's hold on: %w", err))
+	leased := n > 1 && g.hide(ctx, msg, n)
+	o, reason := g.p.runRecord(ctx, msg)
+	switch o {
+	case Succeeded:
+		if g.park != nil {
+			if err := g.applied(ctx); err != nil {
+				return g.fail(ctx, msg, fmt.Errorf("count a released record: %w", err))
+			}
+		}
+	case Invalid:
+		if g.k.OnError != fifo.Skip {
+			if err := g.parkGroup(ctx, msg, "invalid: "+reason, "invalid"); err != nil {
+				return g.fail(ctx, msg, err)
+			}
+		}
+	default:
+		if !leased {
+			g.hide(ctx, msg, n)
+		}
 	}
 	return o, reason
 }
 
-// store holds a record behind its group's hold.
-func (g *groupRun) store(ctx context.Context, msg events.SQSMessage) (Outcome, string) {
-	m, err := record.Held(msg)
-	if err == nil && m.Seq == "" {
-		err = errors.New("it has no SequenceNumber")
+// parkReason says why the head must be parked before it runs ("" when it
+// need not): delivered too often, or about to expire from the source.
+func (g *groupRun) parkReason(msg events.SQSMessage, n int) string {
+	if n >= g.maxReceives() {
+		return fifo.ReasonDeliveredTooOften
 	}
-	if err != nil {
-		return g.fail(ctx, msg, fmt.Errorf("hold a record: %w", err))
+	if left, ok := g.lifeLeft(msg); ok && left < g.margin() {
+		return fifo.ReasonExpiring
 	}
-	h, err := g.k.Store.Append(ctx, g.group, m, g.p.opts.Now())
-	if errors.Is(err, hold.ErrNotHeld) {
-		g.h = nil // released meanwhile (a second copy of the batch drained it)
-		return g.free(ctx, msg)
-	}
-	if err != nil {
-		return g.fail(ctx, msg, fmt.Errorf("hold a record: %w", err))
-	}
-	g.h = &h
-	g.p.log(ctx, msg, Held, nil, nil, slog.String("head", h.Head), slog.String("state", string(h.State)))
-	return Held, ""
+	return ""
 }
 
-// fail reports msg failed for err; the group's later records are blocked
-// in the source behind it.
-func (g *groupRun) fail(ctx context.Context, msg events.SQSMessage, err error) (Outcome, string) {
-	g.p.log(ctx, msg, Failed, nil, err)
-	g.h = nil
-	return Failed, ""
+// hide sets msg's visibility to its backoff: an exponential of its
+// deliveries n, with jitter, and ending a margin before it would expire. A
+// head delivered again is hidden before it runs, so that a record that
+// kills its invocation waits as long as one that fails. It reports whether
+// the visibility was set.
+func (g *groupRun) hide(ctx context.Context, msg events.SQSMessage, n int) bool {
+	d := g.backoff(msg, n)
+	_, err := g.k.Queue.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(g.k.SourceURL), ReceiptHandle: aws.String(msg.ReceiptHandle), VisibilityTimeout: int32(d / time.Second)})
+	if err != nil {
+		g.p.opts.Logger.WarnContext(ctx, "group backoff", slog.String("messageId", msg.MessageId), slog.String("group", g.group), slog.String("error", err.Error()))
+		return false
+	}
+	return true
 }
 
-// set writes change to the group's hold. When a concurrent write changed
-// the hold first, it reads it again and retries only if the hold still has
-// the head and the state the change was made for (a record stored behind
-// it); otherwise (a copy of the batch moved the group on) it fails with
-// ErrConflict, and the record comes again.
-func (g *groupRun) set(ctx context.Context, change func(*hold.Hold)) error {
-	head, state := g.h.Head, g.h.State
-	for range maxConflicts {
-		h := *g.h
-		change(&h)
-		written, err := g.k.Store.Update(ctx, h, g.p.opts.Now())
-		if err == nil {
-			g.h = &written
-			return nil
-		}
-		if !errors.Is(err, hold.ErrConflict) {
-			return err
-		}
-		if err := g.reread(ctx); err != nil {
-			return err
-		}
-		if g.h == nil {
-			return hold.ErrNotHeld
-		}
-		if g.h.Head != head || g.h.State != state {
-			return hold.ErrConflict
+func (g *groupRun) backoff(msg events.SQSMessage, n int) time.Duration {
+	d := g.minBackoff() << min(max(n-1, 0), 20)
+	d = min(d, fifo.MaxBackoff)
+	r := rand.Float64
+	if g.k.Rand != nil {
+		r = g.k.Rand
+	}
+	d = time.Duration(float64(d) * (0.75 + 0.25*r()))
+	if left, ok := g.lifeLeft(msg); ok {
+		d = min(d, left-g.margin()/2)
+	}
+	return max(d, 0).Truncate(time.Second)
+}
+
+// lifeLeft is how long msg has before its retention ends.
+func (g *groupRun) lifeLeft(msg events.SQSMessage) (time.Duration, bool) {
+	ms, err := strconv.ParseInt(msg.Attributes["SentTimestamp"], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.UnixMilli(ms).Add(g.retention()).Sub(g.p.opts.Now()), true
+}
+
+func (g *groupRun) retention() time.Duration { return orDefault(g.k.Retention, fifo.DefaultRetention) }
+func (g *groupRun) minBackoff() time.Duration {
+	return orDefault(g.k.MinBackoff, fifo.DefaultMinBackoff)
+}
+
+// margin is how long before its expiry a head is parked: an eighth of the
+// retention, at most six hours.
+func (g *groupRun) margin() time.Duration { return min(g.retention()/8, 6*time.Hour) }
+
+func (g *groupRun) maxReceives() int {
+	if g.k.MaxReceives > 0 {
+		return g.k.MaxReceives
+	}
+	return fifo.DefaultMaxReceives
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func receives(msg events.SQSMessage) int {
+	n, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
+	return n
+}
+
+// parkHead parks the group behind msg, which goes to the parking queue
+// for why; on a lane that skips only msg is parked.
+func (g *groupRun) parkHead(ctx context.Context, msg events.SQSMessage, why string) Outcome {
+	if g.k.OnError != fifo.Skip {
+		if err := g.parkGroup(ctx, msg, why, "parking"); err != nil {
+			o, _ := g.fail(ctx, msg, err)
+			return o
 		}
 	}
-	return hold.ErrConflict
+	if err := g.toParking(ctx, msg, why); err != nil {
+		o, _ := g.fail(ctx, msg, err)
+		return o
+	}
+	g.p.log(ctx, msg, Parked, nil, nil, slog.String("reason", why), slog.String("group", g.group))
+	return Parked
 }
 
-// reread reads the group's hold again (nil when it ended).
-func (g *groupRun) reread(ctx context.Context) error {
-	holds, err := g.k.Store.Holds(ctx, []string{g.group})
+// parkGroup writes the group's park with msg as its head (or names msg the
+// new head of a group parked already), so that the group's later records
+// go to the parking queue.
+func (g *groupRun) parkGroup(ctx context.Context, msg events.SQSMessage, why, queue string) error {
+	if g.park != nil {
+		if err := g.k.Store.Repark(ctx, g.group, msg.MessageId, why, queue); err != nil {
+			return fmt.Errorf("park the message group again: %w", err)
+		}
+		g.park.Head, g.park.Reason, g.park.Queue, g.park.Releasing = msg.MessageId, why, queue, ""
+		return nil
+	}
+	pk, err := g.k.Store.Park(ctx, fifo.Park{Group: g.group, Reason: why, Head: msg.MessageId, Queue: queue, Since: g.p.opts.Now().UTC()})
 	if err != nil {
+		return fmt.Errorf("park the message group: %w", err)
+	}
+	g.park = &pk
+	g.p.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "group parked", slog.String("group", g.group),
+		slog.String("head", pk.Head), slog.String("reason", pk.Reason))
+	return nil
+}
+
+// parkBehind sends a record of a parked group to the parking queue, behind
+// its head.
+func (g *groupRun) parkBehind(ctx context.Context, msg events.SQSMessage) Outcome {
+	if err := g.toParking(ctx, msg, fifo.ReasonGroupParked); err != nil {
+		o, _ := g.fail(ctx, msg, err)
+		return o
+	}
+	g.p.log(ctx, msg, Parked, nil, nil, slog.String("reason", fifo.ReasonGroupParked), slog.String("group", g.group), slog.String("head", g.park.Head))
+	return Parked
+}
+
+// toParking sends msg to the parking queue under its group, then counts it
+// in the group's park. When the park is gone (released meanwhile), msg
+// fails, to run when it comes again: its parked copy is a duplicate.
+func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why string) error {
+	producer := MessageAttributes(msg.MessageAttributes)
+	attrs, err := fifo.ParkedAttributes(producer, msg.MessageId, why, g.p.opts.Now())
+	if err != nil || envelope.MessageBytes(len(msg.Body), attrs) > envelope.MaxMessageBytes {
+		// No room for the note: the record goes as it came; its park
+		// says why.
+		attrs = producer
+	}
+	_, err = g.k.Queue.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(g.k.ParkingURL), MessageBody: aws.String(msg.Body), MessageAttributes: attrs,
+		MessageGroupId: aws.String(g.group), MessageDeduplicationId: aws.String(msg.MessageId)})
+	if err != nil {
+		return fmt.Errorf("send to the parking queue: %w", err)
+	}
+	if g.park == nil {
+		return nil
+	}
+	if err := g.k.Store.Count(ctx, g.group, 1, 0, 0, ""); err != nil {
+		if errors.Is(err, fifo.ErrNotParked) {
+			g.park = nil
+		}
+		return fmt.Errorf("count a parked record: %w", err)
+	}
+	g.park.Parked++
+	return nil
+}
+
+// applied counts a released record applied, and ends the park once every
+// record parked has come back and been applied.
+func (g *groupRun) applied(ctx context.Context) error {
+	pk := g.park
+	if err := g.k.Store.Count(ctx, g.group, 0, 0, 1, pk.Releasing); err != nil {
 		return err
 	}
-	g.h = nil
-	if h, ok := holds[g.group]; ok {
-		g.h = &h
+	pk.Applied++
+	if pk.Applied >= pk.Moved && pk.Moved >= pk.Parked {
+		if err := g.k.Store.Release(ctx, *pk); err == nil {
+			g.p.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "group released", slog.String("group", g.group))
+			g.park = nil
+		}
 	}
 	return nil
 }
 
-func (g *groupRun) logHold(ctx context.Context, msgText string, msg events.SQSMessage) {
-	g.p.opts.Logger.LogAttrs(ctx, slog.LevelInfo, msgText, slog.String("group", g.group), slog.String("head", g.h.Head),
-		slog.String("messageId", msg.MessageId), slog.String("parked", g.h.Parked))
+// fail reports msg failed for err; the group's later records wait behind
+// it in the source.
+func (g *groupRun) fail(ctx context.Context, msg events.SQSMessage, err error) (Outcome, string) {
+	g.p.log(ctx, msg, Failed, nil, err)
+	return Failed, ""
 }

@@ -24,3 +24,8 @@ const (
 	// SealPublicKeyPartition holds the public key that verifies seals.
 	SealPublicKeyPartition = "homing#seal-public"
 )
+
+// GroupsPartition is the ledger partition of a FIFO lane's parked message
+// groups (package fifo), one item per group, its sort key the group id:
+// the consumer writes it, the operator releases a group from it.
+const GroupsPartition = "homing#groups"

@@ -1,0 +1,245 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/internal/wait"
+	"github.com/homingdlq/homing/settings"
+)
+
+// GroupAPI is the part of the DynamoDB client [GroupStore] uses.
+type GroupAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+}
+
+// GroupStore is a fifo.Store in the lane's ledger table, partition
+// settings.GroupsPartition, one item per parked group (sort key: the
+// group), with no TTL. It is safe for concurrent use.
+type GroupStore struct {
+	api   GroupAPI
+	table string
+}
+
+var _ fifo.Store = (*GroupStore)(nil)
+
+// NewGroupStore returns the parks of the lane whose ledger is table.
+func NewGroupStore(api GroupAPI, table string) *GroupStore {
+	return &GroupStore{api: api, table: table}
+}
+
+type parkItem struct {
+	PK        string    `dynamodbav:"pk"`
+	SK        string    `dynamodbav:"sk"`
+	Reason    string    `dynamodbav:"reason"`
+	Head      string    `dynamodbav:"head"`
+	Queue     string    `dynamodbav:"queue"`
+	Since     time.Time `dynamodbav:"since"`
+	Parked    int       `dynamodbav:"parked"`
+	Moved     int       `dynamodbav:"moved"`
+	Applied   int       `dynamodbav:"applied"`
+	Releasing string    `dynamodbav:"releasing"`
+}
+
+func (it parkItem) park() fifo.Park {
+	return fifo.Park{Group: it.SK, Reason: it.Reason, Head: it.Head, Queue: it.Queue, Since: it.Since,
+		Parked: it.Parked, Moved: it.Moved, Applied: it.Applied, Releasing: it.Releasing}
+}
+
+func (s *GroupStore) key(group string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		KeyAttribute:     &types.AttributeValueMemberS{Value: settings.GroupsPartition},
+		SortKeyAttribute: &types.AttributeValueMemberS{Value: group},
+	}
+}
+
+var (
+	parkExists = expression.AttributeExists(expression.Name(KeyAttribute))
+	parkAbsent = expression.AttributeNotExists(expression.Name(KeyAttribute))
+)
+
+// Parked implements [fifo.Store]: one consistent BatchGetItem per 100 groups.
+func (s *GroupStore) Parked(ctx context.Context, groups []string) (map[string]fifo.Park, error) {
+	out := map[string]fifo.Park{}
+	for start := 0; start < len(groups); start += 100 {
+		keys := make([]map[string]types.AttributeValue, 0, 100)
+		for _, g := range groups[start:min(start+100, len(groups))] {
+			keys = append(keys, s.key(g))
+		}
+		for attempt := 0; len(keys) > 0; attempt++ {
+			if attempt > 0 {
+				if attempt == 6 {
+					return nil, fmt.Errorf("read the parks: %d keys still unprocessed", len(keys))
+				}
+				if err := wait.Sleep(ctx, time.Duration(25<<attempt)*time.Millisecond); err != nil {
+					return nil, fmt.Errorf("read the parks: %w", err)
+				}
+			}
+			res, err := s.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}})
+			if err != nil {
+				return nil, fmt.Errorf("read the parks of %d groups: %w", len(keys), err)
+			}
+			for _, item := range res.Responses[s.table] {
+				var it parkItem
+				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+					return nil, fmt.Errorf("decode a park: %w", err)
+				}
+				out[it.SK] = it.park()
+			}
+			keys = res.UnprocessedKeys[s.table].Keys
+		}
+	}
+	return out, nil
+}
+
+// Park implements [fifo.Store].
+func (s *GroupStore) Park(ctx context.Context, p fifo.Park) (fifo.Park, error) {
+	it := parkItem{PK: settings.GroupsPartition, SK: p.Group, Reason: p.Reason, Head: p.Head, Queue: p.Queue, Since: p.Since.UTC(), Parked: p.Parked}
+	item, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return fifo.Park{}, fmt.Errorf("encode the park of %q: %w", p.Group, err)
+	}
+	cond, _ := expression.NewBuilder().WithCondition(parkAbsent).Build()
+	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item,
+		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	var failed *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &failed) && failed.Item != nil:
+		var cur parkItem
+		if err := attributevalue.UnmarshalMap(failed.Item, &cur); err != nil {
+			return fifo.Park{}, fmt.Errorf("decode the park of %q: %w", p.Group, err)
+		}
+		return cur.park(), nil
+	case errors.As(err, &failed):
+		parks, err := s.Parked(ctx, []string{p.Group})
+		if err != nil {
+			return fifo.Park{}, err
+		}
+		if cur, ok := parks[p.Group]; ok {
+			return cur, nil
+		}
+		return fifo.Park{}, fmt.Errorf("park %q: %w", p.Group, fifo.ErrChanged)
+	case err != nil:
+		return fifo.Park{}, fmt.Errorf("park %q: %w", p.Group, err)
+	}
+	return it.park(), nil
+}
+
+// Repark implements [fifo.Store].
+func (s *GroupStore) Repark(ctx context.Context, group, head, reason, queue string) error {
+	u := expression.Set(expression.Name("head"), expression.Value(head)).
+		Set(expression.Name("reason"), expression.Value(reason)).
+		Set(expression.Name("queue"), expression.Value(queue)).
+		Set(expression.Name("releasing"), expression.Value(""))
+	return s.update(ctx, group, u, parkExists, fifo.ErrNotParked)
+}
+
+// Count implements [fifo.Store].
+func (s *GroupStore) Count(ctx context.Context, group string, parked, moved, applied int, round string) error {
+	u := expression.Add(expression.Name("parked"), expression.Value(parked)).
+		Add(expression.Name("moved"), expression.Value(moved)).
+		Add(expression.Name("applied"), expression.Value(applied))
+	cond := parkExists
+	if round != "" {
+		cond = cond.And(expression.Name("releasing").Equal(expression.Value(round)))
+	}
+	err := s.update(ctx, group, u, cond, fifo.ErrChanged)
+	if errors.Is(err, fifo.ErrChanged) && round != "" {
+		if parks, rerr := s.Parked(ctx, []string{group}); rerr == nil && len(parks) == 0 {
+			return fifo.ErrNotParked
+		}
+	}
+	if round == "" && errors.Is(err, fifo.ErrChanged) {
+		return fifo.ErrNotParked
+	}
+	return err
+}
+
+// Begin implements [fifo.Store].
+func (s *GroupStore) Begin(ctx context.Context, group, round string) error {
+	u := expression.Set(expression.Name("releasing"), expression.Value(round))
+	return s.update(ctx, group, u, parkExists, fifo.ErrNotParked)
+}
+
+func (s *GroupStore) update(ctx context.Context, group string, u expression.UpdateBuilder, cond expression.ConditionBuilder, onFail error) error {
+	expr, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("build the update of the park of %q: %w", group, err)
+	}
+	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: s.key(group),
+		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return fmt.Errorf("update the park of %q: %w", group, onFail)
+	}
+	if err != nil {
+		return fmt.Errorf("update the park of %q: %w", group, err)
+	}
+	return nil
+}
+
+// Release implements [fifo.Store].
+func (s *GroupStore) Release(ctx context.Context, p fifo.Park) error {
+	cond := expression.Name("parked").Equal(expression.Value(p.Parked)).
+		And(expression.Name("moved").Equal(expression.Value(p.Moved))).
+		And(expression.Name("applied").Equal(expression.Value(p.Applied))).
+		And(expression.Name("releasing").Equal(expression.Value(p.Releasing)))
+	expr, err := expression.NewBuilder().WithCondition(parkAbsent.Or(cond)).Build()
+	if err != nil {
+		return fmt.Errorf("build the release of %q: %w", p.Group, err)
+	}
+	_, err = s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: s.key(p.Group),
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return fmt.Errorf("release %q: %w", p.Group, fifo.ErrChanged)
+	}
+	if err != nil {
+		return fmt.Errorf("release %q: %w", p.Group, err)
+	}
+	return nil
+}
+
+// List implements [fifo.Store]: a Query of the partition, in pages.
+func (s *GroupStore) List(ctx context.Context) ([]fifo.Park, error) {
+	kc := expression.Key(KeyAttribute).Equal(expression.Value(settings.GroupsPartition))
+	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, fmt.Errorf("build the listing of parks: %w", err)
+	}
+	in := &dynamodb.QueryInput{TableName: &s.table, KeyConditionExpression: expr.KeyCondition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(), ConsistentRead: aws.Bool(true)}
+	var out []fifo.Park
+	p := dynamodb.NewQueryPaginator(s.api, in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list the parks: %w", err)
+		}
+		for _, item := range page.Items {
+			var it parkItem
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return nil, fmt.Errorf("decode a park: %w", err)
+			}
+			out = append(out, it.park())
+		}
+	}
+	return out, nil
+}
