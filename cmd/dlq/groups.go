@@ -233,14 +233,14 @@ func writeGroups(w io.Writer, rep groupsReport, now time.Time) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tREASON\tHEAD\tHEAD IN\tSINCE\tWAITING\tRELEASE")
+	fmt.Fprintln(tw, "GROUP\tREASON\tHEAD\tIN\tWAITING\tSINCE\tRELEASE")
 	for _, g := range rep.Groups {
 		release := ""
 		if g.Releasing {
 			release = fmt.Sprintf("in progress, %d pending", g.Pending)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\t%d\t%s\n", printable.String(g.Group), printable.String(g.Reason), printable.String(g.Head),
-			printable.String(g.Queue), duration(now.Sub(g.Since)), g.Waiting, release)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s ago\t%s\n", printable.String(g.Group), printable.String(g.Reason), printable.String(g.Head),
+			printable.String(g.Queue), g.Waiting, duration(now.Sub(g.Since)), release)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
