@@ -123,9 +123,6 @@ func (r *run) intend(ctx context.Context, p *pass, b *batch, c *finals) {
 			it.first = cur.State == "" // it replaced no record
 		case cur.State.Final():
 			it.to(OutcomeRecovered)
-			if cur.State == Parked {
-				it.parkedAs = cur.Reason
-			}
 		case cur.State == Intent:
 			it.delayFor(hide(cur.LeaseUntil, now, b.receivedAt))
 		default:

@@ -38,18 +38,12 @@
 // ([Route.PayloadHash]) are package payload's expressions over the body;
 // [Route.Records] says whether the lane's consumer writes the completion
 // records the canary, the breaker and the removal of dead letters already
-// applied ([ReasonAlreadyApplied]) read (docs/CONTRACT.md);
-// [Route.Groups] says that a FIFO lane's consumer holds its message groups
-// in order through failure (package hold): the engine sweeps the route's
-// holds at the start of each run and tells them of every message it
-// parks, reported in [RouteSummary.Holds]. A [Filter] selects messages; a
-// dry run ([Request.DryRun]) writes nothing.
+// applied ([ReasonAlreadyApplied]) read (docs/CONTRACT.md). A [Filter]
+// selects messages; a dry run ([Request.DryRun]) writes nothing.
 //
-// The ports are [Queue] (the SQS client), [Ledger] (dynamo's Ledger),
-// [Completions] (dynamo's Completions) and [Options.Holds] (a hold.Keeper
-// per route, over a hold.Store: [HoldsOf]); package replaytest has
-// in-memory twins of the first three (holdtest.Memory is the hold
-// store's), their contract suites, and replaytest.Crash to crash a run at
-// any port call. docs/ENGINE.md is the design: the lifecycle of a
+// The ports are [Queue] (the SQS client), [Ledger] (dynamo's Ledger) and
+// [Completions] (dynamo's Completions); package replaytest has their
+// in-memory twins, their contract suites, and replaytest.Crash to crash a
+// run at any port call. docs/ENGINE.md is the design: the lifecycle of a
 // message in a run, the throughput model, FIFO, the bounds and the gates.
 package replay

@@ -65,7 +65,6 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 	}
 	r := e.newRun(req)
 	sum, recent, prevErr := r.begin(ctx)
-	r.sweep(ctx)
 	var errs []error
 	if prevErr != nil {
 		errs = append(errs, prevErr)

@@ -472,6 +472,28 @@ func TestFIFOKeepsTheOrderOfEachGroup(t *testing.T) {
 	}
 }
 
+// A FIFO dead letter is replayed as any other: under its MessageGroupId,
+// with the producer's attributes as they were and our metadata beside
+// them, nothing else (the engine keeps no group logic: package fifo's
+// consumer does).
+func TestFIFOReplaysKeepTheGroupAndTheProducersAttributes(t *testing.T) {
+	h := newHarness(t, true, nil)
+	producer := map[string]types.MessageAttributeValue{}
+	for i := range 9 {
+		producer[fmt.Sprintf("p%d", i)] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(fmt.Sprint(i))}
+	}
+	id := h.deadLetter(h.route, msg{body: order("A"), group: "acct-7", attrs: producer})
+	h.clock.Advance(due)
+	checkCounts(t, h.run(h.engine(), replay.Request{}).Total, counts{Examined: 1, DeadLettered: 1, Replayed: 1})
+	got := h.stored(h.route.SourceURL)
+	if len(got) != 1 || got[0].group != "acct-7" || !got[0].hasMeta || got[0].meta.OriginalMessageID != id {
+		t.Fatalf("source = %+v, want the replay of %s in group acct-7", got, id)
+	}
+	if !reflect.DeepEqual(got[0].producer, producer) || len(got[0].raw.MessageAttributes) != len(producer)+1 {
+		t.Errorf("attributes = %v, want the producer's and ours only", got[0].raw.MessageAttributes)
+	}
+}
+
 func TestFIFOFailedSendStopsItsGroup(t *testing.T) {
 	h := newHarness(t, true, nil)
 	h.deadLetter(h.route, msg{body: order("A"), group: "g1"})

@@ -20,8 +20,7 @@ const finishTimeout = 5 * time.Second
 // run to recover; a delete before its record is written and a crash leave
 // the message gone with its INTENT, the audit of a move that happened).
 // In lockstep the records go first and the deletes after them. Then it
-// tells the route's held groups of its parks (see groups.go), hides the
-// delayed messages and holds the ones left for a later run. It
+// hides the delayed messages and holds the ones left for a later run. It
 // runs to the end even when ctx is done: what was sent must be recorded and
 // deleted, or the next run finds an expired INTENT and sends it again.
 func (r *run) finish(ctx context.Context, p *pass, b *batch, c *finals) {
@@ -47,7 +46,6 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch, c *finals) {
 			remove()
 		}
 		r.removed(b, deleted)
-		r.tellHolds(ctx, p, b)
 	}
 	r.forget(b, deleted)
 	r.release(ctx, p, b)

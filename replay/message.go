@@ -147,7 +147,6 @@ func DeduplicationID(messageID string, count int, reason string) string {
 type message struct {
 	id, receipt, body string
 	group             string // FIFO MessageGroupId
-	origin            string // its original id as package hold names a group's head, on a route with held groups; else ""
 	meta              Metadata
 	hasMeta           bool
 	producer          map[string]types.MessageAttributeValue

@@ -9,7 +9,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/internal/wait"
 
 	"github.com/homingdlq/homing/settings"
@@ -80,22 +79,6 @@ type Options struct {
 	// by its route's [Route.PayloadHash], is removed instead of replayed,
 	// counted as applied). Nil skips them on every route.
 	Completions Completions
-	// Holds returns the keeper of a route's held groups ([Route.Groups]):
-	// the lane's store of holds, and the route's source queue, where drain
-	// triggers go. The engine calls it once per run for each route with
-	// Groups; it sweeps the route's holds at the start of the run
-	// (hold.Keeper.Sweep) and tells them of every message it parks there
-	// (hold.Keeper.Parked). Nil, or a nil or invalid keeper for a route,
-	// turns that route's holds off, and its summary says so
-	// ([GroupHolds.Error]), as a route with Records says its canary is
-	// skipped without Completions. [HoldsOf] builds one.
-	Holds func(Route) *hold.Keeper
-	// HoldStale is how long a hold may stay draining before the sweep
-	// sends its group a drain trigger (its consumer crashed, or the
-	// trigger was lost): longer than the consumer's function timeout, so
-	// that a drain under way is not taken for a stalled one. Default
-	// DefaultHoldStale.
-	HoldStale time.Duration
 	// Consumer is the consumer scope Completions reads (the lane's
 	// CONSUMER_NAME), named in the report of a route whose replays are
 	// consumed but never recorded ([RouteSummary.RecordsMissing]).
@@ -137,7 +120,6 @@ func (o Options) withDefaults() Options {
 	o.DecisionWindow = cmpDefault(o.DecisionWindow, DefaultDecisionWindow)
 	o.RecordLifetime = cmpDefault(o.RecordLifetime, DefaultRecordLifetime)
 	o.Workers = cmpDefault(o.Workers, DefaultWorkers)
-	o.HoldStale = cmpDefault(o.HoldStale, DefaultHoldStale)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}

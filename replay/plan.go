@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"strconv"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/internal/envelope"
 )
 
@@ -21,15 +19,12 @@ type item struct {
 	msg     message
 	outcome Outcome // undecided until planned
 	reason  string  // OutcomeParked: the parking reason; OutcomeApplied: ReasonAlreadyApplied
-	// parkedAs is, for OutcomeRecovered, the reason of the park an earlier
-	// run made and did not finish ("" when it was a replay).
-	parkedAs string
-	delay    int32 // OutcomeDelayed: the visibility timeout that hides it until due, in seconds
-	facts    Facts
-	refund   bool // its last replay failed in a run whose replays all failed: given back
-	dest     string
-	entry    types.SendMessageBatchRequestEntry
-	count    int // the replay count in the metadata sent
+	delay   int32   // OutcomeDelayed: the visibility timeout that hides it until due, in seconds
+	facts   Facts
+	refund  bool // its last replay failed in a run whose replays all failed: given back
+	dest    string
+	entry   types.SendMessageBatchRequestEntry
+	count   int // the replay count in the metadata sent
 
 	completed bool      // its key completed with the same payload (see applied)
 	claimed   bool      // the run tried to write its INTENT record
@@ -232,23 +227,11 @@ func (pl *planner) rescue(it *item) bool {
 }
 
 // build prepares the message a mover sends: the body and the producer's
-// attributes unchanged, plus our metadata (and, for a held group's head,
-// the name its hold gives it).
+// attributes unchanged, plus our metadata.
 func (pl *planner) build(it *item) error {
 	m := it.msg
 	meta := pl.metadata(it)
-	producer := m.producer
-	if m.origin != "" && it.outcome == OutcomeReplayed {
-		// A dead letter of a held group goes back under the name the
-		// consumer gave it (hold.OriginAttribute): its own id, as it was
-		// in the source, unless it carries one already.
-		producer = maps.Clone(producer)
-		if producer == nil {
-			producer = map[string]types.MessageAttributeValue{}
-		}
-		producer[hold.Attribute] = hold.OriginAttribute(m.origin)
-	}
-	attrs, err := envelope.Pack(producer, AttributeName, meta)
+	attrs, err := envelope.Pack(m.producer, AttributeName, meta)
 	if err != nil {
 		return fmt.Errorf("pack metadata of %s: %w", m.id, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/settings"
 )
@@ -31,8 +30,8 @@ var ErrInvalidRequest = errors.New("replay: invalid request")
 // Route is one dead-letter queue with its source and parking queues, all of
 // the same type (FIFO when the URLs end in settings.FIFOSuffix, ".fifo"),
 // and what the replay needs to know of the lane's messages and consumer:
-// its business key, its payload hash, whether its consumer writes
-// homing's completion records and whether it holds its message groups.
+// its business key, its payload hash and whether its consumer writes
+// homing's completion records.
 // Its JSON is an element of REPLAY_ROUTES.
 type Route struct {
 	Name       string `json:"name"`
@@ -59,14 +58,6 @@ type Route struct {
 	// read nothing, and the route's canary gate says it is skipped. It
 	// needs a Key.
 	Records bool `json:"records,omitempty"`
-	// Groups says that the lane's consumer keeps each message group in
-	// order through failure (package hold; the consumer's GROUP_ORDER):
-	// "hold" keeps a group whose head can never succeed held until an
-	// operator releases it, "skip" lets the group go on past that head
-	// (hold.ParseOnError); "" (the default): off. With it, the engine tells
-	// the lane's holds of every message it parks, and sweeps them at the
-	// start of each run ([Options.Holds]). FIFO routes only.
-	Groups string `json:"groups,omitempty"`
 	// Invalid says that the route reads the lane's invalid queue (DLQURL
 	// is it): a message's [Filter] reason is then the consumer's verdict
 	// (package invalid), which on any other queue is the producer's data.
@@ -85,9 +76,8 @@ var ErrExpression = errors.New("not a JMESPath expression")
 // or longer than 256 bytes (the name travels in the metadata the engine
 // seals, which must stay within its bounds to verify: see seal.go), a key
 // or payload-hash expression that does not compile (wrapping
-// [ErrExpression], naming the route and the expression), Records
-// without a Key, and Groups that is not "hold" or "skip", or is set on a
-// standard route.
+// [ErrExpression], naming the route and the expression), and Records
+// without a Key.
 func (r Route) Validate() error {
 	var errs []error
 	switch {
@@ -109,15 +99,6 @@ func (r Route) Validate() error {
 	}
 	if r.Records && r.Key == "" {
 		errs = append(errs, fmt.Errorf("route %q: records needs a key: the consumer's completion records are found by key", r.Name))
-	}
-	if r.Groups != "" {
-		if _, err := hold.ParseOnError(r.Groups); err != nil {
-			errs = append(errs, fmt.Errorf("route %q: groups: %w", r.Name, err))
-		}
-		if !r.FIFO() {
-			errs = append(errs, fmt.Errorf("route %q: groups %q needs a FIFO route: a standard queue has no message groups to keep in order (its queue URLs must end in %s)",
-				r.Name, r.Groups, settings.FIFOSuffix))
-		}
 	}
 	return errors.Join(errs...)
 }

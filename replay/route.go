@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/internal/envelope"
 )
 
@@ -40,7 +39,6 @@ type pass struct {
 	active     int          // workers still receiving
 	started    time.Time    // when the pass started
 	trust      trust        // tells our metadata from a producer's
-	keeper     *hold.Keeper // the keeper of the route's held groups; nil when it has none (see groups.go)
 	held       []visibility // the first maxHeld messages held (see hold.go), released when the pass ends
 	stopped    StopReason   // why the pass ended, once a worker ended it
 	err        error        // the error that ended it
@@ -90,9 +88,6 @@ func (r *run) end(p *pass, reason StopReason, err error) {
 // route's gates, and runs the workers until the pass ends.
 func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr error) (RouteSummary, error) {
 	rs := RouteSummary{Route: rt.Name, FIFO: rt.FIFO(), Gates: []Gate{}, Counts: newCounts()}
-	if rh := r.holds[rt.Name]; rh != nil {
-		rs.Holds = rh.seen
-	}
 	if reason := r.stop(ctx); reason != "" {
 		rs.StopReason = reason
 		return rs, nil
@@ -177,7 +172,7 @@ func (r *run) open(ctx context.Context, rt Route, rs *RouteSummary) (*pass, erro
 	rs.Depth = attr(types.QueueAttributeNameApproximateNumberOfMessages)
 	rs.InFlight = attr(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 	return &pass{
-		route: rt, lane: ln, rs: rs, replayLeft: -1, sourceMax: src.maxSize, returnBound: src.returnBound, started: r.now(), trust: newTrust(r.key, rt), keeper: r.keeper(rt.Name),
+		route: rt, lane: ln, rs: rs, replayLeft: -1, sourceMax: src.maxSize, returnBound: src.returnBound, started: r.now(), trust: newTrust(r.key, rt),
 		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second,
 		budget:    rs.Depth + MaxBatch,
 	}, nil

@@ -20,8 +20,7 @@ type run struct {
 	visibility time.Duration // the receive visibility timeout
 	limiter    *limiter
 	health     []Gate
-	key        sealer                 // the seal keys; zero when none could be read (see seal.go)
-	holds      map[string]*routeHolds // the routes with Groups, by name (see groups.go)
+	key        sealer // the seal keys; zero when none could be read (see seal.go)
 
 	mu      sync.Mutex    // guards the fields below and the pass's shared state
 	moved   int           // messages moved (or, in a dry run, that would be) or reserved so far
@@ -30,8 +29,7 @@ type run struct {
 }
 
 func (e *Engine) newRun(req Request) *run {
-	r := &run{e: e, req: req, id: req.RunID, start: e.opts.Now(), max: req.Max, rate: req.Rate, longest: time.Second, seen: newSeen(),
-		holds: e.keepers(req.Routes)}
+	r := &run{e: e, req: req, id: req.RunID, start: e.opts.Now(), max: req.Max, rate: req.Rate, longest: time.Second, seen: newSeen()}
 	if r.id == "" {
 		var b [8]byte
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails

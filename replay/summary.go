@@ -84,9 +84,6 @@ type RouteSummary struct {
 	// or more, and the replay receives every dead letter on every run: this
 	// is the expiry backstop's signal.
 	Expiry *Expiry `json:"expiry,omitempty"`
-	// Holds is what the run saw of the route's held groups, on a route
-	// with [Route.Groups]; left out when zero.
-	Holds GroupHolds `json:"holds,omitzero"`
 }
 
 // Expiry is what a run saw of the expiry of the dead letters it examined on
@@ -178,7 +175,6 @@ func (s *Summary) bound() {
 	for i := range s.Routes {
 		s.Routes[i].Error = clip.String(s.Routes[i].Error, maxDetail)
 		s.Routes[i].RecordsMissingDetail = clip.String(s.Routes[i].RecordsMissingDetail, maxDetail)
-		s.Routes[i].Holds.Error = clip.String(s.Routes[i].Holds.Error, maxDetail)
 		clipGates(s.Routes[i].Gates)
 	}
 }

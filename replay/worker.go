@@ -232,7 +232,6 @@ func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receiv
 			continue
 		}
 		it := &item{msg: readMessage(m, now, p.trust, p.lane.key)}
-		it.msg.origin = p.originOf(m)
 		items = append(items, it)
 	}
 	early := r.holdMessages(ctx, p, again, receivedAt)

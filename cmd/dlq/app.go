@@ -31,6 +31,8 @@ type app struct {
 	connect func(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend, error)
 	now     func() time.Time        // default time.Now
 	getenv  func(key string) string // default os.Getenv
+	// sleep waits d or until ctx ends (its error then); default a timer.
+	sleep func(ctx context.Context, d time.Duration) error
 
 	flags globalFlags
 }
@@ -51,7 +53,7 @@ type globalFlags struct {
 	verbose int    // -v: 1, -vv: 2 (see logger)
 
 	dlqURL, sourceURL, parkingURL, invalidURL string
-	ledgerTable, idempotencyTable, holdTable  string
+	ledgerTable, idempotencyTable             string
 }
 
 // Output formats of -o.
@@ -75,9 +77,8 @@ func (g *globalFlags) resourceFlags() []resourceFlag {
 		{"source-url", outSource, "URL of the source queue (where replays go)", &g.sourceURL, checkQueueURL},
 		{"parking-url", outParking, "URL of the parking queue", &g.parkingURL, checkQueueURL},
 		{"invalid-url", outInvalid, "URL of the invalid-message queue", &g.invalidURL, checkQueueURL},
-		{"ledger-table", outLedger, "DynamoDB table of the replay ledger", &g.ledgerTable, checkTableName},
+		{"ledger-table", outLedger, "DynamoDB table of the replay ledger (and of a FIFO lane's parked groups)", &g.ledgerTable, checkTableName},
 		{"idempotency-table", outIdempotency, "DynamoDB table of the consumer's idempotency records", &g.idempotencyTable, checkTableName},
-		{"hold-table", outHold, "DynamoDB table of a FIFO lane's held message groups", &g.holdTable, checkTableName},
 	}
 }
 
@@ -100,6 +101,9 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	}
 	if a.getenv == nil {
 		a.getenv = os.Getenv
+	}
+	if a.sleep == nil {
+		a.sleep = sleep
 	}
 	root := a.rootCommand()
 	root.SetArgs(args)
@@ -142,9 +146,9 @@ Cautions:
     delete anything, but the messages are invisible for a few seconds.
   - replay moves messages with the scheduled replay's engine, gates and
     ledger; it asks for confirmation on a terminal unless --yes or --dry-run.
-  - groups release lets a held message group go on past its head: the head's
-    effect, if it is ever applied, comes after its successors'. It asks for
-    confirmation on a terminal unless --yes.
+  - groups release lets a parked message group go on: its parked records go
+    back to the source queue, in sequence. It asks for confirmation on a
+    terminal unless --yes or --dry-run.
 
 Where the lane is, first that applies:
   --outputs-file FILE   the stack outputs as ` + "`cdk deploy --outputs-file`" + ` writes them
@@ -175,7 +179,7 @@ func (a *app) rootCommand() *cobra.Command {
 	g := &a.flags
 	root := &cobra.Command{
 		Use:     "dlq",
-		Short:   "Inspect, peek at, replay and audit a dead-letter lane, and release its held message groups",
+		Short:   "Inspect, peek at, replay and audit a dead-letter lane, and release its parked message groups",
 		Long:    rootLong,
 		Version: version(),
 		Example: `  dlq --stack MyStack --region eu-west-1 inspect
@@ -185,8 +189,8 @@ func (a *app) rootCommand() *cobra.Command {
   dlq replay --key KEY --yes -o json           # the messages of one business key
   dlq audit --key KEY                          # its history and completion record
   dlq audit --runs 5
-  dlq groups                                   # the held message groups of a FIFO lane
-  dlq groups release GROUP                     # let one go on past its head`,
+  dlq groups                                   # the parked message groups of a FIFO lane
+  dlq groups release GROUP                     # let one go on, its parked records in sequence`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.resolveFlags(cmd) },
@@ -303,5 +307,17 @@ func runE(f func(cmd *cobra.Command) error) func(*cobra.Command, []string) error
 			return usageError("%s takes no arguments, got %q", cmd.CommandPath(), args)
 		}
 		return typed(f(cmd))
+	}
+}
+
+// sleep waits d, or until ctx ends: ctx's error then.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -31,11 +31,10 @@ type backend struct {
 	ledger      func(table string) replay.Ledger
 	completions func(table, consumer string) replay.Completions
 	items       dynamo.ItemGetter
-	// holds returns the store of a lane's group holds: in its hold table,
-	// under its consumer's scope.
-	holds func(table, scope string) hold.Store
-	// sender sends the drain trigger of a release (hold.Keeper).
-	sender hold.Sender
+	// groupStore returns the parks of a FIFO lane whose ledger is table.
+	groupStore func(table string) fifo.Store
+	// releaseQueue moves a parked group's records back to the source.
+	releaseQueue fifo.ReleaseQueue
 	// functionEnv returns the environment of a Lambda function.
 	functionEnv func(ctx context.Context, name string) (map[string]string, error)
 	// stackOutputs returns the outputs of a CloudFormation stack.
@@ -64,7 +63,8 @@ func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend
 		_ dynamo.LedgerAPI      = db
 		_ dynamo.CompletionsAPI = db
 		_ dynamo.ItemGetter     = db
-		_ hold.Sender           = queue
+		_ fifo.ReleaseQueue     = queue
+		_ dynamo.GroupAPI       = db
 		_ resourceTagger        = tags
 		_ queueURLGetter        = queue
 	)
@@ -74,9 +74,9 @@ func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend
 		completions: func(table, consumer string) replay.Completions {
 			return dynamo.NewCompletions(db, table, consumer, nil)
 		},
-		items:  db,
-		holds:  func(table, scope string) hold.Store { return dynamo.NewHoldStore(db, table, scope) },
-		sender: queue,
+		items:        db,
+		groupStore:   func(table string) fifo.Store { return dynamo.NewGroupStore(db, table) },
+		releaseQueue: queue,
 		functionEnv: func(ctx context.Context, name string) (map[string]string, error) {
 			out, err := fn.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(name)})
 			if err != nil {

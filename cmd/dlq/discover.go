@@ -55,7 +55,7 @@ var laneRoles = []laneRole{
 }
 
 // roleOfKey is the role of a lane output key; false for a key no tag
-// stands for (outHold: the construct tags no hold table with a role).
+// stands for.
 func roleOfKey(key string) (laneRole, bool) {
 	i := slices.IndexFunc(laneRoles, func(r laneRole) bool { return r.key == key })
 	if i < 0 {

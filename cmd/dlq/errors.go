@@ -10,8 +10,8 @@ const (
 	exitOK         = 0
 	exitError      = 1 // an operational error: an AWS call failed, a resource is missing
 	exitUsage      = 2 // bad flags or arguments
-	exitRefused    = 3 // refused: a source queue without --force, the confirmation was declined, or the group to release is not held
-	exitIncomplete = 4 // replay: the run hit errors, or closed gates held every route
+	exitRefused    = 3 // refused: a source queue without --force, the confirmation was declined, or the group to release is not parked
+	exitIncomplete = 4 // replay: the run hit errors, or closed gates held every route; groups release: still in progress
 )
 
 // codedError is an error with the exit code it ends dlq with. err is the
@@ -58,7 +58,8 @@ const exitCodesHelp = `Exit codes:
   2  usage error: bad flags or arguments
   3  refused: the queue is a source queue (it has a RedrivePolicy) and --force was not given,
      a replay that moves messages or a release was not confirmed (declined, or no terminal and
-     no --yes), or the group to release is not held
-  4  replay only: the run finished but some messages failed (errors > 0, or a route stopped
+     no --yes), or the group to release is not parked
+  4  replay: the run finished but some messages failed (errors > 0, or a route stopped
      on an error), or closed gates held every route so nothing could move; the summary is
-     printed all the same`
+     printed all the same. groups release: the release is still in progress when --wait
+     ends (the consumer has not applied every record sent back); run it again`

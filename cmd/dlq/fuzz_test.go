@@ -74,7 +74,7 @@ func FuzzParseOutputs(f *testing.F) {
 				t.Fatalf("lane %v: no output %s%s in stack %q", l, l.prefix, outDLQ, l.stack)
 			}
 			for k, v := range l.values {
-				if !slices.Contains(outputKeys, k) || out[l.prefix+k] != v {
+				if !slices.Contains(laneKeys, k) || out[l.prefix+k] != v {
 					t.Fatalf("lane %v: value %s = %q, the stack's is %q", l, k, v, out[l.prefix+k])
 				}
 			}
@@ -143,7 +143,7 @@ func FuzzOutputsFileValues(f *testing.F) {
 			}
 			return user + ":" + pass + "@" + host
 		}
-		key := outputKeys[int(class/6)%len(outputKeys)]
+		key := laneKeys[int(class/6)%len(laneKeys)]
 		read := func(v string) (*resources, error) {
 			out := map[string]string{"Orders" + outDLQ: dlq, "Orders" + key: v}
 			file, err := json.Marshal(map[string]any{"Homing": out})

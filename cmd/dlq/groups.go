@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,142 +11,155 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/settings"
 )
 
 // groupsReport is the output of dlq groups.
 type groupsReport struct {
-	// Mode is the lane's route's "groups" in its replay function's
-	// configuration: hold or skip; "" when the lane does not hold its
-	// groups or dlq could not read it (--consumer given).
-	Mode   string      `json:"mode,omitempty"`
-	Groups []heldGroup `json:"groups"`
-	read   bool        // the replay function's configuration was read: Mode is the route's
+	Groups []parkedGroup `json:"groups"`
 }
 
-// heldGroup is one held message group as dlq groups shows it.
-type heldGroup struct {
-	Group   string    `json:"group"`            // the MessageGroupId
-	State   string    `json:"state"`            // held or draining
-	Head    string    `json:"head"`             // the original message id of the record that holds the group
-	Parked  string    `json:"parked,omitempty"` // why the head will not come back by itself ("invalid: ...", "parked: ...")
-	Held    int       `json:"held"`             // records held behind the head
-	Since   time.Time `json:"since"`            // when the group was held
-	Updated time.Time `json:"updated"`          // when the hold last changed
+// parkedGroup is one parked message group (a fifo.Park) as dlq shows it.
+type parkedGroup struct {
+	Group  string    `json:"group"`  // the MessageGroupId
+	Reason string    `json:"reason"` // why its head can never succeed
+	Head   string    `json:"head"`   // the head's message id
+	Queue  string    `json:"queue"`  // where the head is: invalid or parking
+	Since  time.Time `json:"since"`  // when the group was parked
+	// Waiting counts the group's records in the parking queue (fifo.Park.Waiting).
+	Waiting int `json:"waiting"`
+	// Releasing says a release is in progress; Pending counts its records
+	// back in the source that the consumer has not applied yet.
+	Releasing bool `json:"releasing"`
+	Pending   int  `json:"pending"`
+}
+
+func parkedOf(p fifo.Park) parkedGroup {
+	g := parkedGroup{Group: p.Group, Reason: p.Reason, Head: p.Head, Queue: p.Queue, Since: p.Since, Waiting: p.Waiting(), Releasing: p.Releasing != ""}
+	if g.Releasing {
+		g.Pending = max(p.Moved-p.Applied, 0)
+	}
+	return g
 }
 
 // releaseReport is the output of dlq groups release.
 type releaseReport struct {
-	Group  string `json:"group"`
-	Head   string `json:"head"` // the head the release skips
-	Parked string `json:"parked,omitempty"`
-	Held   int    `json:"held"` // records held behind it, applied next
-	// Was is the hold's state before: held, or draining (released or its
-	// head applied already: only a drain trigger was sent).
-	Was          string `json:"was"`
-	State        string `json:"state"`        // draining
-	TriggerQueue string `json:"triggerQueue"` // where the drain trigger went: the source queue
+	Group  string      `json:"group"`
+	DryRun bool        `json:"dryRun,omitempty"`
+	Park   parkedGroup `json:"park"`   // the park as it was before the release
+	Source string      `json:"source"` // where the parked records go back
+	// Moved counts the records this command sent back to the source.
+	Moved int `json:"moved"`
+	// Pending counts the records back in the source that the consumer
+	// had not applied when the command ended.
+	Pending int `json:"pending"`
+	// Done says the park is gone: the group goes on. A release not done
+	// is in progress: run the command again.
+	Done bool `json:"done"`
 }
 
-// groupsFlags are the flags of dlq groups and dlq groups release.
+// groupsFlags are the flags of dlq groups release.
 type groupsFlags struct {
-	consumer    string
-	consumerSet bool
-	yes         bool
+	yes, dryRun bool
+	wait        time.Duration
 }
+
+// Release's wait: the default of --wait, and how often it looks again.
+const (
+	defaultReleaseWait = 2 * time.Minute
+	releasePoll        = 2 * time.Second
+)
 
 func (a *app) groupsCommand() *cobra.Command {
-	var f groupsFlags
 	cmd := &cobra.Command{
 		Use:   "groups",
-		Short: "List the held message groups of a FIFO lane; release one with groups release GROUP",
-		Long: `groups lists the message groups a FIFO lane holds (a lane whose consumer keeps
-each group in sequence through failure: the construct's default on a FIFO
-lane, "hold", or "skip"). A group is held when one of its records
-fails: that record, the head, goes on as any failure does (redelivered,
-dead-lettered, replayed under the lane's policy), and the group's later
-records wait behind it in the lane's hold table, in sequence, costing no
-receive and no replay. Once the head is applied, the hold turns draining and
-the consumer applies the held records in sequence.
+		Short: "List the parked message groups of a FIFO lane; release one with groups release GROUP",
+		Long: `groups lists the message groups a FIFO lane's consumer has parked. A record that
+fails stays in the source queue and holds its group there, in sequence, with a
+backoff; a head that can never succeed (invalid, about to expire, delivered
+too often) parks its group: the head goes to the invalid or parking queue with
+its reason, and the group's later records go to the parking queue, in sequence,
+until an operator releases the group (on a lane whose consumer skips, no group
+is parked).
 
-For each group: its state (held, or draining), its head (the original message
-id), why the head will not come back by itself (parked: its replays are
-exhausted or it neared expiry; invalid: the consumer rejected it), how many
-records are held behind it, and how long ago it was held and last changed.
+For each group: why it is parked, its head (the message id) and the queue it
+is in, when it was parked, how many of its records wait in the parking queue,
+and a release in progress with the records it sent back that the consumer has
+not applied yet.
 
-A held group whose head is parked or invalid stays held until an operator
-releases it (unless the lane skips such heads):
-
-  groups release GROUP   skips the head: the hold turns draining and a drain
-                         trigger goes to the source queue, so the held
-                         records apply next, in sequence, without it. If the
-                         head is applied later (fixed and replayed from the
-                         parking queue), its effect comes after theirs.
-
-The holds are read from the lane's hold table (its HoldTableName output, or
---hold-table; a lane without one does not hold its groups) under the
-consumer's scope, the replay function's CONSUMER_NAME unless --consumer names
-it.`,
+The parks are read from the lane's ledger table (its LedgerTableName output,
+or --ledger-table).`,
 		Example: `  dlq groups
-  dlq groups -o json | jq -r '.groups[] | select(.parked != null) | .group'
+  dlq groups -o json | jq -r '.groups[] | select(.queue == "invalid") | .group'
   dlq groups release GROUP`,
 		RunE: runE(func(cmd *cobra.Command) error {
-			if err := f.check(cmd); err != nil {
-				return err
-			}
-			rep, err := a.groups(cmd.Context(), f)
+			rep, err := a.groups(cmd.Context())
 			return show(a, rep, err, func(w io.Writer, rep groupsReport) error { return writeGroups(w, rep, a.now()) })
 		}),
 	}
-	cmd.PersistentFlags().StringVar(&f.consumer, "consumer", "", "the consumer's idempotency scope, under which its holds are kept (default: the replay function's "+settings.ConsumerName.Env+")")
-	cmd.AddCommand(a.releaseCommand(&f))
+	cmd.AddCommand(a.releaseCommand())
 	return cmd
 }
 
-func (a *app) releaseCommand(f *groupsFlags) *cobra.Command {
+func (a *app) releaseCommand() *cobra.Command {
+	var f groupsFlags
 	cmd := &cobra.Command{
 		Use:   "release GROUP",
-		Short: "Let a held message group go on past its head",
-		Long: `release lets a held group go on without its head: the hold turns draining and
-a drain trigger goes to the source queue, so that the consumer applies the
-records held behind the head next, in sequence. The head is skipped: if it is
-applied later (fixed and replayed from the parking queue), its effect comes
-after theirs. Release a group whose head is parked or invalid once you know
-its successors may go first; a head that is not parked is still being
-retried, and releasing its group lets the successors overtake it.
+		Short: "Let a parked message group go on: its parked records go back to the source, in sequence",
+		Long: `release lets a parked group go on: its records in the parking queue (the head
+too, when it went there) go back to the source queue in sequence, marked so that
+the consumer applies them before any later record of the group, and the park
+ends once the consumer has applied them all. A head in the invalid queue stays
+there: the group goes on without it (fix it at the producer).
 
-A group already draining gets its drain trigger again (nothing else changes;
-SQS drops it as a copy within five minutes of the last). A group that is not
-held is refused (exit code 3). On a terminal it asks for confirmation unless
---yes; without a terminal it needs --yes.`,
-		Example: `  dlq groups release GROUP
-  dlq groups release GROUP --yes -o json`,
+Release a group once the cause of its head's failure is fixed: a head that
+fails again parks the group again.
+
+release sends the records back, then waits for the consumer, looking again
+every 2s, for at most --wait. A release still in progress then (the consumer
+has not applied every record yet) is said so, with exit code 4: run the
+command again to finish it. --dry-run shows the park and what a release would
+do. On a terminal it asks for confirmation unless --yes (or --dry-run, or a
+release already in progress); without a terminal it needs --yes. A group
+that is not parked is refused (exit code 3).
+
+It reads the parks in the lane's ledger table (--ledger-table) and moves the
+records from its parking queue (--parking-url) to its source queue
+(--source-url).`,
+		Example: `  dlq groups release GROUP --dry-run
+  dlq groups release GROUP
+  dlq groups release GROUP --yes --wait 10m -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError("%s takes one message group, got %d arguments (dlq groups lists the held groups)", cmd.CommandPath(), len(args))
+				return usageError("%s takes one message group, got %d arguments (dlq groups lists the parked groups)", cmd.CommandPath(), len(args))
 			}
 			if err := checkGroup(args[0]); err != nil {
 				return err
 			}
-			if err := f.check(cmd); err != nil {
-				return err
+			if f.wait < 0 {
+				return usageError("--wait %s: want a duration of 0 or more", f.wait)
 			}
-			rep, err := a.release(cmd.Context(), args[0], *f)
-			return typed(show(a, rep, err, writeRelease))
+			rep, err := a.release(cmd.Context(), args[0], f)
+			if err != nil {
+				return typed(err)
+			}
+			if err := show(a, rep, nil, writeRelease); err != nil {
+				return typed(err)
+			}
+			if !rep.Done && !rep.DryRun {
+				return &codedError{code: exitIncomplete, err: fmt.Errorf("the release of group %s is still in progress: run dlq groups release %s again (--wait to wait longer)",
+					printable.String(rep.Group), printable.String(rep.Group))}
+			}
+			return nil
 		},
 	}
-	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
+	fl := cmd.Flags()
+	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "show the park and what a release would do; change nothing")
+	fl.DurationVar(&f.wait, "wait", defaultReleaseWait, "how long to wait for the consumer to apply the records sent back (0: send them, do not wait)")
 	return cmd
-}
-
-// check validates the flags that need no resource.
-func (f *groupsFlags) check(cmd *cobra.Command) error {
-	if f.consumerSet = cmd.Flags().Changed("consumer"); f.consumerSet {
-		return checkConsumer(f.consumer)
-	}
-	return nil
 }
 
 // maxGroupBytes is SQS's bound on a MessageGroupId.
@@ -165,234 +177,196 @@ func checkGroup(g string) error {
 	return nil
 }
 
-// holdSession is what the groups commands work on: the lane's holds, and
-// its route's mode when known.
-type holdSession struct {
-	*session
-	store hold.Store
-	table string // the hold table
-	scope string // the consumer's
-	mode  string // the route's "groups"; "" when off or unknown
-	read  bool   // the replay function's configuration was read (mode is known)
-}
-
-// openHolds opens a session, which needs keys and the lane's hold table
-// (see holdTable), and the store of the lane's holds under the consumer's
-// scope.
-func (a *app) openHolds(ctx context.Context, f groupsFlags, keys ...string) (*holdSession, error) {
-	need := func(r *resources) error {
+// needsGroups is the need (see open) of the groups commands: keys, on a
+// lane that is not known to be standard (only a FIFO lane parks groups).
+func needsGroups(keys ...string) func(*resources) error {
+	return func(r *resources) error {
 		if err := needs(keys...)(r); err != nil {
 			return err
 		}
-		_, err := r.holdTable()
-		return err
+		for _, k := range []string{outSource, outDLQ} {
+			if v := r.optional(k); v != "" && !settings.IsFIFO(v) {
+				lane := "the lane"
+				if r.lane != "" {
+					lane = "lane " + r.lane
+				}
+				return fmt.Errorf("%s is not a FIFO lane: %s is a standard queue (%s), and only a FIFO lane's consumer parks message groups", lane, shown(v), r.origin(k))
+			}
+		}
+		return nil
 	}
-	s, err := a.open(ctx, need)
+}
+
+// parks is the lane's store of parks, in its ledger table, and where
+// errors say it is.
+func (s *session) parks() (fifo.Store, string, error) {
+	table, err := s.res.get(outLedger)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	hs := &holdSession{session: s, scope: f.consumer}
-	if hs.table, err = s.res.holdTable(); err != nil {
-		return nil, err
-	}
-	if !f.consumerSet {
-		lc, err := s.laneConfig(ctx, "", false, s.res.optional(outDLQ))
-		if err != nil {
-			return nil, fmt.Errorf("%w — pass --consumer NAME", err)
-		}
-		if hs.scope = lc.consumer(); hs.scope == "" {
-			return nil, usageError("no consumer scope: the lane has no replay function whose %s dlq can read — pass --consumer NAME", settings.ConsumerName.Env)
-		}
-		hs.mode = lc.route.Groups
-		hs.read = lc.found
-	}
-	hs.store = s.holds(hs.table, hs.scope)
-	return hs, nil
+	return s.groupStore(table), "ledger table " + shown(table), nil
 }
 
-// where names the holds' place in errors.
-func (hs *holdSession) where() string {
-	return fmt.Sprintf("hold table %s (consumer %s)", hs.table, hs.scope)
-}
-
-func (a *app) groups(ctx context.Context, f groupsFlags) (groupsReport, error) {
-	rep := groupsReport{Groups: []heldGroup{}}
-	hs, err := a.openHolds(ctx, f)
+func (a *app) groups(ctx context.Context) (groupsReport, error) {
+	rep := groupsReport{Groups: []parkedGroup{}}
+	s, err := a.open(ctx, needsGroups(outLedger))
 	if err != nil {
 		return rep, err
 	}
-	rep.Mode = hs.mode
-	rep.read = hs.read
-	holds, err := hs.store.List(ctx)
+	store, where, err := s.parks()
 	if err != nil {
-		return rep, fmt.Errorf("list the held groups in %s: %w", hs.where(), err)
+		return rep, err
 	}
-	for _, h := range holds {
-		g, err := hs.describe(ctx, h)
-		if err != nil {
-			return rep, err
-		}
-		rep.Groups = append(rep.Groups, g)
+	parks, err := store.List(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("list the parked groups in %s: %w", where, err)
+	}
+	for _, p := range parks {
+		rep.Groups = append(rep.Groups, parkedOf(p))
 	}
 	return rep, nil
 }
 
-// describe is h as dlq shows it, with the count of its held records.
-func (hs *holdSession) describe(ctx context.Context, h hold.Hold) (heldGroup, error) {
-	n, err := hs.store.Count(ctx, h.Group)
-	if err != nil {
-		return heldGroup{}, fmt.Errorf("count the records held in group %q in %s: %w", h.Group, hs.where(), err)
-	}
-	return heldGroup{Group: h.Group, State: string(h.State), Head: h.Head, Parked: h.Parked, Held: n, Since: h.Since, Updated: h.Updated}, nil
-}
-
-// errNotHeld is the refusal of a release of a group without a hold.
-func (hs *holdSession) errNotHeld(group string) error {
-	return refused("group %q is not held (no hold in %s): nothing to release — dlq groups lists the held groups", group, hs.where())
-}
-
 func writeGroups(w io.Writer, rep groupsReport, now time.Time) error {
 	if len(rep.Groups) == 0 {
-		text := "No held groups."
-		if rep.read && rep.Mode == "" {
-			text = "No held groups (the lane's route does not hold them: only a FIFO lane's does, by the construct's default, hold, or with skip)."
-		}
-		_, err := fmt.Fprintln(w, text)
+		_, err := fmt.Fprintln(w, "No parked groups.")
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSTATE\tHEAD\tHELD\tSINCE\tUPDATED\tPARKED")
-	parked := 0
+	fmt.Fprintln(tw, "GROUP\tREASON\tHEAD\tIN\tWAITING\tSINCE\tRELEASE")
 	for _, g := range rep.Groups {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s ago\t%s ago\t%s\n", printable.String(g.Group), printable.String(g.State), printable.String(g.Head), g.Held,
-			duration(now.Sub(g.Since)), duration(now.Sub(g.Updated)), printable.String(g.Parked))
-		if g.Parked != "" && g.State == string(hold.Held) {
-			parked++
+		release := ""
+		if g.Releasing {
+			release = fmt.Sprintf("in progress, %d pending", g.Pending)
 		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s ago\t%s\n", printable.String(g.Group), printable.String(g.Reason), printable.String(g.Head),
+			printable.String(g.Queue), g.Waiting, duration(now.Sub(g.Since)), release)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if parked > 0 && rep.Mode != string(hold.Skip) {
-		_, err := fmt.Fprintf(w, "\n%d group(s) held behind a head that will not come back by itself: dlq groups release GROUP lets one go on without it.\n", parked)
-		return err
-	}
-	return nil
-}
-
-func writeRelease(w io.Writer, rep releaseReport) error {
-	if rep.Was == string(hold.Draining) {
-		_, err := fmt.Fprintf(w, "Group %s was draining already (released, or its head applied): sent its drain trigger to %s again "+
-			"(SQS drops it as a copy if the last one went less than five minutes ago).\n", printable.String(rep.Group), rep.TriggerQueue)
-		return err
-	}
-	_, err := fmt.Fprintf(w, "Released group %s past its head %s%s: the hold is %s, a drain trigger went to %s, and its %d held record(s) apply next, in sequence. "+
-		"If the head is applied later, its effect comes after theirs.\n", printable.String(rep.Group), printable.String(rep.Head), parkedNote(rep.Parked), rep.State, rep.TriggerQueue, rep.Held)
+	_, err := fmt.Fprintf(w, "\n%d parked group(s): dlq groups release GROUP sends one's parked records back to the source, in sequence, and lets it go on.\n", len(rep.Groups))
 	return err
 }
 
-// parkedNote is why a head will not come back (shown by
-// printable.String), or that it is still retried, in parentheses.
-func parkedNote(parked string) string {
-	if parked == "" {
-		return " (not parked: still being retried)"
-	}
-	return " (" + printable.String(parked) + ")"
-}
-
-// errHoldChanged: the hold changed between the read and the release in a
-// way that asks for a new look (another head, or the hold ended).
-var errHoldChanged = errors.New("the hold changed since it was read")
-
-// releaseAttempts bounds the tries of one release: a conflict is the
-// consumer storing a record behind the hold between dlq's read and its
-// write, and the next try reads the hold again.
-const releaseAttempts = 3
-
+// release releases group (fifo.Releaser), waiting for the consumer for at
+// most f.wait; a dry run reads the park and changes nothing.
 func (a *app) release(ctx context.Context, group string, f groupsFlags) (releaseReport, error) {
-	hs, err := a.openHolds(ctx, f, outSource)
+	rep := releaseReport{Group: group, DryRun: f.dryRun}
+	s, err := a.open(ctx, needsGroups(outLedger, outParking, outSource))
 	if err != nil {
-		return releaseReport{}, err
+		return rep, err
 	}
-	source, err := hs.res.get(outSource)
+	store, where, err := s.parks()
 	if err != nil {
-		return releaseReport{}, err
+		return rep, err
 	}
-	h, err := hs.hold(ctx, group)
+	r := &fifo.Releaser{Store: store, Queue: s.releaseQueue}
+	if r.ParkingURL, r.SourceURL, err = releaseQueues(s.res); err != nil {
+		return rep, err
+	}
+	rep.Source = r.SourceURL
+	got, err := store.Parked(ctx, []string{group})
 	if err != nil {
-		return releaseReport{}, err
+		return rep, fmt.Errorf("read the park of group %q in %s: %w", group, where, err)
 	}
-	g, err := hs.describe(ctx, h)
-	if err != nil {
-		return releaseReport{}, err
+	p, ok := got[group]
+	if !ok {
+		return rep, refused("group %q is not parked (no park in %s): nothing to release — dlq groups lists the parked groups", group, where)
 	}
-	rep := releaseReport{Group: group, Head: h.Head, Parked: h.Parked, Held: g.Held, Was: string(h.State), TriggerQueue: source}
-	if h.State == hold.Held {
-		if err := a.confirmRelease(g, f.yes); err != nil {
+	rep.Park = parkedOf(p)
+	rep.Pending = rep.Park.Pending
+	if f.dryRun {
+		return rep, nil
+	}
+	if !rep.Park.Releasing {
+		if err := a.confirmRelease(rep.Park, f.yes); err != nil {
 			return rep, err
 		}
 	}
-	k := &hold.Keeper{Store: hs.store, Source: hs.sender, SourceURL: source}
-	after, err := hs.releaseHold(ctx, k, h, a.now)
-	rep.State = string(after.State)
-	return rep, err
-}
-
-// hold reads the hold of group; a group without one is refused.
-func (hs *holdSession) hold(ctx context.Context, group string) (hold.Hold, error) {
-	got, err := hs.store.Holds(ctx, []string{group})
-	if err != nil {
-		return hold.Hold{}, fmt.Errorf("read the hold of group %q in %s: %w", group, hs.where(), err)
-	}
-	h, ok := got[group]
-	if !ok {
-		return hold.Hold{}, hs.errNotHeld(group)
-	}
-	return h, nil
-}
-
-// releaseHold releases h (hold.Keeper.Release), reading it again after a
-// conflict as long as it has the same head and state: the consumer stored
-// another record behind it meanwhile. A hold that changed otherwise is
-// left for the operator to look at again.
-func (hs *holdSession) releaseHold(ctx context.Context, k *hold.Keeper, h hold.Hold, now func() time.Time) (hold.Hold, error) {
-	for attempt := 1; ; attempt++ {
-		after, err := k.Release(ctx, h, now())
-		switch {
-		case err == nil:
-			return after, nil
-		case errors.Is(err, hold.ErrNotHeld):
-			return after, hs.errNotHeld(h.Group)
-		case after.State == hold.Draining: // written; its trigger failed
-			return after, fmt.Errorf("group %q is draining, but %w — run dlq groups release again to resend the trigger", h.Group, err)
-		case !errors.Is(err, hold.ErrConflict) || attempt == releaseAttempts:
-			return after, fmt.Errorf("release group %q in %s: %w", h.Group, hs.where(), err)
-		}
-		cur, err := hs.hold(ctx, h.Group)
+	deadline := a.now().Add(f.wait)
+	for {
+		step, err := r.Release(ctx, group)
+		rep.Moved += step.Moved
+		rep.Pending = step.Pending
+		rep.Done = step.Done
 		if err != nil {
-			return hold.Hold{}, err
+			return rep, fmt.Errorf("release group %q (%d record(s) sent back so far): %w — run dlq groups release again", group, rep.Moved, err)
 		}
-		if cur.Head != h.Head || cur.State != h.State {
-			return cur, fmt.Errorf("release group %q: %w (head %s, %s; now head %s, %s): nothing released — look again with dlq groups",
-				h.Group, errHoldChanged, h.Head, h.State, cur.Head, cur.State)
+		if step.Done || !a.now().Before(deadline) {
+			return rep, nil
 		}
-		h = cur
+		if err := a.sleep(ctx, releasePoll); err != nil {
+			return rep, fmt.Errorf("release group %q: %w — run dlq groups release again", group, err)
+		}
 	}
+}
+
+// releaseQueues are the lane's parking and source queues, which a release
+// moves records between: both FIFO, in one account and region.
+func releaseQueues(r *resources) (parking, source string, err error) {
+	if parking, err = r.get(outParking); err != nil {
+		return "", "", err
+	}
+	if source, err = r.get(outSource); err != nil {
+		return "", "", err
+	}
+	for _, k := range []string{outParking, outSource} {
+		if v := r.values[k]; !settings.IsFIFO(v) {
+			return "", "", fmt.Errorf("the %s %s (%s) is a standard queue: a release moves a FIFO lane's records", k, shown(v), r.origin(k))
+		}
+	}
+	if p, q := placeOf(source), placeOf(parking); !p.within(q) {
+		return "", "", fmt.Errorf("the source queue %s is in %s, and the parking queue %s in %s: dlq moves messages only within the account and region of the queue they leave",
+			shown(source), p, shown(parking), q)
+	}
+	return parking, source, nil
+}
+
+func writeRelease(w io.Writer, rep releaseReport) error {
+	g, p := printable.String(rep.Group), rep.Park
+	head := fmt.Sprintf("head %s in the %s queue, %s", printable.String(p.Head), printable.String(p.Queue), printable.String(p.Reason))
+	var err error
+	switch {
+	case rep.DryRun && p.Releasing:
+		_, err = fmt.Fprintf(w, "Dry run: group %s is parked (%s), and a release is in progress: %d record(s) back in %s not applied yet, %d waiting in the parking queue. "+
+			"A release would wait for the consumer, then send back any record parked since.\n", g, head, p.Pending, rep.Source, p.Waiting)
+	case rep.DryRun:
+		_, err = fmt.Fprintf(w, "Dry run: group %s is parked (%s). A release would send its %d waiting record(s) back to %s, in sequence, and end the park once the consumer has applied them.\n",
+			g, head, p.Waiting, rep.Source)
+	case rep.Done && rep.Moved == 0:
+		_, err = fmt.Fprintf(w, "Released group %s: every record sent back applied; the park is gone and the group goes on.\n", g)
+	case rep.Done:
+		_, err = fmt.Fprintf(w, "Released group %s: %d record(s) sent back to %s, in sequence, and every record sent back applied; the park is gone and the group goes on.\n",
+			g, rep.Moved, rep.Source)
+	default:
+		_, err = fmt.Fprintf(w, "Releasing group %s: %d record(s) sent back to %s, in sequence; %d not applied by the consumer yet. The park ends once they are.\n",
+			g, rep.Moved, rep.Source, rep.Pending)
+	}
+	if err == nil && !rep.DryRun && p.Queue == "invalid" {
+		_, err = fmt.Fprintf(w, "Its head %s stays in the invalid queue (%s): the group goes on without it.\n", printable.String(p.Head), printable.String(p.Reason))
+	}
+	return err
 }
 
 // confirmRelease asks before a release: on a terminal, a y/N question on
 // stderr; without a terminal it needs --yes.
-func (a *app) confirmRelease(g heldGroup, yes bool) error {
+func (a *app) confirmRelease(g parkedGroup, yes bool) error {
 	if yes {
 		return nil
 	}
 	if !a.isTerminal(a.stdin) {
-		return refused("not releasing group %s without confirmation: stdin is not a terminal — pass --yes", g.Group)
+		return refused("not releasing group %s without confirmation: stdin is not a terminal — pass --yes (or --dry-run)", g.Group)
 	}
-	fmt.Fprintf(a.stderr, "Release group %s past its head %s%s, so that its %d held record(s) apply next without it? [y/N] ", printable.String(g.Group), printable.String(g.Head), parkedNote(g.Parked), g.Held)
+	without := ""
+	if g.Queue == "invalid" {
+		without = fmt.Sprintf(" without its head %s, which stays in the invalid queue", printable.String(g.Head))
+	}
+	fmt.Fprintf(a.stderr, "Release group %s (parked: %s), so that its %d waiting record(s) go back to the source, in sequence, and the group goes on%s? [y/N] ",
+		printable.String(g.Group), printable.String(g.Reason), g.Waiting, without)
 	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 	if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
-		return refused("release not confirmed: group %s stays held", g.Group)
+		return refused("release not confirmed: group %s stays parked", g.Group)
 	}
 	return nil
 }

@@ -24,8 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/hold"
-	"github.com/homingdlq/homing/hold/holdtest"
+	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/fifo/fifotest"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -46,11 +46,15 @@ type fixture struct {
 	tagging *fakeTagging
 	urls    map[string]string // queue name -> URL
 
-	// holds is the lane's store of group holds; opened lists the
-	// "<table> <scope>" dlq opened it with.
-	holds  hold.Store
-	memory *holdtest.Memory // holds, unless a test wraps it
+	// parks are the lane's parked groups; store is what dlq opens (parks,
+	// unless a test wraps it), and opened lists the tables it opened it on.
+	parks  *fifotest.Memory
+	store  fifo.Store
 	opened []string
+	// consumer, when set, is the lane's consumer at work: it runs at each
+	// of dlq's waits, once the clock has advanced; sleeps counts the waits.
+	consumer func()
+	sleeps   int
 
 	env    map[string]string // the replay function's environment
 	envErr error
@@ -79,8 +83,8 @@ func newFixture(t *testing.T) *fixture {
 		t: t, clock: replaytest.NewClock(time.Now().UTC().Truncate(time.Second)), items: &fakeItems{items: map[string]map[string]dbtypes.AttributeValue{}},
 		calls: map[string]int{}, urls: map[string]string{}, vars: map[string]string{}, tagging: &fakeTagging{},
 	}
-	f.memory = holdtest.NewMemory()
-	f.holds = f.memory
+	f.parks = &fifotest.Memory{}
+	f.store = f.parks
 	f.q = replaytest.NewMemoryQueue(f.clock.Now)
 	f.ledger = replaytest.NewMemoryLedger(f.clock.Now)
 	f.q.CallFault = func(op, _ string) error {
@@ -196,6 +200,14 @@ func (f *fixture) runRaw(args ...string) result {
 	stdin := strings.NewReader(f.stdin)
 	a := &app{
 		stdin: stdin, stdout: &stdout, stderr: &stderr, now: f.clock.Now,
+		sleep: func(ctx context.Context, d time.Duration) error {
+			f.sleeps++
+			f.clock.Advance(d)
+			if f.consumer != nil {
+				f.consumer()
+			}
+			return ctx.Err()
+		},
 		getenv:     func(k string) string { return f.vars[k] },
 		isTerminal: func(x any) bool { return x == any(stdin) && f.stdinTTY || x == any(&stderr) && f.stderrTTY },
 		connect: func(context.Context, *globalFlags, *slog.Logger) (*backend, error) {
@@ -216,11 +228,11 @@ func (f *fixture) runRaw(args ...string) result {
 					return &replaytest.MemoryCompletions{Store: idempotency.NewMemoryStore(), Scope: consumer}
 				},
 				items: f.items,
-				holds: func(table, scope string) hold.Store {
-					f.opened = append(f.opened, table+" "+scope)
-					return f.holds
+				groupStore: func(table string) fifo.Store {
+					f.opened = append(f.opened, table)
+					return f.store
 				},
-				sender: f.q,
+				releaseQueue: releaseQueue{f.q},
 				functionEnv: func(_ context.Context, name string) (map[string]string, error) {
 					if f.envErr != nil {
 						return nil, f.envErr
@@ -335,6 +347,24 @@ func (q elsewhere) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttri
 	c := *in
 	c.QueueUrl = q.url(in.QueueUrl)
 	return q.MemoryQueue.GetQueueAttributes(ctx, &c, optFns...)
+}
+
+// releaseQueue is the memory queue with the single delete a release makes
+// (a batch of one).
+type releaseQueue struct {
+	*replaytest.MemoryQueue
+}
+
+func (q releaseQueue) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	out, err := q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: in.QueueUrl,
+		Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("single"), ReceiptHandle: in.ReceiptHandle}}})
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Failed) > 0 {
+		return nil, fmt.Errorf("delete: %s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+	}
+	return &sqs.DeleteMessageOutput{}, nil
 }
 
 // fakeItems is the GetItem of an idempotency table.

@@ -1,8 +1,8 @@
 // Command dlq is the operator's command line for a dead-letter lane:
 // inspect the DLQ, peek at messages, replay on demand with the engine the
 // scheduled replay function uses, audit a business key or the recent
-// runs, and list and release the held message groups of a FIFO lane that
-// keeps each group's order through failure (package hold). What it knows of the lane's messages (their key, payload hash,
+// runs, and list and release the parked message groups of a FIFO lane
+// (package fifo). What it knows of the lane's messages (their key, payload hash,
 // whether the consumer writes completion records, the consumer's scope)
 // it reads from the lane's replay function (REPLAY_ROUTES, CONSUMER_NAME).
 //
@@ -10,7 +10,7 @@
 //	dlq peek [-n 10] [--queue dlq]   messages with their metadata, released at once
 //	dlq replay [--dry-run] ...       an on-demand replay run, with filters, a cap and a rate
 //	dlq audit --key KEY | --runs N   a key's history and completion record; the last runs
-//	dlq groups [release GROUP]       a FIFO lane's held message groups; let one go on past its head
+//	dlq groups [release GROUP]       a FIFO lane's parked message groups; let one go on, in sequence
 //
 // Install it with `go install github.com/homingdlq/homing/cmd/dlq@latest`.
 // It finds a lane in the stack outputs (--outputs-file FILE as `cdk deploy

@@ -226,7 +226,7 @@ func TestOutputsFileValuesCheckedAsFlags(t *testing.T) {
 		{"an escape in a queue URL", outDLQ, "https://sqs.us-east-1.amazonaws.com/000000000000/%6frders", []string{"not a queue URL"}},
 		{"a table name with a space", outLedger, "led ger", []string{`(output OrdersLedgerTableName) "led ger": not a DynamoDB table`}},
 		{"a table ARN of no partition", outIdempotency, "arn:x:dynamodb:us-east-1:123456789012:table/idem", []string{"(output OrdersIdempotencyTableName)", "not a DynamoDB table"}},
-		{"an overlong table name", outHold, strings.Repeat("t", 256), []string{"(output OrdersHoldTableName)", "… (256 bytes): not a DynamoDB table"}},
+		{"an overlong table name", outLedger, strings.Repeat("t", 256), []string{"(output OrdersLedgerTableName)", "… (256 bytes): not a DynamoDB table"}},
 		{"a function name with a control byte", outReplayFunction, "replay-fn\x00", []string{`(output OrdersReplayFunctionName) "replay-fn\x00": not a Lambda function`}},
 	}
 	for _, tt := range tests {

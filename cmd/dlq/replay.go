@@ -89,12 +89,6 @@ names another queue is refused, naming both (--to sends elsewhere on
 purpose). Without such a route, they are the lane's resources. Either way
 they must be in the account and region of the queue replayed from.
 
-On a FIFO lane whose consumer holds its message groups (the route's "groups"
-in REPLAY_ROUTES), the run also sweeps the held groups in the lane's hold
-table (its HoldTableName output, or --hold-table) and tells them of every
-message it parks, as the scheduled run does (not with --to): a parked head
-keeps its group held until dlq groups release (unless the lane skips).
-
 Every flag is checked before the first AWS call, and so are the lane's
 resources when an outputs file or the resource flags name them.
 
@@ -311,9 +305,6 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 		return err
 	}
 	opts.Completions = s.completions(cfg.IdempotencyTable, cfg.ConsumerName)
-	if rt.Groups != "" {
-		opts.Holds = replay.HoldsOf(s.holds(cfg.HoldTable, cfg.ConsumerName), s.sender)
-	}
 	opts.Logger, opts.Now = a.logger(), a.now
 	bar := a.progress()
 	opts.OnProgress = bar.update
@@ -346,7 +337,7 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 		return handler.Config{}, fmt.Errorf("%w — "+`pass --replay-function NAME, or --replay-function "" for the engine's default policy`, err)
 	}
 	fn, env := lc.function, lc.env
-	rt := laneRoute(lc, cmp.Or(s.res.lane, defaultRouteName), dlq, f)
+	rt := laneRoute(lc, cmp.Or(s.res.lane, defaultRouteName), dlq)
 	if len(keysOf(f.keys, f.orders)) > 0 && rt.Key == "" {
 		return handler.Config{}, usageError("--key: the lane's route names no key expression (REPLAY_ROUTES of the replay function %q), so no message has a key to match", fn)
 	}
@@ -395,9 +386,7 @@ func (a *app) replayConfig(ctx context.Context, s *session, f replayFlags) (hand
 // tables sets the run's tables in env: the ledger and the idempotency
 // table are the replay function's, and the lane's resources (outputs and
 // flags) that name others are refused, as a table ARN outside the DLQ's
-// account and region is (a run reads its seal key and its history there);
-// on a route that holds its groups the hold table, which the lane must
-// have; on another route none.
+// account and region is (a run reads its seal key and its history there).
 func (s *session) tables(env map[string]string, rt replay.Route) error {
 	for _, k := range []struct{ env, out string }{{settings.LedgerTable.Env, outLedger}, {settings.IdempotencyTable.Env, outIdempotency}} {
 		found, err := s.res.get(k.out)
@@ -416,24 +405,14 @@ func (s *session) tables(env map[string]string, rt replay.Route) error {
 		}
 		env[k.env] = found
 	}
-	delete(env, settings.HoldTable.Env)
-	if rt.Groups == "" {
-		return nil
-	}
-	var err error
-	if env[settings.HoldTable.Env], err = s.res.get(outHold); err != nil {
-		return fmt.Errorf("the lane's route holds its message groups (groups %q), so the run needs the lane's hold table: %w", rt.Groups, err)
-	}
 	return nil
 }
 
 // laneRoute is the lane's route of the replay function's configuration lc
 // as a run of f starts from it: its name (lane's when lc names none), and
 // what the engine must know of the lane's messages (key, payload hash,
-// records) and groups: on a lane that holds them, the run tells the holds
-// of the heads it parks and sweeps them, as the scheduled run does; not
-// with --to, whose queue is not the lane's source.
-func laneRoute(lc laneConfig, lane, dlq string, f replayFlags) replay.Route {
+// records).
+func laneRoute(lc laneConfig, lane, dlq string) replay.Route {
 	rt := replay.Route{Name: lane, DLQURL: dlq}
 	if lc.named {
 		rt.Name = lc.route.Name
@@ -442,9 +421,6 @@ func laneRoute(lc laneConfig, lane, dlq string, f replayFlags) replay.Route {
 		rt.Key = lc.route.Key
 		rt.PayloadHash = lc.route.PayloadHash
 		rt.Records = lc.route.Records
-		if f.to == "" {
-			rt.Groups = lc.route.Groups
-		}
 	}
 	return rt
 }

@@ -27,16 +27,10 @@ const (
 	outLedger         = settings.OutputLedgerTableName
 	outIdempotency    = settings.OutputIdempotencyTableName
 	outReplayFunction = settings.OutputReplayFunctionName
-	// outHold is the hold table's: only a lane that holds its message
-	// groups has one.
-	outHold = settings.OutputHoldTableName
 )
 
 // laneKeys are the output keys of every lane that dlq reads.
 var laneKeys = []string{outDLQ, outSource, outParking, outInvalid, outLedger, outIdempotency, outReplayFunction}
-
-// outputKeys are every output key dlq reads: laneKeys, and outHold.
-var outputKeys = append(slices.Clone(laneKeys), outHold)
 
 // Environment variables that stand in for the flags that say where the
 // lane is, when the flags are not given.
@@ -85,23 +79,6 @@ func (r *resources) origin(key string) string {
 		return o
 	}
 	return "the lane's " + key
-}
-
-// holdTable is the lane's hold table: its HoldTableName output, or
-// --hold-table. A lane whose outputs have none does not hold its message
-// groups (the construct creates the table only on a FIFO lane that does),
-// which the error says in one line; without outputs (none found, or the
-// lane found by its tags), the error is get's.
-func (r *resources) holdTable() (string, error) {
-	if v := r.values[outHold]; v != "" || r.err != nil || r.byTags {
-		return r.get(outHold)
-	}
-	lane := "the lane"
-	if r.lane != "" {
-		lane = "lane " + r.lane
-	}
-	return "", fmt.Errorf("%s does not hold its message groups: %s (the construct creates a hold table only for a FIFO lane that holds them, as one does by default) — or pass --hold-table TABLE",
-		lane, r.absent(outHold))
 }
 
 // errNoOrigin is why there are no outputs when nothing says where the lane is.
@@ -339,7 +316,7 @@ func lanesOf(stacks map[string]map[string]string) []laneOutputs {
 			if !ok || prefix != "" && settings.OutputID(l.name(), "") != prefix {
 				continue
 			}
-			for _, key := range outputKeys {
+			for _, key := range laneKeys {
 				if v, ok := out[prefix+key]; ok {
 					l.values[key] = v
 				}

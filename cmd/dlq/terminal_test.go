@@ -18,7 +18,7 @@ import (
 )
 
 // Hostile text as a producer (a body, an attribute, the invalid lane's
-// metadata it can forge), a ledger or hold record written from one, or an
+// metadata it can forge), a ledger record or a park written from one, or an
 // endpoint (a health status line, an error message) can get to dlq, in
 // forms SQS accepts: controls reach a body as JSON escapes that the key
 // expression decodes, C1 controls, bidi overrides and carriage returns as
@@ -193,13 +193,13 @@ func TestHumanOutputShowsControlsEscaped(t *testing.T) {
 		{
 			name: "groups: the head and why it is parked",
 			setup: func(f *fixture) []string {
-				f.fifoLane("hold")
-				f.holdGroup("g-1", "m"+c1CSI, "invalid: "+hostile, 1)
+				f.fifoLane()
+				f.parkGroup("g-1", "m"+c1CSI, "invalid: "+hostile, "invalid"+c1CSI, 1)
 				return []string{"groups"}
 			},
-			shown: []string{`m\u009b31m`, "invalid: " + hostileShown},
+			shown: []string{`m\u009b31m`, "invalid: " + hostileShown, `invalid\u009b31m`},
 			json: func(t *testing.T, r result) {
-				if g := decode[groupsReport](t, r).Groups[0]; g.Head != "m"+c1CSI || g.Parked != "invalid: "+hostile {
+				if g := decode[groupsReport](t, r).Groups[0]; g.Head != "m"+c1CSI || g.Reason != "invalid: "+hostile || g.Queue != "invalid"+c1CSI {
 					t.Fatalf("group = %+v", g)
 				}
 			},
@@ -207,12 +207,24 @@ func TestHumanOutputShowsControlsEscaped(t *testing.T) {
 		{
 			name: "groups release: the confirmation and the report",
 			setup: func(f *fixture) []string {
-				f.fifoLane("hold")
-				f.holdGroup("g-1", "m"+c1CSI, "invalid: "+hostile, 1)
+				f.fifoLane()
+				f.parkGroup("g-1", "m"+c1CSI, "invalid: "+hostile, "invalid", 1)
+				var applied []string
+				f.consumer = f.applyReleased(&applied)
 				f.stdinTTY, f.stdin = true, "y\n"
 				return []string{"groups", "release", "g-1"}
 			},
-			shown: []string{`Release group g-1 past its head m\u009b31m (invalid: ` + hostileShown + ")", `Released group g-1 past its head m\u009b31m (invalid: ` + hostileShown + ")"},
+			shown: []string{`Release group g-1 (parked: invalid: ` + hostileShown + `), so that its 1 waiting record(s) go back to the source, in sequence, and the group goes on without its head m\u009b31m`,
+				`Its head m\u009b31m stays in the invalid queue (invalid: ` + hostileShown + ")"},
+		},
+		{
+			name: "groups release --dry-run: the park",
+			setup: func(f *fixture) []string {
+				f.fifoLane()
+				f.parkGroup("g-1", "m"+c1CSI, "invalid: "+hostile, "invalid"+c1CSI, 1)
+				return []string{"groups", "release", "g-1", "--dry-run"}
+			},
+			shown: []string{`head m\u009b31m in the invalid\u009b31m queue, invalid: ` + hostileShown},
 		},
 		{
 			name: "an error from AWS",

@@ -5,9 +5,7 @@
 // replay/handler's (handler.Config.ParseInvocation, handler.LoadConfig):
 // each route of REPLAY_ROUTES names its lane's business key, payload hash,
 // whether the lane's consumer writes completion records, which it reads
-// in the idempotency table under the scope CONSUMER_NAME, and whether the
-// consumer holds its message groups (a FIFO lane's groups), whose holds
-// it keeps in the same table under the same scope.
+// in the idempotency table under the scope CONSUMER_NAME.
 package main
 
 import (
@@ -22,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
 )
@@ -53,29 +50,17 @@ func run(ctx context.Context) error {
 	)
 	var (
 		_ replay.Queue          = queue
-		_ hold.Sender           = queue // the keepers' drain triggers (replay.HoldsOf)
 		_ dynamo.LedgerAPI      = db
 		_ dynamo.CompletionsAPI = db
-		_ dynamo.HoldAPI        = db
 	)
 	h := handler.New(cfg, handler.Deps{
 		Queue:       queue,
 		Ledger:      dynamo.NewLedger(db, cfg.LedgerTable, nil),
 		Completions: dynamo.NewCompletions(db, cfg.IdempotencyTable, cfg.ConsumerName, nil),
-		Holds:       holds(db, cfg),
 		Health:      health,
 		Logger:      lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
 		Metrics:     os.Stdout,
 	})
 	lambda.StartWithOptions(h, lambda.WithContext(ctx))
 	return nil
-}
-
-// holds is the lane's hold store, nil when the function has no HOLD_TABLE
-// (a route with groups then reports it in its summary).
-func holds(db *dynamodb.Client, cfg handler.Config) hold.Store {
-	if cfg.HoldTable == "" {
-		return nil
-	}
-	return dynamo.NewHoldStore(db, cfg.HoldTable, cfg.ConsumerName)
 }

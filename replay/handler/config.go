@@ -23,7 +23,6 @@ type Config struct {
 	Routes           []replay.Route // REPLAY_ROUTES
 	LedgerTable      string         // LEDGER_TABLE
 	IdempotencyTable string         // IDEMPOTENCY_TABLE: the consumer's, read by the canary gate
-	HoldTable        string         // HOLD_TABLE: the lane's group holds, for the routes with groups ("" for none)
 	ConsumerName     string         // CONSUMER_NAME: the consumer's idempotency scope
 	HealthURL        string         // HEALTH_URL: "" for no health gate
 	// Engine holds the tuning the environment sets: the policy, the rate,
@@ -42,7 +41,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
 		LedgerTable:      env.String(settings.LedgerTable),
 		IdempotencyTable: env.String(settings.IdempotencyTable),
-		HoldTable:        env.String(settings.HoldTable),
 		ConsumerName:     env.String(settings.ConsumerName),
 		HealthURL:        env.String(settings.HealthURL),
 		MetricsNamespace: env.String(settings.MetricsNamespace),
@@ -71,7 +69,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			}
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: not a JSON array of {\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\",\"key\",\"payloadHash\",\"records\",\"groups\"}: %w", settings.ReplayRoutes.Env, err))
+			errs = append(errs, fmt.Errorf("%s: not a JSON array of {\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\",\"key\",\"payloadHash\",\"records\"}: %w", settings.ReplayRoutes.Env, err))
 		}
 	}
 	if err := errors.Join(append(errs, env.Err(), c.Validate())...); err != nil {
@@ -118,7 +116,7 @@ func (c Config) Validate() error {
 
 // Options returns the engine options the configuration sets (a copy of
 // Engine). The caller adds the ports and hooks: Health, Completions,
-// Holds, Logger, Now, Sleep, OnProgress. Consumer is the configuration's
+// Logger, Now, Sleep, OnProgress. Consumer is the configuration's
 // CONSUMER_NAME.
 func (c Config) Options() replay.Options {
 	o := c.Engine

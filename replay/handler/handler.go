@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/homingdlq/homing/hold"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -24,15 +23,6 @@ type Deps struct {
 	// on the routes whose consumer writes them (replay.Route.Records, with
 	// each route's key and payload hash); nil skips them on every route.
 	Completions replay.Completions
-	// Holds is the store of the lane's group holds (package hold: the
-	// consumer's, in IDEMPOTENCY_TABLE under CONSUMER_NAME), on the routes
-	// that hold their groups (replay.Route.Groups). Each such route's
-	// keeper sends its drain triggers to the route's source queue through
-	// Queue, which must then also send single messages (hold.Sender, as
-	// *sqs.Client does), and does with a parked head what the route's
-	// Groups says. Nil turns the holds off, and the summary of each route
-	// with Groups says so.
-	Holds hold.Store
 	// Health probes the downstream ([Config.Health]); nil: no health gate.
 	Health func(context.Context) error
 	Logger *slog.Logger // default slog.Default()
@@ -56,8 +46,6 @@ func New(cfg Config, d Deps) *Handler {
 	opts := cfg.Options()
 	opts.Health = d.Health
 	opts.Completions = d.Completions
-	source, _ := d.Queue.(hold.Sender) // nil: each keeper says it has no source queue
-	opts.Holds = replay.HoldsOf(d.Holds, source)
 	opts.Logger = d.Logger
 	opts.Now = d.Now
 	opts.Sleep = d.Sleep
