@@ -35,8 +35,17 @@ func queueFeatures(name string) replaytest.QueueFeatures {
 		f.EmptyVisibilityBatchRefused = false // an empty ChangeMessageVisibilityBatch succeeds
 		f.DeadLetterSourceARN = false         // no DeadLetterQueueSourceArn on a dead letter
 		f.DeduplicationAfterDelete = false    // a duplicate is delivered once the first is deleted
+		// A head released before its successors waits for them, then comes
+		// after them: messages of a group visible together come last first.
+		f.FIFOInFlightSuccessorsLockTheGroup = false
 	case "localstack": // localstack-core 2026.3.0, host mode
 		f.AttributeLimit = false // 11 message attributes accepted
+		// A released message (or one back from its timeout) reopens its
+		// group while the group's other messages are still in flight.
+		f.FIFOInFlightSuccessorsLockTheGroup = false
+		// An in-flight message stays hidden, past its own timeout, until
+		// every message received before it (any group) is back.
+		f.FIFOOtherGroupsRetryOnTime = false
 	}
 	return f
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -33,6 +34,11 @@ type QueueHarness struct {
 	// (RedrivePolicy, ...) set, and returns its URL and ARN: the redrive
 	// tests make their DLQs and source queues with it.
 	NewQueueWithAttributes func(t *testing.T, name string, attrs map[string]string) (url, arn string)
+	// Now and Sleep are the clock the FIFO lock tests wait on for visibility
+	// timeouts of seconds to end (nil: the wall clock and a real sleep); a
+	// MemoryQueue's harness passes the clock the queue runs on.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Features declares the documented behaviours the implementation has
 	// ([SQSFeatures] for all of them); the zero value declares none.
 	Features QueueFeatures
@@ -44,7 +50,8 @@ type QueueTest func(t *testing.T, h QueueHarness)
 
 // QueueTests returns the contract of the SQS behaviour the replay engine
 // relies on, one test per rule, in the order [RunQueue] runs them: messages,
-// visibility, batches and FIFO groups; redrive (receive counts, the move
+// visibility, batches and FIFO groups (the lock an in-flight message holds
+// on its group, kept and released by visibility changes); redrive (receive counts, the move
 // after maxReceiveCount keeping the message id, attributes and a standard
 // queue's SentTimestamp, FIFO redrive); and the behaviours of
 // [QueueFeatures], each skipped unless the harness declares it.
@@ -54,6 +61,10 @@ func QueueTests() []QueueTest {
 		TestReceivedMessageIsHiddenUntilReleased,
 		TestBatchCallsTakeOneToTenDistinctEntries,
 		TestFIFOGroupsComeInOrder,
+		TestFIFOInFlightHeadLocksItsGroup,
+		TestFIFOVisibilityChangeHoldsAndReleasesTheGroup,
+		TestFIFOGroupComesBackHeadFirst,
+		TestFIFOHeldHeadKeepsItsGroupLocked,
 		TestRedriveMovesAfterMaxReceiveCount,
 		TestFIFORedriveMovesTheGroupsHead,
 		TestMoreThanTenAttributesAreRefused,
@@ -62,6 +73,8 @@ func QueueTests() []QueueTest {
 		TestDeadLetterNamesItsSource,
 		TestListDeadLetterSourceQueues,
 		TestDeduplicationAfterDelete,
+		TestFIFOInFlightSuccessorsLockTheGroup,
+		TestFIFOOtherGroupsRetryOnTime,
 	}
 }
 

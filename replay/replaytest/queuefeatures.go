@@ -45,17 +45,32 @@ type QueueFeatures struct {
 	// after the message has been received and deleted"). The engine's
 	// replay after a crash between send and delete relies on it.
 	DeduplicationAfterDelete bool
+	// FIFOInFlightSuccessorsLockTheGroup: a FIFO group's messages in flight
+	// lock it also when they follow its visible head: a head received with
+	// its successors and released before them is not delivered until they
+	// are back, and then comes first, the rest in order (developer guide,
+	// FIFO message ordering and visibility timeout: no message of a group
+	// is returned while one of it is in flight). A head retried sooner than
+	// the queue's VisibilityTimeout meets this case.
+	FIFOInFlightSuccessorsLockTheGroup bool
+	// FIFOOtherGroupsRetryOnTime: a FIFO message comes back when its own
+	// visibility timeout ends, also while a message of another group,
+	// received before it, stays hidden longer (developer guide, visibility
+	// timeout). A group whose head waits hours must not delay the others.
+	FIFOOtherGroupsRetryOnTime bool
 }
 
 // SQSFeatures is what Amazon SQS documents: every feature.
 func SQSFeatures() QueueFeatures {
 	return QueueFeatures{
-		AttributeLimit:              true,
-		EmptyVisibilityBatchRefused: true,
-		DeleteAgainSucceeds:         true,
-		DeadLetterSourceARN:         true,
-		ListDeadLetterSources:       true,
-		DeduplicationAfterDelete:    true,
+		AttributeLimit:                     true,
+		EmptyVisibilityBatchRefused:        true,
+		DeleteAgainSucceeds:                true,
+		DeadLetterSourceARN:                true,
+		ListDeadLetterSources:              true,
+		DeduplicationAfterDelete:           true,
+		FIFOInFlightSuccessorsLockTheGroup: true,
+		FIFOOtherGroupsRetryOnTime:         true,
 	}
 }
 
@@ -101,11 +116,22 @@ var (
 		declared: func(f QueueFeatures) bool { return f.DeduplicationAfterDelete },
 		check:    checkDeduplicationAfterDelete,
 	}
+	fifoInFlightSuccessorsLockTheGroup = queueFeature{
+		name:     "FIFOInFlightSuccessorsLockTheGroup",
+		declared: func(f QueueFeatures) bool { return f.FIFOInFlightSuccessorsLockTheGroup },
+		check:    checkFIFOInFlightSuccessorsLockTheGroup,
+	}
+	fifoOtherGroupsRetryOnTime = queueFeature{
+		name:     "FIFOOtherGroupsRetryOnTime",
+		declared: func(f QueueFeatures) bool { return f.FIFOOtherGroupsRetryOnTime },
+		check:    checkFIFOOtherGroupsRetryOnTime,
+	}
 )
 
 // queueFeatures returns every feature, in the order of QueueFeatures.
 func queueFeatures() []queueFeature {
-	return []queueFeature{attributeLimit, emptyVisibilityBatchRefused, deleteAgainSucceeds, deadLetterSourceARN, listDeadLetterSources, deduplicationAfterDelete}
+	return []queueFeature{attributeLimit, emptyVisibilityBatchRefused, deleteAgainSucceeds, deadLetterSourceARN, listDeadLetterSources, deduplicationAfterDelete,
+		fifoInFlightSuccessorsLockTheGroup, fifoOtherGroupsRetryOnTime}
 }
 
 // test is the feature's test: skipped unless h declares the feature, failed
@@ -146,6 +172,20 @@ func TestListDeadLetterSourceQueues(t *testing.T, h QueueHarness) { listDeadLett
 // [QueueFeatures].DeduplicationAfterDelete.
 func TestDeduplicationAfterDelete(t *testing.T, h QueueHarness) {
 	deduplicationAfterDelete.test(t, h)
+}
+
+// TestFIFOInFlightSuccessorsLockTheGroup: a head released before its
+// successors received with it waits for them, then comes first. It needs
+// [QueueFeatures].FIFOInFlightSuccessorsLockTheGroup.
+func TestFIFOInFlightSuccessorsLockTheGroup(t *testing.T, h QueueHarness) {
+	fifoInFlightSuccessorsLockTheGroup.test(t, h)
+}
+
+// TestFIFOOtherGroupsRetryOnTime: a group's message comes back on its own
+// time while another group's head stays hidden longer. It needs
+// [QueueFeatures].FIFOOtherGroupsRetryOnTime.
+func TestFIFOOtherGroupsRetryOnTime(t *testing.T, h QueueHarness) {
+	fifoOtherGroupsRetryOnTime.test(t, h)
 }
 
 // RunQueueGaps checks every behaviour h.Features declares absent, as a

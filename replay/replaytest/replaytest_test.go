@@ -12,9 +12,11 @@ import (
 // memoryQueueHarness declares what MemoryQueue lacks of SQS's documented
 // behaviour: like ministack, it refuses a receipt handle whose message is
 // already deleted; and it has neither DeadLetterQueueSourceArn nor
-// ListDeadLetterSourceQueues, which the engine does not use.
+// ListDeadLetterSourceQueues, which the engine does not use. It runs on a
+// manual clock, so the FIFO lock tests' waits take no time.
 func memoryQueueHarness() replaytest.QueueHarness {
-	q := replaytest.NewMemoryQueue(nil)
+	clock := replaytest.NewClock(time.Now())
+	q := replaytest.NewMemoryQueue(clock.Now)
 	features := replaytest.SQSFeatures()
 	features.DeleteAgainSucceeds = false
 	features.DeadLetterSourceARN = false
@@ -35,6 +37,8 @@ func memoryQueueHarness() replaytest.QueueHarness {
 			}
 			return url, q.ARN(url)
 		},
+		Now:      clock.Now,
+		Sleep:    clock.Sleep,
 		Features: features,
 	}
 }
