@@ -239,8 +239,10 @@ func beginNamesTheRound(t *testing.T, s fifo.Store) {
 }
 
 // reparkNamesANewHeadAndEndsTheRound: Repark names the head, reason and
-// queue and ends the round; the group's time and counts stay. Repark of a
-// group not parked fails with ErrNotParked and parks nothing.
+// queue, ends the round, and counts the round's records sent back and not
+// applied as applied (each goes back to the parking queue, counted again,
+// or is the new head); the group's time and other counts stay. Repark of
+// a group not parked fails with ErrNotParked and parks nothing.
 func reparkNamesANewHeadAndEndsTheRound(t *testing.T, s fifo.Store) {
 	p := mustPark(t, s, "g", "m-1")
 	mustCount(t, s, "g", 3, 0, 0, "")
@@ -253,7 +255,7 @@ func reparkNamesANewHeadAndEndsTheRound(t *testing.T, s fifo.Store) {
 	}
 	want := p
 	want.Head, want.Reason, want.Queue = "m-2", fifo.ReasonDeliveredTooOften, "parking"
-	want.Parked, want.Moved, want.Applied = 3, 3, 1
+	want.Parked, want.Moved, want.Applied = 3, 3, 3
 	same(t, "the reparked park", parkOf(t, s, "g"), want)
 	if err := s.Repark(t.Context(), "never", "m-1", fifo.ReasonExpiring, "parking"); !errors.Is(err, fifo.ErrNotParked) {
 		t.Fatalf("Repark of a group never parked: err = %v, want ErrNotParked", err)
