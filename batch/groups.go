@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -79,6 +80,11 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 		case g.err != nil:
 			outcomes[i] = Failed
 			g.p.log(ctx, msg, Failed, nil, g.err)
+		case g.park != nil && g.park.Queue == "invalid" && msg.MessageId == g.park.Head:
+			// A copy of the batch ran it: it is in the invalid queue.
+			outcomes[i] = Invalid
+			reason = strings.TrimPrefix(g.park.Reason, "invalid: ")
+			g.p.log(ctx, msg, Invalid, nil, nil, slog.String("reason", reason), slog.String("detail", "the group's parked head, in the invalid queue already"))
 		case g.park != nil && !g.released(msg):
 			outcomes[i] = g.parkBehind(ctx, msg)
 		case g.p.tooLate(ctx):
