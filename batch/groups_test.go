@@ -973,3 +973,45 @@ func TestAReleasedRecordFailsOrParksAgain(t *testing.T) {
 		l.settled(true, "a/1")
 	})
 }
+
+// 10. A release step that fails midway (a record sent back but not
+// counted, or not sent) and is run again at once, before the consumer has
+// seen what it sent: nothing is lost, nothing applied out of order, and
+// the release ends.
+func TestAReleaseStepThatFailsMidway(t *testing.T) {
+	for _, method := range []string{"Count", "SendMessageBatch"} {
+		t.Run(method, func(t *testing.T) {
+			l := newFIFOLane(t, laneSetup{})
+			l.set(l.invalids, true, "a/1")
+			l.publish("a", 1, 2, 3, 4)
+			l.drain()
+			r := l.lane.Releaser(l.store)
+			sends := 0
+			l.lane.Queue.CallFault = func(op, url string) error {
+				if op == "SendMessageBatch" && url == l.lane.Route.SourceURL {
+					if sends++; sends == 2 { // a/3
+						switch method {
+						case "Count":
+							l.store.set(true, "Count")
+						default:
+							return errors.New("throttled")
+						}
+					}
+				}
+				return nil
+			}
+			if _, err := r.Release(t.Context(), "a"); err == nil {
+				t.Fatal("the step did not fail")
+			}
+			l.lane.Queue.CallFault = nil
+			l.store.set(false, "Count")
+			if _, err := r.Release(t.Context(), "a"); err != nil {
+				t.Fatal(err)
+			}
+			l.drain()
+			l.release("a")
+			l.wantApplied("a", 2, 3, 4)
+			l.settled(false, "a/1")
+		})
+	}
+}
