@@ -1015,3 +1015,44 @@ func TestAReleaseStepThatFailsMidway(t *testing.T) {
 		})
 	}
 }
+
+// 11. A parked record whose count failed comes back after the lane's
+// visibility timeout, later than SQS's five minutes of deduplication (a
+// function of a minute has a queue of six), and is parked again: the
+// release applies the group in order all the same, even when the consumer
+// runs while the step still moves and a new record of the group arrives.
+func TestARecordParkedTwice(t *testing.T) {
+	l := newFIFOLane(t, laneSetup{lane: batchtest.LaneOptions{Visibility: 6 * time.Minute}})
+	l.set(l.invalids, true, "a/1")
+	l.publish("a", 1)
+	l.drain()
+	l.publish("a", 2, 3)
+	l.store.set(true, "Count")
+	l.poll()
+	l.store.set(false, "Count")
+	l.drain()
+	if got := l.bodies(l.lane.Route.ParkingURL); !slices.Contains(got, "a/3") {
+		t.Fatalf("parking holds %q", got)
+	}
+
+	// The consumer runs as the step sends a/3 back, and a/4 arrives then.
+	l.lane.Queue.CallFault = func(op, url string) error {
+		if op == "SendMessageBatch" && url == l.lane.Route.SourceURL {
+			if parked := l.bodies(l.lane.Route.ParkingURL); parked[0] == "a/3" {
+				l.lane.Queue.CallFault = nil
+				l.drain()
+				l.publish("a", 4)
+				l.drain()
+			}
+		}
+		return nil
+	}
+	_, _ = l.lane.Releaser(l.store).Release(t.Context(), "a")
+	l.lane.Queue.CallFault = nil
+	l.drain()
+	if l.park("a").Group != "" {
+		l.release("a")
+	}
+	l.wantApplied("a", 2, 3, 4)
+	l.settled(false, "a/1")
+}
