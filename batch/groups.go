@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -79,6 +80,11 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 		case g.err != nil:
 			outcomes[i] = Failed
 			g.p.log(ctx, msg, Failed, nil, g.err)
+		case g.park != nil && g.park.Queue == "invalid" && msg.MessageId == g.park.Head:
+			// A copy of the batch ran it: it is in the invalid queue.
+			outcomes[i] = Invalid
+			reason = strings.TrimPrefix(g.park.Reason, "invalid: ")
+			g.p.log(ctx, msg, Invalid, nil, nil, slog.String("reason", reason), slog.String("detail", "the group's parked head, in the invalid queue already"))
 		case g.park != nil && !g.released(msg):
 			outcomes[i] = g.parkBehind(ctx, msg)
 		case g.p.tooLate(ctx):
@@ -259,10 +265,21 @@ func (g *groupRun) parkBehind(ctx context.Context, msg events.SQSMessage) Outcom
 	return Parked
 }
 
-// toParking sends msg to the parking queue under its group, then counts it
-// in the group's park. When the park is gone (released meanwhile), msg
-// fails, to run when it comes again: its parked copy is a duplicate.
+// toParking counts msg in the group's park, then sends it to the parking
+// queue under its group: the park never counts fewer records than the
+// queue holds, even when msg is sent twice (a count beyond is harmless: a
+// release ends the park once the queue holds none of the group). When the
+// park is gone (released meanwhile), msg fails, to run when it comes again.
 func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why string) error {
+	if g.park != nil {
+		if err := g.k.Store.Count(ctx, g.group, 1, 0, 0, ""); err != nil {
+			if errors.Is(err, fifo.ErrNotParked) {
+				g.park = nil
+			}
+			return fmt.Errorf("count a parked record: %w", err)
+		}
+		g.park.Parked++
+	}
 	producer := MessageAttributes(msg.MessageAttributes)
 	attrs, err := fifo.ParkedAttributes(producer, msg.MessageId, why, g.p.opts.Now())
 	if err != nil || envelope.MessageBytes(len(msg.Body), attrs) > envelope.MaxMessageBytes {
@@ -276,16 +293,6 @@ func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why str
 	if err != nil {
 		return fmt.Errorf("send to the parking queue: %w", err)
 	}
-	if g.park == nil {
-		return nil
-	}
-	if err := g.k.Store.Count(ctx, g.group, 1, 0, 0, ""); err != nil {
-		if errors.Is(err, fifo.ErrNotParked) {
-			g.park = nil
-		}
-		return fmt.Errorf("count a parked record: %w", err)
-	}
-	g.park.Parked++
 	return nil
 }
 

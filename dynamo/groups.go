@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -74,6 +75,7 @@ var (
 
 // Parked implements [fifo.Store]: one consistent BatchGetItem per 100 groups.
 func (s *GroupStore) Parked(ctx context.Context, groups []string) (map[string]fifo.Park, error) {
+	groups = slices.Compact(slices.Sorted(slices.Values(groups))) // BatchGetItem refuses a key named twice
 	out := map[string]fifo.Park{}
 	for start := 0; start < len(groups); start += 100 {
 		keys := make([]map[string]types.AttributeValue, 0, 100)
@@ -146,7 +148,8 @@ func (s *GroupStore) Repark(ctx context.Context, group, head, reason, queue stri
 	u := expression.Set(expression.Name("head"), expression.Value(head)).
 		Set(expression.Name("reason"), expression.Value(reason)).
 		Set(expression.Name("queue"), expression.Value(queue)).
-		Set(expression.Name("releasing"), expression.Value(""))
+		Set(expression.Name("releasing"), expression.Value("")).
+		Set(expression.Name("applied"), expression.Name("moved"))
 	return s.update(ctx, group, u, parkExists, fifo.ErrNotParked)
 }
 

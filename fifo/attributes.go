@@ -2,6 +2,7 @@ package fifo
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -30,11 +31,16 @@ func producerOf(attrs map[string]types.MessageAttributeValue) (producer map[stri
 	var n note
 	producer, found, err := envelope.Unpack(attrs, envelope.ReplayAttributeName, &n)
 	if err != nil {
-		// Not ours: keep it under another name.
+		// Not ours: keep it under another name, one the producer does
+		// not use.
+		name := corruptName
+		for i := 1; attrs[name].DataType != nil; i++ {
+			name = corruptName + "-" + strconv.Itoa(i)
+		}
 		producer = make(map[string]types.MessageAttributeValue, len(attrs))
 		for k, v := range attrs {
 			if k == envelope.ReplayAttributeName {
-				k = corruptName
+				k = name
 			}
 			producer[k] = v
 		}

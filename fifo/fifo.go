@@ -84,7 +84,9 @@ type Store interface {
 	// Park parks p.Group unless it is parked; it returns the stored park.
 	Park(ctx context.Context, p Park) (Park, error)
 	// Repark names a new head and reason of a parked group and ends its
-	// release round: ErrNotParked when it is not parked.
+	// release round; the round's records sent back and not applied count
+	// as applied (each goes back to the parking queue, counted again, or
+	// is the new head). ErrNotParked when it is not parked.
 	Repark(ctx context.Context, group, head, reason, queue string) error
 	// Count adds parked, moved and applied to the park's counters. When
 	// round is not "", it adds only while the park's Releasing is round

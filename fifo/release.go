@@ -58,9 +58,15 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	if p.Releasing != "" && p.Applied < p.Moved {
 		return Step{Pending: p.Moved - p.Applied}, nil
 	}
-	round := newRound()
-	if err := r.Store.Begin(ctx, group, round); err != nil {
-		return Step{}, err
+	// A step goes on with the round a step before it began (which may
+	// have stopped midway, its records in the source); a new one begins
+	// when none is named (none yet, or a Repark ended it).
+	round := p.Releasing
+	if round == "" {
+		round = newRound()
+		if err := r.Store.Begin(ctx, group, round); err != nil {
+			return Step{}, err
+		}
 	}
 	moved, err := r.move(ctx, group, round)
 	if err != nil {
@@ -89,7 +95,7 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 // move sends the parking queue's records of group to the source, in order,
 // marked with round; it returns how many.
 func (r *Releaser) move(ctx context.Context, group, round string) (int, error) {
-	var others []string // receipt handles of other groups' messages, shown again at the end
+	var others []string // receipt handles of the messages not moved, shown again at the end
 	defer func() {
 		for _, h := range others {
 			_, _ = r.Queue.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
@@ -108,12 +114,16 @@ func (r *Releaser) move(ctx context.Context, group, round string) (int, error) {
 		if len(out.Messages) == 0 {
 			return moved, nil
 		}
-		for _, m := range out.Messages {
+		for i, m := range out.Messages {
 			if m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] != group {
 				others = append(others, aws.ToString(m.ReceiptHandle))
 				continue
 			}
 			if err := r.sendBack(ctx, group, round, m); err != nil {
+				// Shown again, so that the next step finds them.
+				for _, rest := range out.Messages[i:] {
+					others = append(others, aws.ToString(rest.ReceiptHandle))
+				}
 				return moved, err
 			}
 			moved++
@@ -132,13 +142,12 @@ func (r *Releaser) sendBack(ctx context.Context, group, round string, m types.Me
 	if err != nil {
 		return fmt.Errorf("fifo: send %s back to the source: %w", id, err)
 	}
-	if err := r.Store.Count(ctx, group, 0, 1, 0, round); err != nil {
-		return err
-	}
+	// Counted once deleted: a record sent again (deduplicated by SQS) is
+	// never counted twice.
 	if _, err := r.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 		return fmt.Errorf("fifo: delete %s from the parking queue: %w", id, err)
 	}
-	return nil
+	return r.Store.Count(ctx, group, 0, 1, 0, round)
 }
 
 func newRound() string {

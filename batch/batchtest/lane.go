@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -18,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 	"github.com/homingdlq/homing/settings"
@@ -27,6 +30,7 @@ import (
 type LaneOptions struct {
 	MaxReceiveCount int           // receives before the redrive moves a message to the DLQ; default 3
 	Visibility      time.Duration // the source queue's visibility timeout; default 30 s
+	Retention       time.Duration // the source queue's message retention; default 4 days (SQS's)
 	BatchSize       int           // records per invocation, 1..10; default 10
 	Key             string        // the route's business key expression (replay.Route.Key)
 	PayloadHash     string        // the route's payload hash expression (replay.Route.PayloadHash)
@@ -36,8 +40,11 @@ type LaneOptions struct {
 // redrive moves a message to the DLQ after MaxReceiveCount receives, an
 // invalid queue, a parking queue, the event source mapping that invokes a
 // consumer with partial batch failures ([Lane.Poll], [Lane.Drain]), and the
-// replay engine over the DLQ ([Lane.Replay]). It is not safe for
-// concurrent use.
+// replay engine over the DLQ ([Lane.Replay]). A FIFO lane keeps SQS's
+// group lock, visibility changes, receive counts and retention, so a
+// consumer with [Lane.Keeper] and an operator's [Lane.Releaser] run end to
+// end. It is not safe for concurrent use, but the consumer it invokes may
+// call the queues from several goroutines.
 type Lane struct {
 	Queue      *replaytest.MemoryQueue  // every queue of the lane
 	Clock      *replaytest.Clock        // the clock of the queues, the ledger and the engine
@@ -47,6 +54,9 @@ type Lane struct {
 
 	opts LaneOptions
 	arn  string
+
+	mu    sync.Mutex
+	wakes []time.Time // when source messages the lane saw hidden come back
 }
 
 // NewLane returns the lane name (".fifo" makes its queues FIFO queues),
@@ -61,7 +71,10 @@ func NewLane(name string, o LaneOptions) *Lane {
 	if o.BatchSize == 0 {
 		o.BatchSize = 10
 	}
-	if o.BatchSize < 1 || o.BatchSize > 10 || o.Visibility < time.Second || o.MaxReceiveCount < 1 {
+	if o.Retention == 0 {
+		o.Retention = fifo.DefaultRetention
+	}
+	if o.BatchSize < 1 || o.BatchSize > 10 || o.Visibility < time.Second || o.MaxReceiveCount < 1 || o.Retention < time.Minute {
 		panic(fmt.Sprintf("batchtest: NewLane: options out of bounds: %+v", o))
 	}
 	base, suffix := name, ""
@@ -83,6 +96,7 @@ func NewLane(name string, o LaneOptions) *Lane {
 	redrive, _ := json.Marshal(map[string]any{"deadLetterTargetArn": q.ARN(l.Route.DLQURL), "maxReceiveCount": o.MaxReceiveCount})
 	l.Route.SourceURL = must(q.CreateQueue(name, map[string]string{
 		"VisibilityTimeout": strconv.Itoa(int(o.Visibility / time.Second)), "RedrivePolicy": string(redrive),
+		"MessageRetentionPeriod": strconv.Itoa(int(o.Retention / time.Second)),
 	}))
 	l.Route.ParkingURL = must(q.CreateQueue(base+"-parking"+suffix, map[string]string{"MessageRetentionPeriod": "1209600"}))
 	l.InvalidURL = must(q.CreateQueue(base+"-invalid"+suffix, map[string]string{"MessageRetentionPeriod": "1209600"}))
@@ -132,6 +146,7 @@ func (l *Lane) Poll(ctx context.Context, consume func(context.Context, events.SQ
 	if err != nil || len(out.Messages) == 0 {
 		return 0, err
 	}
+	l.wake(l.opts.Visibility)
 	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
 	receipts := map[string]string{}
 	for i, m := range out.Messages {
@@ -188,10 +203,12 @@ func (l *Lane) record(m types.Message) events.SQSMessage {
 var ErrNotDrained = errors.New("batchtest: the source queue did not drain")
 
 // Drain polls until the source queue is empty: whenever nothing is
-// visible, it advances the clock past the visibility timeout, so that a
-// record the consumer keeps failing is delivered MaxReceiveCount times and
-// then moved to the DLQ by the redrive. It returns the first Poll error,
-// or ErrNotDrained when the queue stops shrinking.
+// visible, it advances the clock to a second past the end of the first
+// visibility it knows of (a poll's, or a hide through the queues of
+// [Lane.Keeper]), so that a record the consumer keeps failing comes back
+// until the redrive moves it to the DLQ after MaxReceiveCount receives, or
+// the consumer parks it. It returns the first Poll error, or ErrNotDrained
+// when the queue stops shrinking.
 func (l *Lane) Drain(ctx context.Context, consume func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) error {
 	left := len(l.Queue.Messages(l.Route.SourceURL))
 	for waits := 0; ; {
@@ -213,8 +230,81 @@ func (l *Lane) Drain(ctx context.Context, consume func(context.Context, events.S
 		if waits++; waits > 4*(l.opts.MaxReceiveCount+1) {
 			return ErrNotDrained
 		}
-		l.Clock.Advance(l.opts.Visibility + time.Second)
+		l.Clock.Advance(l.nextWake())
 	}
+}
+
+// wake notes that a source message hidden now comes back after d.
+func (l *Lane) wake(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.wakes = append(l.wakes, l.Clock.Now().Add(d))
+}
+
+// nextWake is how long until a second past the first visibility that has
+// not ended; a visibility timeout and a second when none is known.
+func (l *Lane) nextWake() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.Clock.Now()
+	l.wakes = slices.DeleteFunc(l.wakes, func(w time.Time) bool { return !w.After(now) })
+	if len(l.wakes) == 0 {
+		return l.opts.Visibility + time.Second
+	}
+	return slices.MinFunc(l.wakes, time.Time.Compare).Sub(now) + time.Second
+}
+
+// Keeper returns the group order of a consumer of the lane's FIFO source
+// (batch.Options.Groups), its parks in s: the lane's queues, with the
+// source's retention; a parked group waits for [Lane.Releaser]. Set its
+// OnError to fifo.Skip (Store nil) for a lane that skips, and the lane's
+// MaxReceiveCount above its MaxReceives, as the construct does.
+func (l *Lane) Keeper(s fifo.Store) *fifo.Keeper {
+	return &fifo.Keeper{Store: s, Queue: laneQueue{l}, SourceURL: l.Route.SourceURL, ParkingURL: l.Route.ParkingURL,
+		Retention: l.opts.Retention}
+}
+
+// Releaser returns the operator's release of the lane's parked groups,
+// whose parks are in s.
+func (l *Lane) Releaser(s fifo.Store) *fifo.Releaser {
+	return &fifo.Releaser{Store: s, Queue: laneQueue{l}, ParkingURL: l.Route.ParkingURL, SourceURL: l.Route.SourceURL}
+}
+
+// laneQueue is the lane's queues as a consumer and a release call them:
+// Drain learns when a source message they hide comes back.
+type laneQueue struct{ l *Lane }
+
+var (
+	_ fifo.Queue        = laneQueue{}
+	_ fifo.ReleaseQueue = laneQueue{}
+)
+
+func (q laneQueue) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	return q.l.Queue.SendMessage(ctx, in)
+}
+
+func (q laneQueue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	return q.l.Queue.ReceiveMessage(ctx, in)
+}
+
+func (q laneQueue) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	out, err := q.l.Queue.ChangeMessageVisibility(ctx, in)
+	if err == nil && aws.ToString(in.QueueUrl) == q.l.Route.SourceURL {
+		q.l.wake(time.Duration(in.VisibilityTimeout) * time.Second)
+	}
+	return out, err
+}
+
+func (q laneQueue) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	out, err := q.l.Queue.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: in.QueueUrl,
+		Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("single"), ReceiptHandle: in.ReceiptHandle}}})
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Failed) > 0 {
+		return nil, fmt.Errorf("delete: %s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+	}
+	return &sqs.DeleteMessageOutput{}, nil
 }
 
 // Replay runs the replay engine once over the lane's DLQ, with opts on the

@@ -10,9 +10,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/batch/batchtest"
+	"github.com/homingdlq/homing/fifo/fifotest"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 )
@@ -142,5 +146,47 @@ func TestDrainALongFIFOGroup(t *testing.T) {
 	}
 	if n := len(lane.Queue.Messages(lane.Route.DLQURL)); n != 100 {
 		t.Fatalf("%d in the DLQ, want 100", n)
+	}
+}
+
+// A head the consumer hides for hours (its backoff, set through the
+// Keeper's queue) holds its group; Drain waits for it, as long as it
+// takes, and the group then applies in order.
+func TestDrainWaitsForAHiddenHead(t *testing.T) {
+	ctx := context.Background()
+	lane := batchtest.NewLane("orders.fifo", batchtest.LaneOptions{MaxReceiveCount: 100, Retention: 14 * 24 * time.Hour})
+	for _, body := range []string{"1", "2"} {
+		if _, err := lane.Publish(ctx, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failures := 3
+	var applied []string
+	handle := func(_ context.Context, msg events.SQSMessage) error {
+		if msg.Body == "1" && failures > 0 {
+			failures--
+			return errors.New("downstream: 503")
+		}
+		applied = append(applied, msg.Body)
+		return nil
+	}
+	k := lane.Keeper(&fifotest.Memory{})
+	k.MinBackoff = 6 * time.Hour
+	p := batch.New(handle, lane.Invalid("orders"), batch.Options{Groups: k, Logger: slog.New(slog.DiscardHandler), Now: lane.Clock.Now})
+	start := lane.Clock.Now()
+	if err := lane.Drain(ctx, p.Process); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(applied, ",") != "1,2" {
+		t.Fatalf("applied %v, want 1,2", applied)
+	}
+	// Hidden 6, 12 and 12 hours, each at least three quarters of it.
+	if waited := lane.Clock.Now().Sub(start); waited < 22*time.Hour {
+		t.Fatalf("drained after %v, before the head's backoffs ended", waited)
+	}
+	out, err := lane.Queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(lane.Route.SourceURL),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMessageRetentionPeriod}})
+	if err != nil || out.Attributes["MessageRetentionPeriod"] != "1209600" {
+		t.Fatalf("source retention: %v, %v; want the 14 days asked", out, err)
 	}
 }

@@ -69,6 +69,7 @@ func (m *Memory) Repark(_ context.Context, group, head, reason, queue string) er
 		return fifo.ErrNotParked
 	}
 	p.Head, p.Reason, p.Queue, p.Releasing = head, reason, queue, ""
+	p.Applied = p.Moved
 	m.parks[group] = p
 	return nil
 }
