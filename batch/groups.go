@@ -108,6 +108,16 @@ func (g *groupRun) released(msg events.SQSMessage) bool {
 	return g.park.Releasing != "" && fifo.Round(MessageAttributes(msg.MessageAttributes)) == g.park.Releasing
 }
 
+// reparked reports whether msg was sent back by one of the park's rounds:
+// parked again, it goes before the records parked since (fifo.ReparkGroup).
+func (g *groupRun) reparked(msg events.SQSMessage) bool {
+	if g.park == nil {
+		return false
+	}
+	r := fifo.Round(MessageAttributes(msg.MessageAttributes))
+	return r != "" && (r == g.park.Releasing || r == g.park.Previous)
+}
+
 // head runs the first record of the group that is not parked.
 func (g *groupRun) head(ctx context.Context, msg events.SQSMessage) (Outcome, string) {
 	n := receives(msg)
@@ -219,13 +229,14 @@ func receives(msg events.SQSMessage) int {
 // parkHead parks the group behind msg, which goes to the parking queue
 // for why; on a lane that skips only msg is parked.
 func (g *groupRun) parkHead(ctx context.Context, msg events.SQSMessage, why string) Outcome {
+	again := g.reparked(msg) // before a Repark ends the round msg carries
 	if g.k.OnError != fifo.Skip {
 		if err := g.parkGroup(ctx, msg, why, "parking"); err != nil {
 			o, _ := g.fail(ctx, msg, err)
 			return o
 		}
 	}
-	if err := g.toParking(ctx, msg, why); err != nil {
+	if err := g.toParking(ctx, msg, why, again); err != nil {
 		o, _ := g.fail(ctx, msg, err)
 		return o
 	}
@@ -241,7 +252,11 @@ func (g *groupRun) parkGroup(ctx context.Context, msg events.SQSMessage, why, qu
 		if err := g.k.Store.Repark(ctx, g.group, msg.MessageId, why, queue); err != nil {
 			return fmt.Errorf("park the message group again: %w", err)
 		}
+		if g.park.Releasing != "" {
+			g.park.Previous = g.park.Releasing
+		}
 		g.park.Head, g.park.Reason, g.park.Queue, g.park.Releasing = msg.MessageId, why, queue, ""
+		g.park.Applied = g.park.Moved
 		return nil
 	}
 	pk, err := g.k.Store.Park(ctx, fifo.Park{Group: g.group, Reason: why, Head: msg.MessageId, Queue: queue, Since: g.p.opts.Now().UTC()})
@@ -257,7 +272,7 @@ func (g *groupRun) parkGroup(ctx context.Context, msg events.SQSMessage, why, qu
 // parkBehind sends a record of a parked group to the parking queue, behind
 // its head.
 func (g *groupRun) parkBehind(ctx context.Context, msg events.SQSMessage) Outcome {
-	if err := g.toParking(ctx, msg, fifo.ReasonGroupParked); err != nil {
+	if err := g.toParking(ctx, msg, fifo.ReasonGroupParked, g.reparked(msg)); err != nil {
 		o, _ := g.fail(ctx, msg, err)
 		return o
 	}
@@ -270,7 +285,7 @@ func (g *groupRun) parkBehind(ctx context.Context, msg events.SQSMessage) Outcom
 // queue holds, even when msg is sent twice (a count beyond is harmless: a
 // release ends the park once the queue holds none of the group). When the
 // park is gone (released meanwhile), msg fails, to run when it comes again.
-func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why string) error {
+func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why string, again bool) error {
 	if g.park != nil {
 		if err := g.k.Store.Count(ctx, g.group, 1, 0, 0, ""); err != nil {
 			if errors.Is(err, fifo.ErrNotParked) {
@@ -287,9 +302,13 @@ func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why str
 		// says why.
 		attrs = producer
 	}
+	group := g.group
+	if again {
+		group = fifo.ReparkGroup(g.group)
+	}
 	_, err = g.k.Queue.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(g.k.ParkingURL), MessageBody: aws.String(msg.Body), MessageAttributes: attrs,
-		MessageGroupId: aws.String(g.group), MessageDeduplicationId: aws.String(msg.MessageId)})
+		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(msg.MessageId)})
 	if err != nil {
 		return fmt.Errorf("send to the parking queue: %w", err)
 	}

@@ -54,11 +54,12 @@ type parkItem struct {
 	Moved     int       `dynamodbav:"moved"`
 	Applied   int       `dynamodbav:"applied"`
 	Releasing string    `dynamodbav:"releasing"`
+	Previous  string    `dynamodbav:"previous"`
 }
 
 func (it parkItem) park() fifo.Park {
 	return fifo.Park{Group: it.SK, Reason: it.Reason, Head: it.Head, Queue: it.Queue, Since: it.Since,
-		Parked: it.Parked, Moved: it.Moved, Applied: it.Applied, Releasing: it.Releasing}
+		Parked: it.Parked, Moved: it.Moved, Applied: it.Applied, Releasing: it.Releasing, Previous: it.Previous}
 }
 
 func (s *GroupStore) key(group string) map[string]types.AttributeValue {
@@ -150,6 +151,13 @@ func (s *GroupStore) Repark(ctx context.Context, group, head, reason, queue stri
 		Set(expression.Name("queue"), expression.Value(queue)).
 		Set(expression.Name("releasing"), expression.Value("")).
 		Set(expression.Name("applied"), expression.Name("moved"))
+	parks, err := s.Parked(ctx, []string{group})
+	if err != nil {
+		return err
+	}
+	if p, ok := parks[group]; ok && p.Releasing != "" {
+		u = u.Set(expression.Name("previous"), expression.Value(p.Releasing))
+	}
 	return s.update(ctx, group, u, parkExists, fifo.ErrNotParked)
 }
 

@@ -62,6 +62,9 @@ type Park struct {
 	// Releasing names the release round in progress ("" when none):
 	// records that carry it are the parked ones, sent back in order.
 	Releasing string
+	// Previous names the round a Repark ended: its records still in the
+	// source are parked again with the order key they carry.
+	Previous string
 }
 
 // Waiting is how many records wait in the parking queue.

@@ -3,9 +3,11 @@ package fifo
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -29,6 +31,10 @@ type Releaser struct {
 	Queue      ReleaseQueue
 	ParkingURL string
 	SourceURL  string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+
+	empty map[string]time.Time // since when a group's scans found nothing, its park counting more
 }
 
 // Step is what one [Releaser.Release] did.
@@ -40,7 +46,12 @@ type Step struct {
 
 // scanVisibility hides the parking queue's messages of other groups while
 // a step scans it, so that the scan reaches every message once.
-const scanVisibility = 120
+const scanVisibility = 60
+
+// quiet is how long a group's scans must find nothing before a release
+// ends a park that counts more records parked than moved (a record counted
+// and not sent, or one hidden by a step that was killed).
+const quiet = 2 * scanVisibility * time.Second
 
 // Release takes one step of releasing group: it sends the group's parked
 // records back unless a round is still pending, and ends the park when the
@@ -68,7 +79,14 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 			return Step{}, err
 		}
 	}
-	moved, err := r.move(ctx, group, round)
+	// The records a round parked again are older than every record
+	// parked under the group since: they go back first.
+	moved, err := r.move(ctx, ReparkGroup(group), group, round)
+	if err == nil {
+		var n int
+		n, err = r.move(ctx, group, group, round)
+		moved += n
+	}
 	if err != nil {
 		return Step{Moved: moved}, err
 	}
@@ -81,7 +99,10 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	case !ok:
 		return Step{Done: true, Moved: moved}, nil
 	case moved > 0 || p.Applied < p.Moved:
+		delete(r.empty, group)
 		return Step{Moved: moved, Pending: max(p.Moved-p.Applied, 0)}, nil
+	case p.Moved < p.Parked && !r.quietFor(group):
+		return Step{}, nil
 	}
 	if err := r.Store.Release(ctx, p); err != nil {
 		if errors.Is(err, ErrChanged) {
@@ -92,9 +113,27 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	return Step{Done: true}, nil
 }
 
-// move sends the parking queue's records of group to the source, in order,
-// marked with round; it returns how many.
-func (r *Releaser) move(ctx context.Context, group, round string) (int, error) {
+// quietFor reports whether the scans of group have found nothing for quiet.
+func (r *Releaser) quietFor(group string) bool {
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	if r.empty == nil {
+		r.empty = map[string]time.Time{}
+	}
+	since, ok := r.empty[group]
+	if !ok {
+		r.empty[group] = now
+		return false
+	}
+	return now.Sub(since) >= quiet
+}
+
+// move sends the parking queue's records of parked (group's own group, or
+// its ReparkGroup) to the source under group, in order, marked with round;
+// it returns how many.
+func (r *Releaser) move(ctx context.Context, parked, group, round string) (int, error) {
 	var others []string // receipt handles of the messages not moved, shown again at the end
 	defer func() {
 		for _, h := range others {
@@ -115,7 +154,7 @@ func (r *Releaser) move(ctx context.Context, group, round string) (int, error) {
 			return moved, nil
 		}
 		for i, m := range out.Messages {
-			if m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] != group {
+			if m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] != parked {
 				others = append(others, aws.ToString(m.ReceiptHandle))
 				continue
 			}
@@ -154,4 +193,11 @@ func newRound() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// ReparkGroup is the parking queue's group of group's records that a
+// release round sent back and that parked again: a release moves it first.
+func ReparkGroup(group string) string {
+	sum := sha256.Sum256([]byte(group))
+	return "homing-repark-" + hex.EncodeToString(sum[:20])
 }

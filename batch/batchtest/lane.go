@@ -267,7 +267,7 @@ func (l *Lane) Keeper(s fifo.Store) *fifo.Keeper {
 // Releaser returns the operator's release of the lane's parked groups,
 // whose parks are in s.
 func (l *Lane) Releaser(s fifo.Store) *fifo.Releaser {
-	return &fifo.Releaser{Store: s, Queue: laneQueue{l}, ParkingURL: l.Route.ParkingURL, SourceURL: l.Route.SourceURL}
+	return &fifo.Releaser{Store: s, Queue: laneQueue{l}, ParkingURL: l.Route.ParkingURL, SourceURL: l.Route.SourceURL, Now: l.Clock.Now}
 }
 
 // laneQueue is the lane's queues as a consumer and a release call them:

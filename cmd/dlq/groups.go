@@ -68,7 +68,7 @@ type groupsFlags struct {
 
 // Release's wait: the default of --wait, and how often it looks again.
 const (
-	defaultReleaseWait = 2 * time.Minute
+	defaultReleaseWait = 5 * time.Minute
 	releasePoll        = 2 * time.Second
 )
 
@@ -261,7 +261,7 @@ func (a *app) release(ctx context.Context, group string, f groupsFlags) (release
 	if err != nil {
 		return rep, err
 	}
-	r := &fifo.Releaser{Store: store, Queue: s.releaseQueue}
+	r := &fifo.Releaser{Store: store, Queue: s.releaseQueue, Now: a.now}
 	if r.ParkingURL, r.SourceURL, err = releaseQueues(s.res); err != nil {
 		return rep, err
 	}

@@ -239,7 +239,7 @@ func beginNamesTheRound(t *testing.T, s fifo.Store) {
 }
 
 // reparkNamesANewHeadAndEndsTheRound: Repark names the head, reason and
-// queue, ends the round, and counts the round's records sent back and not
+// queue, ends the round (Previous names it), and counts the round's records sent back and not
 // applied as applied (each goes back to the parking queue, counted again,
 // or is the new head); the group's time and other counts stay. Repark of
 // a group not parked fails with ErrNotParked and parks nothing.
@@ -255,7 +255,7 @@ func reparkNamesANewHeadAndEndsTheRound(t *testing.T, s fifo.Store) {
 	}
 	want := p
 	want.Head, want.Reason, want.Queue = "m-2", fifo.ReasonDeliveredTooOften, "parking"
-	want.Parked, want.Moved, want.Applied = 3, 3, 3
+	want.Parked, want.Moved, want.Applied, want.Previous = 3, 3, 3, "r-1"
 	same(t, "the reparked park", parkOf(t, s, "g"), want)
 	if err := s.Repark(t.Context(), "never", "m-1", fifo.ReasonExpiring, "parking"); !errors.Is(err, fifo.ErrNotParked) {
 		t.Fatalf("Repark of a group never parked: err = %v, want ErrNotParked", err)

@@ -68,6 +68,9 @@ func (m *Memory) Repark(_ context.Context, group, head, reason, queue string) er
 	if !ok {
 		return fifo.ErrNotParked
 	}
+	if p.Releasing != "" {
+		p.Previous = p.Releasing
+	}
 	p.Head, p.Reason, p.Queue, p.Releasing = head, reason, queue, ""
 	p.Applied = p.Moved
 	m.parks[group] = p
