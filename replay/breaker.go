@@ -45,6 +45,12 @@ type Breaker struct {
 	// no sooner, so that replays still on their way are not taken for
 	// replays that succeeded.
 	ReturnAfter time.Duration `json:"returnAfter,omitempty"`
+	// Probe is, on the DLQ signal, the latest probe: its replays and the
+	// most of them a pass saw back; ProbeSent, when they were out. The
+	// gate judges the probe by them once it is no longer among the recent
+	// runs it reads, however long the wait for a pass that can tell.
+	Probe     *Return   `json:"probe,omitempty"`
+	ProbeSent time.Time `json:"probeSent,omitzero"`
 	// FailedRuns are the latest runs (at most maxFailedRuns) whose replays
 	// almost all failed, oldest first.
 	FailedRuns []string `json:"failedRuns,omitempty"`
@@ -74,6 +80,8 @@ func (b *Breaker) trip(probeAt time.Time) {
 	b.Open = true
 	b.Trips = 1
 	b.ProbeAt = probeAt
+	b.Probe = nil
+	b.ProbeSent = time.Time{}
 }
 
 // close closes the breaker: the route replays as usual.
@@ -81,11 +89,17 @@ func (b *Breaker) close() {
 	b.Open = false
 	b.Trips = 0
 	b.ProbeAt = time.Time{}
+	b.Probe = nil
+	b.ProbeSent = time.Time{}
 }
 
 func (b *Breaker) clone() *Breaker {
 	c := *b
 	c.FailedRuns = slices.Clone(b.FailedRuns)
+	if b.Probe != nil {
+		probe := *b.Probe
+		c.Probe = &probe
+	}
 	return &c
 }
 

@@ -129,6 +129,7 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	if rs.StopReason == StopDrained || rs.StopReason == StopPass || rs.StopReason == StopGate {
 		r.judgeProbe(p) // only a pass that saw the whole DLQ can tell
 	}
+	p.noteProbe()
 	r.noteUnrecorded(ctx, p, last)
 	return rs, nil
 }

@@ -151,9 +151,10 @@ func (p *pass) backSince() (n, seen, replayed int) {
 
 // dlqGate is the canary gate of a route whose breaker reads the DLQ: no
 // canary (nothing tells a completed replay from one still on its way), and
-// the breaker: closed while it is open and no probe is due; at a probe's
-// time, it stays open when most of the latest probe's replays came back,
-// and closes when they did not. A probe is judged only by a pass that
+// the breaker: open, it judges its latest probe (see latestProbe) as soon
+// as a pass can tell, not at the next probe's time, and closes when most
+// of the probe's replays did not come back; otherwise it holds the route
+// until the next probe's time. A probe is judged only by a pass that
 // started at least the time a failed replay took to come back when the
 // breaker opened ([Breaker.ReturnAfter]) after the probe's replays went
 // out (the probe run's end).
@@ -164,46 +165,85 @@ func (r *run) dlqGate(p *pass, detail string) Gate {
 	if b == nil || !b.Open {
 		return g
 	}
-	var probe *watched
-	if len(p.watched) > 0 && p.watched[0].probe {
-		probe = &p.watched[0]
+	probe := p.latestProbe()
+	due := !r.now().Before(b.ProbeAt)
+	open := detail + "; breaker open on the DLQ signal"
+	waiting := func() Gate {
+		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; next probe at %s", open, b.ProbeAt.UTC().Format(time.RFC3339))
+		return g
 	}
 	switch {
-	case r.now().Before(b.ProbeAt):
-		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; breaker open on the DLQ signal; next probe at %s", detail, b.ProbeAt.UTC().Format(time.RFC3339))
-		return g
-	case probe != nil && !probe.lookedLate(b.ReturnAfter) && r.now().Sub(probe.sent) < b.ReturnAfter:
-		// The probe's replays went out less than ReturnAfter ago (a probe
-		// that ran long): none could be back yet. Hold; a later run judges.
-		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; breaker open: the replays of probe %s cannot be back before %s", detail, probe.RunID, probe.sent.Add(b.ReturnAfter).UTC().Format(time.RFC3339))
-		return g
-	case probe != nil && !probe.lookedLate(b.ReturnAfter):
-		// No pass has looked at the DLQ since the probe, or none late
-		// enough for its replays to be back (this run came late: a cold
-		// start, a missed tick, a paused schedule; or the only pass since
-		// came before the replays could return): nothing says they did
-		// not come back. This pass holds replays, counts them back and
-		// judges the probe at its end (judgeProbe).
-		p.judgeProbe = true
-		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; breaker open: this pass judges probe %s by its replays back in the DLQ", detail, probe.RunID)
-		return g
-	case probe != nil && probe.failing():
+	case probe == nil && !due:
+		return waiting()
+	case probe == nil:
+	case probe.failing(), b.failed(probe.RunID):
 		b.addFailed(probe.RunID)
-		detail = fmt.Sprintf("%s; breaker open: %d of the %d replays of probe %s came back to the DLQ", detail, probe.seen(), probe.Replayed, probe.RunID)
-	case probe != nil:
+		open = fmt.Sprintf("%s: %d of the %d replays of probe %s came back to the DLQ", open, probe.seen(), probe.Replayed, probe.RunID)
+		if !due {
+			return waiting()
+		}
+	case !probe.lookedLate(b.ReturnAfter) && r.now().Sub(probe.sent) < b.ReturnAfter:
+		// The probe's replays went out less than ReturnAfter ago: none
+		// could be back yet. Hold; a later run judges.
+		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s: the replays of probe %s cannot be back before %s", open, probe.RunID, probe.sent.Add(b.ReturnAfter).UTC().Format(time.RFC3339))
+		return g
+	case !probe.lookedLate(b.ReturnAfter):
+		// No pass has looked at the DLQ since the probe late enough for
+		// its replays to be back (this run came late: a cold start, a
+		// missed tick, a paused schedule; or the passes since came before
+		// the replays could return): nothing says they did not come back.
+		// This pass holds replays, counts them back and judges the probe
+		// at its end (judgeProbe).
+		p.judgeProbe = true
+		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s: this pass judges probe %s by its replays back in the DLQ", open, probe.RunID)
+		return g
+	default:
 		// The probe's replays did not come back (or were too few to tell
 		// an outage from a bad message): the system works again.
 		b.close()
 		g.Decision, g.Detail = GateOpen, fmt.Sprintf("%s; breaker closed: %d of the %d replays of probe %s came back to the DLQ", detail, probe.seen(), probe.Replayed, probe.RunID)
 		return g
-	default:
-		detail += "; breaker open on the DLQ signal"
 	}
 	b.Trips++
 	b.ProbeAt = r.now().Add(max(r.e.opts.Policy.ceiling(b.Trips-1), b.ReturnAfter))
 	p.rs.Probe = true
-	g.Decision, g.Detail, g.Limit = GateLimited, detail+"; probing", r.e.opts.CanaryLimit
+	g.Decision, g.Detail, g.Limit = GateLimited, open+"; probing", r.e.opts.CanaryLimit
 	return g
+}
+
+// latestProbe returns the open breaker's latest probe among the runs the
+// pass watches, nil when the latest replaying run was no probe. The breaker
+// keeps it (Breaker.Probe), and puts it back among them, its replays seen
+// back so far included, when the recent runs no longer hold it.
+func (p *pass) latestProbe() *watched {
+	b := p.rs.Breaker
+	switch {
+	case len(p.watched) > 0 && p.watched[0].probe:
+		w := &p.watched[0]
+		if b.Probe != nil && b.Probe.RunID == w.RunID {
+			w.before = max(w.before, b.Probe.Back)
+		}
+		b.Probe = &Return{RunID: w.RunID, Replayed: w.Replayed, Back: w.seen()}
+		b.ProbeSent = w.sent
+		return w
+	case b.Probe == nil || slices.ContainsFunc(p.watched, func(w watched) bool { return w.RunID == b.Probe.RunID }):
+		return nil
+	}
+	w := watched{Return: Return{RunID: b.Probe.RunID, Replayed: b.Probe.Replayed}, startedAt: b.ProbeSent, sent: b.ProbeSent, probe: true, before: b.Probe.Back}
+	p.watched = slices.Insert(p.watched, 0, w)
+	return &p.watched[0]
+}
+
+// noteProbe keeps in the open breaker the most of its latest probe's
+// replays that this pass saw back (see latestProbe).
+func (p *pass) noteProbe() {
+	b := p.rs.Breaker
+	if b == nil || !b.Open || b.Probe == nil {
+		return
+	}
+	if i := slices.IndexFunc(p.watched, func(w watched) bool { return w.RunID == b.Probe.RunID }); i >= 0 {
+		b.Probe.Back = max(b.Probe.Back, p.watched[i].seen())
+	}
 }
 
 // watchDLQ trips the breaker of a route on the DLQ signal when most of a
@@ -251,6 +291,9 @@ func (r *run) judgeProbe(p *pass) {
 		return
 	}
 	b.addFailed(probe.RunID)
+	if r.now().Before(b.ProbeAt) {
+		return // judged before the next probe's time, which stands
+	}
 	b.Trips++
 	b.ProbeAt = r.now().Add(max(r.e.opts.Policy.ceiling(b.Trips-1), b.ReturnAfter))
 }

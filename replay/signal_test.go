@@ -288,3 +288,86 @@ func TestRunsCloseTogetherDoNotReportRecordsMissing(t *testing.T) {
 		t.Fatalf("records missing %v, unrecorded %d after 15 minutes more: want reported", m, n)
 	}
 }
+
+// On the DLQ signal, a probe is judged however many runs come between it
+// and a pass that can tell, and as soon as one can: after the recovery,
+// the first probe closes the breaker and the DLQ drains. Before, a probe
+// was judged at the next probe's time from the latest 20 runs the gates
+// read (100 minutes of runs every 5 minutes): once the wait between
+// probes outgrew them (doubling), or the time a replay takes to come back
+// did (a schedule paused before the breaker opened), the gate found no
+// probe to judge, probed again, and never closed; 5 messages went back a
+// probe, the rest waited for the expiry rescue.
+func TestAProbeIsJudgedAfterALongWait(t *testing.T) {
+	const every = 5 * time.Minute
+	for _, tc := range []struct {
+		name   string
+		outage func(h *harness, run func() replay.Summary, fail func())
+		bound  time.Duration // from the recovery to the breaker's closing
+	}{
+		{"waits doubled past the recent runs", func(h *harness, run func() replay.Summary, fail func()) {
+			var wait time.Duration
+			for range 8 * 12 { // eight hours of outage
+				h.clock.Advance(every)
+				if b := run().Routes[0].Breaker; b != nil && b.Open {
+					wait = max(wait, b.ProbeAt.Sub(h.clock.Now()))
+				}
+				fail()
+			}
+			if wait <= 20*every {
+				h.t.Fatalf("the longest wait for a probe was %s: the test needs one past 20 runs", wait)
+			}
+		}, replay.DefaultBackoffMax + 3*every},
+		{"a paused schedule before the breaker opened", func(h *harness, run func() replay.Summary, fail func()) {
+			h.clock.Advance(every)
+			run()
+			fail()
+			h.clock.Advance(3 * time.Hour) // the schedule was paused
+			if b := run().Routes[0].Breaker; b == nil || !b.Open || b.ReturnAfter <= 20*every {
+				h.t.Fatalf("breaker %+v: the test needs it open, with a ReturnAfter past 20 runs", b)
+			}
+		}, 2*(3*time.Hour+every) + 2*every},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, false, nil)
+			h.route.Records = false
+			keys := keysOf("ORD-LW", 40)
+			h.orders("LW", len(keys))
+			c := &laneConsumer{h: h, applied: map[string]int{}}
+			opts := func(o *replay.Options) {
+				o.Health = func(context.Context) error { return nil } // says up throughout
+				o.Completions = untouchable{t}
+			}
+			run := func() replay.Summary {
+				s := h.run(h.engine(opts), replay.Request{})
+				if n := s.Total.ParkedTotal(); n != 0 {
+					t.Fatalf("parked %d good messages: %+v", n, countsOf(s.Total))
+				}
+				return s
+			}
+			tc.outage(h, run, func() { c.consume(false, false) })
+			closed := time.Duration(-1)
+			for i := range 24 * 12 { // a day after the recovery
+				h.clock.Advance(every)
+				if b := run().Routes[0].Breaker; closed < 0 && (b == nil || !b.Open) {
+					closed = time.Duration(i+1) * every
+				}
+				c.consume(true, false)
+				if closed >= 0 && len(c.applied) == len(keys) {
+					break
+				}
+			}
+			if closed < 0 || closed > tc.bound {
+				t.Fatalf("the breaker closed %s after the recovery (-1ns: never), want within %s (the wait for a probe, and a pass that can judge it)", closed, tc.bound)
+			}
+			if visible, inFlight := h.depth(h.route.DLQURL); len(c.applied) != len(keys) || visible+inFlight != 0 {
+				t.Fatalf("%d of %d keys took effect, DLQ holds %d", len(c.applied), len(keys), visible+inFlight)
+			}
+			for _, k := range keys {
+				if c.applied[k] != 1 {
+					t.Errorf("%s took effect %d times, want once", k, c.applied[k])
+				}
+			}
+		})
+	}
+}

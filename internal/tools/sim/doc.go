@@ -90,7 +90,7 @@
 // interleaving; the others run one worker in lockstep (Options.Lockstep)
 // and replay event for event:
 //
-//	go test ./internal/tools/sim -run 'TestSim/seed=123'
+//	go test ./internal/tools/sim -run '^TestSim$/^seed=123$'
 //	make sim SEED=123
 //
 // # Lanes

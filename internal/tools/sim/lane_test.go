@@ -391,6 +391,66 @@ func laneScenarios() []scenario {
 			cfg:   func() Config { return pausedAfterProbe(3031, Lane{NoRecords: true}) },
 			check: boundedInOutage,
 		},
+		{
+			name: "no-records-long-outage", issue: "seed 763: a probe on the DLQ signal is judged however long the wait for it",
+			cfg:   func() Config { return longOutage(7631, Lane{RefKey: true, NoRecords: true}) },
+			check: closedAfterOutage,
+		},
+	}
+}
+
+// longOutage is an outage the health probe misses, on a lane without
+// records, long enough for the wait between the breaker's probes
+// (BackoffBase 5 minutes, doubling up to 12 hours) to outgrow the 20
+// recent runs the gates read (a run every 5 minutes), with an order the
+// service fails for ever among the dead letters. Seed 763's breaker lost
+// sight of its probe, probed 5 messages every 12 hours and never closed:
+// the others waited for the expiry rescue, 14 days, and the poison order
+// parked first expired from the parking queue before the operator came.
+func longOutage(seed uint64, lane Lane) Config {
+	c := quiet(seed)
+	c.Lane = lane
+	c.Replay.Options.BackoffBase = 5 * time.Minute
+	c.Replay.Options.BackoffMax = 12 * time.Hour
+	b := newBuilder(seed)
+	b.w.lane = lane
+	b.spread(40, time.Minute, 20*time.Minute)
+	b.poison(90 * time.Second)
+	c.Publications = b.pubs
+	c.Phases = []Phase{{From: 0, To: 8 * time.Hour, Mode: "down", LyingHealth: true}}
+	return c
+}
+
+// closedAfterOutage checks longOutage: the waits for a probe outgrew 20
+// runs; a run closed the breaker within a wait and a return of the
+// outage's end; no dead letter waited for the expiry rescue; only the
+// poison order was parked before the operator came.
+func closedAfterOutage(t *testing.T, rep *Report) {
+	o := rep.Config.Replay.Options
+	var wait time.Duration
+	var closed time.Time
+	end := Start.Add(rep.Config.Phases[0].To)
+	for _, r := range rep.Runs {
+		b := laneRoute(r).Breaker
+		if b != nil && b.Open {
+			wait = max(wait, b.ProbeAt.Sub(r.Start))
+		}
+		if closed.IsZero() && r.Start.After(end) && laneRoute(r).Route != "" && (b == nil || !b.Open) {
+			closed = r.Start
+		}
+	}
+	if limit := 20 * rep.Config.Replay.Schedule; wait <= limit {
+		t.Errorf("the longest wait for a probe was %s: the scenario needs one past 20 runs (%s)", wait, limit)
+	}
+	bound := end.Add(o.BackoffMax + time.Hour)
+	switch {
+	case closed.IsZero():
+		t.Errorf("no run closed the breaker after the outage's end at %s; want one by %s", fmtOffset(end.Sub(Start)), fmtOffset(bound.Sub(Start)))
+	case closed.After(bound):
+		t.Errorf("the breaker closed at %s after the outage's end at %s; want by %s", fmtOffset(closed.Sub(Start)), fmtOffset(end.Sub(Start)), fmtOffset(bound.Sub(Start)))
+	}
+	if got := rep.Stats.ParkedUnattended; got[replay.ReasonReplayExhausted] != 1 || len(got) != 1 {
+		t.Errorf("parked %v before the operator came; want only the poison order, %s", got, replay.ReasonReplayExhausted)
 	}
 }
 

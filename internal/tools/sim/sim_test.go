@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,25 +40,73 @@ func TestSim(t *testing.T) {
 		for i := range *flagSeeds {
 			seeds = append(seeds, uint64(i+1))
 		}
+		for _, n := range namedSeeds() {
+			if !slices.Contains(seeds, n) {
+				seeds = append(seeds, n)
+			}
+		}
 	}
 	start := time.Now()
 	if os.Getenv("SIM_SEEDS") != "" && *flagSeed < 0 && !testing.Short() {
 		// make sim: the scenarios of thousands of dead letters too.
 		runDeep(t)
 	}
+	ran := 0
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			ran++ // before Parallel: t.Run waits for it
 			t.Parallel()
 			rep, err := Run(RandomConfig(seed, *flagOrders))
 			if err != nil {
 				t.Fatal(err)
 			}
-			check(t, rep, fmt.Sprintf("go test ./internal/tools/sim -run 'TestSim/seed=%d$' (or make sim SEED=%d)", seed, seed))
+			check(t, rep, replayHint(seed))
 		})
 	}
 	t.Cleanup(func() {
-		t.Logf("%d seeds x %d orders in %s", len(seeds), *flagOrders, time.Since(start).Round(time.Millisecond))
+		t.Logf("%d seeds x %d orders in %s", ran, *flagOrders, time.Since(start).Round(time.Millisecond))
 	})
+}
+
+// seedPattern finds the seeds a -run pattern names: seed=N, seed=(N|M).
+var seedPattern = regexp.MustCompile(`seed=\(?([0-9|]+)`)
+
+// namedSeeds returns the seeds the -run pattern names, so that
+// -run 'TestSim/seed=N$' runs seed N whatever SIM_SEEDS says.
+func namedSeeds() []uint64 {
+	f := flag.Lookup("test.run")
+	if f == nil {
+		return nil
+	}
+	var out []uint64
+	for _, m := range seedPattern.FindAllStringSubmatch(f.Value.String(), -1) {
+		for n := range strings.SplitSeq(m[1], "|") {
+			if v, err := strconv.ParseUint(n, 10, 64); err == nil {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// replayHint is the command that runs seed again as this test ran it: the
+// same publications per seed and the same build (-race runs fewer).
+func replayHint(seed uint64) string {
+	env, race := "", ""
+	if *flagOrders != ordersPerSeed {
+		env = fmt.Sprintf("SIM_ORDERS=%d ", *flagOrders)
+	}
+	if raceBuild {
+		race = " -race"
+	}
+	hint := fmt.Sprintf("%sgo test%s -count=1 -run '^TestSim$/^seed=%d$' ./internal/tools/sim", env, race, seed)
+	if env == "" && !raceBuild {
+		hint += fmt.Sprintf(" (or make sim SEED=%d)", seed)
+	}
+	if concurrentSeed(seed) {
+		hint += "; a concurrent seed: its interleavings may differ"
+	}
+	return hint + "; SIM_TRACE=1 prints the whole trace"
 }
 
 // check fails t with a readable account of rep's violations.
