@@ -6,15 +6,15 @@ import (
 	"sync"
 )
 
-// The acknowledged outcomes of package batch (batch.Succeeded and
-// batch.Invalid); every other outcome is a batch item failure. A test
+// The acknowledged outcomes of package batch (batch.Succeeded,
+// batch.Invalid and batch.Parked); every other outcome is a batch item
+// failure. A test
 // holds them to batch's constants: emf does not import batch, which
 // brings the SQS client along.
 const (
 	outcomeSucceeded = "succeeded"
 	outcomeInvalid   = "invalid"
-	outcomeHeld      = "held"    // stored behind its group's hold: processed, not failed
-	outcomeTrigger   = "trigger" // a drain trigger: no record of the lane's
+	outcomeParked    = "parked" // sent to the parking queue with its group: processed, not failed
 )
 
 // Counts are the record outcomes of one invocation.
@@ -44,18 +44,14 @@ type Tally struct {
 }
 
 // Outcome counts one record's outcome, in the words of batch.Outcome:
-// "succeeded", "held", "invalid" (with its reason), anything else a failure;
-// a "trigger" (package hold's drain trigger) is not the lane's record and
-// is not counted.
+// "succeeded", "parked", "invalid" (with its reason), anything else a
+// failure.
 func (t *Tally) Outcome(outcome, reason string) {
-	if outcome == outcomeTrigger {
-		return
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.c.Processed++
 	switch outcome {
-	case outcomeSucceeded, outcomeHeld:
+	case outcomeSucceeded, outcomeParked:
 	case outcomeInvalid:
 		if t.c.Invalid == nil {
 			t.c.Invalid = map[string]int{}
