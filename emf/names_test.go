@@ -51,7 +51,7 @@ func TestInfraWatchesTheNamesWritten(t *testing.T) {
 	}
 }
 
-// What the recorder writes is what settings declares and the README's
+// What the recorder writes is what settings declares and docs/CONFIGURATION.md's
 // consumer table lists (settings.Consumer's POWERTOOLS_METRICS_NAMESPACE
 // row).
 func TestTheConsumerTableListsTheNamesWritten(t *testing.T) {

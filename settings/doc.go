@@ -6,8 +6,8 @@
 // formats ([ScopedKey]) and the FIFO suffix ([IsFIFO]). A function reads its
 // settings through a [Reader] and validates them with each declaration's
 // Check; the CLI takes its flag defaults and bounds from the declarations,
-// the construct its prop defaults and synth-time bounds. The README's
-// configuration tables are generated from [Consumer] and [Replay] (a test
+// the construct its prop defaults and synth-time bounds. docs/CONFIGURATION.md's
+// tables are generated from [Consumer] and [Replay] (a test
 // fails when they drift).
 //
 // It imports nothing but the standard library, so the CDK module and an

@@ -8,7 +8,7 @@ import (
 // The environment of the functions: each setting declared once, read by the
 // functions (through a [Reader]), by the operator CLI (its flag defaults and
 // bounds) and by the CDK construct (its prop defaults and synth-time
-// validation). The README's configuration tables are generated from
+// validation). docs/CONFIGURATION.md's tables are generated from
 // [Consumer] and [Replay] (a test fails when they drift).
 
 // Settings the consumer and the replay function share.

@@ -10,13 +10,14 @@ import (
 	"github.com/homingdlq/homing/settings"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's configuration tables from the declarations")
+var update = flag.Bool("update", false, "rewrite docs/CONFIGURATION.md's tables from the declarations")
 
-// The README's configuration tables are generated from the declarations:
-// the first table under each heading below must be what table() writes.
+// docs/CONFIGURATION.md's tables (once the README's, hence the test's
+// name) are generated from the declarations: the first table under each
+// heading below must be what table() writes.
 // `go test ./settings -run TestReadmeTables -update` rewrites them.
 func TestReadmeTables(t *testing.T) {
-	const path = "../README.md"
+	const path = "../docs/CONFIGURATION.md"
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +42,7 @@ func TestReadmeTables(t *testing.T) {
 			readme = readme[:start] + want + readme[end:]
 			continue
 		}
-		t.Errorf("README.md's table under %q differs from the declarations in settings/ (run `go test ./settings -run TestReadmeTables -update`); want:\n%s", c.heading, want)
+		t.Errorf("docs/CONFIGURATION.md's table under %q differs from the declarations in settings/ (run `go test ./settings -run TestReadmeTables -update`); want:\n%s", c.heading, want)
 	}
 	if *update && readme != string(src) {
 		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
@@ -66,15 +67,15 @@ func table(list []settings.Setting) string {
 func tableAfter(doc, heading string) (start, end int, err error) {
 	h := strings.Index(doc, "\n"+heading+"\n")
 	if h < 0 {
-		return 0, 0, fmt.Errorf("README.md has no heading %q", heading)
+		return 0, 0, fmt.Errorf("the document has no heading %q", heading)
 	}
 	i := strings.Index(doc[h:], "\n| variable |")
 	if i < 0 {
-		return 0, 0, fmt.Errorf("README.md has no table under %q", heading)
+		return 0, 0, fmt.Errorf("the document has no table under %q", heading)
 	}
 	start = h + i + 1
 	if next := strings.Index(doc[h+1:], "\n## "); next >= 0 && h+1+next < start {
-		return 0, 0, fmt.Errorf("README.md has no table under %q before the next heading", heading)
+		return 0, 0, fmt.Errorf("the document has no table under %q before the next heading", heading)
 	}
 	end = start
 	for end < len(doc) && doc[end] == '|' {

@@ -18,7 +18,7 @@ import (
 )
 
 // Config is the replay function's configuration, from the variables of
-// settings.Replay (the README's "Replay configuration" table).
+// settings.Replay (docs/CONFIGURATION.md's "Replay configuration" table).
 type Config struct {
 	Routes           []replay.Route // REPLAY_ROUTES
 	LedgerTable      string         // LEDGER_TABLE

@@ -102,14 +102,18 @@ func readmeBlock(t *testing.T, path, heading string) string {
 // TestReadmeUsePrerequisites checks the README's "To use the packages"
 // table against the modules: its Go row names the root module's go line,
 // its CDK CLI row the aws-cdk-lib that infra/go.mod requires, and it asks
-// for nothing only developing homing needs.
+// for nothing only developing homing needs (CONTRIBUTING.md lists that).
 func TestReadmeUsePrerequisites(t *testing.T) {
 	readme := readFile(t, "../../../README.md")
-	start := strings.Index(readme, "#### To use the packages")
-	end := strings.Index(readme, "#### To develop homing")
-	if start < 0 || end < start {
-		t.Fatal(`README.md has no "To use the packages" section before "To develop homing"`)
+	start := strings.Index(readme, "\nTo use the packages:\n")
+	if start < 0 {
+		t.Fatal(`README.md has no line "To use the packages:"`)
 	}
+	end := strings.Index(readme[start+1:], "\n\n```")
+	if end < 0 {
+		t.Fatal(`README.md: no code block after "To use the packages:"`)
+	}
+	end += start + 1
 	use := readme[start:end]
 	goLine := modLine(t, readFile(t, "../../../go.mod"), "go ")
 	major, _, _ := strings.Cut(strings.TrimPrefix(goLine, "go "), ".")
