@@ -1,6 +1,5 @@
 // Package fifo keeps each message group of a FIFO lane in publication order
-// through any failure of that group, with SQS's own group lock: SQS delivers
-// none of a group's later messages while one of it is in flight.
+// through any failure of that group, with SQS's own group lock.
 //
 // A record that fails stays in the source: the consumer (package batch,
 // [batch.Options.Groups]) reports it and sets its visibility to a backoff
