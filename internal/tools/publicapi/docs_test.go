@@ -1,0 +1,301 @@
+package publicapi
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// maxReadmeLines is the README's bound: one screen to a running lane;
+// the rest lives in CONTRIBUTING.md and docs/.
+const maxReadmeLines = 200
+
+// maxPackageDocWords bounds a package doc: its contract, with a link to
+// docs/ for the reasons.
+const maxPackageDocWords = 150
+
+// longPackageDocs are the packages whose doc is still over the bound, with
+// its word count today: a doc may shrink, never grow, and leaves the list
+// once it fits (the test says so). Public packages are not listed.
+var longPackageDocs = map[string]int{
+	"hold":                       383, // removed with the hold protocol
+	"hold/holdtest":              166, // removed with the hold protocol
+	"cmd/benchreplay":            367,
+	"cmd/soak":                   242,
+	"cmd/dlq":                    219,
+	"internal/tools/sim":         1871,
+	"internal/sample/tax":        671,
+	"internal/sample/order":      352,
+	"internal/sample/invoicing":  308,
+	"internal/sample/taxstub":    220,
+	"internal/envelope":          182,
+	"examples/ledger":            201,
+	"examples/ledger/ledgertest": 162,
+}
+
+// TestReadmeIsOneScreen keeps the README at most maxReadmeLines lines.
+func TestReadmeIsOneScreen(t *testing.T) {
+	readme := readFile(t, "../../../README.md")
+	if n := strings.Count(readme, "\n"); n > maxReadmeLines {
+		t.Errorf("README.md has %d lines, more than %d: move the detail to CONTRIBUTING.md or docs/", n, maxReadmeLines)
+	}
+}
+
+// packageDirs returns every directory of the repository, relative to its
+// root, that holds a Go package (a non-test .go file), in any of its
+// modules.
+func packageDirs(t *testing.T, root string) []string {
+	t.Helper()
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "cdk.out" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+			rel, err := filepath.Rel(root, filepath.Dir(path))
+			if err != nil {
+				return err
+			}
+			if rel = filepath.ToSlash(rel); !slices.Contains(dirs, rel) {
+				dirs = append(dirs, rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) < len(known) {
+		t.Fatalf("found %d package directories, fewer than the %d known public packages", len(dirs), len(known))
+	}
+	return dirs
+}
+
+// TestLayoutNamesEveryPackage checks that CONTRIBUTING.md's layout table
+// has a row for every package of the repository, and no row for a package
+// that is gone.
+func TestLayoutNamesEveryPackage(t *testing.T) {
+	doc := readFile(t, "../../../CONTRIBUTING.md")
+	_, layout, ok := strings.Cut(doc, "\n## Layout\n")
+	if !ok {
+		t.Fatal("CONTRIBUTING.md has no ## Layout")
+	}
+	layout, _, _ = strings.Cut(layout, "\n## ")
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)/` \\|").FindAllStringSubmatch(layout, -1) {
+		rows[m[1]] = true
+	}
+	for _, dir := range packageDirs(t, "../../..") {
+		if !rows[dir] {
+			t.Errorf("CONTRIBUTING.md's layout table has no row | `%s/` |", dir)
+		}
+		delete(rows, dir)
+	}
+	for dir := range rows {
+		t.Errorf("CONTRIBUTING.md's layout table names %s/, which holds no package", dir)
+	}
+}
+
+// packageDocWords returns the number of words of the package doc of the
+// package in dir (every file's, though one file should carry it).
+func packageDocWords(t *testing.T, dir string) int {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := 0
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			if f.Doc != nil {
+				words += len(strings.Fields(f.Doc.Text()))
+			}
+		}
+	}
+	return words
+}
+
+// TestPackageDocsAreShort keeps every package doc at most
+// maxPackageDocWords words, but for longPackageDocs, which may not grow.
+func TestPackageDocsAreShort(t *testing.T) {
+	root := "../../.."
+	seen := map[string]bool{}
+	for _, dir := range packageDirs(t, root) {
+		seen[dir] = true
+		n := packageDocWords(t, filepath.Join(root, dir))
+		limit, listed := longPackageDocs[dir]
+		switch {
+		case n == 0:
+			t.Errorf("%s has no package doc", dir)
+		case listed && n <= maxPackageDocWords:
+			t.Errorf("%s's package doc is %d words, within the bound: remove it from longPackageDocs", dir, n)
+		case listed && n > limit:
+			t.Errorf("%s's package doc grew to %d words (it was %d, the bound is %d): move the reasons to docs/", dir, n, limit, maxPackageDocWords)
+		case !listed && n > maxPackageDocWords:
+			t.Errorf("%s's package doc is %d words, more than %d: state the contract, move the reasons to docs/", dir, n, maxPackageDocWords)
+		}
+	}
+	for dir := range longPackageDocs {
+		if !seen[dir] {
+			t.Errorf("longPackageDocs lists %s, which holds no package", dir)
+		}
+	}
+}
+
+// link is a Markdown link's target, outside code.
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocLinks checks every relative link of the README, CONTRIBUTING.md
+// and docs/: the file it names exists, and its #fragment, if any, is a
+// heading of that file (as GitHub makes anchors of headings).
+func TestDocLinks(t *testing.T) {
+	root := "../../.."
+	files := []string{"README.md", "CONTRIBUTING.md", "CHANGELOG.md", "infra/README.md", "localstack/README.md"}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		rel, _ := filepath.Rel(root, d)
+		files = append(files, filepath.ToSlash(rel))
+	}
+	for _, file := range files {
+		text := readFile(t, filepath.Join(root, file))
+		for _, m := range link.FindAllStringSubmatch(prose(text), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, fragment, _ := strings.Cut(target, "#")
+			resolved := filepath.Join(root, file)
+			if path != "" {
+				resolved = filepath.Join(root, filepath.Dir(file), path)
+				if _, err := os.Stat(resolved); err != nil {
+					t.Errorf("%s links to %s, which does not exist", file, target)
+					continue
+				}
+			}
+			if fragment == "" {
+				continue
+			}
+			if !slices.Contains(anchors(readFile(t, resolved)), fragment) {
+				t.Errorf("%s links to %s: no heading makes the anchor #%s", file, target, fragment)
+			}
+		}
+	}
+}
+
+// prose returns text without its fenced code blocks and inline code spans.
+func prose(text string) string {
+	var b strings.Builder
+	fenced := false
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			b.WriteString(regexp.MustCompile("`[^`]*`").ReplaceAllString(line, ""))
+		}
+	}
+	return b.String()
+}
+
+// anchors returns the anchors GitHub makes of a Markdown file's headings:
+// lower case, punctuation but '-' and '_' dropped, spaces as '-', a
+// repeated one suffixed -1, -2...
+func anchors(text string) []string {
+	var out []string
+	count := map[string]int{}
+	fenced := false
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		heading := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(heading) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := count[a]; n > 0 {
+			out = append(out, a+"-"+itoa(n))
+		} else {
+			out = append(out, a)
+		}
+		count[a]++
+	}
+	return out
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+func TestAnchors(t *testing.T) {
+	got := anchors("# A b\n```\n# not a heading\n```\n## On a real AWS account: what `x` says\n## A b\n")
+	want := []string{"a-b", "on-a-real-aws-account-what-x-says", "a-b-1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("anchors = %q, want %q", got, want)
+	}
+}
+
+// docRef is a reference to a page of docs/ in a Go comment, with its anchor.
+var docRef = regexp.MustCompile(`docs/([A-Z]+\.md)(#[a-z0-9_-]+)?`)
+
+// TestPackageDocRefs checks that every docs/ page a package doc sends its
+// reader to exists, with the anchor it names.
+func TestPackageDocRefs(t *testing.T) {
+	root := "../../.."
+	for _, dir := range packageDirs(t, root) {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, filepath.Join(root, dir), nil, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pkgs {
+			for _, f := range p.Files {
+				if f.Doc == nil {
+					continue
+				}
+				for _, m := range docRef.FindAllStringSubmatch(f.Doc.Text(), -1) {
+					page := filepath.Join(root, "docs", m[1])
+					if _, err := os.Stat(page); err != nil {
+						t.Errorf("%s's package doc sends its reader to docs/%s, which does not exist", dir, m[1])
+						continue
+					}
+					if m[2] != "" && !slices.Contains(anchors(readFile(t, page)), m[2][1:]) {
+						t.Errorf("%s's package doc names docs/%s%s: no such heading", dir, m[1], m[2])
+					}
+				}
+			}
+		}
+	}
+}
