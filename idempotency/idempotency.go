@@ -252,73 +252,20 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 	return r.DoResolving(ctx, key, payloadHash, nil, effect)
 }
 
-// DoResolving runs effect unless key has run before. payloadHash identifies
-// the payload, [payload.Hash.Sum] of the body for a new consumer. The lock
-// it takes expires at ctx's deadline (or after DefaultLockTimeout).
+// DoResolving runs effect unless key has run before, as [Receiver.Do]
+// does, and asks resolver (nil: none) whether an effect in doubt was
+// applied: after taking over an expired lock, after an ambiguous failure,
+// and before claiming a key whose expired lock is of another payload.
+// payloadHash is [payload.Hash.Sum] of the body. The lock expires at ctx's
+// deadline (or after DefaultLockTimeout). An effect that ran is never
+// redone: a completion not recorded in time sets Outcome.Unrecorded.
 //
-// It returns ErrInProgress, ErrConflict (both wrapped), the effect's error
-// (after releasing the claim so that a retry can run it), the resolver's
-// error wrapped with ErrInProgress (the claim, if it holds one, kept), or a
-// store error from a claim. Before anything else it refuses an empty key
-// ([ErrEmptyKey]) and a receiver that [Receiver.Validate] refuses, running
-// nothing.
-//
-// An expired IN_PROGRESS lock is in doubt: its holder may have applied the
-// effect before it died. When the lock is of the same payload, DoResolving
-// takes it over, then asks resolver, when not nil, whether the key was
-// applied: if so it records that result without running the effect; if the
-// lookup fails it keeps the claim it took (a release would delete the
-// record of the doubt, and the next delivery would claim afresh and run the
-// effect) and returns the lookup's error with ErrInProgress. The lock
-// expires at this call's deadline, and the next delivery takes it over in
-// doubt and asks again.
-//
-// When the effect fails, its error says whether it was applied (see
-// [Receiver]):
-//   - not applied: the claim is released and the error returned as is;
-//   - ambiguous, without a resolver: likewise, as if not applied; a retry
-//     calls again, and only a downstream that honours the key keeps a
-//     second effect from happening (a conflicting payload of the same key
-//     could then claim it and be handed the first payload's result);
-//   - ambiguous, with a resolver: the key is looked up before releasing.
-//     Applied: the claim is completed with the result found and the call
-//     succeeds (Outcome.InDoubt, ResolvedApplied). Never applied: released,
-//     and the effect's error returned. The lookup fails: the claim is kept
-//     (it expires at this call's deadline; the next delivery is an in-doubt
-//     takeover that asks again) and the lookup's error is returned with
-//     ErrInProgress, not the effect's error: the effect's failure is not
-//     known to be final (a rejection after a lost answer is not one).
-//
-// Payload hashes compare within one version only ([payload.HashVersionOf]):
-// a lock or a completed record whose hash is of another version than
-// payloadHash is taken as one of the same payload (a completed one is a
-// duplicate, an expired lock is taken over in doubt as above), never as
-// another payload, so never ErrConflict.
-//
-// When the lock is of another payload, who owns the key is in doubt too:
-// the holder may be a conflicting duplicate that never reached the
-// downstream. DoResolving asks resolver before it claims:
-//   - not applied: the holder's claim was void. DoResolving takes the key
-//     over for this payload (a claim that supersedes that lock, by its
-//     token, so only if the record is still the lock it saw) and runs
-//     effect;
-//   - applied: the holder's payload owns the key. DoResolving completes the
-//     holder's record with the result found, under the holder's payload
-//     hash, and returns ErrConflict: this payload is a conflicting
-//     duplicate;
-//   - the lookup fails, or resolver is nil: it leaves the lock as it is and
-//     returns ErrInProgress, a transient failure, not ErrConflict. A
-//     conflict would send this payload to the invalid lane for good while
-//     it may be the one to apply; a transient failure only delays it: a
-//     later delivery finds the key resolved, by a lookup that answers or by
-//     the holder's own payload taking its lock over and completing it.
-//
-// Once the effect has happened it is never redone by this call: the
-// completion is retried with backoff until it is recorded, the lease is lost
-// (another invocation took over), or the time left runs out (ctx's deadline
-// minus a margin, at most DefaultCompleteBudget, both on the receiver's
-// clock); then the call still succeeds, with Outcome.Unrecorded set and
-// OnUnrecorded called.
+// Before anything runs it refuses an empty key ([ErrEmptyKey]) and a
+// receiver that [Receiver.Validate] refuses. It returns [ErrConflict]
+// (wrapped) for a key applied with another payload; [ErrInProgress]
+// (wrapped, with the resolver's error if any) for a key held or a doubt
+// unresolved; the effect's error once the claim is released; or a store
+// error. Case by case: docs/PACKAGES.md#receiverdoresolving-case-by-case.
 func (r *Receiver) DoResolving(ctx context.Context, key, payloadHash string, resolver Resolver, effect func(context.Context) (string, error)) (Outcome, error) {
 	if err := r.Validate(); err != nil {
 		return Outcome{}, err

@@ -7,34 +7,16 @@ import (
 	"time"
 )
 
-// Breaker is a route's circuit breaker. It opens when at least three
-// quarters of the keys a run replayed have not completed (known failures
-// left out: see judged), the run replayed at least two such keys
-// ([minEvidence]), and one of its replays is back in the DLQ: almost
-// every replay failed, so the failure is the system's (a downstream outage
-// that the health probe does not see), not the messages'. While it is
-// open, the route replays nothing but a probe of CanaryLimit messages once
-// ProbeAt has passed; the wait doubles with each probe that fails (from
-// BackoffBase up to BackoffMax), and the breaker closes when more than a
-// quarter of the keys a probe replayed complete. The replays of the
-// failed runs are given back to their messages: they do not count toward
-// MaxReplays ([Metadata.Refunds] counts them), up to MaxReplays refunds
-// per message, so that messages failing on their own while the breaker
-// takes their failures for an outage are still parked in the end. A run
-// that replayed a single key that failed is no evidence either way (a bad
-// message, or an outage): it neither opens the breaker nor gives its
-// replay back, so a message that keeps failing alone is parked after
-// MaxReplays replays.
-//
-// That is the breaker on [SignalCompletions]. On a route whose consumer
-// writes no completion records (or whose records are missing) it reads
-// [SignalDLQ] instead: it opens when at least half of a recent run's
-// replays, of at least minEvidence (known failures' left out), are back
-// in the DLQ, and a probe is judged, no sooner than ReturnAfter after it,
-// by how many of its replays came back (see signal.go).
-//
-// Each run writes the breaker as it left it in its [RouteSummary]; the
-// next run starts from the latest one of the route.
+// Breaker is a route's circuit breaker, as a run left it in its
+// [RouteSummary]; the next run starts from the route's latest. It opens
+// when almost every key a run replayed failed ([SignalCompletions], or
+// [SignalDLQ] on a route without completion records): an outage the health
+// probe does not see. While it is open the route replays only a probe of
+// CanaryLimit messages once ProbeAt has passed, the wait doubling with each
+// probe that fails, and it closes when enough of a probe's keys complete.
+// The failed runs' replays are given back to their messages
+// ([Metadata.Refunds]), at most MaxReplays each. The thresholds and their
+// reasons: docs/PACKAGES.md#replay-the-breaker.
 type Breaker struct {
 	Open    bool      `json:"open"`
 	Trips   int       `json:"trips"`            // probes since it opened, the opening included

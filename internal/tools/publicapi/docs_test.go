@@ -270,29 +270,28 @@ func TestAnchors(t *testing.T) {
 // docRef is a reference to a page of docs/ in a Go comment, with its anchor.
 var docRef = regexp.MustCompile(`docs/([A-Z]+\.md)(#[a-z0-9_-]+)?`)
 
-// TestPackageDocRefs checks that every docs/ page a package doc sends its
+// TestCommentDocRefs checks that every docs/ page a Go comment sends its
 // reader to exists, with the anchor it names.
-func TestPackageDocRefs(t *testing.T) {
+func TestCommentDocRefs(t *testing.T) {
 	root := "../../.."
 	for _, dir := range packageDirs(t, root) {
 		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, filepath.Join(root, dir), nil, parser.ParseComments|parser.PackageClauseOnly)
+		pkgs, err := parser.ParseDir(fset, filepath.Join(root, dir), nil, parser.ParseComments)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pkgs {
-			for _, f := range p.Files {
-				if f.Doc == nil {
-					continue
-				}
-				for _, m := range docRef.FindAllStringSubmatch(f.Doc.Text(), -1) {
-					page := filepath.Join(root, "docs", m[1])
-					if _, err := os.Stat(page); err != nil {
-						t.Errorf("%s's package doc sends its reader to docs/%s, which does not exist", dir, m[1])
-						continue
-					}
-					if m[2] != "" && !slices.Contains(anchors(readFile(t, page)), m[2][1:]) {
-						t.Errorf("%s's package doc names docs/%s%s: no such heading", dir, m[1], m[2])
+			for name, f := range p.Files {
+				for _, c := range f.Comments {
+					for _, m := range docRef.FindAllStringSubmatch(c.Text(), -1) {
+						page := filepath.Join(root, "docs", m[1])
+						if _, err := os.Stat(page); err != nil {
+							t.Errorf("%s sends its reader to docs/%s, which does not exist", name, m[1])
+							continue
+						}
+						if m[2] != "" && !slices.Contains(anchors(readFile(t, page)), m[2][1:]) {
+							t.Errorf("%s names docs/%s%s: no such heading", name, m[1], m[2])
+						}
 					}
 				}
 			}
