@@ -1,5 +1,5 @@
 # homing: dead-letter handling for SQS + Lambda, in Go.
-# `make help` lists the targets; README.md explains them.
+# `make help` lists the targets; CONTRIBUTING.md explains them.
 
 GO            ?= go
 # go.mod's `toolchain` line names the Go release that builds, tests and
