@@ -20,7 +20,7 @@ const finishTimeout = 5 * time.Second
 // run to recover; a delete before its record is written and a crash leave
 // the message gone with its INTENT, the audit of a move that happened).
 // In lockstep the records go first and the deletes after them. Then it
-// hides the delayed messages and holds the ones left for a later run. It
+// hides the delayed messages and defers the ones left for a later run. It
 // runs to the end even when ctx is done: what was sent must be recorded and
 // deleted, or the next run finds an expired INTENT and sends it again.
 func (r *run) finish(ctx context.Context, p *pass, b *batch, c *finals) {
@@ -194,31 +194,31 @@ func (r *run) removed(b *batch, failed map[string]error) {
 	}
 }
 
-// release hides delayed messages until due and holds the ones left for a
-// later run until the pass ends (see hold.go).
+// release hides delayed messages until due and defers the ones left for a
+// later run until the pass ends (see deferred.go).
 func (r *run) release(ctx context.Context, p *pass, b *batch) {
-	var changes, held []visibility
+	var changes, deferred []visibility
 	now := r.now()
 	r.mu.Lock()
-	end := r.holdEnd(ctx, p, now)
+	end := r.deferUntil(ctx, p, now)
 	for _, it := range b.items {
 		switch e, stays := it.end(r.req.DryRun); {
 		case !stays || e == endKeep:
-		case e == endHold:
-			held = append(held, r.holding(p, it.msg.id, it.msg.receipt, it.msg.sentAt, b.receivedAt, now, end))
+		case e == endDefer:
+			deferred = append(deferred, r.deferral(p, it.msg.id, it.msg.receipt, it.msg.sentAt, b.receivedAt, now, end))
 		case e == endHide:
 			changes = append(changes, visibility{id: it.msg.id, receipt: it.msg.receipt, seconds: it.delay})
 		}
 	}
-	held = p.hold(held)
+	deferred = p.noteDeferred(deferred)
 	r.mu.Unlock()
 	r.changeVisibility(ctx, p, changes, slog.LevelWarn)
-	r.changeVisibility(ctx, p, held, slog.LevelDebug)
+	r.changeVisibility(ctx, p, deferred, slog.LevelDebug)
 }
 
 // changeVisibility applies changes to the route's DLQ. A failure is harmless
 // (the message reappears when its visibility ends) and only logged, at
-// level: releasing a held message fails as a matter of course when its
+// level: releasing a deferred message fails as a matter of course when its
 // decision window has already ended.
 func (r *run) changeVisibility(ctx context.Context, p *pass, changes []visibility, level slog.Level) {
 	if len(changes) == 0 {

@@ -39,7 +39,7 @@ type pass struct {
 	active     int          // workers still receiving
 	started    time.Time    // when the pass started
 	trust      trust        // tells our metadata from a producer's
-	held       []visibility // the first maxHeld messages held (see hold.go), released when the pass ends
+	deferred   []visibility // the first maxDeferred messages deferred (see deferred.go), released when the pass ends
 	stopped    StopReason   // why the pass ended, once a worker ended it
 	err        error        // the error that ended it
 	// suspects are the latest replaying runs none of whose keys has
@@ -112,10 +112,10 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 		})
 	}
 	wg.Wait()
-	// Release what the pass held, even when ctx has ended.
+	// Release what the pass deferred, even when ctx has ended.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	r.changeVisibility(rctx, p, p.held, slog.LevelDebug)
+	r.changeVisibility(rctx, p, p.deferred, slog.LevelDebug)
 
 	rs.StopReason = p.stopped
 	if p.err != nil {

@@ -25,7 +25,7 @@ import (
 // next receive goes out beside this batch's send (one batch ahead per
 // worker, taken by the worker that sent it out). A batch ahead is examined
 // only if the run would start a batch when it arrives (cap, deadline, pass
-// budget, a stop); otherwise it is held, untouched, and released when the
+// budget, a stop); otherwise it is deferred, untouched, and released when the
 // pass ends, like the other messages left for a later run.
 type worker struct {
 	r       *run
@@ -69,7 +69,7 @@ func (w *worker) receive(ctx context.Context) (received, bool) {
 				// batch now: it goes back untouched, and the pass ends for
 				// the reason it would have ended (not "drained" because the
 				// receive ahead came back empty).
-				r.holdAll(ctx, p, got)
+				r.deferAhead(ctx, p, got)
 				r.end(p, reason, nil)
 				return received{}, false
 			}
@@ -87,7 +87,7 @@ func (w *worker) receive(ctx context.Context) (received, bool) {
 		case got.err != nil:
 			r.end(p, StopError, fmt.Errorf("receive from %s: %w", p.route.DLQURL, got.err))
 			return received{}, false
-		case len(got.msgs) == 0 && w.wait == 0 && r.mayHoldMore(p):
+		case len(got.msgs) == 0 && w.wait == 0 && r.mayHaveMore(p):
 			// A short poll samples some of SQS's servers: with fewer
 			// messages received than the DLQ held, a long poll makes sure.
 			w.wait = 1
@@ -144,11 +144,11 @@ func (w *worker) join() {
 	}
 }
 
-// stop ends the worker: it holds a batch received ahead, writes the final
+// stop ends the worker: it defers a batch received ahead, writes the final
 // records no claim carried, and waits for the last finish.
 func (w *worker) stop(ctx context.Context) {
 	if w.ahead != nil {
-		w.r.holdAll(ctx, w.p, <-w.ahead)
+		w.r.deferAhead(ctx, w.p, <-w.ahead)
 	}
 	if w.finals != nil {
 		w.finals.flush(ctx, w.r)
@@ -197,10 +197,10 @@ func (r *run) next(ctx context.Context, p *pass) StopReason {
 	return r.stop(ctx)
 }
 
-// mayHoldMore reports whether the pass has received fewer messages than the
+// mayHaveMore reports whether the pass has received fewer messages than the
 // DLQ held when it started and the asking worker is the last one receiving
 // (the others would receive what is left).
-func (r *run) mayHoldMore(p *pass) bool {
+func (r *run) mayHaveMore(p *pass) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return p.received < p.rs.Depth && p.active <= 1
@@ -217,7 +217,7 @@ func (r *run) noteBatchTime(started time.Time) {
 // prepare reads a received batch and plans it under the run's lock: the
 // cap and the canary limit are the run's, shared by the workers. A message
 // examined before in this run (it reappeared after its decision window) is
-// not examined again: it is held until the pass ends, like the others left
+// not examined again: it is deferred until the pass ends, like the others left
 // for a later run, so the next run finds it visible. It returns nil when
 // nothing is left to examine.
 func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receivedAt time.Time) *batch {
@@ -234,7 +234,7 @@ func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receiv
 		it := &item{msg: readMessage(m, now, p.trust, p.lane.key)}
 		items = append(items, it)
 	}
-	early := r.holdMessages(ctx, p, again, receivedAt)
+	early := r.deferMessages(ctx, p, again, receivedAt)
 	var b *batch
 	if len(items) > 0 {
 		r.watch(ctx, p, items, now)
