@@ -28,7 +28,8 @@ const maxDeferred = 1000
 // deferUntil is when the pass expects to end: the run's deadline when it has
 // one; otherwise three times the rest of the pass at its pace so far, plus
 // a decision window. It holds the run's lock.
-func (r *run) deferUntil(ctx context.Context, p *pass, now time.Time) time.Time {
+func (w *worker) deferUntil(ctx context.Context, now time.Time) time.Time {
+	r, p := w.r, w.p
 	if deadline, ok := ctx.Deadline(); ok {
 		return deadline
 	}
@@ -44,7 +45,8 @@ func (r *run) deferUntil(ctx context.Context, p *pass, now time.Time) time.Time 
 // unknown) and received at receivedAt until end: never past the start of
 // its rescue window (it must be seen again before it can expire), and not
 // changed at all (seconds 0) when its receive already hides it as long.
-func (r *run) deferral(p *pass, id, receipt string, sentAt, receivedAt, now, end time.Time) visibility {
+func (w *worker) deferral(id, receipt string, sentAt, receivedAt, now, end time.Time) visibility {
+	r, p := w.r, w.p
 	v := visibility{id: id, receipt: receipt}
 	if !sentAt.IsZero() && p.retention > 0 {
 		end = minTime(end, sentAt.Add(p.retention).Add(-r.e.opts.ExpiryRescueWindow))
@@ -58,13 +60,14 @@ func (r *run) deferral(p *pass, id, receipt string, sentAt, receivedAt, now, end
 // deferMessages defers raw received messages (a batch received ahead that the
 // worker will not examine, or messages examined before in the pass). It
 // holds the run's lock and returns the visibility changes to make.
-func (r *run) deferMessages(ctx context.Context, p *pass, msgs []types.Message, receivedAt time.Time) []visibility {
+func (w *worker) deferMessages(ctx context.Context, msgs []types.Message, receivedAt time.Time) []visibility {
+	r, p := w.r, w.p
 	now := r.now()
-	end := r.deferUntil(ctx, p, now)
+	end := w.deferUntil(ctx, now)
 	vs := make([]visibility, 0, len(msgs))
 	for _, m := range msgs {
 		sentAt := millis(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)])
-		vs = append(vs, r.deferral(p, aws.ToString(m.MessageId), aws.ToString(m.ReceiptHandle), sentAt, receivedAt, now, end))
+		vs = append(vs, w.deferral(aws.ToString(m.MessageId), aws.ToString(m.ReceiptHandle), sentAt, receivedAt, now, end))
 	}
 	return p.noteDeferred(vs)
 }
@@ -87,12 +90,13 @@ func (p *pass) noteDeferred(vs []visibility) []visibility {
 
 // deferAhead defers the messages of a batch received ahead that the worker
 // will not examine.
-func (r *run) deferAhead(ctx context.Context, p *pass, got received) {
+func (w *worker) deferAhead(ctx context.Context, got received) {
+	r, p := w.r, w.p
 	if len(got.msgs) == 0 {
 		return
 	}
 	r.mu.Lock()
-	changes := r.deferMessages(ctx, p, got.msgs, got.at)
+	changes := w.deferMessages(ctx, got.msgs, got.at)
 	r.mu.Unlock()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
