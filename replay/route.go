@@ -182,10 +182,10 @@ func (r *run) open(ctx context.Context, rt Route, rs *RouteSummary) (*pass, erro
 
 // gate builds the route's gates from the recent runs, evaluates them and
 // sets the pass's limits. The refill gate compares with the latest run
-// that read the route; the canary checks the
-// keys of the latest runs that replayed on the route. Runs of other routes
-// (an operator's replay from the parking queue), runs held before reading,
-// and runs that replayed nothing are looked past.
+// that read the route; the canary checks the keys of the latest runs that
+// replayed on the route. Runs of other routes (an operator's replay from
+// the parking queue), runs held before reading, and runs that replayed
+// nothing are looked past.
 func (r *run) gate(ctx context.Context, p *pass, recent []Summary, prevErr error) {
 	rs, name := p.rs, p.route.Name
 	read := routeRuns(recent, name, func(rs RouteSummary) bool { return len(rs.Gates) > 0 })
