@@ -13,7 +13,8 @@ const maxReplayedKeys = 100
 // account counts the outcomes of a finished batch, gives back the
 // reservations of moves that did not happen, and reports progress. It
 // holds the run's lock.
-func (r *run) account(p *pass, b *batch) {
+func (w *worker) account(b *batch) {
+	r, p := w.r, w.p
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := &p.rs.Counts
@@ -162,13 +163,14 @@ func (r *run) progress(rs *RouteSummary) {
 }
 
 // logItems writes one line per message of a finished batch.
-func (r *run) logItems(ctx context.Context, p *pass, b *batch) {
+func (w *worker) logItems(ctx context.Context, b *batch) {
 	for _, it := range b.items {
-		r.logItem(ctx, p, it)
+		w.logItem(ctx, it)
 	}
 }
 
-func (r *run) logItem(ctx context.Context, p *pass, it *item) {
+func (w *worker) logItem(ctx context.Context, it *item) {
+	r, p := w.r, w.p
 	level := slog.LevelDebug
 	switch {
 	case it.outcome == OutcomeFailed || it.warn != nil:

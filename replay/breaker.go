@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -100,24 +99,22 @@ func (b *Breaker) addFailed(run string) {
 	}
 }
 
+// completionsSignal is the breaker on [SignalCompletions].
+type completionsSignal struct {
+	o *Options
+}
+
 // watch trips the breaker when a batch holds a message that a suspect run
 // (almost none of whose keys completed) replayed, and that was no known
 // failure then: it came back, so the replays fail whatever the message.
 // From then on the route replays nothing, and the suspect runs' replays
-// are given back to their messages. It closes the refill gate when
-// replays came back en masse (see refillBack).
-func (r *run) watch(ctx context.Context, p *pass, items []*item, now time.Time) {
-	p.countBack(items)
-	r.refillBack(ctx, p)
-	if p.rs.BreakerSignal == SignalDLQ {
-		r.watchDLQ(ctx, p, now)
-		return
-	}
+// are given back to their messages. It returns why it tripped, or "".
+func (s completionsSignal) watch(p *pass, items []*item, now time.Time) string {
 	i := slices.IndexFunc(items, func(it *item) bool {
 		return backFrom(it.msg, p.knownRuns) && slices.Contains(p.suspects, it.msg.meta.RunID)
 	})
 	if i < 0 {
-		return
+		return ""
 	}
 	back := items[i].msg.meta.RunID
 	b := p.rs.Breaker
@@ -125,7 +122,7 @@ func (r *run) watch(ctx context.Context, p *pass, items []*item, now time.Time) 
 		b = &Breaker{}
 		p.rs.Breaker = b
 	}
-	b.trip(now.Add(r.e.opts.Policy.ceiling(0)))
+	b.trip(now.Add(s.o.Policy.ceiling(0)))
 	for _, run := range slices.Backward(p.suspects) {
 		b.addFailed(run)
 	}
@@ -133,17 +130,5 @@ func (r *run) watch(ctx context.Context, p *pass, items []*item, now time.Time) 
 		"breaker open: a message run %s replayed is back in the DLQ and almost none of the keys of the latest %d replaying runs has completed; next probe at %s",
 		back, len(p.suspects), b.ProbeAt.UTC().Format(time.RFC3339))
 	p.suspects = nil
-	r.tripped(ctx, p, GateCanary, detail)
-}
-
-// tripped closes the pass's gate name mid-pass (detail says why): from
-// then on the route replays nothing.
-func (r *run) tripped(ctx context.Context, p *pass, name, detail string) {
-	g := Gate{Name: name, Decision: GateClosed, Detail: detail}
-	if i := slices.IndexFunc(p.rs.Gates, func(g Gate) bool { return g.Name == name }); i >= 0 {
-		p.rs.Gates[i] = g
-	}
-	r.logGate(ctx, p.route.DLQURL, g)
-	p.replayLeft = 0
-	p.gated = true
+	return detail
 }

@@ -30,14 +30,15 @@ func each(items []*item, want func(*item) bool, f func(*item)) {
 // is parked). The claim also writes the final records c carries (the
 // previous batch's), when c is not nil. A dry run writes nothing: it reads
 // the messages' records.
-func (r *run) claim(ctx context.Context, p *pass, b *batch, c *finals) {
+func (w *worker) claim(ctx context.Context, b *batch, c *finals) {
+	r, p := w.r, w.p
 	var wg sync.WaitGroup
-	check := r.appliedCandidates(p, b) // before the claims change outcomes
-	wg.Go(func() { r.applied(ctx, p, check) })
+	check := w.appliedCandidates(b) // before the claims change outcomes
+	wg.Go(func() { w.applied(ctx, check) })
 	if r.req.DryRun {
-		each(b.items, lookedUp, func(it *item) { r.lookUp(ctx, b, it) })
+		each(b.items, lookedUp, func(it *item) { w.lookUp(ctx, b, it) })
 	} else {
-		r.intend(ctx, p, b, c)
+		w.intend(ctx, b, c)
 	}
 	wg.Wait()
 	for _, it := range b.items {
@@ -59,7 +60,8 @@ func lookedUp(it *item) bool {
 
 // lookUp is a dry run's claim: it reads the message's record and decides as
 // the INTENT write would.
-func (r *run) lookUp(ctx context.Context, b *batch, it *item) {
+func (w *worker) lookUp(ctx context.Context, b *batch, it *item) {
+	r := w.r
 	history, err := r.e.ledger.History(ctx, HistoryKey(it.msg.key, it.msg.originalID()))
 	if err != nil {
 		it.warn = fmt.Errorf("read the history of %s: %w", it.msg.id, err)
@@ -81,7 +83,8 @@ func (r *run) lookUp(ctx context.Context, b *batch, it *item) {
 // intend writes the INTENT records of the batch's movers, with the final
 // records of the previous batch that c carries, if any (in one call when
 // the ledger is a BatchLedger).
-func (r *run) intend(ctx context.Context, p *pass, b *batch, c *finals) {
+func (w *worker) intend(ctx context.Context, b *batch, c *finals) {
+	r, p := w.r, w.p
 	now := b.plan.now
 	var movers []*item
 	var recs []MessageRecord
@@ -160,7 +163,8 @@ func (r *run) mark(ctx context.Context, recs []MessageRecord) []Marked {
 // appliedCandidates returns the movers whose removal as already applied
 // the completions read decides: those with a key, on a route whose
 // consumer writes completion records.
-func (r *run) appliedCandidates(p *pass, b *batch) []*item {
+func (w *worker) appliedCandidates(b *batch) []*item {
+	r, p := w.r, w.p
 	if r.e.opts.Completions == nil || !p.route.Records {
 		return nil
 	}
@@ -186,7 +190,8 @@ func completable(key string) bool { return key != "" }
 // earlier hash version, or a body the hash cannot read): see
 // payload.Hash.Same. One read per batch; when it fails, the messages move
 // as planned.
-func (r *run) applied(ctx context.Context, p *pass, items []*item) {
+func (w *worker) applied(ctx context.Context, items []*item) {
+	r, p := w.r, w.p
 	if len(items) == 0 {
 		return
 	}

@@ -103,13 +103,16 @@ func (r *run) begin(ctx context.Context) (sum Summary, recent []Summary, prevErr
 		recent, err := r.e.ledger.Runs(ctx, gateHistory)
 		read <- runs{recent, err}
 	}()
+	seal := &sealGate{e: r.e}
 	sealed := make(chan Gate, 1)
-	go func() { sealed <- r.sealGate(ctx) }()
+	go func() { sealed <- seal.decide(ctx, nil) }()
 	sum = Summary{
 		RunID: r.id, DryRun: r.req.DryRun, StartedAt: r.start, Max: r.max, Rate: r.rate,
-		Gates: []Gate{r.healthGate(ctx)}, Routes: []RouteSummary{}, Total: newCounts(),
+		Gates: []Gate{healthGate{probe: r.e.opts.Health}.decide(ctx, nil)}, Routes: []RouteSummary{}, Total: newCounts(),
 	}
-	if g := <-sealed; g.Decision == GateClosed || g.Detail != "" {
+	g := <-sealed
+	r.key = seal.key
+	if g.Decision == GateClosed || g.Detail != "" {
 		sum.Gates = append(sum.Gates, g)
 		r.logGate(ctx, "", g)
 	}

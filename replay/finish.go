@@ -20,23 +20,24 @@ const finishTimeout = 5 * time.Second
 // run to recover; a delete before its record is written and a crash leave
 // the message gone with its INTENT, the audit of a move that happened).
 // In lockstep the records go first and the deletes after them. Then it
-// hides the delayed messages and holds the ones left for a later run. It
+// hides the delayed messages and defers the ones left for a later run. It
 // runs to the end even when ctx is done: what was sent must be recorded and
 // deleted, or the next run finds an expired INTENT and sends it again.
-func (r *run) finish(ctx context.Context, p *pass, b *batch, c *finals) {
+func (w *worker) finish(ctx context.Context, b *batch, c *finals) {
+	r := w.r
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	var deleted map[string]error // the deletes that failed
 	if !r.req.DryRun {
 		var wg sync.WaitGroup
-		remove := func() { deleted = r.remove(fctx, p, b) }
+		remove := func() { deleted = w.remove(fctx, b) }
 		together := !r.e.opts.Lockstep
 		if together {
 			wg.Go(remove)
 		}
-		wg.Go(func() { r.markSeen(fctx, p, b) })
+		wg.Go(func() { w.markSeen(fctx, b) })
 		if c == nil {
-			r.settle(fctx, p, b)
+			w.settle(fctx, b)
 		}
 		wg.Wait()
 		if c != nil {
@@ -45,18 +46,19 @@ func (r *run) finish(ctx context.Context, p *pass, b *batch, c *finals) {
 		if !together {
 			remove()
 		}
-		r.removed(b, deleted)
+		w.removed(b, deleted)
 	}
-	r.forget(b, deleted)
-	r.release(ctx, p, b)
-	r.account(p, b)
-	r.logItems(ctx, p, b)
+	w.forget(b, deleted)
+	w.release(ctx, b)
+	w.account(b)
+	w.logItems(ctx, b)
 }
 
 // markSeen writes the SEEN records of the messages that stay in the DLQ and
 // were not claimed: a message is seen for the first time when it had no
 // record.
-func (r *run) markSeen(ctx context.Context, p *pass, b *batch) {
+func (w *worker) markSeen(ctx context.Context, b *batch) {
+	r, p := w.r, w.p
 	var stay []*item
 	var recs []MessageRecord
 	for _, it := range b.items {
@@ -79,7 +81,8 @@ func (r *run) markSeen(ctx context.Context, p *pass, b *batch) {
 // forget ends the way of a batch's messages in the run's memory of the ids
 // it examined (see seen): before any is released, so none is examined
 // again. failed are the deletes that failed.
-func (r *run) forget(b *batch, failed map[string]error) {
+func (w *worker) forget(b *batch, failed map[string]error) {
+	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range b.items {
@@ -90,8 +93,9 @@ func (r *run) forget(b *batch, failed map[string]error) {
 
 // settle writes SENT, PARKED or RESOLVED over the movers' INTENT. A
 // failure is a warning: the message was sent, it is deleted all the same.
-func (r *run) settle(ctx context.Context, p *pass, b *batch) {
-	c := r.finalsOf(p, b)
+func (w *worker) settle(ctx context.Context, b *batch) {
+	r := w.r
+	c := w.finalsOf(b)
 	c.apply(r, r.mark(ctx, c.records(r)))
 }
 
@@ -108,7 +112,8 @@ type finals struct {
 
 // finalsOf returns the final records of b's movers that the
 // run holds.
-func (r *run) finalsOf(p *pass, b *batch) *finals {
+func (w *worker) finalsOf(b *batch) *finals {
+	p := w.p
 	c := &finals{p: p, now: b.plan.now, written: make(chan []Marked, 1)}
 	for _, it := range b.items {
 		if it.sent && it.intent {
@@ -165,7 +170,8 @@ func (c *finals) apply(r *run, marked []Marked) {
 
 // remove deletes from the DLQ what was sent now or by an earlier run, and
 // returns the error of each message (by id) not deleted.
-func (r *run) remove(ctx context.Context, p *pass, b *batch) map[string]error {
+func (w *worker) remove(ctx context.Context, b *batch) map[string]error {
+	r, p := w.r, w.p
 	var ids, receipts []string
 	for _, it := range b.items {
 		if it.sent || it.outcome == OutcomeRecovered {
@@ -181,7 +187,7 @@ func (r *run) remove(ctx context.Context, p *pass, b *batch) map[string]error {
 
 // removed notes the deletes that failed: a warning for a message sent (the
 // ledger says SENT: the next run deletes it), a failure for a recovered one.
-func (r *run) removed(b *batch, failed map[string]error) {
+func (w *worker) removed(b *batch, failed map[string]error) {
 	for _, it := range b.items {
 		err, bad := failed[it.msg.id]
 		switch {
@@ -194,31 +200,32 @@ func (r *run) removed(b *batch, failed map[string]error) {
 	}
 }
 
-// release hides delayed messages until due and holds the ones left for a
-// later run until the pass ends (see hold.go).
-func (r *run) release(ctx context.Context, p *pass, b *batch) {
-	var changes, held []visibility
+// release hides delayed messages until due and defers the ones left for a
+// later run until the pass ends (see deferred.go).
+func (w *worker) release(ctx context.Context, b *batch) {
+	r, p := w.r, w.p
+	var changes, deferred []visibility
 	now := r.now()
 	r.mu.Lock()
-	end := r.holdEnd(ctx, p, now)
+	end := w.deferUntil(ctx, now)
 	for _, it := range b.items {
 		switch e, stays := it.end(r.req.DryRun); {
 		case !stays || e == endKeep:
-		case e == endHold:
-			held = append(held, r.holding(p, it.msg.id, it.msg.receipt, it.msg.sentAt, b.receivedAt, now, end))
+		case e == endDefer:
+			deferred = append(deferred, w.deferral(it.msg.id, it.msg.receipt, it.msg.sentAt, b.receivedAt, now, end))
 		case e == endHide:
 			changes = append(changes, visibility{id: it.msg.id, receipt: it.msg.receipt, seconds: it.delay})
 		}
 	}
-	held = p.hold(held)
+	deferred = p.noteDeferred(deferred)
 	r.mu.Unlock()
 	r.changeVisibility(ctx, p, changes, slog.LevelWarn)
-	r.changeVisibility(ctx, p, held, slog.LevelDebug)
+	r.changeVisibility(ctx, p, deferred, slog.LevelDebug)
 }
 
 // changeVisibility applies changes to the route's DLQ. A failure is harmless
 // (the message reappears when its visibility ends) and only logged, at
-// level: releasing a held message fails as a matter of course when its
+// level: releasing a deferred message fails as a matter of course when its
 // decision window has already ended.
 func (r *run) changeVisibility(ctx context.Context, p *pass, changes []visibility, level slog.Level) {
 	if len(changes) == 0 {

@@ -11,7 +11,7 @@ import (
 // goes through item.to, which refuses any other. When its batch ends, a
 // message that did not leave the DLQ (sent, or deleted as recovered or
 // applied) is left as its outcome's ending says; in a dry run every one is
-// held. The run's counts, its log lines and its metrics count the outcome
+// deferred. The run's counts, its log lines and its metrics count the outcome
 // each message ends with.
 
 // undecided is the outcome of a message received and not yet planned.
@@ -25,9 +25,9 @@ const (
 	// endKeep leaves it as it is: it reappears when its receive
 	// visibility (the decision window) ends.
 	endKeep ending = iota
-	// endHold hides it until the pass ends, then releases it (see hold.go):
+	// endDefer hides it until the pass ends, then releases it (see deferred.go):
 	// it is left for a later run, and the pass reaches the rest of the DLQ.
-	endHold
+	endDefer
 	// endHide hides it until it is due (item.delay).
 	endHide
 )
@@ -66,8 +66,8 @@ var lifecycle = map[Outcome]stage{
 		OutcomeFailed, // finish: its delete failed
 	}},
 	OutcomeApplied:  {by: "claim", ending: endKeep},
-	OutcomeSkipped:  {by: "plan", ending: endHold},
-	OutcomeDeferred: {by: "plan", ending: endHold},
+	OutcomeSkipped:  {by: "plan", ending: endDefer},
+	OutcomeDeferred: {by: "plan", ending: endDefer},
 	OutcomeFailed:   {by: "plan, claim, send, finish", ending: endKeep},
 }
 
@@ -107,14 +107,14 @@ func (it *item) fail(err error) {
 }
 
 // end is what becomes of the item when its batch ends: nothing when it left
-// the DLQ (stays is false), else its outcome's ending (endHold for all in a
+// the DLQ (stays is false), else its outcome's ending (endDefer for all in a
 // dry run).
 func (it *item) end(dryRun bool) (e ending, stays bool) {
 	switch {
 	case it.sent || it.outcome == OutcomeRecovered:
 		return endKeep, false
 	case dryRun:
-		return endHold, true
+		return endDefer, true
 	}
 	return lifecycle[it.outcome].ending, true
 }

@@ -83,12 +83,12 @@ func TestItemEnds(t *testing.T) {
 		{item{outcome: OutcomeRecovered}, false, endKeep, false},
 		{item{outcome: OutcomeReplayed}, false, endKeep, true}, // not sent: a stop, a crash
 		{item{outcome: OutcomeDelayed, delay: 30}, false, endHide, true},
-		{item{outcome: OutcomeDelayed}, true, endHold, true},
-		{item{outcome: OutcomeSkipped}, false, endHold, true},
-		{item{outcome: OutcomeDeferred}, false, endHold, true},
+		{item{outcome: OutcomeDelayed}, true, endDefer, true},
+		{item{outcome: OutcomeSkipped}, false, endDefer, true},
+		{item{outcome: OutcomeDeferred}, false, endDefer, true},
 		{item{outcome: OutcomeBlocked}, false, endKeep, true},
 		{item{outcome: OutcomeFailed}, false, endKeep, true},
-		{item{outcome: OutcomeFailed}, true, endHold, true},
+		{item{outcome: OutcomeFailed}, true, endDefer, true},
 	} {
 		e, stays := tt.it.end(tt.dryRun)
 		if e != tt.ending || stays != tt.stays {

@@ -72,7 +72,7 @@ type planner struct {
 // knownFailure reports whether the item is a known failure: its replay
 // count, after any refund, is one or more, so an earlier replay of it
 // failed in a run that the breaker did not take for an outage's. Its
-// outcome is no evidence about the system (see gates.go).
+// outcome is no evidence about the system (see gate_canary.go).
 func (it *item) knownFailure() bool { return it.facts.ReplayCount > 0 }
 
 // slot reports whether a replay of it takes one of the canary's replays: a
@@ -84,7 +84,7 @@ func (pl *planner) slot(it *item) bool { return pl.probe || pl.knownLimit || !it
 
 // waits reports whether a replay of it waits for the next run: a replay of
 // ours back in the DLQ, while the refill gate judges whether the DLQ
-// refills with replays that came back (see refillBack), is not sent back
+// refills with replays that came back (see refillGate.watch), is not sent back
 // before its verdict.
 func (pl *planner) waits(it *item) bool { return pl.refill && freshBack(it.msg) }
 

@@ -32,6 +32,7 @@ type pass struct {
 	unrecordedSince time.Time
 
 	rs         *RouteSummary
+	gates      []gate       // the route's gates, in the order they decide
 	replayLeft int          // replays the canary allows; -1 unlimited
 	gated      bool         // a gate is closed: no replays, the rescue goes on
 	budget     int          // messages left to receive in this pass
@@ -39,7 +40,7 @@ type pass struct {
 	active     int          // workers still receiving
 	started    time.Time    // when the pass started
 	trust      trust        // tells our metadata from a producer's
-	held       []visibility // the first maxHeld messages held (see hold.go), released when the pass ends
+	deferred   []visibility // the first maxDeferred messages deferred (see deferred.go), released when the pass ends
 	stopped    StopReason   // why the pass ended, once a worker ended it
 	err        error        // the error that ended it
 	// suspects are the latest replaying runs none of whose keys has
@@ -53,11 +54,11 @@ type pass struct {
 	// replaying run's keys has completed.
 	unrecorded bool
 	// refill: the DLQ grew past RefillThreshold; the refill gate closes
-	// once more than that many replays came back (see refillBack).
+	// once more than that many replays came back (see refillGate.watch).
 	refill bool
 	// judgeProbe: no pass had looked at the DLQ since the breaker's probe
 	// late enough to tell; this one holds replays and judges the probe at
-	// its end (judgeProbe).
+	// its end (dlqSignal.judge).
 	judgeProbe bool
 	// knownLimit: the canary limits the route on a run of known failures
 	// alone, so they take its slots (see planner.slot).
@@ -98,7 +99,7 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 		rs.Error = err.Error()
 		return rs, err
 	}
-	last := r.gate(ctx, p, recent, prevErr)
+	r.gate(ctx, p, recent, prevErr)
 	r.progress(&rs)
 
 	var wg sync.WaitGroup
@@ -112,10 +113,10 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 		})
 	}
 	wg.Wait()
-	// Release what the pass held, even when ctx has ended.
+	// Release what the pass deferred, even when ctx has ended.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	r.changeVisibility(rctx, p, p.held, slog.LevelDebug)
+	r.changeVisibility(rctx, p, p.deferred, slog.LevelDebug)
 
 	rs.StopReason = p.stopped
 	if p.err != nil {
@@ -126,11 +127,11 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 	if p.gated && (rs.StopReason == StopDrained || rs.StopReason == StopPass) {
 		rs.StopReason = StopGate
 	}
-	if rs.StopReason == StopDrained || rs.StopReason == StopPass || rs.StopReason == StopGate {
-		r.judgeProbe(p) // only a pass that saw the whole DLQ can tell
+	for _, g := range p.gates {
+		if e, ok := g.(ender); ok {
+			e.end(ctx, p)
+		}
 	}
-	p.noteProbe()
-	r.noteUnrecorded(ctx, p, last)
 	return rs, nil
 }
 
@@ -179,13 +180,13 @@ func (r *run) open(ctx context.Context, rt Route, rs *RouteSummary) (*pass, erro
 	}, nil
 }
 
-// gate evaluates the route's gates from the recent runs and sets the
-// pass's limits; it returns the latest run that read the route (nil when
-// none did). The refill gate compares with that run; the canary checks the
-// keys of the latest runs that replayed on the route. Runs of other routes
-// (an operator's replay from the parking queue), runs held before reading,
-// and runs that replayed nothing are looked past.
-func (r *run) gate(ctx context.Context, p *pass, recent []Summary, prevErr error) *RouteSummary {
+// gate builds the route's gates from the recent runs, evaluates them and
+// sets the pass's limits. The refill gate compares with the latest run
+// that read the route; the canary checks the keys of the latest runs that
+// replayed on the route. Runs of other routes (an operator's replay from
+// the parking queue), runs held before reading, and runs that replayed
+// nothing are looked past.
+func (r *run) gate(ctx context.Context, p *pass, recent []Summary, prevErr error) {
 	rs, name := p.rs, p.route.Name
 	read := routeRuns(recent, name, func(rs RouteSummary) bool { return len(rs.Gates) > 0 })
 	replayed := routeRuns(recent, name, func(rs RouteSummary) bool { return len(rs.ReplayedKeys) > 0 })
@@ -207,19 +208,30 @@ func (r *run) gate(ctx context.Context, p *pass, recent []Summary, prevErr error
 	}
 	p.watched = watchRuns(routeRuns(recent, name, func(rs RouteSummary) bool { return rs.Replayed > 0 }),
 		routeRuns(recent, name, func(rs RouteSummary) bool { return len(rs.Returned) > 0 }))
-	refill, canary := r.refillGate(p, last, prevErr), r.canaryGate(ctx, p, replayed, last, prevErr)
-	rs.Gates = append(rs.Gates, refill, canary)
-	r.logGate(ctx, p.route.DLQURL, refill)
-	r.logGate(ctx, p.route.DLQURL, canary)
+	p.gates = []gate{
+		refillGate{threshold: r.e.opts.RefillThreshold, prev: last, prevErr: prevErr},
+		newCanaryGate(&r.e.opts, r.id, replayed, last, prevErr),
+	}
+	start := len(rs.Gates)
+	for _, g := range p.gates {
+		rs.Gates = append(rs.Gates, g.decide(ctx, p))
+	}
+	decided := rs.Gates[start:]
+	for _, g := range decided {
+		r.logGate(ctx, p.route.DLQURL, g)
+	}
 	if rs.closed(r.health) {
 		// Gates hold replays, never the expiry rescue: the pass goes on
 		// to park what is about to expire.
 		p.gated = true
 		p.replayLeft = 0
-	} else if canary.Decision == GateLimited {
-		p.replayLeft = canary.Limit
+		return
 	}
-	return last
+	for _, g := range decided {
+		if g.Decision == GateLimited {
+			p.replayLeft = g.Limit
+		}
+	}
 }
 
 // sourceAttrs returns the source queue's MaximumMessageSize, or SQS's

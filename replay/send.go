@@ -20,7 +20,8 @@ import (
 // runs out between a send and the batch's records and deletes. For FIFO
 // routes it sends in rounds of one message per group, so that a failed send
 // stops the later messages of its group (see groupOrder).
-func (r *run) send(ctx context.Context, p *pass, b *batch) {
+func (w *worker) send(ctx context.Context, b *batch) {
+	r, p := w.r, w.p
 	defer drop(b)
 	var movers []*item
 	for _, it := range b.items {
@@ -37,14 +38,14 @@ func (r *run) send(ctx context.Context, p *pass, b *batch) {
 		}
 		return
 	}
-	r.renew(ctx, p, movers) // an item whose lease cannot be renewed fails
+	w.renew(ctx, movers) // an item whose lease cannot be renewed fails
 	order := newGroupOrder(p.route)
 	for _, round := range rounds(p.route, movers) {
 		for _, it := range round {
 			order.block(it) // behind a message of its group that failed
 		}
 		for _, dest := range [...]string{p.route.SourceURL, p.route.ParkingURL} {
-			r.sendRound(ctx, dest, round)
+			w.sendRound(ctx, dest, round)
 		}
 		for _, it := range round {
 			order.note(it)
@@ -74,7 +75,7 @@ func rounds(rt Route, movers []*item) [][]*item {
 
 // sendRound sends the movers of a round bound for dest, and fails those
 // whose send failed.
-func (r *run) sendRound(ctx context.Context, dest string, round []*item) {
+func (w *worker) sendRound(ctx context.Context, dest string, round []*item) {
 	var out []*item
 	for _, it := range round {
 		if it.dest == dest && it.outcome.moves() {
@@ -84,7 +85,7 @@ func (r *run) sendRound(ctx context.Context, dest string, round []*item) {
 	if len(out) == 0 {
 		return
 	}
-	errs := r.sendBatch(ctx, dest, out)
+	errs := w.sendBatch(ctx, dest, out)
 	for i, it := range out {
 		if err := errs[i]; err != nil {
 			it.fail(fmt.Errorf("send %s to %s: %w", it.msg.id, dest, err))
@@ -112,7 +113,8 @@ func drop(b *batch) {
 // sendBatch sends out to dest in SendMessageBatch calls of at most 10
 // messages and at most envelope.MaxMessageBytes in all (SQS's limit on a
 // batch request), and returns the error of each item (by index) not sent.
-func (r *run) sendBatch(ctx context.Context, dest string, out []*item) map[int]error {
+func (w *worker) sendBatch(ctx context.Context, dest string, out []*item) map[int]error {
+	r := w.r
 	errs := map[int]error{}
 	for start := 0; start < len(out); {
 		end, size := start, 0
@@ -161,7 +163,8 @@ func (r *run) sendBatch(ctx context.Context, dest string, out []*item) map[int]e
 // since), then its INTENT record (it fails when another run holds or has
 // settled it). An item that cannot be extended is not sent: it fails and is
 // left as it is.
-func (r *run) renew(ctx context.Context, p *pass, out []*item) {
+func (w *worker) renew(ctx context.Context, out []*item) {
+	r, p := w.r, w.p
 	now := r.now()
 	short := func(it *item) bool { return it.lease.Sub(now) < r.e.opts.DecisionWindow/2 }
 	var due []visibility

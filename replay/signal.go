@@ -1,9 +1,7 @@
 package replay
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 )
@@ -149,7 +147,12 @@ func (p *pass) backSince() (n, seen, replayed int) {
 	return n, seen, replayed
 }
 
-// dlqGate is the canary gate of a route whose breaker reads the DLQ: no
+// dlqSignal is the breaker on [SignalDLQ].
+type dlqSignal struct {
+	o *Options
+}
+
+// decide is the canary gate of a route whose breaker reads the DLQ: no
 // canary (nothing tells a completed replay from one still on its way), and
 // the breaker: open, it judges its latest probe (see latestProbe) as soon
 // as a pass can tell, not at the next probe's time, and closes when most
@@ -158,7 +161,7 @@ func (p *pass) backSince() (n, seen, replayed int) {
 // started at least the time a failed replay took to come back when the
 // breaker opened ([Breaker.ReturnAfter]) after the probe's replays went
 // out (the probe run's end).
-func (r *run) dlqGate(p *pass, detail string) Gate {
+func (s dlqSignal) decide(p *pass, detail string) Gate {
 	p.rs.BreakerSignal = SignalDLQ
 	g := Gate{Name: GateCanary, Decision: GateSkipped, Detail: detail}
 	b := p.rs.Breaker
@@ -166,7 +169,7 @@ func (r *run) dlqGate(p *pass, detail string) Gate {
 		return g
 	}
 	probe := p.latestProbe()
-	due := !r.now().Before(b.ProbeAt)
+	due := !s.o.Now().Before(b.ProbeAt)
 	open := detail + "; breaker open on the DLQ signal"
 	waiting := func() Gate {
 		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s; next probe at %s", open, b.ProbeAt.UTC().Format(time.RFC3339))
@@ -182,7 +185,7 @@ func (r *run) dlqGate(p *pass, detail string) Gate {
 		if !due {
 			return waiting()
 		}
-	case !probe.lookedLate(b.ReturnAfter) && r.now().Sub(probe.sent) < b.ReturnAfter:
+	case !probe.lookedLate(b.ReturnAfter) && s.o.Now().Sub(probe.sent) < b.ReturnAfter:
 		// The probe's replays went out less than ReturnAfter ago: none
 		// could be back yet. Hold; a later run judges.
 		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s: the replays of probe %s cannot be back before %s", open, probe.RunID, probe.sent.Add(b.ReturnAfter).UTC().Format(time.RFC3339))
@@ -193,7 +196,7 @@ func (r *run) dlqGate(p *pass, detail string) Gate {
 		// missed tick, a paused schedule; or the passes since came before
 		// the replays could return): nothing says they did not come back.
 		// This pass holds replays, counts them back and judges the probe
-		// at its end (judgeProbe).
+		// at its end (judge).
 		p.judgeProbe = true
 		g.Decision, g.Detail = GateClosed, fmt.Sprintf("%s: this pass judges probe %s by its replays back in the DLQ", open, probe.RunID)
 		return g
@@ -205,9 +208,9 @@ func (r *run) dlqGate(p *pass, detail string) Gate {
 		return g
 	}
 	b.Trips++
-	b.ProbeAt = r.now().Add(max(r.e.opts.Policy.ceiling(b.Trips-1), b.ReturnAfter))
+	b.ProbeAt = s.o.Now().Add(max(s.o.Policy.ceiling(b.Trips-1), b.ReturnAfter))
 	p.rs.Probe = true
-	g.Decision, g.Detail, g.Limit = GateLimited, open+"; probing", r.e.opts.CanaryLimit
+	g.Decision, g.Detail, g.Limit = GateLimited, open+"; probing", s.o.CanaryLimit
 	return g
 }
 
@@ -246,10 +249,10 @@ func (p *pass) noteProbe() {
 	}
 }
 
-// watchDLQ trips the breaker of a route on the DLQ signal when most of a
+// watch trips the breaker of a route on the DLQ signal when most of a
 // watched run's replays are back (see [watched.failing]), and gives back
-// the replays of every such run. It holds the run's lock.
-func (r *run) watchDLQ(ctx context.Context, p *pass, now time.Time) {
+// the replays of every such run. It returns why it tripped, or "".
+func (s dlqSignal) watch(p *pass, now time.Time) string {
 	b := p.rs.Breaker
 	var trip *watched
 	for i := range p.watched {
@@ -267,21 +270,21 @@ func (r *run) watchDLQ(ctx context.Context, p *pass, now time.Time) {
 		}
 	}
 	if trip == nil {
-		return
+		return ""
 	}
 	b.ReturnAfter = max(0, now.Sub(trip.startedAt))
-	b.trip(now.Add(max(r.e.opts.Policy.ceiling(0), b.ReturnAfter)))
-	r.tripped(ctx, p, GateCanary, fmt.Sprintf(
+	b.trip(now.Add(max(s.o.Policy.ceiling(0), b.ReturnAfter)))
+	return fmt.Sprintf(
 		"breaker open on the DLQ signal: %d of the %d messages run %s replayed are back in the DLQ; next probe at %s",
-		trip.seen(), trip.Replayed, trip.RunID, b.ProbeAt.UTC().Format(time.RFC3339)))
+		trip.seen(), trip.Replayed, trip.RunID, b.ProbeAt.UTC().Format(time.RFC3339))
 }
 
-// judgeProbe ends a pass that held replays to judge the probe no earlier
-// pass had looked at late enough (see dlqGate): the breaker stays open, its next probe
+// judge ends a pass that held replays to judge the probe no earlier
+// pass had looked at late enough (see decide): the breaker stays open, its next probe
 // a step of doubling later, when most of the probe's replays are back;
 // otherwise it closes, and the next run replays. It holds no lock: the
 // workers have ended.
-func (r *run) judgeProbe(p *pass) {
+func (s dlqSignal) judge(p *pass) {
 	if !p.judgeProbe || len(p.watched) == 0 || p.rs.Breaker == nil || !p.rs.Breaker.Open {
 		return
 	}
@@ -291,74 +294,9 @@ func (r *run) judgeProbe(p *pass) {
 		return
 	}
 	b.addFailed(probe.RunID)
-	if r.now().Before(b.ProbeAt) {
+	if s.o.Now().Before(b.ProbeAt) {
 		return // judged before the next probe's time, which stands
 	}
 	b.Trips++
-	b.ProbeAt = r.now().Add(max(r.e.opts.Policy.ceiling(b.Trips-1), b.ReturnAfter))
-}
-
-// recordsGone is the detail of a route whose records are missing.
-func (r *run) recordsGone(p *pass) string {
-	return fmt.Sprintf("records missing: for %d runs the replays of route %s were consumed (none came back to the DLQ) but none completed in the records of consumer %q under key expression %q; check that the consumer writes homing's completion records (<CONSUMER_NAME>#<key>, see docs/RELIABILITY.md), that CONSUMER_NAME is its scope, and that the route's key expression is the consumer's key; until a replayed key completes the route runs without records",
-		UnrecordedRuns, p.route.Name, r.e.opts.Consumer, p.route.Key)
-}
-
-// noteUnrecorded updates the route's count of runs held at the canary with
-// replays that neither completed nor came back, once its pass is over, and
-// reports the records missing when it reaches [UnrecordedRuns] and the
-// first of those runs started at least the time a failed replay takes to
-// come back (returnBound) before this one (runs close together, a late run
-// or an operator's, count, but do not make that time): a log line at
-// WARN; the summary's RecordsMissing and the metric of the same name
-// follow from it.
-func (r *run) noteUnrecorded(ctx context.Context, p *pass, last *RouteSummary) {
-	rs := p.rs
-	rs.Returned = nil
-	for _, w := range p.watched {
-		rs.Returned = append(rs.Returned, w.Return)
-	}
-	if rs.RecordsMissing || !p.unrecorded {
-		return
-	}
-	if rs.StopReason != StopDrained && rs.StopReason != StopPass && rs.StopReason != StopGate {
-		return // the pass did not see the whole DLQ: no evidence either way
-	}
-	if slices.ContainsFunc(p.watched, func(w watched) bool { return w.Back > 0 }) {
-		return
-	}
-	rs.Unrecorded = 1
-	if last != nil {
-		rs.Unrecorded += last.Unrecorded
-	}
-	since := p.unrecordedSince
-	if since.IsZero() {
-		since = p.started
-	}
-	if rs.Unrecorded < UnrecordedRuns || p.started.Sub(since) < r.returnBound(p) {
-		return // too soon: the replays of the first run held may still come back
-	}
-	rs.RecordsMissing = true
-	rs.RecordsMissingDetail = r.recordsGone(p)
-	r.warnRecordsMissing(ctx, p)
-}
-
-// returnBound is how long a failed replay of the route takes to come back
-// to the DLQ, as far as the engine knows: the source's maxReceiveCount ×
-// visibility timeout, or the time the replays that opened its breaker took
-// on the DLQ signal, whichever is longer.
-func (r *run) returnBound(p *pass) time.Duration {
-	d := p.returnBound
-	if b := p.rs.Breaker; b != nil {
-		d = max(d, b.ReturnAfter)
-	}
-	return d
-}
-
-// warnRecordsMissing logs, at WARN, that the route's records are missing:
-// once a run while they are.
-func (r *run) warnRecordsMissing(ctx context.Context, p *pass) {
-	r.e.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "replay records missing",
-		slog.String("runId", r.id), slog.String("queue", p.route.DLQURL), slog.String("route", p.route.Name),
-		slog.String("consumer", r.e.opts.Consumer), slog.String("key", p.route.Key), slog.String("reason", p.rs.RecordsMissingDetail))
+	b.ProbeAt = s.o.Now().Add(max(s.o.Policy.ceiling(b.Trips-1), b.ReturnAfter))
 }

@@ -25,7 +25,7 @@ import (
 // next receive goes out beside this batch's send (one batch ahead per
 // worker, taken by the worker that sent it out). A batch ahead is examined
 // only if the run would start a batch when it arrives (cap, deadline, pass
-// budget, a stop); otherwise it is held, untouched, and released when the
+// budget, a stop); otherwise it is deferred, untouched, and released when the
 // pass ends, like the other messages left for a later run.
 type worker struct {
 	r       *run
@@ -47,7 +47,7 @@ func (r *run) work(ctx context.Context, p *pass) {
 			return
 		}
 		at := got.at
-		b := r.prepare(ctx, p, got.msgs, at)
+		b := w.prepare(ctx, got.msgs, at)
 		got = received{} // the batch holds what it needs: the raw messages may go
 		if b != nil {
 			w.move(ctx, b, at)
@@ -64,21 +64,21 @@ func (w *worker) receive(ctx context.Context) (received, bool) {
 		if w.ahead != nil {
 			got = <-w.ahead
 			w.ahead = nil
-			if reason := r.next(ctx, p); reason != "" {
+			if reason := w.next(ctx); reason != "" {
 				// Received ahead, but the run would not have started this
 				// batch now: it goes back untouched, and the pass ends for
 				// the reason it would have ended (not "drained" because the
 				// receive ahead came back empty).
-				r.holdAll(ctx, p, got)
+				w.deferAhead(ctx, got)
 				r.end(p, reason, nil)
 				return received{}, false
 			}
 		} else {
-			if reason := r.next(ctx, p); reason != "" {
+			if reason := w.next(ctx); reason != "" {
 				r.end(p, reason, nil)
 				return received{}, false
 			}
-			got = r.receive(ctx, p, w.wait)
+			got = w.poll(ctx, w.wait)
 		}
 		switch {
 		case got.err != nil && ctx.Err() != nil:
@@ -87,7 +87,7 @@ func (w *worker) receive(ctx context.Context) (received, bool) {
 		case got.err != nil:
 			r.end(p, StopError, fmt.Errorf("receive from %s: %w", p.route.DLQURL, got.err))
 			return received{}, false
-		case len(got.msgs) == 0 && w.wait == 0 && r.mayHoldMore(p):
+		case len(got.msgs) == 0 && w.wait == 0 && w.mayHaveMore():
 			// A short poll samples some of SQS's servers: with fewer
 			// messages received than the DLQ held, a long poll makes sure.
 			w.wait = 1
@@ -104,35 +104,35 @@ func (w *worker) receive(ctx context.Context) (received, bool) {
 // move takes a planned batch received at at through its claim, its send
 // and its finish (beside the next batch, when pipelining).
 func (w *worker) move(ctx context.Context, b *batch, at time.Time) {
-	r, p := w.r, w.p
-	r.claim(ctx, p, b, w.finals)
+	r := w.r
+	w.claim(ctx, b, w.finals)
 	w.finals = nil
 	w.join()
-	if w.overlap && r.next(ctx, p) == "" {
+	if w.overlap && w.next(ctx) == "" {
 		// The next receive goes out now: by the time this batch is sent
 		// it is in, and this worker's next batch costs its path the claim
 		// and the send, not the receive too.
 		w.ahead = make(chan received, 1)
-		go func(next chan<- received) { next <- r.receive(ctx, p, 0) }(w.ahead)
+		go func(next chan<- received) { next <- w.poll(ctx, 0) }(w.ahead)
 	}
 	if !r.req.DryRun {
-		r.send(ctx, p, b)
+		w.send(ctx, b)
 	}
 	if !w.overlap {
-		r.finish(ctx, p, b, nil)
-		r.noteBatchTime(at)
+		w.finish(ctx, b, nil)
+		w.noteBatchTime(at)
 		return
 	}
 	var c *finals
 	if !r.req.DryRun {
-		c = r.finalsOf(p, b)
+		c = w.finalsOf(b)
 		w.finals = c
 	}
 	w.pending = make(chan struct{})
 	go func(done chan<- struct{}) {
 		defer close(done)
-		r.finish(ctx, p, b, c)
-		r.noteBatchTime(at)
+		w.finish(ctx, b, c)
+		w.noteBatchTime(at)
 	}(w.pending)
 }
 
@@ -144,11 +144,11 @@ func (w *worker) join() {
 	}
 }
 
-// stop ends the worker: it holds a batch received ahead, writes the final
+// stop ends the worker: it defers a batch received ahead, writes the final
 // records no claim carried, and waits for the last finish.
 func (w *worker) stop(ctx context.Context) {
 	if w.ahead != nil {
-		w.r.holdAll(ctx, w.p, <-w.ahead)
+		w.deferAhead(ctx, <-w.ahead)
 	}
 	if w.finals != nil {
 		w.finals.flush(ctx, w.r)
@@ -163,8 +163,9 @@ type received struct {
 	err  error
 }
 
-// receive receives a batch from the route's DLQ, long-polling wait seconds.
-func (r *run) receive(ctx context.Context, p *pass, wait int32) received {
+// poll receives a batch from the route's DLQ, long-polling wait seconds.
+func (w *worker) poll(ctx context.Context, wait int32) received {
+	r, p := w.r, w.p
 	at := r.now()
 	out, err := r.e.queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(p.route.DLQURL),
@@ -184,7 +185,8 @@ func (r *run) receive(ctx context.Context, p *pass, wait int32) received {
 }
 
 // next says why the worker must not start another batch, or "".
-func (r *run) next(ctx context.Context, p *pass) StopReason {
+func (w *worker) next(ctx context.Context) StopReason {
+	r, p := w.r, w.p
 	r.mu.Lock()
 	stopped, budget := p.stopped != "" && p.err != nil, p.budget
 	r.mu.Unlock()
@@ -197,17 +199,19 @@ func (r *run) next(ctx context.Context, p *pass) StopReason {
 	return r.stop(ctx)
 }
 
-// mayHoldMore reports whether the pass has received fewer messages than the
+// mayHaveMore reports whether the pass has received fewer messages than the
 // DLQ held when it started and the asking worker is the last one receiving
 // (the others would receive what is left).
-func (r *run) mayHoldMore(p *pass) bool {
+func (w *worker) mayHaveMore() bool {
+	r, p := w.r, w.p
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return p.received < p.rs.Depth && p.active <= 1
 }
 
 // noteBatchTime notes how long a batch took, from its receive to its end.
-func (r *run) noteBatchTime(started time.Time) {
+func (w *worker) noteBatchTime(started time.Time) {
+	r := w.r
 	d := r.now().Sub(started)
 	r.mu.Lock()
 	r.longest = max(r.longest, d)
@@ -217,10 +221,11 @@ func (r *run) noteBatchTime(started time.Time) {
 // prepare reads a received batch and plans it under the run's lock: the
 // cap and the canary limit are the run's, shared by the workers. A message
 // examined before in this run (it reappeared after its decision window) is
-// not examined again: it is held until the pass ends, like the others left
+// not examined again: it is deferred until the pass ends, like the others left
 // for a later run, so the next run finds it visible. It returns nil when
 // nothing is left to examine.
-func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receivedAt time.Time) *batch {
+func (w *worker) prepare(ctx context.Context, msgs []types.Message, receivedAt time.Time) *batch {
+	r, p := w.r, w.p
 	now := r.now()
 	items := make([]*item, 0, len(msgs))
 	var again []types.Message
@@ -234,7 +239,7 @@ func (r *run) prepare(ctx context.Context, p *pass, msgs []types.Message, receiv
 		it := &item{msg: readMessage(m, now, p.trust, p.lane.key)}
 		items = append(items, it)
 	}
-	early := r.holdMessages(ctx, p, again, receivedAt)
+	early := w.deferMessages(ctx, again, receivedAt)
 	var b *batch
 	if len(items) > 0 {
 		r.watch(ctx, p, items, now)

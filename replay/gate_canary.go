@@ -3,153 +3,64 @@ package replay
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 )
 
-// The gates hold replays, never the expiry rescue: health for the run
-// (here), refill and canary for each route (refill here, the canary and
-// its breaker in breaker.go). Each gate's decision is a [Gate] in the
-// summary and one log line.
-
-// gateHistory is how many recent runs the gates look back through.
-const gateHistory = 20
-
-// routeRun is the part of an earlier run about one route.
-type routeRun struct {
-	runID      string
-	startedAt  time.Time
-	finishedAt time.Time
-	rs         *RouteSummary
+// canaryGate judges a route by the runs that replayed on it lately
+// (replayed, latest first), the latest run that read it (last, nil when
+// none) and why the recent runs are unknown (prevErr). It keeps the route's
+// [Breaker], on one of its two signals: completions (breaker.go) or the
+// DLQ (signal.go).
+type canaryGate struct {
+	o           *Options
+	runID       string
+	replayed    []routeRun
+	last        *RouteSummary
+	prevErr     error
+	completions completionsSignal
+	dlq         dlqSignal
 }
 
-// routeRuns returns the summaries of route in runs (latest first) for which
-// want holds, latest first.
-func routeRuns(runs []Summary, route string, want func(RouteSummary) bool) []routeRun {
-	var out []routeRun
-	for _, s := range runs {
-		if i := slices.IndexFunc(s.Routes, func(p RouteSummary) bool { return p.Route == route && want(p) }); i >= 0 {
-			out = append(out, routeRun{runID: s.RunID, startedAt: s.StartedAt, finishedAt: s.FinishedAt, rs: &s.Routes[i]})
-		}
-	}
-	return out
+func newCanaryGate(o *Options, runID string, replayed []routeRun, last *RouteSummary, prevErr error) *canaryGate {
+	return &canaryGate{o: o, runID: runID, replayed: replayed, last: last, prevErr: prevErr, completions: completionsSignal{o: o}, dlq: dlqSignal{o: o}}
 }
 
-func (r *run) healthGate(ctx context.Context) Gate {
-	g := Gate{Name: GateHealth, Decision: GateOpen}
-	switch {
-	case r.e.opts.Health == nil:
-		g.Decision, g.Detail = GateSkipped, "no health probe configured"
-	default:
-		if err := r.e.opts.Health(ctx); err != nil {
-			g.Decision, g.Detail = GateClosed, err.Error()
-		}
-	}
-	return g
-}
+func (*canaryGate) name() string { return GateCanary }
 
-// sealGate reads the seal keys into the run; it closes when no key can be
-// read (see [GateSeal]), and says what the run cannot do with the keys it
-// has.
-func (r *run) sealGate(ctx context.Context) Gate {
-	keys, err := r.e.sealKeys(ctx)
-	if err != nil {
-		return Gate{Name: GateSeal, Decision: GateClosed, Detail: err.Error()}
-	}
-	r.key = keys.sealer
-	return Gate{Name: GateSeal, Decision: GateOpen, Detail: keys.note}
-}
-
-// refillGate closes when the previous run is unknown. When the DLQ holds
-// more than RefillThreshold messages more than the previous run left in
-// it (its depth at the start, visible and in flight, minus what it moved),
-// it stays open but watches the pass: it closes once more than
-// RefillThreshold of them are replays that came back, almost all of their
-// runs' (see refillBack). A burst of new dead letters (one producer's
-// failing messages, say) does not hold the replay of the others: the
-// canary judges their replays.
-func (r *run) refillGate(p *pass, prev *RouteSummary, prevErr error) Gate {
-	g := Gate{Name: GateRefill, Decision: GateOpen}
-	rs, limit := p.rs, r.e.opts.RefillThreshold
-	switch {
-	case prevErr != nil:
-		g.Decision, g.Detail = GateClosed, "previous run unknown: "+prevErr.Error()
-	case prev == nil:
-		g.Detail = "no previous run read this route"
-	default:
-		left := max(0, prev.Depth+prev.InFlight-prev.Replayed-prev.ParkedTotal()-prev.Recovered-prev.Applied)
-		growth := rs.Depth + rs.InFlight - left
-		g.Detail = fmt.Sprintf("DLQ grew by %d since the previous run (threshold %d)", growth, limit)
-		if growth > limit {
-			p.refill = true
-			g.Detail += fmt.Sprintf("; it closes if more than %d of them are replays back, almost all of their runs'", limit)
-		}
-	}
-	return g
-}
-
-// refillBack closes the refill gate of a pass that watches the DLQ's
-// growth once more than RefillThreshold replays came back since the
-// previous run, and they are almost all (three quarters: see [broken]) of
-// the replays of the runs they came from: the replays fail en masse. The
-// first returns of a burst of one kind of failure are a share of their
-// run's, and the canary judges them. It holds the run's lock.
-func (r *run) refillBack(ctx context.Context, p *pass) {
-	if !p.refill || p.gated {
-		return
-	}
-	n, seen, replayed := p.backSince()
-	if n > r.e.opts.RefillThreshold && broken(replayed, replayed-seen) {
-		p.refill = false
-		r.tripped(ctx, p, GateRefill, fmt.Sprintf("%d replays came back to the DLQ since the previous run (threshold %d), %d of the %d their runs replayed", n, r.e.opts.RefillThreshold, seen, replayed))
-	}
-}
-
-func (r *run) logGate(ctx context.Context, queue string, g Gate) {
-	level := slog.LevelInfo
-	if g.Decision == GateClosed || g.Decision == GateLimited {
-		level = slog.LevelWarn
-	}
-	attrs := []slog.Attr{slog.String("runId", r.id), slog.String("gate", g.Name), slog.String("decision", string(g.Decision)), slog.String("reason", g.Detail)}
-	if queue != "" {
-		attrs = append(attrs, slog.String("queue", queue))
-	}
-	r.e.opts.Logger.LogAttrs(ctx, level, "replay gate", attrs...)
-}
-
-// canaryGate limits the replays of a route while the latest judged run
+// decide limits the replays of a route while the latest judged run
 // failed: more than half of the keys it replayed, known failures left
 // out, have not completed (see [canary]). It keeps the route's [Breaker]:
 // closed while it is open and no probe is due. On a route whose consumer
 // writes no completion records it reads nothing and is skipped.
-func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, last *RouteSummary, prevErr error) Gate {
+func (c *canaryGate) decide(ctx context.Context, p *pass) Gate {
+	last, prevErr := c.last, c.prevErr
 	switch {
 	case !p.route.Records:
-		return r.dlqGate(p, noRecords)
-	case r.e.opts.Completions == nil:
-		return r.dlqGate(p, "no completions reader configured")
+		return c.dlq.decide(p, noRecords)
+	case c.o.Completions == nil:
+		return c.dlq.decide(p, "no completions reader configured")
 	}
 	p.rs.BreakerSignal = SignalCompletions
-	replayed = judged(replayed)
-	in := r.canaryInput(ctx, replayed, prevErr)
+	replayed := judged(c.replayed)
+	in := c.input(ctx, replayed, prevErr)
 	if last != nil && last.RecordsMissing && in.completed <= 0 {
 		// The consumer consumes the replays but records none: the route
 		// runs as one without records until a replayed key completes.
 		p.rs.RecordsMissing = true
 		p.rs.Unrecorded = last.Unrecorded
-		p.rs.RecordsMissingDetail = r.recordsGone(p)
-		r.warnRecordsMissing(ctx, p)
-		return r.dlqGate(p, p.rs.RecordsMissingDetail)
+		p.rs.RecordsMissingDetail = c.recordsGone(p)
+		c.warnRecordsMissing(ctx, p)
+		return c.dlq.decide(p, p.rs.RecordsMissingDetail)
 	}
-	if g, held := r.breakerGate(p, in); held {
+	if g, decided := c.breaker(p, in); decided {
 		return g
 	}
 	switch {
 	case len(replayed) == 0 && prevErr == nil:
 		return Gate{Name: GateCanary, Decision: GateOpen, Detail: in.why}
 	case in.completed < 0:
-		return r.limited(in.why)
+		return c.limited(in.why)
 	case !in.failed():
 		return Gate{Name: GateCanary, Decision: GateOpen, Detail: in.String()}
 	case in.completed == 0:
@@ -158,10 +69,10 @@ func (r *run) canaryGate(ctx context.Context, p *pass, replayed []routeRun, last
 		p.unrecorded = len(in.keys) >= minEvidence
 	}
 	if in.broken() {
-		p.suspects = r.suspects(ctx, replayed)
+		p.suspects = c.suspects(ctx, replayed)
 	}
 	p.knownLimit = in.latest.rs != nil && in.latest.rs.knownOnly()
-	return r.limited(in.String())
+	return c.limited(in.String())
 }
 
 // judged returns the replaying runs (latest first) whose outcome the gates
@@ -228,8 +139,8 @@ func (in canary) String() string {
 	return s
 }
 
-// canaryInput reads the completions of the latest judged run's keys.
-func (r *run) canaryInput(ctx context.Context, replayed []routeRun, prevErr error) canary {
+// input reads the completions of the latest judged run's keys.
+func (c *canaryGate) input(ctx context.Context, replayed []routeRun, prevErr error) canary {
 	in := canary{completed: -1}
 	switch {
 	case prevErr != nil:
@@ -244,7 +155,7 @@ func (r *run) canaryInput(ctx context.Context, replayed []routeRun, prevErr erro
 	if rs.knownOnly() {
 		in.retried = 0 // its known failures are its evidence, none left out
 	}
-	done, err := r.e.opts.Completions.Completed(ctx, in.keys)
+	done, err := c.o.Completions.Completed(ctx, in.keys)
 	if err != nil {
 		in.why = "cannot read completions: " + err.Error()
 		return in
@@ -259,16 +170,16 @@ func (r *run) canaryInput(ctx context.Context, replayed []routeRun, prevErr erro
 }
 
 // limited is the canary gate limiting the route to CanaryLimit replays.
-func (r *run) limited(detail string) Gate {
-	return Gate{Name: GateCanary, Decision: GateLimited, Detail: detail, Limit: r.e.opts.CanaryLimit}
+func (c *canaryGate) limited(detail string) Gate {
+	return Gate{Name: GateCanary, Decision: GateLimited, Detail: detail, Limit: c.o.CanaryLimit}
 }
 
-// breakerGate moves the route's open breaker on what the canary read: it
+// breaker moves the route's open breaker on what the canary read: it
 // closes when the latest judged run is not broken (more than a quarter of
 // its keys completed), or when its probe found too few keys to be
-// evidence; otherwise it holds the route (held) until a probe is due, then limits it
-// to the probe.
-func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
+// evidence; otherwise it closes the gate until a probe is due, then limits
+// it to the probe (decided: the breaker gave the decision).
+func (c *canaryGate) breaker(p *pass, in canary) (g Gate, decided bool) {
 	b := p.rs.Breaker
 	if b == nil || !b.Open {
 		return Gate{}, false
@@ -295,13 +206,13 @@ func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 		}
 		detail = "breaker open: " + in.String()
 	}
-	if r.now().Before(b.ProbeAt) {
+	if c.o.Now().Before(b.ProbeAt) {
 		return Gate{Name: GateCanary, Decision: GateClosed, Detail: detail + "; next probe at " + b.ProbeAt.UTC().Format(time.RFC3339)}, true
 	}
 	b.Trips++
-	b.ProbeAt = r.now().Add(r.e.opts.Policy.ceiling(b.Trips - 1))
+	b.ProbeAt = c.o.Now().Add(c.o.Policy.ceiling(b.Trips - 1))
 	p.rs.Probe = true
-	return r.limited(detail + "; probing"), true
+	return c.limited(detail + "; probing"), true
 }
 
 // suspects returns the latest judged runs (up to maxSuspects) that are
@@ -309,12 +220,12 @@ func (r *run) breakerGate(p *pass, in canary) (g Gate, held bool) {
 // completions cannot be read); replayed[0] is known to be broken. Only
 // runs that replayed at least minEvidence keys, known failures' included,
 // are suspects.
-func (r *run) suspects(ctx context.Context, replayed []routeRun) []string {
+func (c *canaryGate) suspects(ctx context.Context, replayed []routeRun) []string {
 	var out []string
 	for i, h := range replayed[:min(len(replayed), maxSuspects)] {
 		keys := h.rs.sample()
 		if i > 0 {
-			done, err := r.e.opts.Completions.Completed(ctx, keys)
+			done, err := c.o.Completions.Completed(ctx, keys)
 			if err != nil || !broken(len(keys), len(done)) {
 				break
 			}
@@ -327,4 +238,30 @@ func (r *run) suspects(ctx context.Context, replayed []routeRun) []string {
 		}
 	}
 	return out
+}
+
+// watch trips the route's breaker on the signal it reads (see
+// completionsSignal.watch and dlqSignal.watch).
+func (c *canaryGate) watch(_ context.Context, p *pass, items []*item, now time.Time) string {
+	if p.rs.BreakerSignal == SignalDLQ {
+		return c.dlq.watch(p, now)
+	}
+	return c.completions.watch(p, items, now)
+}
+
+// end judges the probe this pass was held to judge, when it saw the whole
+// DLQ (see dlqSignal.judge), keeps what it saw of the open breaker's probe,
+// and counts the runs held with replays that neither completed nor came
+// back (see noteUnrecorded).
+func (c *canaryGate) end(ctx context.Context, p *pass) {
+	if sawAll(p.rs.StopReason) {
+		c.dlq.judge(p) // only a pass that saw the whole DLQ can tell
+	}
+	p.noteProbe()
+	c.noteUnrecorded(ctx, p)
+}
+
+// sawAll reports whether a pass that stopped for reason saw its whole DLQ.
+func sawAll(reason StopReason) bool {
+	return reason == StopDrained || reason == StopPass || reason == StopGate
 }
