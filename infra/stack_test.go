@@ -323,13 +323,11 @@ func TestOutputs(t *testing.T) {
 				want[settings.OutputID("orders", key)] = value
 			}
 			// The local profile holds the example lane too: the same keys,
-			// its hold table (a FIFO lane holds its groups by default), and
-			// its ledger's table.
+			// and its ledger's table.
 			if name == ProfileLocal {
 				for key := range byKey {
 					want[settings.OutputID("payments", key)] = obj{}
 				}
-				want[settings.OutputID("payments", settings.OutputHoldTableName)] = obj{"Ref": s.find(t, "AWS::DynamoDB::Table", "PaymentsHoldTable")}
 				want["PaymentsEntriesTableName"] = obj{"Ref": s.find(t, "AWS::DynamoDB::Table", "PaymentsEntries")}
 			}
 			if _, ok := want["OrdersDeadLetterQueueUrl"]; !ok {

@@ -18,12 +18,13 @@
 //     every queue. Their queue policies deny SendMessage to every IAM
 //     principal but the lane's senders (the DLQ: none, only SQS's redrive;
 //     the invalid queue: the consumer; the parking queue: the replay
-//     function and [QueuesProps].OperatorArns), and the DLQ's denies
+//     function, [QueuesProps].OperatorArns, and the consumer of a lane
+//     that keeps group order), and the DLQ's denies
 //     StartMessageMoveTask unless [QueuesProps].AllowNativeRedrive;
 //   - two DynamoDB tables, on-demand, with point-in-time recovery, SSE and a
 //     TTL attribute: the idempotency table ([PartitionKey]) and the replay
-//     ledger ([PartitionKey], [SortKey]); on a FIFO lane that holds its
-//     groups a third, the hold table ([PartitionKey], [SortKey], no TTL);
+//     ledger ([PartitionKey], [SortKey]), which on a FIFO lane that keeps
+//     group order also keeps the parks of its groups;
 //     deletion protection only with the removal policy RETAIN (the
 //     default, RETAIN_ON_UPDATE_OR_DELETE, lets the rollback of a failed
 //     first deploy delete them);
@@ -37,21 +38,21 @@
 //     actions on the idempotency table (and, when the lane built it, write
 //     its log group). It has no permission on the DLQ;
 //   - on a FIFO lane, each message group's order through failure
-//     ([ConsumerProps].GroupOrder, package hold): by default ("hold") a
-//     group whose record fails is held, its later records waiting in
-//     order in the lane's hold table until that head is applied, so the
-//     group's effects apply in publication order through any failure
-//     confined to it, and other groups go on; a head that can never
-//     succeed (invalid, or parked) holds its group until an operator runs
-//     `dlq groups release`. "skip" lets the group go on past such a head
-//     at once (its effect then comes after its successors', or never);
-//     "off" keeps SQS's order only, which a failure that reaches the DLQ
-//     breaks. The consumer then also gets GROUP_ORDER, SOURCE_QUEUE_URL
-//     and HOLD_TABLE, SendMessage on the source queue and the hold store's
-//     item actions on the hold table; the replay function (HOLD_TABLE too)
-//     and GrantOperator read and update holds there (BatchGetItem,
-//     GetItem, Query, UpdateItem). A standard lane keeps no order and has
-//     no such option;
+//     ([ConsumerProps].GroupOrder, package fifo): by default ("hold") a
+//     failed head stays in the source under a backoff of its visibility,
+//     SQS holding its group behind it, and a head that can never succeed
+//     (invalid, delivered too often, about to expire) parks its group,
+//     its later records following it to the parking queue in order until
+//     `dlq groups release`; "skip" routes such a head alone and lets its
+//     group go on; "off" keeps SQS's order only, which a failure that
+//     reaches the DLQ breaks. With hold or skip the redrive is a backstop
+//     (MaxReceiveCount [DefaultGroupMaxReceiveCount]), and the consumer
+//     also gets GROUP_ORDER, SOURCE_QUEUE_URL, PARKING_QUEUE_URL,
+//     SOURCE_RETENTION, MAX_RECEIVES (MaxReceiveCount - [ParkMargin]) and
+//     SendMessage on the parking queue; with hold LEDGER_TABLE and the
+//     parks' item actions on the ledger's partition of parks only, which
+//     GrantOperator may read and end. A standard lane keeps no order and
+//     has no such option;
 //   - the replay function (functions/replay; same runtime, architecture and
 //     logging set-up as the consumer, built by the same code) configured
 //     entirely by its environment (REPLAY_ROUTES names the lane's DLQ,
@@ -62,10 +63,8 @@
 //     receive, change visibility, delete and read attributes on the DLQ;
 //     send to the source queue and read its attributes; send to the parking
 //     queue; GetItem, PutItem, UpdateItem and Query on the ledger;
-//     BatchGetItem on the idempotency table (and on a lane that holds its
-//     groups BatchGetItem, GetItem, Query and UpdateItem on the hold
-//     table).
-//     Nothing on the invalid queue;
+//     BatchGetItem on the idempotency table. Nothing on the invalid
+//     queue;
 //   - alarms (DLQ depth, invalid and parking depth, consumer errors and
 //     throttles, replay errors, the consumer's failed records and the
 //     source queue's age, which page a downstream outage within
