@@ -618,7 +618,7 @@ func TestFIFO(t *testing.T) {
 	}
 	check(t, "source redrive", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::SQS::Queue"), like(obj{
-			"QueueName":     name,
+			"QueueName": name,
 			// The backstop behind the consumer's parks (TestGroupOrder).
 			"RedrivePolicy": obj{"deadLetterTargetArn": getAtt(id.dlq, "Arn"), "maxReceiveCount": deadletter.DefaultGroupMaxReceiveCount},
 		}))
