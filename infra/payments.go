@@ -35,7 +35,7 @@ const (
 	// PaymentsParkReceives is the local profile's MAX_RECEIVES on the
 	// example lane: its consumer parks an account whose head failed on
 	// this many deliveries (the e2e tests of examples/ rely on it).
-	PaymentsParkReceives = 4
+	PaymentsParkReceives = 5
 	// OutputEntriesTableName is the key of the ledger table's output,
 	// settings.OutputID("payments", OutputEntriesTableName).
 	OutputEntriesTableName = "EntriesTableName"

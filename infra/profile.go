@@ -96,9 +96,10 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		p.Orders.Consumer.Environment = map[string]string{settings.TaxBudget.Env: "1s", settings.ConsumerDeadlineMargin.Env: "1s"}
 		// The example lane (examples/) beside it, FIFO, as fast. It keeps
 		// group order: the redrive is a backstop, 10 deliveries behind the
-		// consumer, which parks a failing head at its 4th delivery (after
-		// backoffs of about 30 s, 1 m and 2 m: a frozen account waits
-		// about three schedule periods before its head parks).
+		// consumer, which parks a failing head at its 5th delivery, after
+		// backoffs of 30 s, 1, 2 and 4 minutes (x0.75..1): an account
+		// frozen for two schedule periods is posted after the thaw, one
+		// frozen for about seven minutes is parked.
 		payments := localLane(codeDir)
 		payments.Queues.MaxReceiveCount = jsii.Number(deadletter.ParkMargin + PaymentsParkReceives)
 		payments.Consumer.Environment = map[string]string{settings.ConsumerDeadlineMargin.Env: "1s"}
