@@ -92,6 +92,7 @@ func TestAnOutageTheProbeDoesNotSee(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	thawed := time.Now()
 	// The next delivery comes at most the last backoff after the outage.
 	last := time.Duration(1<<(n-3)) * 30 * time.Second
 	eventually(t, last+time.Minute, "every payment posted in its account's order", func() (bool, string) {
@@ -104,6 +105,8 @@ func TestAnOutageTheProbeDoesNotSee(t *testing.T) {
 		}
 		return done, strings.Join(state, ", ")
 	})
+	t.Logf("frozen for %s (%d replay runs meanwhile), every payment posted %s after the thaw",
+		thawed.Sub(start).Round(time.Second), runs, time.Since(thawed).Round(time.Second))
 	for _, acct := range accounts {
 		if p, ok := parkOf(t, store, acct); ok {
 			t.Errorf("%s is parked after the outage: %+v", acct, p)

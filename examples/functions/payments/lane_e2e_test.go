@@ -219,6 +219,7 @@ func TestLane(t *testing.T) {
 				return parked && p.Releasing == "" || !parked && slices.Equal(b, final), fmt.Sprintf("B %q, park %+v (%t)", b, p, parked)
 			})
 			if !parked {
+				t.Logf("account B posted to its end after %d dlq groups release(s)", releases)
 				break
 			}
 			if releases == len(invalids) {

@@ -187,6 +187,7 @@ func TestAPoisonHeadIsParkedAndReleased(t *testing.T) {
 	// 2, 3, 4, 5...: the MAX_RECEIVES-th comes within their sum.
 	n := s.maxReceives(t)
 	within := time.Duration(1<<(n-1)-1)*30*time.Second + 2*time.Minute
+	sent := time.Now()
 	s.sendBatch(t, acct, paymentBody(pay(1), acct, "3.00"), paymentBody(pay(2), acct, "4.00"))
 	eventually(t, within, "the account parked behind its head", func() (bool, string) {
 		p, ok := parkOf(t, store, acct)
@@ -195,6 +196,7 @@ func TestAPoisonHeadIsParkedAndReleased(t *testing.T) {
 		}
 		return ok && p.Reason == fifo.ReasonDeliveredTooOften && p.Parked == 2, fmt.Sprintf("park %+v (%t)", p, ok)
 	})
+	t.Logf("parked %s after the head's delivery %d, %s after it was sent", fifo.ReasonDeliveredTooOften, n, time.Since(sent).Round(time.Second))
 	s.send(t, paymentBody(pay(3), acct, "5.00"), acct)
 	eventually(t, time.Minute, "the payment sent after the park parked behind it", func() (bool, string) {
 		p, _ := parkOf(t, store, acct)
@@ -217,7 +219,9 @@ func TestAPoisonHeadIsParkedAndReleased(t *testing.T) {
 	if err := s.ledger.Freeze(ctx, acct, false); err != nil {
 		t.Fatal(err)
 	}
+	released := time.Now()
 	out := dlq(t, "groups", "release", acct, "--yes")
+	t.Logf("dlq groups release took %s:\n%s", time.Since(released).Round(time.Millisecond), out)
 	if _, ok := parkOf(t, store, acct); ok {
 		t.Fatalf("the account is still parked after dlq groups release:\n%s", out)
 	}
