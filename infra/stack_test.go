@@ -432,7 +432,8 @@ func TestProfileProps(t *testing.T) {
 	if err := orders.Validate(); err != nil {
 		t.Errorf("local profile props are invalid: %v", err)
 	}
-	if p.Payments == nil || *p.Payments.Queues.MaxReceiveCount != 3 || p.Payments.Consumer.Environment["DEADLINE_MARGIN"] != "1s" {
+	// The example lane's redrive is a backstop behind its consumer's parks.
+	if p.Payments == nil || *p.Payments.Queues.MaxReceiveCount != PaymentsParkReceives+deadletter.ParkMargin || p.Payments.Consumer.Environment["DEADLINE_MARGIN"] != "1s" {
 		t.Errorf("local profile's example lane: %+v", p.Payments)
 	}
 	if aws, _ := ProfileProps(ProfileAWS, env{}.get); aws.Payments != nil {
