@@ -21,13 +21,12 @@ func TestOutputsDocumented(t *testing.T) {
 	keys := []string{
 		settings.OutputSourceQueueURL, settings.OutputSourceQueueARN, settings.OutputDeadLetterQueueURL,
 		settings.OutputDeadLetterQueueARN, settings.OutputInvalidQueueURL, settings.OutputParkingQueueURL,
-		settings.OutputIdempotencyTableName, settings.OutputLedgerTableName, settings.OutputHoldTableName, settings.OutputConsumerFunctionName,
+		settings.OutputIdempotencyTableName, settings.OutputLedgerTableName, settings.OutputConsumerFunctionName,
 		settings.OutputReplayFunctionName, settings.OutputReplayScheduleName, settings.OutputAlarmTopicARN,
 		settings.OutputDashboardName, settings.OutputConsumerLogGroupName, settings.OutputReplayLogGroupName,
 	}
 	// Every output of a lane is one of its keys, and the README lists the
-	// key (the local profile's example lane holds its groups: its hold
-	// table's output too).
+	// key.
 	ids := map[string]bool{}
 	for _, p := range []string{ProfileAWS, ProfileLocal} {
 		for id := range *profile(t, p).template.FindOutputs(jsii.String("*"), nil) {

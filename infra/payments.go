@@ -32,6 +32,10 @@ const (
 	// one does not require; TestPaymentsContractIsTheExamples in
 	// examples/payment pins the two together).
 	PaymentsPayloadHash = "{paymentId: paymentId, accountId: accountId, capturedAt: capturedAt, amount: amount, currency: currency}"
+	// PaymentsParkReceives is the local profile's MAX_RECEIVES on the
+	// example lane: its consumer parks an account whose head failed on
+	// this many deliveries (the e2e tests of examples/ rely on it).
+	PaymentsParkReceives = 5
 	// OutputEntriesTableName is the key of the ledger table's output,
 	// settings.OutputID("payments", OutputEntriesTableName).
 	OutputEntriesTableName = "EntriesTableName"

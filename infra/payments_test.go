@@ -1,17 +1,21 @@
 package main
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/homingdlq/homing/infra/deadletter"
 )
 
 // TestPaymentsLane: the local profile's example lane is FIFO end to end,
 // its consumer is the examples module's bootstrap fed by the FIFO source
 // with partial batch failures, told its ledger table, allowed on that
-// table exactly the calls package ledger makes, and holds its groups (the
-// construct's default on a FIFO lane) in its hold table.
+// table exactly the calls package ledger makes, and keeps each account's
+// order (the construct's default on a FIFO lane), parking a head at its
+// PaymentsParkReceives-th delivery.
 func TestPaymentsLane(t *testing.T) {
 	s := profile(t, ProfileLocal)
 	for _, q := range []string{"PaymentsSourceQueue", "PaymentsDeadLetterQueue", "PaymentsInvalidQueue", "PaymentsParkingQueue"} {
@@ -36,22 +40,33 @@ func TestPaymentsLane(t *testing.T) {
 			"Environment": obj{"Variables": like(obj{"ENTRIES_TABLE": obj{"Ref": entries}, "CONSUMER_NAME": "payments", "DEADLINE_MARGIN": "1s"})},
 		}))
 	})
-	// FIFO: by default the lane holds a group behind its failed record, so
-	// that an account's entries keep their order through any failure.
+	// FIFO: by default the lane keeps each account's order through any
+	// failure: its consumer parks a head that can never succeed, the
+	// redrive 10 deliveries later is a backstop.
 	vars := func(fn string) map[string]any {
 		return s.resources[fn]["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
 	}
 	source := s.find(t, "AWS::SQS::Queue", "PaymentsSourceQueue")
-	holds := obj{"Ref": s.find(t, "AWS::DynamoDB::Table", "PaymentsHoldTable")}
-	if v := vars(consumer); v["GROUP_ORDER"] != "hold" || mustJSON(v["SOURCE_QUEUE_URL"]) != mustJSON(obj{"Ref": source}) || mustJSON(v["HOLD_TABLE"]) != mustJSON(holds) {
-		t.Errorf("payments consumer: GROUP_ORDER %v, SOURCE_QUEUE_URL %s, HOLD_TABLE %s; want hold, its source queue and its hold table",
-			v["GROUP_ORDER"], mustJSON(v["SOURCE_QUEUE_URL"]), mustJSON(v["HOLD_TABLE"]))
+	want := map[string]any{
+		"GROUP_ORDER":       "hold",
+		"SOURCE_QUEUE_URL":  obj{"Ref": source},
+		"PARKING_QUEUE_URL": obj{"Ref": s.find(t, "AWS::SQS::Queue", "PaymentsParkingQueue")},
+		"LEDGER_TABLE":      obj{"Ref": s.find(t, "AWS::DynamoDB::Table", "PaymentsLedgerTable")},
+		"SOURCE_RETENTION":  "96h",
+		"MAX_RECEIVES":      strconv.Itoa(PaymentsParkReceives),
 	}
-	if v := vars(s.find(t, "AWS::Lambda::Function", "PaymentsReplay")); mustJSON(v["HOLD_TABLE"]) != mustJSON(holds) {
-		t.Errorf("payments replay function: HOLD_TABLE %s; want its hold table", mustJSON(v["HOLD_TABLE"]))
+	v := vars(consumer)
+	for k, w := range want {
+		if mustJSON(v[k]) != mustJSON(w) {
+			t.Errorf("payments consumer: %s %s, want %s", k, mustJSON(v[k]), mustJSON(w))
+		}
 	}
-	if v := vars(s.id(t, "AWS::Lambda::Function", "Consumer")); v["GROUP_ORDER"] != nil || v["SOURCE_QUEUE_URL"] != nil || v["HOLD_TABLE"] != nil {
-		t.Errorf("orders consumer (a standard lane): GROUP_ORDER %v, SOURCE_QUEUE_URL %v, HOLD_TABLE %v; want none", v["GROUP_ORDER"], v["SOURCE_QUEUE_URL"], v["HOLD_TABLE"])
+	redrive := s.resources[source]["Properties"].(map[string]any)["RedrivePolicy"].(map[string]any)
+	if redrive["maxReceiveCount"] != float64(PaymentsParkReceives+deadletter.ParkMargin) {
+		t.Errorf("payments source: maxReceiveCount %v, want the backstop %d deliveries behind MAX_RECEIVES", redrive["maxReceiveCount"], deadletter.ParkMargin)
+	}
+	if v := vars(s.id(t, "AWS::Lambda::Function", "Consumer")); v["GROUP_ORDER"] != nil || v["SOURCE_QUEUE_URL"] != nil || v["PARKING_QUEUE_URL"] != nil {
+		t.Errorf("orders consumer (a standard lane): GROUP_ORDER %v, SOURCE_QUEUE_URL %v, PARKING_QUEUE_URL %v; want none", v["GROUP_ORDER"], v["SOURCE_QUEUE_URL"], v["PARKING_QUEUE_URL"])
 	}
 	check(t, "the consumer may get, put and update entries, nothing more", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::IAM::Policy"), like(obj{

@@ -94,8 +94,14 @@ func ProfileProps(profile string, getenv func(string) string) (*HomingStackProps
 		// The consumer's defaults (10 s tax budget, 2 s margin) do not fit in
 		// a 3 s invocation.
 		p.Orders.Consumer.Environment = map[string]string{settings.TaxBudget.Env: "1s", settings.ConsumerDeadlineMargin.Env: "1s"}
-		// The example lane (examples/) beside it, FIFO, as fast.
+		// The example lane (examples/) beside it, FIFO, as fast. It keeps
+		// group order: the redrive is a backstop, 10 deliveries behind the
+		// consumer, which parks a failing head at its 5th delivery, after
+		// backoffs of 30 s, 1, 2 and 4 minutes (x0.75..1): an account
+		// frozen for two schedule periods is posted after the thaw, one
+		// frozen for about seven minutes is parked.
 		payments := localLane(codeDir)
+		payments.Queues.MaxReceiveCount = jsii.Number(deadletter.ParkMargin + PaymentsParkReceives)
 		payments.Consumer.Environment = map[string]string{settings.ConsumerDeadlineMargin.Env: "1s"}
 		p.Payments = &payments
 		return p, nil

@@ -323,13 +323,11 @@ func TestOutputs(t *testing.T) {
 				want[settings.OutputID("orders", key)] = value
 			}
 			// The local profile holds the example lane too: the same keys,
-			// its hold table (a FIFO lane holds its groups by default), and
-			// its ledger's table.
+			// and its ledger's table.
 			if name == ProfileLocal {
 				for key := range byKey {
 					want[settings.OutputID("payments", key)] = obj{}
 				}
-				want[settings.OutputID("payments", settings.OutputHoldTableName)] = obj{"Ref": s.find(t, "AWS::DynamoDB::Table", "PaymentsHoldTable")}
 				want["PaymentsEntriesTableName"] = obj{"Ref": s.find(t, "AWS::DynamoDB::Table", "PaymentsEntries")}
 			}
 			if _, ok := want["OrdersDeadLetterQueueUrl"]; !ok {
@@ -434,7 +432,8 @@ func TestProfileProps(t *testing.T) {
 	if err := orders.Validate(); err != nil {
 		t.Errorf("local profile props are invalid: %v", err)
 	}
-	if p.Payments == nil || *p.Payments.Queues.MaxReceiveCount != 3 || p.Payments.Consumer.Environment["DEADLINE_MARGIN"] != "1s" {
+	// The example lane's redrive is a backstop behind its consumer's parks.
+	if p.Payments == nil || *p.Payments.Queues.MaxReceiveCount != PaymentsParkReceives+deadletter.ParkMargin || p.Payments.Consumer.Environment["DEADLINE_MARGIN"] != "1s" {
 		t.Errorf("local profile's example lane: %+v", p.Payments)
 	}
 	if aws, _ := ProfileProps(ProfileAWS, env{}.get); aws.Payments != nil {

@@ -10,6 +10,10 @@ const (
 	DefaultConsumerDeadlineMargin = 2 * time.Second
 	DefaultRecordLifetime         = 30 * 24 * time.Hour
 	DefaultMaxPayloadBytes        = 256 << 10
+	// FIFO group order (package fifo's Keeper): SQS's default retention,
+	// and the deliveries that park a head, below the redrive's backstop.
+	DefaultSourceRetention = 4 * 24 * time.Hour
+	DefaultMaxReceives     = 90
 
 	DefaultMaxReplays           = 3
 	DefaultBackoffBase          = 5 * time.Minute

@@ -47,20 +47,25 @@ var (
 	MaxPayloadBytes = Int{Env: "MAX_PAYLOAD_BYTES", Default: DefaultMaxPayloadBytes, Min: 1, Max: MaxSourceMessageBytes,
 		Doc: "larger bodies are invalid (`payload-too-large`); at most 983040, the source queue's size (SQS's 1 MiB less 64 KiB kept for our metadata)"}
 	GroupOrder = String{Env: "GROUP_ORDER", MaxBytes: 8,
-		Doc: "FIFO lanes: `hold` keeps each message group's order through failure (package hold: a failed record holds its group, the later ones wait behind it in `HOLD_TABLE`), `skip` too but lets a group go on past a head that can never succeed; unset: off (SQS's own order only)"}
+		Doc: "FIFO lanes: `hold` keeps each message group's order through failure (package fifo: a failed head waits in the source under a backoff, a head that can never succeed parks its group until `dlq groups release`), `skip` too but routes such a head alone and lets its group go on; unset: off (SQS's own order only)"}
 	SourceQueueURL = String{Env: "SOURCE_QUEUE_URL", MaxBytes: 2048,
-		Doc: "the lane's source queue, where a held record that fails goes back as its group's head (with `GROUP_ORDER`)"}
+		Doc: "with `GROUP_ORDER`: the lane's source queue, where a failed head's visibility is set to its backoff"}
+	ParkingQueueURL = String{Env: "PARKING_QUEUE_URL", MaxBytes: 2048,
+		Doc: "with `GROUP_ORDER`: the lane's parking queue, where a parked group's records wait in order"}
+	// ParksTable is [LedgerTable] as the consumer reads it: optional, for
+	// its partition [GroupsPartition].
+	ParksTable = String{Env: LedgerTable.Env, MaxBytes: 1024,
+		Doc: "with `GROUP_ORDER` `hold`: the lane's replay ledger, whose partition `" + GroupsPartition + "` keeps the parked groups"}
+	SourceRetention = Duration{Env: "SOURCE_RETENTION", Default: DefaultSourceRetention, Min: time.Minute, Max: 14 * 24 * time.Hour,
+		Doc: "with `GROUP_ORDER`: the source queue's message retention; a failing head is parked (`expiring`) an eighth of it (at most 6h) before it would expire"}
+	MaxReceives = Int{Env: "MAX_RECEIVES", Default: DefaultMaxReceives, Min: 2, Max: 1000, Unit: "deliveries",
+		Doc: "with `GROUP_ORDER`: a head delivered this often parks its group (`delivered-too-often`); below the source's `maxReceiveCount`, whose redrive is only the backstop"}
 )
-
-// HoldTable is shared: the consumer holds its groups there, the replay
-// tells it of parked heads and sweeps it, dlq lists and releases them.
-var HoldTable = String{Env: "HOLD_TABLE", MaxBytes: 1024,
-	Doc: "DynamoDB table of the lane's group holds (`pk`/`sk` strings, no TTL; package hold), with `GROUP_ORDER`: the construct creates it on a FIFO lane that holds its groups"}
 
 // Settings of the replay function (functions/replay).
 var (
 	ReplayRoutes = String{Env: "REPLAY_ROUTES", Required: true,
-		Doc: "`[{\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\",\"key\",\"payloadHash\",\"records\",\"groups\"}]`, one per lane: `key` is the JMESPath of the business key (`\"\"`: none, messages are decided by their message id), `payloadHash` the JMESPath of the hashed part (`\"\"`: the whole body), `records` whether the lane's consumer writes the completion records the canary, the breaker and the removal of dead letters already applied read (docs/CONTRACT.md; default false: they are off), `groups` on a FIFO lane whose consumer holds its message groups, as its `GROUP_ORDER` (`hold` or `skip`; default off): each run sweeps the lane's holds in `HOLD_TABLE` and tells them of every head it parks"}
+		Doc: "`[{\"name\",\"dlqUrl\",\"sourceUrl\",\"parkingUrl\",\"key\",\"payloadHash\",\"records\"}]`, one per lane: `key` is the JMESPath of the business key (`\"\"`: none, messages are decided by their message id), `payloadHash` the JMESPath of the hashed part (`\"\"`: the whole body), `records` whether the lane's consumer writes the completion records the canary, the breaker and the removal of dead letters already applied read (docs/CONTRACT.md; default false: they are off)"}
 	LedgerTable = String{Env: "LEDGER_TABLE", Required: true,
 		Doc: "replay ledger (`pk`/`sk` strings, TTL `expiresAt`)"}
 	HealthURL = String{Env: "HEALTH_URL",
@@ -100,7 +105,10 @@ var Consumer = []Setting{
 	ConsumerDeadlineMargin,
 	GroupOrder,
 	SourceQueueURL,
-	HoldTable,
+	ParkingQueueURL,
+	ParksTable,
+	SourceRetention,
+	MaxReceives,
 	ServiceName,
 	Note(MetricsNamespace, ": `RecordsProcessed`, `RecordsFailed`, `RecordsInvalid` (also by `Reason`), `DuplicatesAbsorbed`, `CompletionsUnrecorded`, `InDoubtTakeovers`"),
 }
@@ -111,7 +119,6 @@ var Replay = []Setting{
 	ReplayRoutes,
 	LedgerTable,
 	Note(IdempotencyTable, "; the canary gate reads its COMPLETED records"),
-	Note(HoldTable, "; the routes with `groups` tell it of parked heads and sweep it"),
 	ConsumerName,
 	HealthURL,
 	MaxReplays,

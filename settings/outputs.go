@@ -17,7 +17,6 @@ const (
 	OutputParkingQueueURL      = "ParkingQueueUrl"
 	OutputIdempotencyTableName = "IdempotencyTableName"
 	OutputLedgerTableName      = "LedgerTableName"
-	OutputHoldTableName        = "HoldTableName" // only a lane that holds its message groups has it
 	OutputConsumerFunctionName = "ConsumerFunctionName"
 	OutputReplayFunctionName   = "ReplayFunctionName"
 	OutputReplayScheduleName   = "ReplayScheduleName"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/emf"
-	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/settings"
 
@@ -46,7 +46,8 @@ func withDoc(s settings.String, doc string) settings.String {
 // Settings lists the consumer's settings, in the order of its README table.
 var Settings = []settings.Setting{
 	InvalidQueueURL, settings.IdempotencyTable, EntriesTable, ConsumerName, settings.Concurrency,
-	settings.ConsumerDeadlineMargin, settings.RecordLifetime, MaxPayloadBytes, settings.GroupOrder, settings.SourceQueueURL, settings.HoldTable,
+	settings.ConsumerDeadlineMargin, settings.RecordLifetime, MaxPayloadBytes, settings.GroupOrder, settings.SourceQueueURL, settings.ParkingQueueURL,
+	settings.ParksTable, settings.SourceRetention, settings.MaxReceives,
 }
 
 // Config is the consumer's configuration, read from the environment
@@ -63,12 +64,17 @@ type Config struct {
 	RecordLifetime   time.Duration
 	MaxPayloadBytes  int
 	// GroupOrder is "hold" or "skip" when the lane keeps each account's
-	// order through failure (package hold; the construct sets it on a FIFO
-	// lane), "" when it does not; SourceQueueURL is then the lane's source
-	// and HoldTable the table of its holds.
-	GroupOrder     string
-	SourceQueueURL string
-	HoldTable      string
+	// order through failure (package fifo; the construct sets it on a FIFO
+	// lane), "" when it does not. The construct sets the rest with it: the
+	// lane's source and parking queues, its ledger (whose partition of
+	// parks the consumer uses with "hold"), the source's retention and the
+	// deliveries that park a head.
+	GroupOrder      string
+	SourceQueueURL  string
+	ParkingQueueURL string
+	LedgerTable     string
+	SourceRetention time.Duration
+	MaxReceives     int
 }
 
 // LoadConfig reads the configuration through getenv and validates it; the
@@ -86,7 +92,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		MaxPayloadBytes:  env.Int(MaxPayloadBytes),
 		GroupOrder:       env.String(settings.GroupOrder),
 		SourceQueueURL:   env.String(settings.SourceQueueURL),
-		HoldTable:        env.String(settings.HoldTable),
+		ParkingQueueURL:  env.String(settings.ParkingQueueURL),
+		LedgerTable:      env.String(settings.ParksTable),
+		SourceRetention:  env.Duration(settings.SourceRetention),
+		MaxReceives:      env.Int(settings.MaxReceives),
 	}
 	if err := errors.Join(env.Err(), c.Validate()); err != nil {
 		return Config{}, fmt.Errorf("posting configuration: %w", err)
@@ -113,13 +122,18 @@ func (c Config) checkGroups() error {
 	if c.GroupOrder == "" {
 		return nil
 	}
-	if _, err := hold.ParseOnError(c.GroupOrder); err != nil {
+	order, err := fifo.ParseOnError(c.GroupOrder)
+	if err != nil {
 		return fmt.Errorf("%s: %w", settings.GroupOrder.Env, err)
 	}
-	if c.SourceQueueURL == "" || c.HoldTable == "" {
-		return fmt.Errorf("%s is set, so %s and %s are required", settings.GroupOrder.Env, settings.SourceQueueURL.Env, settings.HoldTable.Env)
+	errs := []error{settings.SourceRetention.Check(c.SourceRetention), settings.MaxReceives.Check(c.MaxReceives)}
+	if c.SourceQueueURL == "" || c.ParkingQueueURL == "" {
+		errs = append(errs, fmt.Errorf("%s is set, so %s and %s are required", settings.GroupOrder.Env, settings.SourceQueueURL.Env, settings.ParkingQueueURL.Env))
 	}
-	return nil
+	if order == fifo.Hold && c.LedgerTable == "" {
+		errs = append(errs, fmt.Errorf("%s is %s, so %s is required (its parks)", settings.GroupOrder.Env, order, settings.ParksTable.Env))
+	}
+	return errors.Join(errs...)
 }
 
 // Deps are the adapters the processor is built from; tests pass fakes.
@@ -127,7 +141,11 @@ type Deps struct {
 	Sender batch.Sender      // sends to the invalid queue
 	Store  idempotency.Store // the idempotency records
 	Ledger ledger.Ledger
-	Holds  hold.Store       // the accounts' holds, when cfg.GroupOrder is set
+	// Queue sets a failed head's visibility and parks records, Parks keeps
+	// the accounts' parks (with GroupOrder "hold"): both when
+	// cfg.GroupOrder is set.
+	Queue  fifo.Queue
+	Parks  fifo.Store
 	Logger *slog.Logger     // default slog.Default()
 	Now    func() time.Time // default time.Now
 }
@@ -157,7 +175,8 @@ func NewProcessor(cfg Config, d Deps) *batch.Processor {
 	opts := batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.Logger, Now: d.Now,
 		OnOutcome: emf.CountOutcome[batch.Outcome]} // the lane's metrics, when Process runs under emf.Wrap
 	if cfg.GroupOrder != "" {
-		opts.Groups = &hold.Keeper{Store: d.Holds, Source: d.Sender, SourceURL: cfg.SourceQueueURL, OnError: hold.OnError(cfg.GroupOrder)}
+		opts.Groups = &fifo.Keeper{Store: d.Parks, Queue: d.Queue, SourceURL: cfg.SourceQueueURL, ParkingURL: cfg.ParkingQueueURL,
+			OnError: fifo.OnError(cfg.GroupOrder), Retention: cfg.SourceRetention, MaxReceives: cfg.MaxReceives}
 	}
 	return batch.New(h.Handle, batch.NewInvalidQueue(d.Sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.Now), opts)
 }

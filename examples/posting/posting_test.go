@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -128,6 +129,35 @@ func TestLoadConfig(t *testing.T) {
 	})
 	for _, want := range []string{"INVALID_QUEUE_URL is required", "IDEMPOTENCY_TABLE is required", "ENTRIES_TABLE is required",
 		`CONCURRENCY="many"`, `CONSUMER_NAME="a#b"`, "RECORD_LIFETIME=1h", "DEADLINE_MARGIN=0s"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadConfig error %v: want %q among the problems", err, want)
+		}
+	}
+}
+
+// TestLoadConfigGroups: with GROUP_ORDER the construct's other variables
+// are read and required (the ledger only for hold, whose parks it keeps).
+func TestLoadConfigGroups(t *testing.T) {
+	base := map[string]string{"INVALID_QUEUE_URL": "q", "IDEMPOTENCY_TABLE": "i", "ENTRIES_TABLE": "e"}
+	with := func(more map[string]string) func(string) string {
+		return func(k string) string {
+			if v, ok := more[k]; ok {
+				return v
+			}
+			return base[k]
+		}
+	}
+	cfg, err := posting.LoadConfig(with(map[string]string{"GROUP_ORDER": "hold", "SOURCE_QUEUE_URL": "s.fifo", "PARKING_QUEUE_URL": "p.fifo",
+		"LEDGER_TABLE": "l", "SOURCE_RETENTION": "6h", "MAX_RECEIVES": "4"}))
+	if err != nil || cfg.LedgerTable != "l" || cfg.ParkingQueueURL != "p.fifo" || cfg.SourceRetention != 6*time.Hour || cfg.MaxReceives != 4 {
+		t.Fatalf("LoadConfig = %+v, %v", cfg, err)
+	}
+	cfg, err = posting.LoadConfig(with(map[string]string{"GROUP_ORDER": "skip", "SOURCE_QUEUE_URL": "s.fifo", "PARKING_QUEUE_URL": "p.fifo"}))
+	if err != nil || cfg.SourceRetention != 96*time.Hour || cfg.MaxReceives != 90 {
+		t.Fatalf("skip without a ledger, retention and receives unset: %+v, %v", cfg, err)
+	}
+	_, err = posting.LoadConfig(with(map[string]string{"GROUP_ORDER": "hold", "MAX_RECEIVES": "1"}))
+	for _, want := range []string{"GROUP_ORDER is set, so SOURCE_QUEUE_URL and PARKING_QUEUE_URL are required", "GROUP_ORDER is hold, so LEDGER_TABLE is required", "MAX_RECEIVES=1"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("LoadConfig error %v: want %q among the problems", err, want)
 		}

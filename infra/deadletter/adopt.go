@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -268,7 +269,10 @@ var wayForward = map[string]string{
 	settings.IdempotencyTable.Env: "remove the variable from the function: the lane brings its idempotency table",
 	settings.GroupOrder.Env:       "set LaneProps.Consumer.GroupOrder to the function's value, or remove the variable from the function",
 	settings.SourceQueueURL.Env:   "remove the variable from the function: the lane brings its source queue",
-	settings.HoldTable.Env:        "remove the variable from the function: the lane brings its hold table",
+	settings.ParkingQueueURL.Env:  "remove the variable from the function: the lane brings its parking queue",
+	settings.ParksTable.Env:       "remove the variable from the function: the lane keeps its parks in its ledger",
+	settings.SourceRetention.Env:  "remove the variable from the function: the lane tells it its source queue's retention",
+	settings.MaxReceives.Env:      "set LaneProps.Queues.MaxReceiveCount to the function's value plus " + strconv.Itoa(ParkMargin) + ", or remove the variable from the function",
 }
 
 // environmentClashes are the variables of wanted that the team's function

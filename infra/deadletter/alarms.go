@@ -303,8 +303,7 @@ func (l *lane) addAlarms() {
 		InvalidDepth: l.alarm("InvalidDepthAlarm",
 			"The consumer rejected messages as invalid; fix them at the producer, they are never replayed as is.",
 			l.invalid.MetricApproximateNumberOfMessagesVisible(maximum), 0),
-		ParkingDepth: l.alarm("ParkingDepthAlarm",
-			"Dead letters whose replays are exhausted were parked; they need an operator.",
+		ParkingDepth: l.alarm("ParkingDepthAlarm", l.parkingDescription(),
 			l.parking.MetricApproximateNumberOfMessagesVisible(maximum), 0),
 		ConsumerErrors: l.alarm("ConsumerErrorsAlarm",
 			"The consumer function failed whole invocations (not single records).",
@@ -401,7 +400,7 @@ func (l *lane) addDashboard() {
 					Width: jsii.Number(24), Height: jsii.Number(2),
 					Markdown: jsii.String("## Dead-letter lane `" + r.name + "`\n" +
 						"**DLQ**: transient failures, replayed on schedule. **Invalid**: rejected by the consumer, fix at the producer. " +
-						"**Parking**: replays exhausted, needs an operator."),
+						"**Parking**: " + l.parkingHolds() + ", needs an operator."),
 				}),
 			},
 			{
@@ -488,4 +487,18 @@ func (l *lane) recordsRow(graph func(string, float64, []awscloudwatch.IMetric, .
 		graph("Invalid records by reason (EMF)", 6, []awscloudwatch.IMetric{byReason}),
 		graph("Idempotent receiver (EMF)", 6, receiver),
 	}
+}
+
+// parkingDescription is the ParkingDepth alarm's description.
+func (l *lane) parkingDescription() string {
+	return "The parking queue holds " + l.parkingHolds() + "; they need an operator."
+}
+
+// parkingHolds says what the parking queue holds: on a lane that keeps
+// group order, parked groups' records too.
+func (l *lane) parkingHolds() string {
+	if l.props.consumer.groupOrder != "" {
+		return "dead letters whose replays are exhausted, or the records of parked message groups (dlq groups)"
+	}
+	return "dead letters whose replays are exhausted"
 }

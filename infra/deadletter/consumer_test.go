@@ -209,6 +209,11 @@ func TestConsumerFunctionValidation(t *testing.T) {
 			other := awscdk.NewStack(awscdk.App_Of(stack), jsii.String("Other"), nil)
 			p.Consumer.Function = nodeConsumer(other)
 		}, []string{"Consumer.Function Other/PaymentsConsumer belongs to stack Other, the lane to Test"}},
+		{"a function without a role on a lane that parks its groups", func(stack awscdk.Stack, p *deadletter.LaneProps) {
+			p.Fifo = jsii.Bool(true)
+			p.Consumer.Function = awslambda.Function_FromFunctionArn(stack, jsii.String("Ledger"), jsii.String("arn:aws:lambda:us-east-1:123456789012:function:ledger"))
+			p.Consumer.Timeout = awscdk.Duration_Seconds(jsii.Number(10))
+		}, []string{"Consumer.Function has no role the lane knows: on a FIFO lane that keeps group order the consumer sends to the parking queue"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stack := newStack()

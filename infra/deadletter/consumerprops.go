@@ -49,7 +49,8 @@ const (
 // wiredEnvironment are the consumer variables the construct sets from its
 // own resources; ConsumerProps.Environment must not set them.
 var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env,
-	EnvKeyExpression, EnvPayloadHashExpression, settings.GroupOrder.Env, settings.SourceQueueURL.Env, settings.HoldTable.Env}
+	EnvKeyExpression, EnvPayloadHashExpression, settings.GroupOrder.Env, settings.SourceQueueURL.Env, settings.ParkingQueueURL.Env, settings.ParksTable.Env,
+	settings.SourceRetention.Env, settings.MaxReceives.Env}
 
 // ConsumerProps configures the lane's consumer: the lane builds a
 // provided.al2023 function from a Go bootstrap (CodeDir, by default
@@ -58,9 +59,8 @@ var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.Idempoten
 // source mapping with ReportBatchItemFailures, BatchSize, MaxConcurrency,
 // MaxBatchingWindow) and grants it: consume the source queue, SendMessage on
 // the invalid queue, GetItem, PutItem, UpdateItem and DeleteItem on the
-// idempotency table (and, on a FIFO lane that holds its groups,
-// SendMessage on the source queue and the hold store's item actions on the
-// lane's hold table). Every field is optional but Records.
+// idempotency table (and, on a FIFO lane that keeps group order, what
+// GroupOrder says). Every field is optional but Records.
 type ConsumerProps struct {
 	// Function is the team's own consumer function, in any runtime. It
 	// must report partial batch failures (batchItemFailures); its role gets
@@ -108,37 +108,39 @@ type ConsumerProps struct {
 	// the consumer's PAYLOAD_HASH_EXPRESSION. Default none: the whole body.
 	PayloadHash *string
 	// GroupOrder is what a FIFO lane keeps of each message group's order
-	// when a record of the group fails (package hold; the consumer's
-	// GROUP_ORDER and the replay route's "groups"):
+	// when a record of the group fails (package fifo; the consumer's
+	// GROUP_ORDER):
 	//
 	//   - GroupOrderHold ("hold", the default on a FIFO lane, since order
-	//     is the promise of one): a group whose record fails is held. Its
-	//     later records wait, in order, in the lane's hold table (they cost
-	//     no receive and no replay) until that record, the head, is
-	//     applied; then they follow in order. The group's effects apply in
-	//     publication order through any failure confined to it, however
-	//     long; other groups go on. Cost: a group whose head can never
-	//     succeed (routed to the invalid queue, or parked by the replay)
-	//     stays held, its later records waiting, until an operator runs
-	//     `dlq groups release <group>`; the held records stay in the hold
-	//     table meanwhile (it has no TTL).
+	//     is the promise of one): a failed record, the group's head, stays
+	//     in the source queue under an exponential backoff of its
+	//     visibility, and SQS holds the group's later records behind it. A
+	//     head that can never succeed (invalid, delivered MAX_RECEIVES
+	//     times, or about to expire by the source's retention) parks its
+	//     group: it goes to the invalid or parking queue, and the group's
+	//     later records follow it to the parking queue, in order, until an
+	//     operator runs `dlq groups release <group>`. The group's effects
+	//     apply in publication order through any failure confined to it;
+	//     other groups go on.
 	//   - GroupOrderSkip ("skip", Powertools' skipGroupOnError): the same,
-	//     but a group goes on at once past a head that can never succeed.
-	//     Cost: that head's effect comes after its successors' (if it is
-	//     fixed and replayed from the parking queue), or never.
-	//   - GroupOrderOff ("off"): SQS's own order only, as a lane without
-	//     the option: once a failed record moves to the DLQ its group's
-	//     later records are applied before it comes back.
+	//     but such a head goes to its queue alone and its group goes on.
+	//     Cost: that head's effect comes after its successors', or never.
+	//   - GroupOrderOff ("off"): SQS's own order only: once a failed
+	//     record moves to the DLQ its group's later records are applied
+	//     before it comes back.
 	//
-	// With hold or skip the lane creates its hold table ([Lane].HoldTable,
-	// output HoldTableName), and the consumer gets GROUP_ORDER,
-	// SOURCE_QUEUE_URL (a held record that fails goes back to the source
-	// as the group's head) and HOLD_TABLE, sqs:SendMessage on the source
-	// queue and the item actions on the hold table, and must implement
-	// the protocol: the Go consumer of package batch does with
+	// With hold or skip the redrive to the DLQ is a backstop:
+	// Queues.MaxReceiveCount defaults to DefaultGroupMaxReceiveCount, and
+	// the consumer parks a head ParkMargin deliveries before it. The
+	// consumer gets GROUP_ORDER, SOURCE_QUEUE_URL, PARKING_QUEUE_URL,
+	// SOURCE_RETENTION and MAX_RECEIVES, and SendMessage on the parking
+	// queue (its ChangeMessageVisibility on the source comes with
+	// consuming it); with hold also LEDGER_TABLE and the parks' item
+	// actions on the ledger's partition settings.GroupsPartition only.
+	// The Go consumer of package batch implements it with
 	// batch.Options.Groups; a Consumer.Function in another runtime that
-	// does not must set "off". A standard lane has no message groups: only
-	// unset or "off".
+	// does not must set "off". A standard lane has no message groups:
+	// only unset or "off".
 	GroupOrder *string
 	// Environment adds variables of the consumer the lane builds: its
 	// downstream (the sample's TAX_SERVICE_URL) and tuning (CONCURRENCY,

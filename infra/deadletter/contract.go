@@ -103,8 +103,7 @@ func (r consumerResolved) contractEnvironment() map[string]*string {
 	return env
 }
 
-// route is the lane's one route of REPLAY_ROUTES, in replay.Route's JSON;
-// "groups" only on a lane that holds its groups (ConsumerProps.GroupOrder).
+// route is the lane's one route of REPLAY_ROUTES, in replay.Route's JSON.
 func (l *lane) route() map[string]any {
 	c := l.props.consumer
 	route := map[string]any{
@@ -115,9 +114,6 @@ func (l *lane) route() map[string]any {
 		"key":         deref(c.key),
 		"payloadHash": deref(c.payloadHash),
 		"records":     c.records.records(),
-	}
-	if c.groupOrder != "" {
-		route["groups"] = c.groupOrder
 	}
 	return route
 }

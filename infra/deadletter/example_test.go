@@ -51,8 +51,8 @@ func ExampleNewLane_existingConsumer() {
 		Consumer: deadletter.ConsumerProps{
 			Function: consumer,
 			Records:  deadletter.ConsumerWritesNoRecords, // a Node.js consumer without homing's completion records
-			// nor package hold's protocol: it keeps SQS's order only (a FIFO
-			// lane holds each group through failure by default).
+			// nor package fifo's protocol: it keeps SQS's order only (a FIFO
+			// lane keeps each group's order through failure by default).
 			GroupOrder: jsii.String(deadletter.GroupOrderOff),
 		},
 		Alarms: deadletter.AlarmProps{Topic: pager},

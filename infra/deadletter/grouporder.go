@@ -1,39 +1,49 @@
 package deadletter
 
 import (
+	"math"
+	"strconv"
+	"time"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/homingdlq/homing/settings"
 )
 
-// The values of [ConsumerProps].GroupOrder. GroupOrderHold and
-// GroupOrderSkip are the consumer's GROUP_ORDER and the replay route's
-// "groups" (package hold's KeepHeld and Skip); GroupOrderOff sets neither.
+// The values of [ConsumerProps].GroupOrder: the consumer's GROUP_ORDER
+// (package fifo's Hold and Skip); GroupOrderOff sets none.
 const (
 	GroupOrderHold = "hold"
 	GroupOrderSkip = "skip"
 	GroupOrderOff  = "off"
 )
 
-// The item actions package dynamo's hold store (hold.Store) calls on the
-// lane's hold table, by the principal that uses it (TestHoldStoreGrants
-// pins them to the store). IAM authorises a TransactWriteItems item by
-// item, each by the action of its kind: Append's update of the hold and
-// put of the record are an UpdateItem and a PutItem (it checks no other
-// item, so no ConditionCheckItem).
-//   - holdConsumerActions: the consumer calls every method of the store
-//     (it begins, appends to, drains and ends holds);
-//   - holdKeeperActions: the replay function (hold.Keeper's Parked,
-//     Applied and Sweep) and the operator (dlq groups, dlq groups
-//     release) read, list, count and update holds: BatchGetItem (Holds),
-//     Query (List, Count), UpdateItem (Update) and GetItem (Update's read
-//     of a hold whose condition failed). Neither begins, appends to or
-//     ends a hold.
+// On a FIFO lane that keeps group order, the source's redrive is a
+// backstop the consumer stays ahead of.
+const (
+	// DefaultGroupMaxReceiveCount is [QueuesProps].MaxReceiveCount's
+	// default on such a lane.
+	DefaultGroupMaxReceiveCount = 100
+	// ParkMargin is how many deliveries before MaxReceiveCount the
+	// consumer parks a head (its MAX_RECEIVES): deliveries that never
+	// reach the consumer's code (a failed start) count too.
+	ParkMargin = 10
+)
+
+// The item actions package dynamo's group store (fifo.Store) calls on the
+// ledger's partition settings.GroupsPartition, by principal
+// (TestGroupStoreGrants runs the store against them):
+//   - parksConsumerActions: the consumer reads the batch's parks
+//     (BatchGetItem), parks (PutItem), counts and reparks (UpdateItem) and
+//     ends a released park (DeleteItem);
+//   - parksOperatorActions: an operator's `dlq groups release` reads parks
+//     (BatchGetItem) and ends them (DeleteItem), beside the Query and
+//     UpdateItem it has on the whole ledger (operatorActions).
 var (
-	holdConsumerActions = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query",
-		"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
-	holdKeeperActions = []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	parksConsumerActions = []string{"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+	parksOperatorActions = []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem"}
 )
 
 // groupOrder is the group order in effect on a lane: GroupOrderHold (the
@@ -69,46 +79,83 @@ func (r consumerResolved) validateGroupOrder(fifo bool) []error {
 	return c.errs
 }
 
-// groupEnvironment are the consumer variables of a lane that holds its
-// groups: GROUP_ORDER, SOURCE_QUEUE_URL, where a held record that fails
-// goes back as its group's head, and HOLD_TABLE; none when the lane does
-// not.
+// maxReceives is the consumer's MAX_RECEIVES on a lane that keeps group
+// order: ParkMargin deliveries before the redrive's.
+func (r resolved) maxReceives() float64 { return r.queues.maxReceiveCount - ParkMargin }
+
+// validateGroups reports what keeps a lane from keeping group order: a
+// backstop too close for the consumer to park first, a source retention
+// the consumer cannot be told, a consumer whose role the parking queue's
+// policy cannot name.
+func (r resolved) validateGroups() []error {
+	if r.consumer.groupOrder == "" {
+		return nil
+	}
+	c := checker{prefix: "Queues."}
+	if r.maxReceives() < float64(settings.MaxReceives.Min) {
+		c.bad("MaxReceiveCount is %v, want at least %d on a FIFO lane that keeps group order: the consumer parks a head %d deliveries before the redrive (its %s), which is only the backstop",
+			r.queues.maxReceiveCount, ParkMargin+settings.MaxReceives.Min, ParkMargin, settings.MaxReceives.Env)
+	}
+	if math.IsNaN(r.queues.sourceRetention) {
+		c.bad("SourceQueue's MessageRetentionPeriod is a token: a FIFO lane that keeps group order tells its consumer the retention (%s), which parks a head before it expires; set a number, or GroupOrder off",
+			settings.SourceRetention.Env)
+	}
+	if fn := r.consumer.function; fn != nil && fn.Role() == nil {
+		c.prefix = "Consumer."
+		c.bad("Function has no role the lane knows: on a FIFO lane that keeps group order the consumer sends to the parking queue, whose policy names its senders; import it with its role, or set GroupOrder off")
+	}
+	return c.errs
+}
+
+// groupEnvironment are the consumer variables of a lane that keeps group
+// order (none otherwise): GROUP_ORDER, SOURCE_QUEUE_URL (where a failed
+// head's visibility is set), PARKING_QUEUE_URL, SOURCE_RETENTION and
+// MAX_RECEIVES, and with hold LEDGER_TABLE (its parks).
 func (l *lane) groupEnvironment() map[string]*string {
 	order := l.props.consumer.groupOrder
 	if order == "" {
 		return map[string]*string{}
 	}
-	return map[string]*string{
-		settings.GroupOrder.Env:     jsii.String(order),
-		settings.SourceQueueURL.Env: l.source.QueueUrl(),
-		settings.HoldTable.Env:      l.holdTableName(),
+	retention := time.Duration(l.props.queues.sourceRetention) * time.Second
+	env := map[string]*string{
+		settings.GroupOrder.Env:      jsii.String(order),
+		settings.SourceQueueURL.Env:  l.source.QueueUrl(),
+		settings.ParkingQueueURL.Env: l.parking.QueueUrl(),
+		settings.SourceRetention.Env: jsii.String(settings.FormatDuration(retention)),
+		settings.MaxReceives.Env:     jsii.String(strconv.Itoa(int(l.props.maxReceives()))),
 	}
+	if order == GroupOrderHold {
+		env[settings.ParksTable.Env] = l.ledger.TableName()
+	}
+	return env
 }
 
-// addHoldTable creates the hold table of a lane that holds its groups
-// (none otherwise): pk and sk strings, as dynamo.HoldStore keys its
-// items, and no TTL, since a hold lasts until its group is drained,
-// however long that takes.
-func (l *lane) addHoldTable() {
+// grantGroups grants the consumer of a lane that keeps group order what
+// package fifo's Keeper calls: SendMessage on the parking queue (and its
+// key's actions), and with hold the group store's item actions on the
+// ledger's partition settings.GroupsPartition only. Its
+// ChangeMessageVisibility on the source comes with the event source
+// mapping's grant to consume it.
+func (l *lane) grantGroups(consumer awslambda.IFunction) {
 	if l.props.consumer.groupOrder == "" {
 		return
 	}
-	l.holds = l.table("HoldTable", tableSpec{sortKey: true})
+	grantQueue(l.parking, consumer, "sqs:SendMessage")
+	if l.props.consumer.groupOrder == GroupOrderHold {
+		l.grantParks(consumer, parksConsumerActions)
+	}
 }
 
-// holdTableName is the hold table's name, nil when the lane has none
-// (so that no variable names it).
-func (l *lane) holdTableName() *string {
-	if l.holds == nil {
-		return nil
-	}
-	return l.holds.TableName()
-}
-
-// grantHolds grants grantee actions on the lane's hold table, if the lane
-// has one.
-func (l *lane) grantHolds(grantee awsiam.IGrantable, actions []string) {
-	if l.holds != nil {
-		l.holds.Grant(grantee, pointers(actions)...)
-	}
+// grantParks grants grantee actions on the items of the ledger's
+// partition settings.GroupsPartition (dynamodb:LeadingKeys), and on no
+// other item.
+func (l *lane) grantParks(grantee awsiam.IGrantable, actions []string) {
+	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings(actions...),
+		ResourceArns: &[]*string{l.ledger.TableArn()},
+		Conditions: &map[string]*map[string]any{
+			"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": []string{settings.GroupsPartition}},
+		},
+	})
 }

@@ -2,13 +2,15 @@ package deadletter_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/homingdlq/homing/hold"
+	homingfifo "github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/infra/deadletter"
 	"github.com/homingdlq/homing/settings"
 )
@@ -28,23 +30,30 @@ var (
 	fifoSkip = fifoWith(deadletter.GroupOrderSkip)
 	// fifoOff: a FIFO lane that keeps SQS's order only.
 	fifoOff = fifoWith(deadletter.GroupOrderOff)
-	// retainedFIFO: a FIFO lane whose tables are retained and so
-	// protected from deletion.
-	retainedFIFO = &fixture{props: func() *deadletter.LaneProps {
+	// fifoTuned: a FIFO lane that parks heads early, with a short
+	// retention (the local profile's example lane does so).
+	fifoTuned = &fixture{props: func() *deadletter.LaneProps {
 		p := baseProps()
 		p.Fifo = jsii.Bool(true)
-		p.RemovalPolicy = awscdk.RemovalPolicy_RETAIN
+		p.Queues.MaxReceiveCount = jsii.Number(14)
+		p.Queues.SourceRetention = awscdk.Duration_Hours(jsii.Number(6))
 		return p
 	}}
 )
 
-// TestGroupOrderValuesAreHolds: the construct's values are the ones the
-// functions parse (package hold), which it cannot import.
-func TestGroupOrderValuesAreHolds(t *testing.T) {
-	for v, want := range map[string]hold.OnError{deadletter.GroupOrderHold: hold.KeepHeld, deadletter.GroupOrderSkip: hold.Skip} {
-		if got, err := hold.ParseOnError(v); err != nil || got != want {
-			t.Errorf("hold.ParseOnError(%q) = %q, %v; want %q", v, got, err, want)
+// TestGroupOrderValuesAreFifos: the construct's values are the ones the
+// consumer parses (package fifo), and its defaults the Keeper's.
+func TestGroupOrderValuesAreFifos(t *testing.T) {
+	for v, want := range map[string]homingfifo.OnError{deadletter.GroupOrderHold: homingfifo.Hold, deadletter.GroupOrderSkip: homingfifo.Skip} {
+		if got, err := homingfifo.ParseOnError(v); err != nil || got != want {
+			t.Errorf("homingfifo.ParseOnError(%q) = %q, %v; want %q", v, got, err, want)
 		}
+	}
+	if got := deadletter.DefaultGroupMaxReceiveCount - deadletter.ParkMargin; got != homingfifo.DefaultMaxReceives {
+		t.Errorf("the default backstop parks at %d deliveries, fifo.Keeper at %d", got, homingfifo.DefaultMaxReceives)
+	}
+	if got := deadletter.DefaultSourceRetentionDays * 24; got != int(homingfifo.DefaultRetention.Hours()) {
+		t.Errorf("the default source retention is %dh, fifo.Keeper's %v", got, homingfifo.DefaultRetention)
 	}
 }
 
@@ -53,156 +62,96 @@ func (s *synthesized) envOf(fn string) map[string]any {
 	return props(s.resources[fn])["Environment"].(map[string]any)["Variables"].(map[string]any)
 }
 
-// TestGroupOrder: a FIFO lane holds its groups by default, or skips past a
-// dead head when told; then it has a hold table, its consumer is told the
-// order, the source queue and the hold table, and may send to the source
-// and use the hold table, and the replay function's route says so, it is
-// told the hold table and may read and update holds there, and neither
-// gains anything on the idempotency table. Off, and on a standard lane,
-// none of it.
+// TestGroupOrder: a FIFO lane keeps group order by default (hold), or
+// skips past a dead head when told. Then the redrive is a far backstop,
+// the consumer is told the order, the source and parking queues, the
+// source's retention and when to park (and with hold the ledger), may send
+// to the parking queue and with hold use the parks' partition of the
+// ledger, and nothing else on it; the lane has no third table, and the
+// replay function is as on any lane. Off, and on a standard lane, none of
+// it.
 func TestGroupOrder(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		f     *fixture
-		order string // the order in effect; "" off
+		name                    string
+		f                       *fixture
+		order                   string // the order in effect; "" off
+		maxReceiveCount         float64
+		retention, parkReceives string // the consumer's SOURCE_RETENTION, MAX_RECEIVES
 	}{
-		{"FIFO by default", fifo, deadletter.GroupOrderHold},
-		{"FIFO skip", fifoSkip, deadletter.GroupOrderSkip},
-		{"FIFO off", fifoOff, ""},
-		{"standard", defaults, ""},
+		{"FIFO by default", fifo, deadletter.GroupOrderHold, 100, "96h", "90"},
+		{"FIFO skip", fifoSkip, deadletter.GroupOrderSkip, 100, "96h", "90"},
+		{"FIFO tuned", fifoTuned, deadletter.GroupOrderHold, 14, "6h", "4"},
+		{"FIFO off", fifoOff, "", 10, "", ""},
+		{"standard", defaults, "", 10, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.f.get(t)
 			id := s.ids()
 			on := tc.order != ""
-			if hasTable := id.holds != ""; hasTable != on {
-				t.Fatalf("the lane has a hold table: %v, want %v", hasTable, on)
+			if n := len(s.ofType("AWS::DynamoDB::Table")); n != 2 {
+				t.Errorf("%d tables, want the idempotency table and the ledger", n)
+			}
+			redrive := props(s.resources[id.source])["RedrivePolicy"].(map[string]any)
+			if redrive["maxReceiveCount"] != tc.maxReceiveCount {
+				t.Errorf("maxReceiveCount %v, want %v", redrive["maxReceiveCount"], tc.maxReceiveCount)
 			}
 
 			vars := s.envOf(id.consumer)
-			order, hasOrder := vars["GROUP_ORDER"]
-			source, hasSource := vars["SOURCE_QUEUE_URL"]
-			table, hasTable := vars["HOLD_TABLE"]
-			switch {
-			case on && (order != tc.order || mustJSON(source) != mustJSON(refTo(id.source)) || mustJSON(table) != mustJSON(refTo(id.holds))):
-				t.Errorf("consumer: GROUP_ORDER %v, SOURCE_QUEUE_URL %s, HOLD_TABLE %s; want %q, the source queue's URL and the hold table", order, mustJSON(source), mustJSON(table), tc.order)
-			case !on && (hasOrder || hasSource || hasTable):
-				t.Errorf("consumer: GROUP_ORDER %v, SOURCE_QUEUE_URL %s, HOLD_TABLE %s; want none", order, mustJSON(source), mustJSON(table))
+			want := map[string]any{}
+			if on {
+				want = map[string]any{
+					"GROUP_ORDER":       tc.order,
+					"SOURCE_QUEUE_URL":  refTo(id.source),
+					"PARKING_QUEUE_URL": refTo(id.parking),
+					"SOURCE_RETENTION":  tc.retention,
+					"MAX_RECEIVES":      tc.parkReceives,
+				}
+				if tc.order == deadletter.GroupOrderHold {
+					want["LEDGER_TABLE"] = refTo(id.ledger)
+				}
 			}
-			replayTable, hasReplayTable := s.envOf(id.replay)["HOLD_TABLE"]
-			if on && mustJSON(replayTable) != mustJSON(refTo(id.holds)) || !on && hasReplayTable {
-				t.Errorf("replay: HOLD_TABLE %s; want the hold table: %v", mustJSON(replayTable), on)
+			for _, k := range []string{"GROUP_ORDER", "SOURCE_QUEUE_URL", "PARKING_QUEUE_URL", "SOURCE_RETENTION", "MAX_RECEIVES", "LEDGER_TABLE", "HOLD_TABLE"} {
+				got, ok := vars[k]
+				w, wantIt := want[k]
+				if ok != wantIt || mustJSON(got) != mustJSON(w) {
+					t.Errorf("consumer %s = %s (set %t), want %s (set %t)", k, mustJSON(got), ok, mustJSON(w), wantIt)
+				}
 			}
-			if routes := s.routes(t); len(routes) != 1 || routes[0].Groups != tc.order {
-				t.Errorf("REPLAY_ROUTES %s: want one route with groups %q", mustJSON(routes), tc.order)
+			if _, ok := s.envOf(id.replay)["HOLD_TABLE"]; ok {
+				t.Error("the replay function is told a HOLD_TABLE")
+			}
+			if routes := s.routes(t); len(routes) != 1 {
+				t.Errorf("REPLAY_ROUTES %s: want one route (routes says nothing of groups)", mustJSON(routes))
 			}
 
-			consumerSource := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
-			want := map[string]map[string][]string{
-				"consumer": {
-					id.source:      consumerSource,
-					id.idempotency: {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-				},
-				"replay": {id.source: {"sqs:GetQueueAttributes", "sqs:SendMessage"}, id.idempotency: {"dynamodb:BatchGetItem"}},
+			// The event source mapping's grant lets the consumer set a
+			// head's visibility (sqs:ChangeMessageVisibility).
+			consumer := map[string][]string{
+				id.source:      {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"},
+				id.idempotency: {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+				id.invalid:     {"sqs:SendMessage"},
+				id.logs:        {"logs:CreateLogStream", "logs:PutLogEvents"},
 			}
 			if on {
-				want["consumer"][id.source] = append(slices.Clone(consumerSource), "sqs:SendMessage")
-				want["consumer"][id.holds] = []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
-				want["replay"][id.holds] = []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+				consumer[id.parking] = []string{"sqs:SendMessage"}
 			}
-			roles := map[string]string{"consumer": id.role, "replay": id.replayRole}
-			for function, resources := range want {
-				granted := s.granted(t, roles[function])
-				for rid, actions := range resources {
-					if got := granted[rid]; !slices.Equal(got, actions) {
-						t.Errorf("%s may %v on %s; want %v", function, got, rid, actions)
-					}
+			if tc.order == deadletter.GroupOrderHold {
+				consumer[onPartition(id.ledger, settings.GroupsPartition)] = []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+			}
+			if got := s.granted(t, id.role); mustJSON(got) != mustJSON(consumer) {
+				t.Errorf("consumer may %s\nwant %s", mustJSON(got), mustJSON(consumer))
+			}
+			replay := s.granted(t, id.replayRole)
+			for rid := range replay {
+				if strings.Contains(rid, " partition ") {
+					t.Errorf("replay may %v on %s: it has no part in group order", replay[rid], rid)
 				}
 			}
-		})
-	}
-}
 
-// TestHoldTable: the hold table is keyed as dynamo.HoldStore keys its
-// items (pk and sk strings), on demand, encrypted, with point-in-time
-// recovery and no TTL (a hold lasts until its group drains), and is
-// removed and protected from deletion as the lane's other tables are,
-// whatever the removal policy. A lane that does not hold has none.
-func TestHoldTable(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		f         *fixture
-		tables    int
-		protected bool // the lane's tables' DeletionProtectionEnabled
-	}{
-		{"FIFO", fifo, 3, false},
-		{"FIFO retained", retainedFIFO, 3, true},
-		{"FIFO off", fifoOff, 2, false},
-		{"standard", defaults, 2, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := tc.f.get(t)
-			id := s.ids()
-			if n := len(s.ofType("AWS::DynamoDB::Table")); n != tc.tables {
-				t.Errorf("%d tables, want %d", n, tc.tables)
-			}
-			if id.holds == "" {
-				if tc.tables == 3 {
-					t.Fatal("no hold table")
-				}
-				return
-			}
-			hold := s.resources[id.holds]
-			p := props(hold)
-			for field, want := range map[string]any{
-				"KeySchema":                        arr{obj{"AttributeName": "pk", "KeyType": "HASH"}, obj{"AttributeName": "sk", "KeyType": "RANGE"}},
-				"AttributeDefinitions":             arr{obj{"AttributeName": "pk", "AttributeType": "S"}, obj{"AttributeName": "sk", "AttributeType": "S"}},
-				"BillingMode":                      "PAY_PER_REQUEST",
-				"PointInTimeRecoverySpecification": obj{"PointInTimeRecoveryEnabled": true},
-				"SSESpecification":                 obj{"SSEEnabled": true},
-			} {
-				if mustJSON(p[field]) != mustJSON(want) {
-					t.Errorf("hold table %s: %s, want %s", field, mustJSON(p[field]), mustJSON(want))
-				}
-			}
-			if ttl, ok := p["TimeToLiveSpecification"]; ok {
-				t.Errorf("hold table TimeToLiveSpecification %s, want none", mustJSON(ttl))
-			}
-			idempotency := s.resources[id.idempotency]
-			for _, field := range []string{"DeletionPolicy", "UpdateReplacePolicy"} {
-				if mustJSON(hold[field]) != mustJSON(idempotency[field]) {
-					t.Errorf("hold table %s %s, the idempotency table's %s", field, mustJSON(hold[field]), mustJSON(idempotency[field]))
-				}
-			}
-			for name, table := range map[string]string{"hold": id.holds, "idempotency": id.idempotency} {
-				if got := props(s.resources[table])["DeletionProtectionEnabled"]; got != tc.protected {
-					t.Errorf("%s table: DeletionProtectionEnabled %v, want %v", name, got, tc.protected)
-				}
-			}
-		})
-	}
-}
-
-// TestHoldTableOutput: a lane that holds its groups outputs its hold
-// table's name (HoldTableName), by which dlq groups finds it; one that
-// does not, none.
-func TestHoldTableOutput(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		f    *fixture
-	}{{"FIFO", fifo}, {"FIFO off", fifoOff}, {"standard", defaults}} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := tc.f.get(t)
-			id := settings.OutputID(s.lane.Name(), settings.OutputHoldTableName)
-			outputs := *s.template.FindOutputs(jsii.String(id), nil)
-			got, ok := outputs[id]
-			switch holds := s.ids().holds; {
-			case holds != "" && !ok:
-				t.Errorf("no output %s", id)
-			case holds != "" && mustJSON((*got)["Value"]) != mustJSON(refTo(holds)):
-				t.Errorf("output %s = %s, want the hold table's name", id, mustJSON(got))
-			case holds == "" && ok:
-				t.Errorf("output %s on a lane without a hold table: %s", id, mustJSON(got))
+			// The parking queue's policy lets the consumer send there.
+			senders := mustJSON(s.queuePolicy(t, id.parking))
+			if named := strings.Contains(senders, `"`+id.role+`"`); named != on {
+				t.Errorf("the parking queue's senders name the consumer's role: %t, want %t: %s", named, on, senders)
 			}
 		})
 	}
@@ -222,34 +171,74 @@ func operatorOn(order *string) (*synthesized, string) {
 	return s, s.ref(operator.RoleName())
 }
 
-// TestGrantOperatorOnHeldGroups: on a lane that holds its groups, the
-// operator may list, count and release them (dlq groups): read and update
-// holds in the hold table, and send the release's drain trigger to the
-// source; on the idempotency table only what it may anyway.
-func TestGrantOperatorOnHeldGroups(t *testing.T) {
+// TestGrantOperatorOnParkedGroups: on a lane that parks its groups, the
+// operator may list and release them (dlq groups): move the parking
+// queue's records to the source, and read and end parks on the ledger's
+// partition of parks only; on a lane that parks none, nothing more than
+// on any lane.
+func TestGrantOperatorOnParkedGroups(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		order *string
-		want  []string // on the hold table; nil for none (no table)
+		parks []string // on the parks' partition; nil for none
 	}{
-		{"holds", nil, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"}},
+		{"hold", nil, []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem"}},
+		{"skip", jsii.String(deadletter.GroupOrderSkip), nil},
 		{"off", jsii.String(deadletter.GroupOrderOff), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, role := operatorOn(tc.order)
 			id := s.ids()
 			granted := s.granted(t, role)
-			switch got := granted[id.holds]; {
-			case (id.holds == "") != (tc.want == nil):
-				t.Errorf("hold table %q, want one: %v", id.holds, tc.want != nil)
-			case id.holds != "" && !slices.Equal(got, tc.want):
-				t.Errorf("operator may %v on the hold table; want %v", got, tc.want)
+			if got := granted[onPartition(id.ledger, settings.GroupsPartition)]; !slices.Equal(got, tc.parks) {
+				t.Errorf("operator may %v on the parks, want %v", got, tc.parks)
+			}
+			if got := granted[id.ledger]; !slices.Equal(got, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}) {
+				t.Errorf("operator may %v on the ledger", got)
+			}
+			if got := granted[id.parking]; !slices.Equal(got, []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage"}) {
+				t.Errorf("operator may %v on the parking queue", got)
+			}
+			if got := granted[id.source]; !slices.Contains(got, "sqs:SendMessage") || slices.Contains(got, "sqs:ReceiveMessage") {
+				t.Errorf("operator may %v on the source queue; want SendMessage (a release), no receive", got)
 			}
 			if got := granted[id.idempotency]; !slices.Equal(got, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem"}) {
 				t.Errorf("operator may %v on the idempotency table; want only to read it", got)
 			}
-			if got := granted[id.source]; !slices.Contains(got, "sqs:SendMessage") || slices.Contains(got, "sqs:ReceiveMessage") {
-				t.Errorf("operator may %v on the source queue; want SendMessage (the drain trigger), no receive", got)
+		})
+	}
+}
+
+// TestGroupBackstopOnAdoptedQueue: on the team's FIFO queue the lane sets
+// the backstop's receive count whatever the queue's own, unless GroupOrder
+// is off or the props set one.
+func TestGroupBackstopOnAdoptedQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		order *string
+		count *float64
+		want  float64
+	}{
+		{"hold", nil, nil, deadletter.DefaultGroupMaxReceiveCount},
+		{"hold, a count of the props", nil, jsii.Number(30), 30},
+		{"off", jsii.String(deadletter.GroupOrderOff), nil, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stack := newStack()
+			own := awssqs.NewQueue(stack, jsii.String("OwnDLQ"), &awssqs.QueueProps{Fifo: jsii.Bool(true), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true)})
+			q := teamQueue(stack, &awssqs.QueueProps{QueueName: jsii.String("captured.fifo"), Fifo: jsii.Bool(true),
+				VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(3)),
+				DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: own, MaxReceiveCount: jsii.Number(5)},
+			})
+			p := baseProps()
+			p.Queues.SourceQueue = q
+			p.Queues.DeadLetterQueue = own
+			p.Queues.MaxReceiveCount = tc.count
+			p.Consumer.GroupOrder = tc.order
+			s := synthesize(stack, deadletter.NewLane(stack, "Payments", p))
+			redrive := props(s.resources[s.ref(q.QueueArn())])["RedrivePolicy"].(map[string]any)
+			if redrive["maxReceiveCount"] != tc.want {
+				t.Errorf("maxReceiveCount %v, want %v", redrive["maxReceiveCount"], tc.want)
 			}
 		})
 	}

@@ -29,13 +29,11 @@ import (
 const (
 	// PartitionKey is the String partition key of every table.
 	PartitionKey = settings.PartitionKeyAttribute
-	// SortKey is the String sort key of the replay ledger and the hold
-	// table.
+	// SortKey is the String sort key of the replay ledger.
 	SortKey = settings.SortKeyAttribute
-	// TTLAttribute holds a record's expiry in epoch seconds on the
-	// idempotency and the ledger table (the hold table has none).
-	// DynamoDB's TTL deletion is housekeeping only: readers check the
-	// expiry themselves.
+	// TTLAttribute holds a record's expiry in epoch seconds on both
+	// tables (a park in the ledger has none). DynamoDB's TTL deletion is
+	// housekeeping only: readers check the expiry themselves.
 	TTLAttribute = settings.TTLAttribute
 )
 
@@ -52,7 +50,9 @@ type Lane interface {
 	// the prefix of its stack outputs.
 	Name() string
 	// SourceQueue receives the producers' messages; its redrive policy moves
-	// a message to the DLQ after QueuesProps.MaxReceiveCount receives.
+	// a message to the DLQ after QueuesProps.MaxReceiveCount receives (on
+	// a FIFO lane that keeps group order, a backstop: see
+	// ConsumerProps.GroupOrder).
 	SourceQueue() awssqs.IQueue
 	// DeadLetterQueue holds the messages that failed MaxReceiveCount times.
 	// Its redrive allow-policy names only the source queue.
@@ -60,16 +60,15 @@ type Lane interface {
 	// InvalidQueue holds the messages the consumer rejected as never valid,
 	// with their reason. They are fixed at the source, never replayed as is.
 	InvalidQueue() awssqs.Queue
-	// ParkingQueue holds the dead letters whose replays are exhausted.
+	// ParkingQueue holds the dead letters whose replays are exhausted, and
+	// on a FIFO lane that keeps group order the records of parked groups.
 	ParkingQueue() awssqs.Queue
 	// IdempotencyTable is the idempotent receiver's table (pk; TTL expiresAt).
 	IdempotencyTable() awsdynamodb.Table
-	// LedgerTable is the replay ledger (pk, sk; TTL expiresAt).
+	// LedgerTable is the replay ledger (pk, sk; TTL expiresAt), and on a
+	// FIFO lane that keeps group order the parks of its groups (partition
+	// settings.GroupsPartition, no TTL).
 	LedgerTable() awsdynamodb.Table
-	// HoldTable keeps the held message groups of a FIFO lane that holds
-	// them (pk, sk; no TTL: see ConsumerProps.GroupOrder); nil on a lane
-	// that does not.
-	HoldTable() awsdynamodb.Table
 	// Consumer is the consumer function: ConsumerProps.Function, or the
 	// one the lane built.
 	Consumer() awslambda.IFunction
@@ -85,8 +84,9 @@ type Lane interface {
 	// POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, the
 	// route's contract, KEY_EXPRESSION and PAYLOAD_HASH_EXPRESSION (each
 	// only when ConsumerProps.Key, PayloadHash is set), and on a FIFO lane
-	// that holds its groups GROUP_ORDER, SOURCE_QUEUE_URL and HOLD_TABLE
-	// (see ConsumerProps.GroupOrder). The lane sets them on a
+	// that keeps group order GROUP_ORDER, SOURCE_QUEUE_URL,
+	// PARKING_QUEUE_URL, SOURCE_RETENTION, MAX_RECEIVES and with hold
+	// LEDGER_TABLE (see ConsumerProps.GroupOrder). The lane sets them on a
 	// consumer it builds and on an awslambda.Function given as
 	// Consumer.Function (never overwriting a variable the function sets: a
 	// different value is refused at synth); an imported function sets them
@@ -129,8 +129,8 @@ type Lane interface {
 	// attributes only), replay on demand (also from the invalid and parking
 	// queues), audit the ledger, stop and resume the schedule, read and invoke
 	// the replay function, read the logs, subscribe to the alarm topic, and
-	// on a FIFO lane that holds its groups list and release held groups
-	// (`dlq groups`). It denies principal the ledger's seal key (every item
+	// on a FIFO lane that parks its groups list and release them (`dlq
+	// groups`). It denies principal the ledger's seal key (every item
 	// action) and writes of its public key. principal must be a role, a user or an
 	// awsiam.ArnPrincipal: its ARN joins the parking queue's senders (`dlq
 	// replay` parks what it cannot replay). It panics with another principal.
@@ -143,7 +143,6 @@ type lane struct {
 
 	source, deadLetter, invalid, parking awssqs.Queue
 	idempotency, ledger                  awsdynamodb.Table
-	holds                                awsdynamodb.Table // nil: the lane does not hold its groups
 	consumer                             awslambda.IFunction
 	consumerRole                         awsiam.IRole
 	consumerLogs                         awslogs.ILogGroup
@@ -251,7 +250,6 @@ func (l *lane) InvalidQueue() awssqs.Queue                                { retu
 func (l *lane) ParkingQueue() awssqs.Queue                                { return l.parking }
 func (l *lane) IdempotencyTable() awsdynamodb.Table                       { return l.idempotency }
 func (l *lane) LedgerTable() awsdynamodb.Table                            { return l.ledger }
-func (l *lane) HoldTable() awsdynamodb.Table                              { return l.holds }
 func (l *lane) Consumer() awslambda.IFunction                             { return l.consumer }
 func (l *lane) ConsumerRole() awsiam.IRole                                { return l.consumerRole }
 func (l *lane) ConsumerLogGroup() awslogs.ILogGroup                       { return l.consumerLogs }
@@ -440,7 +438,6 @@ func (l *lane) table(id string, spec tableSpec) awsdynamodb.Table {
 func (l *lane) addTables() {
 	l.idempotency = l.table("IdempotencyTable", tableSpec{ttl: true})
 	l.ledger = l.table("LedgerTable", tableSpec{sortKey: true, ttl: true})
-	l.addHoldTable()
 }
 
 // laneFunction is one of the lane's functions with its role and log group.
@@ -583,22 +580,16 @@ func (l *lane) addConsumer(code string) {
 // (least privilege): SendMessage on the invalid queue (batch.InvalidQueue),
 // four item actions on the idempotency table (dynamo.IdempotencyAPI); the
 // event source mapping grants consume on the source queue, which Lambda's
-// poller uses. Nothing on the DLQ, the parking queue or the ledger. On a
-// queue with a KMS key, the key actions too (grantQueue); the event
-// source mapping grants kms:Decrypt on the source queue's key.
+// poller uses. Nothing on the DLQ; on the parking queue and the ledger
+// only on a lane that keeps group order (grantGroups). On a queue with a
+// KMS key, the key actions too (grantQueue); the event source mapping
+// grants kms:Decrypt on the source queue's key.
 func (l *lane) grantConsumer() {
 	consumer := l.consumer
 	grantQueue(l.invalid, consumer, "sqs:SendMessage")
 	l.idempotency.Grant(consumer, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
-	// A lane that holds its groups: the hold store's item actions on the
-	// hold table, and SendMessage on the source, where a held record that
-	// fails goes back as its group's head and drain triggers go
-	// (hold.Keeper).
-	if l.holds != nil {
-		l.grantHolds(consumer, holdConsumerActions)
-		grantQueue(l.source, consumer, "sqs:SendMessage")
-	}
+	l.grantGroups(consumer)
 }
 
 // addReplay adds the replay function, configured entirely by its
@@ -627,7 +618,6 @@ func (l *lane) addReplay(code string) {
 			settings.ReplayRoutes.Env:     routes,
 			settings.LedgerTable.Env:      l.ledger.TableName(),
 			settings.IdempotencyTable.Env: l.idempotency.TableName(),
-			settings.HoldTable.Env:        l.holdTableName(),
 			settings.ConsumerName.Env:     jsii.String(r.consumer.name),
 		},
 		environment: environment,
@@ -659,10 +649,8 @@ func (l *lane) addReplay(code string) {
 // more (least privilege): receive, hide and delete on the DLQ (and its
 // depth for the refill gate); send on the source and parking queues; the
 // ledger's item actions (dynamo.LedgerAPI); BatchGetItem on the
-// idempotency table for the canary gate (dynamo.CompletionsAPI), and on a
-// lane that holds its groups the keeper's item actions on the hold table
-// (the drain triggers go to the source, which it sends to already).
-// Nothing on the invalid queue, no write on the consumer's records. On a
+// idempotency table for the canary gate (dynamo.CompletionsAPI). Nothing
+// on the invalid queue, no write on the consumer's records. On a
 // queue with a KMS key, the key actions its SQS actions need
 // (grantQueue).
 func (l *lane) grantReplay() {
@@ -675,7 +663,6 @@ func (l *lane) grantReplay() {
 	l.ledger.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:Query"))
 	l.idempotency.Grant(replay, jsii.String("dynamodb:BatchGetItem"))
-	l.grantHolds(replay, holdKeeperActions)
 }
 
 // suppress records a cdk-nag suppression with its reason on c (its L1

@@ -16,19 +16,13 @@ import (
 // laneIDs are the logical ids of a lane's resources.
 type laneIDs struct {
 	source, dlq, invalid, parking, idempotency, ledger string
-	holds                                              string // "" when the lane has no hold table
 	consumer, role, logs, topic, key                   string
 	replay, replayRole, replayLogs, schedule           string
 }
 
 func (s *synthesized) ids() laneIDs {
 	l := s.lane
-	holds := ""
-	if t := l.HoldTable(); t != nil {
-		holds = s.ref(t.TableName())
-	}
 	return laneIDs{
-		holds:       holds,
 		source:      s.ref(l.SourceQueue().QueueArn()),
 		dlq:         s.ref(l.DeadLetterQueue().QueueArn()),
 		invalid:     s.ref(l.InvalidQueue().QueueArn()),
@@ -319,8 +313,10 @@ func TestEventSourceMapping(t *testing.T) {
 }
 
 // granted walks every policy attached to role and returns its permission
-// set: the logical id of the resource (from Fn::GetAtt [id, Arn]) -> sorted
-// actions. It reports statements that are not plain Allows and wildcards.
+// set: the logical id of the resource (from Fn::GetAtt [id, Arn]), or
+// onPartition of it for a grant on one partition, -> sorted actions. It
+// reports wildcards, and statements that are neither plain Allows nor
+// Allows on one partition.
 func (s *synthesized) granted(t *testing.T, role string) map[string][]string {
 	t.Helper()
 	granted := map[string][]string{}
@@ -340,7 +336,8 @@ func (s *synthesized) granted(t *testing.T, role string) map[string][]string {
 			if st["Effect"] == "Deny" {
 				continue // grants nothing (the operator's seal denials: TestGrantOperator pins them)
 			}
-			if st["Effect"] != "Allow" || st["Condition"] != nil || st["NotAction"] != nil || st["NotResource"] != nil {
+			partition, ok := leadingKey(st["Condition"])
+			if st["Effect"] != "Allow" || !ok || st["NotAction"] != nil || st["NotResource"] != nil {
 				t.Errorf("%s: unexpected statement shape %s", lid, text)
 				continue
 			}
@@ -354,6 +351,9 @@ func (s *synthesized) granted(t *testing.T, role string) map[string][]string {
 					if ga, ok := m["Fn::GetAtt"].([]any); ok && ga[1] == "Arn" {
 						rid = ga[0].(string)
 					}
+				}
+				if partition != "" {
+					rid = onPartition(rid, partition)
 				}
 				for _, a := range asList(st["Action"]) {
 					if strings.Contains(a.(string), "*") {
@@ -372,6 +372,28 @@ func (s *synthesized) granted(t *testing.T, role string) map[string][]string {
 		granted[rid] = slices.Compact(actions)
 	}
 	return granted
+}
+
+// onPartition is the key of granted's actions on the items of one
+// partition of the table tableID (a grant with a dynamodb:LeadingKeys
+// condition).
+func onPartition(tableID, partition string) string { return tableID + " partition " + partition }
+
+// leadingKey reads a statement's condition: none (""), or the one
+// partition its dynamodb:LeadingKeys allows, as grantParks writes it;
+// false for any other condition.
+func leadingKey(cond any) (string, bool) {
+	if cond == nil {
+		return "", true
+	}
+	c, _ := cond.(map[string]any)
+	eq, _ := c["ForAllValues:StringEquals"].(map[string]any)
+	keys := asList(eq["dynamodb:LeadingKeys"])
+	if len(c) != 1 || len(eq) != 1 || len(keys) != 1 {
+		return "", false
+	}
+	p, ok := keys[0].(string)
+	return p, ok && p != ""
 }
 
 // TestLeastPrivilege walks every policy attached to each function's role:
@@ -596,8 +618,9 @@ func TestFIFO(t *testing.T) {
 	}
 	check(t, "source redrive", func() {
 		s.template.HasResourceProperties(jsii.String("AWS::SQS::Queue"), like(obj{
-			"QueueName":     name,
-			"RedrivePolicy": obj{"deadLetterTargetArn": getAtt(id.dlq, "Arn"), "maxReceiveCount": 10},
+			"QueueName": name,
+			// The backstop behind the consumer's parks (TestGroupOrder).
+			"RedrivePolicy": obj{"deadLetterTargetArn": getAtt(id.dlq, "Arn"), "maxReceiveCount": deadletter.DefaultGroupMaxReceiveCount},
 		}))
 	})
 	check(t, "event source", func() {

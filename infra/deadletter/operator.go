@@ -41,12 +41,12 @@ const warnSealKeyDenial = "homing-deadletter:OperatorSealKeyDenial"
 //   - read the logs: the log groups' read actions (aws logs tail) on the
 //     replay function's and, when the lane built it, the consumer's; read
 //     the consumer's configuration and concurrency;
-//   - on a FIFO lane that holds its groups, list, count and release held
-//     groups (`dlq groups`, `dlq groups release`): BatchGetItem, GetItem,
-//     Query and UpdateItem on the hold table (holdKeeperActions), no
-//     PutItem or DeleteItem (an operator neither begins nor ends a hold);
-//     the release's drain trigger is a SendMessage on the source queue,
-//     granted above;
+//   - on a FIFO lane that parks its groups (GroupOrderHold), list and
+//     release them (`dlq groups`, `dlq groups release`): a release moves a
+//     group's records from the parking queue to the source (granted
+//     above) and reads and ends its park in the ledger: Query and
+//     UpdateItem as above, BatchGetItem and DeleteItem on the partition
+//     settings.GroupsPartition only (parksOperatorActions);
 //   - subscribe to the alarm topic: sns:Subscribe;
 //   - on a queue encrypted with a KMS key, the key actions its SQS actions
 //     need (kms:GenerateDataKey and kms:Decrypt to send, kms:Decrypt to
@@ -126,7 +126,9 @@ func (l *lane) GrantOperator(principal awsiam.IGrantable) {
 		}
 	}
 	l.idempotency.Grant(principal, pointers(operatorActions["idempotency"])...)
-	l.grantHolds(principal, holdKeeperActions)
+	if l.props.consumer.groupOrder == GroupOrderHold {
+		l.grantParks(principal, parksOperatorActions)
+	}
 	// The function's ARN alone: GrantInvoke would add its versions (":*").
 	onArns("replay", l.replay.fn.FunctionArn())
 	onArns("consumer", l.consumer.FunctionArn())

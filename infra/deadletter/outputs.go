@@ -13,9 +13,7 @@ import (
 // and scripts find the lane: two lanes of one stack have different names,
 // so their outputs never collide (a collision is a construct id clash the
 // CDK reports). ConsumerLogGroupName is left out for a Consumer.Function,
-// whose log group is the team's, and HoldTableName for a lane that does not
-// hold its groups (it has no hold table): by its absence `dlq groups` tells
-// that a lane holds none.
+// whose log group is the team's.
 func (l *lane) addOutputs() {
 	stack := awscdk.Stack_Of(l.scope())
 	type output struct {
@@ -29,7 +27,7 @@ func (l *lane) addOutputs() {
 		{settings.OutputDeadLetterQueueURL, l.deadLetter.QueueUrl(), "Messages that exhausted their receives."},
 		{settings.OutputDeadLetterQueueARN, l.deadLetter.QueueArn(), "ARN of the DLQ."},
 		{settings.OutputInvalidQueueURL, l.invalid.QueueUrl(), "Messages the consumer rejected as invalid, with their reason."},
-		{settings.OutputParkingQueueURL, l.parking.QueueUrl(), "Dead letters whose replays are exhausted."},
+		{settings.OutputParkingQueueURL, l.parking.QueueUrl(), "Dead letters whose replays are exhausted, and the records of parked message groups (dlq groups)."},
 		{settings.OutputIdempotencyTableName, l.idempotency.TableName(), "Idempotent receiver records."},
 		{settings.OutputLedgerTableName, l.ledger.TableName(), "Replay ledger."},
 		{settings.OutputConsumerFunctionName, l.consumer.FunctionName(), "The consumer function."},
@@ -41,9 +39,6 @@ func (l *lane) addOutputs() {
 	}
 	if l.consumerLogs != nil {
 		outputs = append(outputs, output{settings.OutputConsumerLogGroupName, l.consumerLogs.LogGroupName(), "The consumer's log group: aws logs tail <this>."})
-	}
-	if l.holds != nil {
-		outputs = append(outputs, output{settings.OutputHoldTableName, l.holds.TableName(), "Held message groups (dlq groups)."})
 	}
 	for _, o := range outputs {
 		awscdk.NewCfnOutput(stack, jsii.String(settings.OutputID(l.props.name, o.key)), &awscdk.CfnOutputProps{

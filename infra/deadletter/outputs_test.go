@@ -1,7 +1,6 @@
 package deadletter_test
 
 import (
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -13,9 +12,8 @@ import (
 	"github.com/homingdlq/homing/settings"
 )
 
-// outputKeys are every settings.Output* key but OutputHoldTableName: the
-// outputs of a lane the construct builds (holdOutputKeys those of a lane
-// that holds its groups).
+// outputKeys are every settings.Output* key: the outputs of a lane the
+// construct builds.
 var outputKeys = []string{
 	settings.OutputSourceQueueURL, settings.OutputSourceQueueARN, settings.OutputDeadLetterQueueURL,
 	settings.OutputDeadLetterQueueARN, settings.OutputInvalidQueueURL, settings.OutputParkingQueueURL,
@@ -23,9 +21,6 @@ var outputKeys = []string{
 	settings.OutputReplayFunctionName, settings.OutputReplayScheduleName, settings.OutputAlarmTopicARN,
 	settings.OutputDashboardName, settings.OutputConsumerLogGroupName, settings.OutputReplayLogGroupName,
 }
-
-// holdOutputKeys are the outputs of a lane that holds its groups.
-var holdOutputKeys = append(slices.Clone(outputKeys), settings.OutputHoldTableName)
 
 // twoLanes: the orders lane (standard) and a FIFO payments lane with its own
 // consumer code and a name of its own, side by side in one stack.
@@ -55,9 +50,8 @@ func twoLaneStack(t *testing.T) (orders, payments *synthesized) {
 }
 
 // TestOutputs: every lane declares one output per settings key, named
-// settings.OutputID(lane name, key), whose value is its resource, and the
-// FIFO lane, which holds its groups, its hold table's too; two lanes in one
-// stack do not collide.
+// settings.OutputID(lane name, key), whose value is its resource, the FIFO
+// lane as the standard one; two lanes in one stack do not collide.
 func TestOutputs(t *testing.T) {
 	orders, payments := twoLaneStack(t)
 	if got := payments.lane.Name(); got != "payments" {
@@ -87,10 +81,6 @@ func TestOutputs(t *testing.T) {
 			settings.OutputReplayLogGroupName:   refTo(s.ref(l.ReplayLogGroup().LogGroupName())),
 		}
 		keys := outputKeys
-		if l.HoldTable() != nil {
-			keys = holdOutputKeys
-			values[settings.OutputHoldTableName] = refTo(s.ref(l.HoldTable().TableName()))
-		}
 		if len(values) != len(keys) {
 			t.Fatalf("the test checks %d keys of %d", len(values), len(keys))
 		}
@@ -111,9 +101,6 @@ func TestOutputs(t *testing.T) {
 	}
 	if _, ok := (*orders.template.FindOutputs(jsii.String("PaymentsDeadLetterQueueUrl"), nil))["PaymentsDeadLetterQueueUrl"]; !ok {
 		t.Error("no output PaymentsDeadLetterQueueUrl")
-	}
-	if orders.lane.HoldTable() != nil || payments.lane.HoldTable() == nil {
-		t.Errorf("hold tables: orders %v, payments %v; want the FIFO lane's only", orders.lane.HoldTable() != nil, payments.lane.HoldTable() != nil)
 	}
 }
 

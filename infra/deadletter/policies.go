@@ -26,7 +26,9 @@ const (
 //   - the DLQ: no IAM principal sends; only SQS's redrive from the source
 //     queue moves messages in;
 //   - the invalid queue: the consumer's role;
-//   - the parking queue: the replay function's role and OperatorArns.
+//   - the parking queue: the replay function's role and OperatorArns, and
+//     on a FIFO lane that keeps group order the consumer's role, which
+//     parks its groups' records there.
 //
 // How SQS authorises the move to a DLQ (AWS documentation, SQS Developer
 // Guide "Using dead-letter queues" and the RedrivePolicy/RedriveAllowPolicy
@@ -70,6 +72,10 @@ func (l *lane) restrictSenders() {
 	// The parking queue's senders grow with GrantOperator, which may be
 	// called after NewLane: the list is resolved at synthesis.
 	l.parkingSenders = &senders{arns: []*string{l.replay.role.RoleArn()}}
+	// validateGroups refuses a consumer without a role on such a lane.
+	if l.props.consumer.groupOrder != "" && l.consumerRole != nil {
+		l.parkingSenders.arns = append(l.parkingSenders.arns, l.consumerRole.RoleArn())
+	}
 	for _, arn := range l.props.queues.operatorArns {
 		l.parkingSenders.arns = append(l.parkingSenders.arns, jsii.String(arn))
 	}

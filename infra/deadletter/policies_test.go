@@ -83,7 +83,12 @@ func TestQueuePolicies(t *testing.T) {
 		want    func(id laneIDs) map[string]arr
 	}{
 		{"defaults", defaults, byDefault},
-		{"fifo", fifo, byDefault},
+		// The consumer parks its groups' records (group order hold).
+		{"fifo", fifo, func(id laneIDs) map[string]arr {
+			p := byDefault(id)
+			p[id.parking] = arr{tlsOnly(id.parking), onlySends(id.parking, getAtt(id.replayRole, "Arn"), getAtt(id.role, "Arn"))}
+			return p
+		}},
 		// AllowNativeRedrive and OperatorArns set.
 		{"tuned", tuned, func(id laneIDs) map[string]arr {
 			return map[string]arr{

@@ -137,7 +137,8 @@ type resolved struct {
 // of the default Name. The groups resolve in the order of what they take
 // from each other: the consumer (its timeout), the queues (the visibility
 // timeout from the consumer's), the consumer's group order (from the
-// queues' type), the alarms (the source age from both).
+// queues' type, and on a lane that keeps it the backstop's receive
+// count), the alarms (the source age from both).
 func (p *LaneProps) resolve(id string) resolved {
 	r := resolved{
 		name:           kebab(id),
@@ -178,6 +179,10 @@ func (p *LaneProps) resolve(id string) resolved {
 	r.consumer = p.Consumer.resolve(r.name, r.codeDir)
 	r.queues = p.Queues.resolve(p.Fifo, r.consumer)
 	r.consumer.groupOrder = groupOrder(r.consumer.groupOrderProp, r.queues.fifo)
+	if r.consumer.groupOrder != "" && p.Queues.MaxReceiveCount == nil {
+		// The redrive is the backstop (an adopted queue's own count too).
+		r.queues.maxReceiveCount = DefaultGroupMaxReceiveCount
+	}
 	r.alarms = p.Alarms.resolve(r.queues.visibility, r.consumer.timeout)
 	r.replay = p.Replay.resolve(r.name)
 	return r
@@ -234,6 +239,7 @@ func (r resolved) validate() []error {
 	errs := c.errs
 	errs = append(errs, r.queues.validate(r.consumer.timeout)...)
 	errs = append(errs, r.consumer.validate(r.queues.fifo)...)
+	errs = append(errs, r.validateGroups()...)
 	errs = append(errs, r.alarms.validate()...)
 	errs = append(errs, r.replay.validate(r.queues.deadLetterRetention)...)
 	return errs

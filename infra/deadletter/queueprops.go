@@ -130,7 +130,9 @@ type QueuesProps struct {
 	DeadLetterRetention awscdk.Duration
 	// MaxReceiveCount is the number of receives after which SQS moves a
 	// message from the source queue to the DLQ. Default 10, or the count of
-	// an adopted SourceQueue's own redrive policy; 1..1000.
+	// an adopted SourceQueue's own redrive policy; on a FIFO lane that
+	// keeps group order DefaultGroupMaxReceiveCount (a backstop: see
+	// ConsumerProps.GroupOrder), at least ParkMargin+2; 1..1000.
 	MaxReceiveCount *float64
 	// VisibilityTimeout is the source queue's visibility timeout.
 	// Default 6x Consumer.Timeout plus Consumer.MaxBatchingWindow; at least

@@ -24,7 +24,6 @@ type route struct {
 	Key         string `json:"key"`
 	PayloadHash string `json:"payloadHash"`
 	Records     bool   `json:"records"`
-	Groups      string `json:"groups,omitempty"` // a FIFO lane that holds its groups: "hold" or "skip"
 }
 
 func (s *synthesized) routes(t *testing.T) []route {

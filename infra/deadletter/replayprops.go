@@ -43,7 +43,7 @@ const (
 // replayWiredEnvironment are the replay variables the construct sets from its
 // own resources and props; ReplayProps.Environment must not set them, nor any
 // variable of [replayTuning].
-var replayWiredEnvironment = []string{settings.ReplayRoutes.Env, settings.LedgerTable.Env, settings.IdempotencyTable.Env, settings.HoldTable.Env, settings.ConsumerName.Env,
+var replayWiredEnvironment = []string{settings.ReplayRoutes.Env, settings.LedgerTable.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env,
 	settings.HealthURL.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env}
 
 // ReplayProps configures the lane's replay function (functions/replay) and

@@ -220,8 +220,24 @@ func TestValidate(t *testing.T) {
 		}, []string{`Consumer.GroupOrder is "strict", want "hold", "skip" or "off"`}},
 		{"the consumer's environment sets the group order", func(p *deadletter.LaneProps) {
 			p.Fifo = jsii.Bool(true)
-			p.Consumer.Environment = map[string]string{"GROUP_ORDER": "skip", "SOURCE_QUEUE_URL": "https://sqs.example/q.fifo"}
-		}, []string{"Consumer.Environment sets GROUP_ORDER, which the lane wires itself", "Consumer.Environment sets SOURCE_QUEUE_URL, which the lane wires itself"}},
+			p.Consumer.Environment = map[string]string{"GROUP_ORDER": "skip", "SOURCE_QUEUE_URL": "https://sqs.example/q.fifo", "PARKING_QUEUE_URL": "https://sqs.example/p.fifo",
+				"LEDGER_TABLE": "l", "SOURCE_RETENTION": "1h", "MAX_RECEIVES": "5"}
+		}, []string{"Consumer.Environment sets GROUP_ORDER, which the lane wires itself", "Consumer.Environment sets SOURCE_QUEUE_URL, which the lane wires itself",
+			"Consumer.Environment sets PARKING_QUEUE_URL, which", "Consumer.Environment sets LEDGER_TABLE, which", "Consumer.Environment sets SOURCE_RETENTION, which",
+			"Consumer.Environment sets MAX_RECEIVES, which"}},
+		{"a backstop too close for the consumer to park first", func(p *deadletter.LaneProps) {
+			p.Fifo = jsii.Bool(true)
+			p.Queues.MaxReceiveCount = jsii.Number(11)
+		}, []string{"Queues.MaxReceiveCount is 11, want at least 12 on a FIFO lane that keeps group order: the consumer parks a head 10 deliveries before the redrive (its MAX_RECEIVES)"}},
+		{"the closest backstop", func(p *deadletter.LaneProps) {
+			p.Fifo = jsii.Bool(true)
+			p.Queues.MaxReceiveCount = jsii.Number(12)
+		}, nil},
+		{"a close redrive without group order", func(p *deadletter.LaneProps) {
+			p.Fifo = jsii.Bool(true)
+			p.Consumer.GroupOrder = jsii.String(deadletter.GroupOrderOff)
+			p.Queues.MaxReceiveCount = jsii.Number(3)
+		}, nil},
 		{"every problem at once", func(p *deadletter.LaneProps) {
 			p.Queues.MaxReceiveCount = jsii.Number(0)
 			p.Consumer.MaxConcurrency = jsii.Number(1)

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/settings"
@@ -159,99 +159,92 @@ func want(ids ...string) []string {
 // TestLane runs the example lane end to end on the deployed stack: the FIFO
 // event source mapping posts valid payments once each and in order per
 // account, and sends invalid ones to the invalid queue with their reason.
-// The lane holds its groups (GROUP_ORDER hold): an invalid payment holds its
-// account until an operator releases it with `dlq groups release`, and a
-// frozen account's first payment holds the account while it fails, its
-// later payments waiting behind it, not dead-lettered; its schedule stays
-// on, so the payment is replayed into the frozen account and fails again,
-// and after the thaw the account's payments are posted in their order.
+// The lane keeps each account's order (GROUP_ORDER hold): an invalid
+// payment parks its account, the account's later payments following it to
+// the parking queue in order, until an operator releases it with `dlq
+// groups release`, which sends them back; the consumer posts them in order
+// (a further invalid one parks the account again) and ends the park. A
+// late duplicate posts nothing.
 func TestLane(t *testing.T) {
+	t.Parallel()
 	s := deployed(t)
-	store := s.holds(t)
+	store := s.parks(t)
 	run := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 	var (
 		acctA  = "A-" + run // three payments, one of them sent twice, then a conflicting copy
 		acctB  = "B-" + run // an invalid payment among valid ones, then two more invalid ones
-		acctF  = "F-" + run // frozen: its first payment holds it, the rest wait
-		acctG  = "G-" + run // frozen too
 		pay    = func(acct string, n int) string { return fmt.Sprintf("PAY-%s-%d", acct, n) }
 		ctx    = context.Background()
 		reason = map[string]string{} // paymentId (or body) of each invalid message -> its reason
 	)
-	for _, acct := range []string{acctF, acctG} {
-		if err := s.ledger.Freeze(ctx, acct, true); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.ledger.Freeze(ctx, acct, false) })
-	}
 	s.send(t, paymentBody(pay(acctA, 1), acctA, "1.00"), acctA)
-	s.send(t, paymentBody(pay(acctF, 1), acctF, "5.00"), acctF)
-	s.send(t, paymentBody(pay(acctG, 1), acctG, "7.00"), acctG)
 	s.send(t, paymentBody(pay(acctB, 1), acctB, "2.00"), acctB)
 	s.send(t, paymentBody(pay(acctA, 2), acctA, "1.50"), acctA)
 	s.send(t, paymentBody(pay(acctB, 2), acctB, "-2.00"), acctB)
 	reason[pay(acctB, 2)] = payment.ReasonBadAmount
-	s.send(t, paymentBody(pay(acctF, 2), acctF, "6.00"), acctF)
 	s.send(t, paymentBody(pay(acctA, 1), acctA, "1.00"), acctA) // a producer's duplicate
 	s.send(t, paymentBody(pay(acctA, 3), acctA, "3.00"), acctA)
 	s.send(t, paymentBody(pay(acctB, 3), acctB, "2.50"), acctB)
-	s.send(t, paymentBody(pay(acctG, 2), acctG, "8.00"), acctG)
 	s.send(t, paymentBody(pay(acctA, 1), acctA, "9.99"), acctA) // the same paymentId, another amount
 	reason["conflict-"+pay(acctA, 1)] = payment.ReasonConflictingDuplicate
 	s.send(t, paymentBody(pay(acctB, 9), acctA, "1.00"), acctB) // in another account's group
 	reason[pay(acctB, 9)] = payment.ReasonGroupNotAccount
-	s.send(t, paymentBody(pay(acctF, 3), acctF, "6.50"), acctF)
 	s.send(t, `{"eventType":"payment.captured","paymentId":"NJ-`+run+`",`, acctB)
 	reason["not-json-"+run] = payment.ReasonNotJSON
 	s.send(t, paymentBody(pay(acctB, 4), acctB, "3.00"), acctB)
-	s.send(t, paymentBody(pay(acctF, 4), acctF, "7.50"), acctF)
 
-	eventually(t, 90*time.Second, "valid payments posted in order, up to B's invalid one", func() (bool, string) {
+	eventually(t, 90*time.Second, "valid payments posted in order, up to B's invalid one, the rest of B parked behind it", func() (bool, string) {
 		a, b := s.entries(t, acctA), s.entries(t, acctB)
-		_, heldB, okB := holdOf(t, store, acctB)
-		return slices.Equal(a, want(pay(acctA, 1), pay(acctA, 2), pay(acctA, 3))) && slices.Equal(b, want(pay(acctB, 1))) && okB && heldB == 4,
-			fmt.Sprintf("A %q, B %q (held %t, %d behind)", a, b, okB, heldB)
+		p, parked := parkOf(t, store, acctB)
+		return slices.Equal(a, want(pay(acctA, 1), pay(acctA, 2), pay(acctA, 3))) && slices.Equal(b, want(pay(acctB, 1))) && parked && p.Parked == 4,
+			fmt.Sprintf("A %q, B %q (parked %t: %+v)", a, b, parked, p)
 	})
 
-	t.Run("an_invalid_head_holds_its_account_until_released", func(t *testing.T) {
+	t.Run("an_invalid_head_parks_its_account_until_released", func(t *testing.T) {
 		// Each invalid payment of B is a head that can never succeed: the
-		// account waits behind it, listed by dlq with its reason, until the
-		// operator releases it; the next invalid one holds it again.
-		for _, step := range []struct {
-			reason string
-			posted []string
-		}{
-			{payment.ReasonBadAmount, []string{pay(acctB, 1), pay(acctB, 3)}},
-			{payment.ReasonGroupNotAccount, []string{pay(acctB, 1), pay(acctB, 3)}},
-			{payment.ReasonNotJSON, []string{pay(acctB, 1), pay(acctB, 3), pay(acctB, 4)}},
-		} {
-			h, _, ok := holdOf(t, store, acctB)
-			if !ok || h.State != hold.Held || h.Parked != "invalid: "+step.reason {
-				t.Fatalf("account B's hold %+v (held %t), want held by its %s payment", h, ok, step.reason)
+		// account is parked behind it, listed by dlq with its reason, until
+		// the operator releases it; the next invalid one parks it again
+		// (a release may go on past it while it waits for the consumer).
+		invalids := []string{payment.ReasonBadAmount, payment.ReasonGroupNotAccount, payment.ReasonNotJSON}
+		final := want(pay(acctB, 1), pay(acctB, 3), pay(acctB, 4))
+		for releases := 0; ; releases++ {
+			// A release ends the park once the records it sent back are
+			// applied; a record parked meanwhile may park the account
+			// again a visibility timeout later.
+			var p fifo.Park
+			var parked bool
+			eventually(t, 90*time.Second, "account B parked, or posted to its end", func() (bool, string) {
+				p, parked = parkOf(t, store, acctB)
+				b := s.entries(t, acctB)
+				return parked && p.Releasing == "" || !parked && slices.Equal(b, final), fmt.Sprintf("B %q, park %+v (%t)", b, p, parked)
+			})
+			if !parked {
+				t.Logf("account B posted to its end after %d dlq groups release(s)", releases)
+				break
 			}
-			if list := dlq(t, "groups"); !strings.Contains(list, acctB) || !strings.Contains(list, step.reason) {
-				t.Fatalf("dlq groups lists:\n%s\nwant %s, held by %s", list, acctB, step.reason)
+			if releases == len(invalids) {
+				t.Fatalf("account B still parked after %d releases: %+v", releases, p)
+			}
+			why, _ := strings.CutPrefix(p.Reason, "invalid: ")
+			if p.Queue != "invalid" || !slices.Contains(invalids, why) {
+				t.Fatalf("account B's park %+v: want one of its invalid payments in the invalid queue", p)
+			}
+			if list := dlq(t, "groups"); !strings.Contains(list, acctB) || !strings.Contains(list, why) {
+				t.Fatalf("dlq groups lists:\n%s\nwant %s, parked by %s", list, acctB, why)
 			}
 			dlq(t, "groups", "release", acctB, "--yes")
-			eventually(t, 60*time.Second, "B released past its "+step.reason+" payment", func() (bool, string) {
-				b := s.entries(t, acctB)
-				h2, _, held := holdOf(t, store, acctB)
-				moved := !held || h2.State == hold.Held && h2.Head != h.Head // the next invalid one holds it, or it is free
-				return slices.Equal(b, want(step.posted...)) && moved, fmt.Sprintf("B %q, hold %+v (%t)", b, h2, held)
-			})
 		}
-		if _, _, ok := holdOf(t, store, acctB); ok {
-			t.Errorf("account B is still held after its last invalid payment was released")
+		if b := s.entries(t, acctB); !slices.Equal(b, final) {
+			t.Fatalf("B %q after its releases, want %q", b, final)
 		}
-		// A's conflicting copy holds A, with nothing behind it.
-		if h, n, ok := holdOf(t, store, acctA); !ok || h.Parked != "invalid: "+payment.ReasonConflictingDuplicate || n != 0 {
-			t.Fatalf("account A's hold %+v (%t, %d behind), want held by the conflicting copy, nothing behind", h, ok, n)
+		// A's conflicting copy parks A, with nothing behind it.
+		if p, ok := parkOf(t, store, acctA); !ok || p.Reason != "invalid: "+payment.ReasonConflictingDuplicate || p.Waiting() != 0 {
+			t.Fatalf("account A's park %+v (%t), want parked by the conflicting copy, nothing behind", p, ok)
 		}
 		dlq(t, "groups", "release", acctA, "--yes")
-		eventually(t, 60*time.Second, "A free", func() (bool, string) {
-			h, _, ok := holdOf(t, store, acctA)
-			return !ok, fmt.Sprintf("%+v", h)
-		})
+		if p, ok := parkOf(t, store, acctA); ok {
+			t.Fatalf("account A still parked after its release: %+v", p)
+		}
 	})
 
 	t.Run("invalid_with_their_reason", func(t *testing.T) {
@@ -298,69 +291,30 @@ func TestLane(t *testing.T) {
 		}
 	})
 
-	t.Run("frozen_accounts_keep_their_order_through_replays", func(t *testing.T) {
-		fn := s.lane(t, settings.OutputReplayFunctionName)
-		frozen := map[string]int{acctF: 4, acctG: 2} // payments sent
-		// Each frozen account's first payment dead-letters alone, is
-		// replayed into the still frozen account (by the schedule or by
-		// this test's runs) and dead-letters again; the rest wait behind
-		// the hold, never in the DLQ, never posted.
-		eventually(t, 4*time.Minute, "each frozen account's head replayed and failed again", func() (bool, string) {
-			invokeReplay(t, s, fn)
-			dead := map[string][]deadLetter{}
-			for _, d := range s.deadLetters(t, 20) {
-				dead[d.group] = append(dead[d.group], d)
-			}
-			var state []string
-			done := true
-			for acct, n := range frozen {
-				h, held, ok := holdOf(t, store, acct)
-				ds := dead[acct]
-				state = append(state, fmt.Sprintf("%s: hold %t %s, %d behind, %d dead letters", acct, ok, h.State, held, len(ds)))
-				if len(ds) > 1 || len(s.entries(t, acct)) != 0 {
-					t.Fatalf("%s: %d dead letters, entries %q: want the head alone in the DLQ and nothing posted", acct, len(ds), s.entries(t, acct))
-				}
-				done = done && ok && held == n-1 && len(ds) == 1 && ds[0].found && ds[0].meta.ReplayCount >= 1
-			}
-			return done, strings.Join(state, "; ")
-		})
-		for acct := range frozen {
-			if err := s.ledger.Freeze(ctx, acct, false); err != nil {
-				t.Fatal(err)
-			}
-		}
-		eventually(t, 3*time.Minute, "the thawed accounts' payments posted in order", func() (bool, string) {
-			invokeReplay(t, s, fn)
-			f, g := s.entries(t, acctF), s.entries(t, acctG)
-			return slices.Equal(f, want(pay(acctF, 1), pay(acctF, 2), pay(acctF, 3), pay(acctF, 4))) && slices.Equal(g, want(pay(acctG, 1), pay(acctG, 2))),
-				fmt.Sprintf("F %q, G %q, DLQ %d", f, g, s.depth(t, settings.OutputDeadLetterQueueURL))
-		})
-	})
-
 	t.Run("exactly_once", func(t *testing.T) {
-		// A late duplicate of a replayed payment, and one more replay run:
-		// nothing is posted twice.
-		s.send(t, paymentBody(pay(acctF, 1), acctF, "5.00"), acctF)
-		invokeReplay(t, s, s.lane(t, settings.OutputReplayFunctionName))
-		eventually(t, 60*time.Second, "the duplicate consumed", func() (bool, string) {
-			n := s.depth(t, settings.OutputSourceQueueURL)
-			return n == 0, fmt.Sprintf("source %d", n)
+		// A late duplicate of a posted payment, and one more payment after
+		// it: only the latter is posted.
+		s.sendBatch(t, acctB, paymentBody(pay(acctB, 1), acctB, "2.00"), paymentBody(pay(acctB, 5), acctB, "4.00"))
+		eventually(t, 60*time.Second, "the payment after a duplicate posted", func() (bool, string) {
+			got := s.entries(t, acctB)
+			return slices.Equal(got, want(pay(acctB, 1), pay(acctB, 3), pay(acctB, 4), pay(acctB, 5))), fmt.Sprintf("%q", got)
 		})
 		for acct, ids := range map[string][]string{
 			acctA: {pay(acctA, 1), pay(acctA, 2), pay(acctA, 3)},
-			acctB: {pay(acctB, 1), pay(acctB, 3), pay(acctB, 4)},
-			acctF: {pay(acctF, 1), pay(acctF, 2), pay(acctF, 3), pay(acctF, 4)},
-			acctG: {pay(acctG, 1), pay(acctG, 2)},
+			acctB: {pay(acctB, 1), pay(acctB, 3), pay(acctB, 4), pay(acctB, 5)},
 		} {
 			if got := s.entries(t, acct); !slices.Equal(got, want(ids...)) {
 				t.Errorf("account %s: %q, want %q", acct, got, want(ids...))
 			}
-			if h, n, ok := holdOf(t, store, acct); ok {
-				t.Errorf("account %s is still held: %+v, %d behind", acct, h, n)
+			if p, ok := parkOf(t, store, acct); ok {
+				t.Errorf("account %s is still parked: %+v", acct, p)
 			}
-		}
-		if n := s.depth(t, settings.OutputDeadLetterQueueURL); n != 0 {
-			t.Errorf("DLQ holds %d messages, want 0", n)
+			if n := s.parked(t, acct); n != 0 {
+				t.Errorf("account %s has %d records in the parking queue", acct, n)
+			}
+			if dls := s.deadLettersOf(t, acct); len(dls) != 0 {
+				t.Errorf("account %s has %d dead letters", acct, len(dls))
+			}
 		}
 	})
 }
@@ -472,15 +426,14 @@ func TestAPostedDeadLetterIsRemoved(t *testing.T) {
 	if got := s.entries(t, acct); !slices.Equal(got, want(id)) {
 		t.Errorf("entries after the conflicting replay: %q, want %q", got, want(id))
 	}
-	// The conflicting copy is a head that can never succeed: it holds the
+	// The conflicting copy is a head that can never succeed: it parks the
 	// account (GROUP_ORDER hold) until an operator releases it.
-	store := s.holds(t)
-	if h, n, ok := holdOf(t, store, acct); !ok || h.Parked != "invalid: "+payment.ReasonConflictingDuplicate || n != 0 {
-		t.Fatalf("account %s: hold %+v (held %t, %d behind), want held by the conflicting copy", acct, h, ok, n)
+	store := s.parks(t)
+	if p, ok := parkOf(t, store, acct); !ok || p.Reason != "invalid: "+payment.ReasonConflictingDuplicate || p.Waiting() != 0 {
+		t.Fatalf("account %s: park %+v (parked %t), want parked by the conflicting copy, nothing behind", acct, p, ok)
 	}
 	dlq(t, "groups", "release", acct, "--yes")
-	eventually(t, 60*time.Second, "the account free", func() (bool, string) {
-		h, _, ok := holdOf(t, store, acct)
-		return !ok, fmt.Sprintf("%+v", h)
-	})
+	if p, ok := parkOf(t, store, acct); ok {
+		t.Fatalf("account %s still parked after its release: %+v", acct, p)
+	}
 }

@@ -2,7 +2,9 @@
 // payment.captured messages from a FIFO source queue (message group =
 // account) to the accounts' ledger, exactly once each, sends invalid ones
 // to the invalid queue with their reason, and reports transient failures
-// per record so that SQS redrives them to the lane's dead-letter queue.
+// per record. On the FIFO lane (GROUP_ORDER) an account whose payment
+// fails waits behind it in the source queue, and an account whose head can
+// never be posted is parked until an operator releases it (package fifo).
 //
 // Each invocation writes the lane's metrics to stdout as EMF lines (package
 // emf), under the names the lane's alarms and dashboard watch.
@@ -28,6 +30,7 @@ import (
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/emf"
+	"github.com/homingdlq/homing/fifo"
 
 	"github.com/homingdlq/homing/examples/ledger"
 	"github.com/homingdlq/homing/examples/posting"
@@ -61,18 +64,29 @@ func run(ctx context.Context) error {
 		_ batch.Sender          = queue
 		_ dynamo.IdempotencyAPI = db
 		_ ledger.TableAPI       = db
-		_ dynamo.HoldAPI        = db
+		_ fifo.Queue            = queue
+		_ dynamo.GroupAPI       = db
 	)
 	logger := lambdacontext.NewLogger(lambdacontext.WithFunctionARN())
 	p := posting.NewProcessor(cfg, posting.Deps{
 		Sender: queue,
 		Store:  dynamo.NewIdempotencyStore(db, cfg.IdempotencyTable),
 		Ledger: ledger.NewTable(db, cfg.EntriesTable),
-		Holds:  dynamo.NewHoldStore(db, cfg.HoldTable, cfg.ConsumerName),
+		Queue:  queue,
+		Parks:  parks(db, cfg),
 		Logger: logger,
 	})
 	lambda.StartWithOptions(newHandler(p, metrics, os.Stdout, logger), lambda.WithContext(ctx))
 	return nil
+}
+
+// parks is the lane's store of parked accounts, in its ledger; nil when
+// the lane parks none (no LEDGER_TABLE: GROUP_ORDER off or skip).
+func parks(db *dynamodb.Client, cfg posting.Config) fifo.Store {
+	if cfg.LedgerTable == "" {
+		return nil
+	}
+	return dynamo.NewGroupStore(db, cfg.LedgerTable)
 }
 
 // newHandler is the Lambda handler: p's Process, its outcomes written to w

@@ -23,58 +23,73 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
-	"github.com/homingdlq/homing/hold"
-	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/settings"
 )
 
-// holds is the lane's hold store, as its consumer writes it: its HOLD_TABLE,
-// scoped by its CONSUMER_NAME.
-func (s *stack) holds(t *testing.T) hold.Store {
+// consumerEnv is the deployed consumer's environment.
+func (s *stack) consumerEnv(t *testing.T) map[string]string {
 	t.Helper()
 	fn := s.lane(t, settings.OutputConsumerFunctionName)
 	out, err := s.lambda.GetFunctionConfiguration(context.Background(), &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(fn)})
 	if err != nil {
 		t.Fatalf("configuration of %s: %v", fn, err)
 	}
-	env := map[string]string{}
-	if out.Environment != nil {
-		env = out.Environment.Variables
+	if out.Environment == nil {
+		return map[string]string{}
 	}
-	if env[settings.GroupOrder.Env] != string(hold.KeepHeld) {
-		t.Fatalf("the lane's consumer has %s=%q, want %q (the construct's default on a FIFO lane)", settings.GroupOrder.Env, env[settings.GroupOrder.Env], hold.KeepHeld)
+	return out.Environment.Variables
+}
+
+// parks is the lane's store of parked accounts, as its consumer writes it:
+// in its LEDGER_TABLE (the construct's default on a FIFO lane is to keep
+// each account's order, GROUP_ORDER hold).
+func (s *stack) parks(t *testing.T) fifo.Store {
+	t.Helper()
+	env := s.consumerEnv(t)
+	if env[settings.GroupOrder.Env] != string(fifo.Hold) || env[settings.ParksTable.Env] == "" {
+		t.Fatalf("the lane's consumer has %s=%q, %s=%q; want %q and its ledger (the construct's default on a FIFO lane)",
+			settings.GroupOrder.Env, env[settings.GroupOrder.Env], settings.ParksTable.Env, env[settings.ParksTable.Env], fifo.Hold)
 	}
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env[settings.HoldTable.Env] == "" {
-		t.Fatalf("the lane's consumer has no %s", settings.HoldTable.Env)
-	}
-	return dynamo.NewHoldStore(dynamodb.NewFromConfig(cfg), env[settings.HoldTable.Env], env[settings.ConsumerName.Env])
+	return dynamo.NewGroupStore(dynamodb.NewFromConfig(cfg), env[settings.ParksTable.Env])
 }
 
-// holdOf returns the hold of group and how many records wait behind it.
-func holdOf(t *testing.T, store hold.Store, group string) (h hold.Hold, held int, ok bool) {
+// maxReceives is the deployed consumer's MAX_RECEIVES: a head delivered
+// this often parks its account.
+func (s *stack) maxReceives(t *testing.T) int {
 	t.Helper()
-	ctx := context.Background()
-	hs, err := store.Holds(ctx, []string{group})
+	env := s.consumerEnv(t)
+	r := settings.NewReader(func(k string) string { return env[k] })
+	n := r.Int(settings.MaxReceives)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// parkOf returns the park of group, if it is parked.
+func parkOf(t *testing.T, store fifo.Store, group string) (fifo.Park, bool) {
+	t.Helper()
+	ps, err := store.Parked(context.Background(), []string{group})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, ok = hs[group]
-	if ok {
-		if held, err = store.Count(ctx, group); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return h, held, ok
+	p, ok := ps[group]
+	return p, ok
 }
 
 var (
 	dlqOnce sync.Once
 	dlqPath string
 	dlqErr  error
+	// dlqMu runs one dlq at a time: a release scans the parking queue,
+	// hiding the other groups' records while it does, so that a release
+	// of another group meanwhile would not see its own.
+	dlqMu sync.Mutex
 )
 
 // dlq runs the operator CLI (built once from this workspace) on the
@@ -90,12 +105,14 @@ func dlq(t *testing.T, args ...string) string {
 		dlqPath = filepath.Join(dir, "dlq")
 		out, err := exec.Command("go", "build", "-o", dlqPath, "github.com/homingdlq/homing/cmd/dlq").CombinedOutput()
 		if err != nil {
-			dlqErr = &exec.ExitError{Stderr: out}
+			dlqErr = fmt.Errorf("%w: %s", err, out)
 		}
 	})
 	if dlqErr != nil {
 		t.Fatalf("build dlq: %v", dlqErr)
 	}
+	dlqMu.Lock()
+	defer dlqMu.Unlock()
 	cmd := exec.Command(dlqPath, append(args, "--lane", Lane)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -105,134 +122,120 @@ func dlq(t *testing.T, args ...string) string {
 	return out.String()
 }
 
-// TestAGroupHeldBehindAPostedHeadDrains shows the sweep on the payments
-// lane, keyed by its own expression (paymentId): an account held behind a
-// head whose payment the consumer already posted, with the same payload,
-// and of which no copy is left in either queue (as when one invocation
-// acknowledged a copy of the head while another held the account behind
-// it: that end state is written here directly), is drained by the next
-// replay run, from the body the hold keeps of its head. The payment
-// waiting behind it is then posted, after the head's.
-func TestAGroupHeldBehindAPostedHeadDrains(t *testing.T) {
-	s := deployed(t)
-	run := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
-	acct := "H-" + run
-	head, next := "PAY-"+acct+"-1", "PAY-"+acct+"-2"
-	s.schedule(t, false) // this test's replay runs are its own
-	t.Cleanup(func() { s.schedule(t, true) })
-	body := paymentBody(head, acct, "7.00")
-	s.send(t, body, acct)
-	eventually(t, 60*time.Second, "the head posted", func() (bool, string) {
-		got := s.entries(t, acct)
-		return slices.Equal(got, want(head)), fmt.Sprintf("%q", got)
-	})
-	store := s.holds(t)
-	if _, err := store.Begin(context.Background(), hold.Hold{Group: acct, Head: "gone-" + run, HeadBody: body}, time.Now()); err != nil {
-		t.Fatal(err)
+// parked counts the parking queue's records of group it sees, without
+// taking them (hidden for 10 s should the test stop meanwhile, then shown
+// again), under dlqMu: a scan hides the other groups' records, as a
+// release's does. SQS returns none of a group behind one in flight: a
+// group with records there shows one at least.
+func (s *stack) parked(t *testing.T, group string) int {
+	t.Helper()
+	dlqMu.Lock()
+	defer dlqMu.Unlock()
+	ctx := context.Background()
+	url := aws.String(s.lane(t, settings.OutputParkingQueueURL))
+	var receipts []string
+	defer func() {
+		for _, r := range receipts {
+			_, _ = s.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: aws.String(r), VisibilityTimeout: 0})
+		}
+	}()
+	n := 0
+	for empty := 0; empty < 2; {
+		out, err := s.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 10,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameMessageGroupId}})
+		if err != nil {
+			t.Fatalf("read the parking queue: %v", err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+		}
+		for _, m := range out.Messages {
+			receipts = append(receipts, aws.ToString(m.ReceiptHandle))
+			if m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)] == group {
+				n++
+			}
+		}
 	}
-	s.send(t, paymentBody(next, acct, "8.00"), acct)
-	eventually(t, 60*time.Second, "the next payment held", func() (bool, string) {
-		_, n, ok := holdOf(t, store, acct)
-		return ok && n == 1, fmt.Sprintf("held %t, %d behind", ok, n)
-	})
-	sum := invokeReplay(t, s, s.lane(t, settings.OutputReplayFunctionName))
-	if len(sum.Routes) != 1 || sum.Routes[0].Holds.AppliedHeads < 1 {
-		t.Fatalf("replay summary %+v: want a held group drained past its applied head (this account's, checked next)", sum.Routes)
-	}
-	eventually(t, 60*time.Second, "the account drained", func() (bool, string) {
-		got := s.entries(t, acct)
-		h, _, ok := holdOf(t, store, acct)
-		return !ok && slices.Equal(got, want(head, next)), fmt.Sprintf("entries %q, hold %+v", got, h)
-	})
+	return n
 }
 
 // TestAPoisonHeadIsParkedAndReleased shows a head that can never succeed
-// on the payments lane: an account held behind a payment whose replays are
-// spent (its dead letter carries the deployed engine's sealed metadata of
-// MAX_REPLAYS replays, and homing-hold naming it as the account's head,
-// as the engine writes both; the hold is begun here as the consumer began
-// it when the payment first failed). The replay parks it with its reason
-// and tells the hold, which says why; the account's next payment waits
-// behind it until `dlq groups release`, then is posted.
+// on the payments lane: an account frozen for good, whose first payment
+// fails on every delivery. It waits in the source under its backoff, the
+// account's next payment behind it, neither posted nor dead-lettered,
+// until its MAX_RECEIVES-th delivery parks the account: the head goes to
+// the parking queue (delivered-too-often) and the account's later
+// payments, the one waiting and one sent after the park, follow it there
+// in order. `dlq groups` lists the account with its reason and the three
+// records waiting; once the account is thawed, `dlq groups release` sends
+// them back, and the consumer posts the three in order, exactly once, and
+// ends the park.
 func TestAPoisonHeadIsParkedAndReleased(t *testing.T) {
+	t.Parallel()
 	s := deployed(t)
 	ctx := context.Background()
+	store := s.parks(t)
 	run := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 	acct := "X-" + run
-	head, next := "PAY-"+acct+"-1", "PAY-"+acct+"-2"
-	origin := "poison-" + run
-	s.schedule(t, false) // this test's replay runs are its own
-	t.Cleanup(func() { s.schedule(t, true) })
-	store := s.holds(t)
-	body := paymentBody(head, acct, "3.00")
-	if _, err := store.Begin(ctx, hold.Hold{Group: acct, Head: origin, HeadBody: body}, time.Now()); err != nil {
+	pay := func(n int) string { return fmt.Sprintf("PAY-%s-%d", acct, n) }
+	if err := s.ledger.Freeze(ctx, acct, true); err != nil {
 		t.Fatal(err)
 	}
-	s.send(t, paymentBody(next, acct, "4.00"), acct)
-	eventually(t, 60*time.Second, "the next payment held", func() (bool, string) {
-		_, n, ok := holdOf(t, store, acct)
-		return ok && n == 1, fmt.Sprintf("held %t, %d behind", ok, n)
-	})
+	t.Cleanup(func() { _ = s.ledger.Freeze(ctx, acct, false) })
 
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := replay.SealKey(ctx, dynamo.NewLedger(dynamodb.NewFromConfig(cfg), s.lane(t, settings.OutputLedgerTableName), time.Now), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta := replay.Metadata{
-		ReplayCount: s.replaySettings(t).maxReplays, FirstDeadLetteredAt: time.Now().Add(-time.Hour), LastReplayAt: time.Now().Add(-10 * time.Minute),
-		OriginalMessageID: origin,
-	}.Sealed(key, body, s.lane(t, settings.OutputSourceQueueURL))
-	attrs, err := replay.Attributes(map[string]sqstypes.MessageAttributeValue{hold.Attribute: hold.OriginAttribute(origin)}, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(s.lane(t, settings.OutputDeadLetterQueueURL)), MessageBody: aws.String(body), MessageAttributes: attrs,
-		MessageGroupId: aws.String(acct), MessageDeduplicationId: aws.String("poison-" + run),
-	}); err != nil {
-		t.Fatalf("send to the DLQ: %v", err)
-	}
-	eventually(t, 60*time.Second, "the poison head parked and told to its hold", func() (bool, string) {
-		sum := invokeReplay(t, s, s.lane(t, settings.OutputReplayFunctionName))
-		h, _, ok := holdOf(t, store, acct)
-		return ok && h.Parked == "parked: "+replay.ReasonReplayExhausted, fmt.Sprintf("hold %+v (%t); last run parked %v", h, ok, sum.Total.Parked)
+	// Backoffs of 30 s, 1, 2, 4... minutes (x0.75..1) before deliveries
+	// 2, 3, 4, 5...: the MAX_RECEIVES-th comes within their sum.
+	n := s.maxReceives(t)
+	within := time.Duration(1<<(n-1)-1)*30*time.Second + 2*time.Minute
+	sent := time.Now()
+	s.sendBatch(t, acct, paymentBody(pay(1), acct, "3.00"), paymentBody(pay(2), acct, "4.00"))
+	eventually(t, within, "the account parked behind its head", func() (bool, string) {
+		p, ok := parkOf(t, store, acct)
+		if got := s.entries(t, acct); len(got) != 0 {
+			t.Fatalf("entries %q of a frozen account", got)
+		}
+		return ok && p.Reason == fifo.ReasonDeliveredTooOften && p.Parked == 2, fmt.Sprintf("park %+v (%t)", p, ok)
 	})
-	if list := dlq(t, "groups"); !strings.Contains(list, acct) || !strings.Contains(list, replay.ReasonReplayExhausted) {
-		t.Fatalf("dlq groups lists:\n%s\nwant %s, held by its %s head", list, acct, replay.ReasonReplayExhausted)
+	t.Logf("parked %s after the head's delivery %d, %s after it was sent", fifo.ReasonDeliveredTooOften, n, time.Since(sent).Round(time.Second))
+	s.send(t, paymentBody(pay(3), acct, "5.00"), acct)
+	eventually(t, time.Minute, "the payment sent after the park parked behind it", func() (bool, string) {
+		p, _ := parkOf(t, store, acct)
+		return p.Parked == 3, fmt.Sprintf("park %+v", p)
+	})
+	p, _ := parkOf(t, store, acct)
+	if p.Queue != "parking" || p.Waiting() != 3 || p.Releasing != "" {
+		t.Fatalf("park %+v: want the head in the parking queue, 3 records waiting, no release", p)
 	}
-	if got := s.entries(t, acct); len(got) != 0 {
-		t.Fatalf("entries %q while the account is held behind its parked head: want none", got)
+	if got := s.parked(t, acct); got == 0 {
+		t.Fatal("the parking queue holds none of the account's payments")
 	}
-	dlq(t, "groups", "release", acct, "--yes")
-	eventually(t, 60*time.Second, "the account released past its head", func() (bool, string) {
+	if list := dlq(t, "groups"); !strings.Contains(list, acct) || !strings.Contains(list, fifo.ReasonDeliveredTooOften) {
+		t.Fatalf("dlq groups lists:\n%s\nwant %s, parked %s", list, acct, fifo.ReasonDeliveredTooOften)
+	}
+	if dls := s.deadLettersOf(t, acct); len(dls) != 0 {
+		t.Fatalf("%d dead letters of the account: the redrive is a backstop the consumer stays ahead of", len(dls))
+	}
+
+	if err := s.ledger.Freeze(ctx, acct, false); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	out := dlq(t, "groups", "release", acct, "--yes")
+	t.Logf("dlq groups release took %s:\n%s", time.Since(released).Round(time.Millisecond), out)
+	if _, ok := parkOf(t, store, acct); ok {
+		t.Fatalf("the account is still parked after dlq groups release:\n%s", out)
+	}
+	if got := s.entries(t, acct); !slices.Equal(got, want(pay(1), pay(2), pay(3))) {
+		t.Fatalf("entries %q after the release, want the three payments in order", got)
+	}
+	if got := s.parked(t, acct); got != 0 {
+		t.Errorf("the parking queue still holds %d of the account's records", got)
+	}
+	// Exactly once: a late duplicate of the head posts nothing; the
+	// payment after it is posted next.
+	s.sendBatch(t, acct, paymentBody(pay(1), acct, "3.00"), paymentBody(pay(4), acct, "6.00"))
+	eventually(t, time.Minute, "the payment after a duplicate posted", func() (bool, string) {
 		got := s.entries(t, acct)
-		h, _, ok := holdOf(t, store, acct)
-		return !ok && slices.Equal(got, want(next)), fmt.Sprintf("entries %q, hold %+v", got, h)
-	})
-	// The head waits in the parking queue with its reason; take it back.
-	parking := aws.String(s.lane(t, settings.OutputParkingQueueURL))
-	eventually(t, 60*time.Second, "the parked head in the parking queue", func() (bool, string) {
-		out, err := s.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: parking, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range out.Messages {
-			if aws.ToString(m.Body) != body {
-				continue
-			}
-			if _, err := s.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: parking, ReceiptHandle: m.ReceiptHandle}); err != nil {
-				t.Fatal(err)
-			}
-			got, _, found, err := replay.Read(m.MessageAttributes)
-			if err != nil || !found || got.Reason != replay.ReasonReplayExhausted {
-				t.Fatalf("parked metadata %+v (found %t, %v), want %s", got, found, err, replay.ReasonReplayExhausted)
-			}
-			return true, ""
-		}
-		return false, fmt.Sprintf("%d others", len(out.Messages))
+		return slices.Equal(got, want(pay(1), pay(2), pay(3), pay(4))), fmt.Sprintf("%q", got)
 	})
 }
