@@ -24,8 +24,6 @@ const maxPackageDocWords = 150
 // its word count today: a doc may shrink, never grow, and leaves the list
 // once it fits (the test says so). Public packages are not listed.
 var longPackageDocs = map[string]int{
-	"hold":                       383, // removed with the hold protocol
-	"hold/holdtest":              166, // removed with the hold protocol
 	"cmd/benchreplay":            367,
 	"cmd/soak":                   242,
 	"cmd/dlq":                    219,
