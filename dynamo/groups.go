@@ -146,7 +146,10 @@ func (s *GroupStore) Repark(ctx context.Context, group, head, reason, queue stri
 	u := expression.Set(expression.Name("head"), expression.Value(head)).
 		Set(expression.Name("reason"), expression.Value(reason)).
 		Set(expression.Name("queue"), expression.Value(queue)).
-		Set(expression.Name("releasing"), expression.Value(""))
+		Set(expression.Name("releasing"), expression.Value("")).
+		Set(expression.Name("parked"), expression.Name("parked").Minus(expression.Name("moved"))).
+		Set(expression.Name("moved"), expression.Value(0)).
+		Set(expression.Name("applied"), expression.Value(0))
 	return s.update(ctx, group, u, parkExists, fifo.ErrNotParked)
 }
 

@@ -84,7 +84,10 @@ type Store interface {
 	// Park parks p.Group unless it is parked; it returns the stored park.
 	Park(ctx context.Context, p Park) (Park, error)
 	// Repark names a new head and reason of a parked group and ends its
-	// release round: ErrNotParked when it is not parked.
+	// release round: the records the round moved and did not apply go
+	// back to the parking queue (counted again as they come), so Parked
+	// drops by Moved and Moved and Applied restart from zero.
+	// ErrNotParked when it is not parked.
 	Repark(ctx context.Context, group, head, reason, queue string) error
 	// Count adds parked, moved and applied to the park's counters. When
 	// round is not "", it adds only while the park's Releasing is round

@@ -69,6 +69,8 @@ func (m *Memory) Repark(_ context.Context, group, head, reason, queue string) er
 		return fifo.ErrNotParked
 	}
 	p.Head, p.Reason, p.Queue, p.Releasing = head, reason, queue, ""
+	p.Parked -= p.Moved
+	p.Moved, p.Applied = 0, 0
 	m.parks[group] = p
 	return nil
 }
