@@ -99,7 +99,7 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 // released reports whether msg is a parked record sent back by the group's
 // release round in progress.
 func (g *groupRun) released(msg events.SQSMessage) bool {
-	return g.park.Releasing != "" && fifo.Round(MessageAttributes(msg.MessageAttributes)) == g.park.Releasing
+	return fifo.Released(MessageAttributes(msg.MessageAttributes), msg.Body, g.park.Releasing)
 }
 
 // head runs the first record of the group that is not parked.

@@ -1,6 +1,9 @@
 package fifo
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -17,16 +20,16 @@ type note struct {
 	OriginalMessageID string    `json:"originalMessageId"`
 	Reason            string    `json:"reason,omitempty"`
 	ParkedAt          time.Time `json:"parkedAt,omitzero"`
-	Release           string    `json:"release,omitempty"`
+	Release           string    `json:"release,omitempty"` // the release round's mark (releaseMark)
 }
 
 // corruptName keeps an attribute of our name that is not ours, so that
 // nothing of the producer's is lost.
 const corruptName = "homing-corrupt"
 
-// producerOf returns attrs without our metadata, and the release round the
-// metadata names ("" when none).
-func producerOf(attrs map[string]types.MessageAttributeValue) (producer map[string]types.MessageAttributeValue, round string) {
+// producerOf returns attrs without our metadata, and the release mark the
+// metadata carries ("" when none).
+func producerOf(attrs map[string]types.MessageAttributeValue) (producer map[string]types.MessageAttributeValue, mark string) {
 	var n note
 	producer, found, err := envelope.Unpack(attrs, envelope.ReplayAttributeName, &n)
 	if err != nil {
@@ -46,10 +49,21 @@ func producerOf(attrs map[string]types.MessageAttributeValue) (producer map[stri
 	return producer, n.Release
 }
 
-// Round returns the release round that attrs name ("" when none).
-func Round(attrs map[string]types.MessageAttributeValue) string {
-	_, round := producerOf(attrs)
-	return round
+// Released reports whether attrs and body are a record that release round
+// sent back: our note carries the round's mark for that body, which no one
+// without the round (it is in the park only) can make for another body.
+func Released(attrs map[string]types.MessageAttributeValue, body, round string) bool {
+	_, mark := producerOf(attrs)
+	return round != "" && hmac.Equal([]byte(mark), []byte(releaseMark(round, body)))
+}
+
+// releaseMark is the mark of round on a record of body: an HMAC of the body
+// keyed by the round, so that a copy of a released record's note on
+// another body is not taken as released.
+func releaseMark(round, body string) string {
+	h := hmac.New(sha256.New, []byte(round))
+	h.Write([]byte(body))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ParkedAttributes returns the attributes of record id in the parking
@@ -59,11 +73,12 @@ func ParkedAttributes(attrs map[string]types.MessageAttributeValue, id, reason s
 	return pack(producer, note{OriginalMessageID: id, Reason: reason, ParkedAt: at.UTC()})
 }
 
-// ReleasedAttributes returns the attributes of parked record id sent back
-// to the source by release round: the producer's, and the round.
-func ReleasedAttributes(attrs map[string]types.MessageAttributeValue, id, round string) (map[string]types.MessageAttributeValue, error) {
+// ReleasedAttributes returns the attributes of parked record id, of body,
+// sent back to the source by release round: the producer's, and the
+// round's mark for body (see [Released]).
+func ReleasedAttributes(attrs map[string]types.MessageAttributeValue, id, round, body string) (map[string]types.MessageAttributeValue, error) {
 	producer, _ := producerOf(attrs)
-	return pack(producer, note{OriginalMessageID: id, Release: round})
+	return pack(producer, note{OriginalMessageID: id, Release: releaseMark(round, body)})
 }
 
 func pack(producer map[string]types.MessageAttributeValue, n note) (map[string]types.MessageAttributeValue, error) {

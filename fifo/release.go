@@ -123,7 +123,7 @@ func (r *Releaser) move(ctx context.Context, group, round string) (int, error) {
 
 func (r *Releaser) sendBack(ctx context.Context, group, round string, m types.Message) error {
 	id := aws.ToString(m.MessageId)
-	attrs, err := ReleasedAttributes(m.MessageAttributes, id, round)
+	attrs, err := ReleasedAttributes(m.MessageAttributes, id, round, aws.ToString(m.Body))
 	if err != nil {
 		return err
 	}
