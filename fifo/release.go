@@ -44,7 +44,8 @@ const scanVisibility = 120
 
 // Release takes one step of releasing group: it sends the group's parked
 // records back unless a round is still pending, and ends the park when the
-// parking queue holds none of them and every one sent back was applied.
+// parking queue holds none of them (the scan finds none, and every record
+// counted parked was moved) and every one sent back was applied.
 // Call it again until Done; a pending round waits for the consumer.
 func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	parks, err := r.Store.Parked(ctx, []string{group})
@@ -74,7 +75,10 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	switch {
 	case !ok:
 		return Step{Done: true, Moved: moved}, nil
-	case moved > 0 || p.Applied < p.Moved:
+	case moved > 0 || p.Applied < p.Moved || p.Waiting() > 0:
+		// A record counted parked and not moved is still in the parking
+		// queue, out of the scan's sight while a receive holds it (a
+		// failed step's, another caller's): the next step moves it.
 		return Step{Moved: moved, Pending: max(p.Moved-p.Applied, 0)}, nil
 	}
 	if err := r.Store.Release(ctx, p); err != nil {
@@ -89,7 +93,7 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 // move sends the parking queue's records of group to the source, in order,
 // marked with round; it returns how many.
 func (r *Releaser) move(ctx context.Context, group, round string) (int, error) {
-	var others []string // receipt handles of other groups' messages, shown again at the end
+	var others []string // receipt handles of messages not moved, shown again at the end
 	defer func() {
 		for _, h := range others {
 			_, _ = r.Queue.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
@@ -108,12 +112,15 @@ func (r *Releaser) move(ctx context.Context, group, round string) (int, error) {
 		if len(out.Messages) == 0 {
 			return moved, nil
 		}
-		for _, m := range out.Messages {
+		for i, m := range out.Messages {
 			if m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] != group {
 				others = append(others, aws.ToString(m.ReceiptHandle))
 				continue
 			}
 			if err := r.sendBack(ctx, group, round, m); err != nil {
+				for _, rest := range out.Messages[i:] {
+					others = append(others, aws.ToString(rest.ReceiptHandle))
+				}
 				return moved, err
 			}
 			moved++
@@ -136,6 +143,10 @@ func (r *Releaser) sendBack(ctx context.Context, group, round string, m types.Me
 		return err
 	}
 	if _, err := r.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		// It stays in the parking queue and a later step moves it again
+		// (its send then dropped as a duplicate, or applied twice): this
+		// move does not count, or Applied would never reach Moved.
+		_ = r.Store.Count(context.WithoutCancel(ctx), group, 0, -1, 0, round)
 		return fmt.Errorf("fifo: delete %s from the parking queue: %w", id, err)
 	}
 	return nil
