@@ -522,7 +522,9 @@ func (s *Sim) releaseParked() bool {
 // their group there: a release, or a run that brings the parking queue
 // back, would send them back first, and they would hold their group again
 // for as long as the source keeps them. The operator keeps them (their
-// terminal place is the parking queue's, see Sim.check).
+// terminal place is the parking queue's, see Sim.check), and takes each
+// off its group's park count. Package fifo has no call for it: this is
+// the operator by hand (an SQS delete, a count of the park).
 func (s *Sim) setAsideHopeless() {
 	want := map[string]bool{}
 	behind := map[string]bool{} // groups whose first message in the parking queue is not hopeless
@@ -570,6 +572,9 @@ func (s *Sim) setAsideHopeless() {
 			}
 			delete(want, id)
 			s.sqs.deleted(aws.ToString(m.ReceiptHandle), id)
+			// No longer waiting in the parking queue: the park of its
+			// group, if any, counts one record less.
+			_ = s.groups.mem.Count(ctx, m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], -1, 0, 0, "")
 			s.setAsideMsgs = append(s.setAsideMsgs, m)
 			s.groups.count(func(st *GroupStats) { st.SetAside++ })
 			s.trace.add(s.clock.Now(), "operator", "set aside", s.subject(id, s.sqs.pubOf(id))+" "+m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], "an order that can never succeed")
