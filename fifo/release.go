@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -24,11 +26,21 @@ type ReleaseQueue interface {
 // on. Its parked records go back to the source in order, each marked with
 // the release round, and the consumer applies them before any later record
 // of the group; the park ends once all are back and applied.
+//
+// A Releaser remembers, between the steps it takes, which groups its scans
+// may have left in flight (see Release): keep one for the steps of a
+// release. It is safe for concurrent use.
 type Releaser struct {
 	Store      Store
 	Queue      ReleaseQueue
 	ParkingURL string
 	SourceURL  string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+
+	mu     sync.Mutex
+	since  map[string]time.Time // group -> this Releaser's first step of it
+	hidden map[string]time.Time // group -> until when a message of it may be in flight: a scan's restore of it failed
 }
 
 // Step is what one [Releaser.Release] did.
@@ -42,12 +54,19 @@ type Step struct {
 // a step scans it, so that the scan reaches every message once.
 const scanVisibility = 120
 
+// unseenFor is how long a scan of a Releaser may hold a message in flight,
+// with a margin.
+const unseenFor = (scanVisibility + 30) * time.Second
+
 // Release takes one step of releasing group: it sends the group's parked
 // records back unless a round is still pending, and ends the park when the
-// parking queue holds none of them (the scan finds none, and every record
-// counted parked was moved) and every one sent back was applied.
+// parking queue holds none of them and every one sent back was applied.
+// A scan that finds none while the counts say some were parked and not
+// moved is believed only once no scan of this Releaser, nor of one before
+// it, can still hold one of them in flight.
 // Call it again until Done; a pending round waits for the consumer.
 func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
+	r.begin(group)
 	parks, err := r.Store.Parked(ctx, []string{group})
 	if err != nil {
 		return Step{}, err
@@ -75,11 +94,16 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	switch {
 	case !ok:
 		return Step{Done: true, Moved: moved}, nil
-	case moved > 0 || p.Applied < p.Moved || p.Waiting() > 0:
-		// A record counted parked and not moved is still in the parking
-		// queue, out of the scan's sight while a receive holds it (a
-		// failed step's, another caller's): the next step moves it.
+	case moved > 0 || p.Applied < p.Moved:
 		return Step{Moved: moved, Pending: max(p.Moved-p.Applied, 0)}, nil
+	case p.Waiting() > 0 && r.mayBeHidden(group):
+		// Records counted parked and not moved, yet none in the scan:
+		// a receive may hold one in flight (a scan whose restore of it
+		// failed, a step that failed, a Releaser before this one), and
+		// a FIFO queue shows none of a group then. Or a batch parked
+		// twice counted a record twice: once no such receive can last,
+		// a scan that finds none is believed.
+		return Step{}, nil
 	}
 	if err := r.Store.Release(ctx, p); err != nil {
 		if errors.Is(err, ErrChanged) {
@@ -93,11 +117,14 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 // move sends the parking queue's records of group to the source, in order,
 // marked with round; it returns how many.
 func (r *Releaser) move(ctx context.Context, group, round string) (int, error) {
-	var others []string // receipt handles of messages not moved, shown again at the end
+	var others []types.Message // messages not moved, shown again at the end
 	defer func() {
-		for _, h := range others {
-			_, _ = r.Queue.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
-				QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: aws.String(h), VisibilityTimeout: 0})
+		for _, m := range others {
+			_, err := r.Queue.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
+				QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+			if err != nil {
+				r.hide(m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)])
+			}
 		}
 	}()
 	moved := 0
@@ -114,13 +141,11 @@ func (r *Releaser) move(ctx context.Context, group, round string) (int, error) {
 		}
 		for i, m := range out.Messages {
 			if m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] != group {
-				others = append(others, aws.ToString(m.ReceiptHandle))
+				others = append(others, m)
 				continue
 			}
 			if err := r.sendBack(ctx, group, round, m); err != nil {
-				for _, rest := range out.Messages[i:] {
-					others = append(others, aws.ToString(rest.ReceiptHandle))
-				}
+				others = append(others, out.Messages[i:]...)
 				return moved, err
 			}
 			moved++
@@ -150,6 +175,43 @@ func (r *Releaser) sendBack(ctx context.Context, group, round string, m types.Me
 		return fmt.Errorf("fifo: delete %s from the parking queue: %w", id, err)
 	}
 	return nil
+}
+
+func (r *Releaser) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// begin notes this Releaser's first step of group.
+func (r *Releaser) begin(group string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.since == nil {
+		r.since, r.hidden = map[string]time.Time{}, map[string]time.Time{}
+	}
+	if _, ok := r.since[group]; !ok {
+		r.since[group] = r.now()
+	}
+}
+
+// hide notes that a message of group may stay in flight for a scan's
+// visibility.
+func (r *Releaser) hide(group string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hidden[group] = r.now().Add(unseenFor)
+}
+
+// mayBeHidden reports whether a receive may still hold a message of group
+// in flight: a scan of this Releaser whose restore of one failed, or, for
+// its first unseenFor, one of a Releaser before it.
+func (r *Releaser) mayBeHidden(group string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	return now.Before(r.since[group].Add(unseenFor)) || now.Before(r.hidden[group])
 }
 
 func newRound() string {
