@@ -59,14 +59,15 @@ type GroupStats struct {
 // groupBook is the lane's parks and the simulation's account of them. It
 // is safe for concurrent use.
 type groupBook struct {
-	mem     *fifotest.Memory
-	mu      sync.Mutex
-	faults  map[string]int // op\x00key -> faults injected
-	skipped map[int]bool   // publications a lane that skips parked alone
-	dlq     map[string]bool
-	jobs    []*releaseJob // the operator's releases in progress
-	step    time.Time     // the operator's next release step
-	stats   GroupStats
+	mem      *fifotest.Memory
+	mu       sync.Mutex
+	faults   map[string]int // op\x00key -> faults injected
+	skipped  map[int]bool   // publications a lane that skips parked alone
+	dlq      map[string]bool
+	jobs     []*releaseJob // the operator's releases in progress
+	step     time.Time     // the operator's next release step
+	releaser *fifo.Releaser
+	stats    GroupStats
 }
 
 func newGroupBook() *groupBook {
@@ -421,10 +422,15 @@ const (
 	releaseFor  = time.Hour
 )
 
-// releaser is the operator's fifo.Releaser.
+// releaser is the operator's fifo.Releaser, one for the run (it remembers
+// between steps).
 func (s *Sim) releaser() *fifo.Releaser {
-	return &fifo.Releaser{Store: &parkStore{s: s, rate: s.cfg.Faults.ReleaseErrors}, Queue: releaseQueue{s: s},
-		ParkingURL: s.sqs.parking, SourceURL: s.sqs.source}
+	g := s.groups
+	if g.releaser == nil {
+		g.releaser = &fifo.Releaser{Store: &parkStore{s: s, rate: s.cfg.Faults.ReleaseErrors}, Queue: releaseQueue{s: s},
+			ParkingURL: s.sqs.parking, SourceURL: s.sqs.source, Now: s.clock.Now}
+	}
+	return g.releaser
 }
 
 // release starts the operator's release of group, unless one is under way.
