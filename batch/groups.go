@@ -97,9 +97,15 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 }
 
 // released reports whether msg is a parked record sent back by the group's
-// release round in progress.
+// release round in progress, to run as a head: not once a record of the
+// round parked the group again (its later records go back behind it).
 func (g *groupRun) released(msg events.SQSMessage) bool {
-	return fifo.Released(MessageAttributes(msg.MessageAttributes), msg.Body, g.park.Releasing)
+	return !g.park.Reparked && g.ofRound(msg)
+}
+
+// ofRound reports whether msg carries the mark of the group's release round.
+func (g *groupRun) ofRound(msg events.SQSMessage) bool {
+	return g.park != nil && fifo.Released(MessageAttributes(msg.MessageAttributes), msg.Body, g.park.Releasing)
 }
 
 // head runs the first record of the group that is not parked.
@@ -119,8 +125,16 @@ func (g *groupRun) head(ctx context.Context, msg events.SQSMessage) (Outcome, st
 		}
 	case Invalid:
 		if g.k.OnError != fifo.Skip {
+			round := g.ofRound(msg)
 			if err := g.parkGroup(ctx, msg, "invalid: "+reason, "invalid"); err != nil {
 				return g.fail(ctx, msg, err)
+			}
+			if round {
+				// Settled: it will not come back to the source.
+				if err := g.k.Store.Count(ctx, g.group, 0, 0, 1, g.park.Releasing); err != nil {
+					return g.fail(ctx, msg, fmt.Errorf("count a released record settled: %w", err))
+				}
+				g.park.Applied++
 			}
 		}
 	default:
@@ -235,7 +249,7 @@ func (g *groupRun) parkGroup(ctx context.Context, msg events.SQSMessage, why, qu
 		if err := g.k.Store.Repark(ctx, g.group, msg.MessageId, why, queue); err != nil {
 			return fmt.Errorf("park the message group again: %w", err)
 		}
-		g.park.Head, g.park.Reason, g.park.Queue, g.park.Releasing = msg.MessageId, why, queue, ""
+		g.park.Head, g.park.Reason, g.park.Queue, g.park.Reparked = msg.MessageId, why, queue, true
 		return nil
 	}
 	pk, err := g.k.Store.Park(ctx, fifo.Park{Group: g.group, Reason: why, Head: msg.MessageId, Queue: queue, Since: g.p.opts.Now().UTC()})
@@ -279,13 +293,20 @@ func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why str
 	if g.park == nil {
 		return nil
 	}
-	if err := g.k.Store.Count(ctx, g.group, 1, 0, 0, ""); err != nil {
+	// A record of a round that parked its group again goes back behind
+	// it, and counts as settled for the round.
+	settled, round := 0, ""
+	if g.park.Reparked && g.ofRound(msg) {
+		settled, round = 1, g.park.Releasing
+	}
+	if err := g.k.Store.Count(ctx, g.group, 1, 0, settled, round); err != nil {
 		if errors.Is(err, fifo.ErrNotParked) {
 			g.park = nil
 		}
 		return fmt.Errorf("count a parked record: %w", err)
 	}
 	g.park.Parked++
+	g.park.Applied += settled
 	return nil
 }
 

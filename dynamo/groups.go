@@ -53,11 +53,12 @@ type parkItem struct {
 	Moved     int       `dynamodbav:"moved"`
 	Applied   int       `dynamodbav:"applied"`
 	Releasing string    `dynamodbav:"releasing"`
+	Reparked  bool      `dynamodbav:"reparked"`
 }
 
 func (it parkItem) park() fifo.Park {
 	return fifo.Park{Group: it.SK, Reason: it.Reason, Head: it.Head, Queue: it.Queue, Since: it.Since,
-		Parked: it.Parked, Moved: it.Moved, Applied: it.Applied, Releasing: it.Releasing}
+		Parked: it.Parked, Moved: it.Moved, Applied: it.Applied, Releasing: it.Releasing, Reparked: it.Reparked}
 }
 
 func (s *GroupStore) key(group string) map[string]types.AttributeValue {
@@ -146,10 +147,7 @@ func (s *GroupStore) Repark(ctx context.Context, group, head, reason, queue stri
 	u := expression.Set(expression.Name("head"), expression.Value(head)).
 		Set(expression.Name("reason"), expression.Value(reason)).
 		Set(expression.Name("queue"), expression.Value(queue)).
-		Set(expression.Name("releasing"), expression.Value("")).
-		Set(expression.Name("parked"), expression.Name("parked").Minus(expression.Name("moved"))).
-		Set(expression.Name("moved"), expression.Value(0)).
-		Set(expression.Name("applied"), expression.Value(0))
+		Set(expression.Name("reparked"), expression.Value(true))
 	return s.update(ctx, group, u, parkExists, fifo.ErrNotParked)
 }
 
@@ -176,7 +174,8 @@ func (s *GroupStore) Count(ctx context.Context, group string, parked, moved, app
 
 // Begin implements [fifo.Store].
 func (s *GroupStore) Begin(ctx context.Context, group, round string) error {
-	u := expression.Set(expression.Name("releasing"), expression.Value(round))
+	u := expression.Set(expression.Name("releasing"), expression.Value(round)).
+		Set(expression.Name("reparked"), expression.Value(false))
 	return s.update(ctx, group, u, parkExists, fifo.ErrNotParked)
 }
 

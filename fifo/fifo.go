@@ -57,11 +57,18 @@ type Park struct {
 	Parked int
 	// Moved counts the records a release sent back to the source.
 	Moved int
-	// Applied counts the records of a release the consumer applied.
+	// Applied counts the records of a release that settled: applied,
+	// or, once its round is Reparked, routed to the invalid or parking
+	// queue.
 	Applied int
 	// Releasing names the release round in progress ("" when none):
 	// records that carry it are the parked ones, sent back in order.
 	Releasing string
+	// Reparked: a record of the round parked the group again; the
+	// round's later records go back to the parking queue, each counted
+	// Parked and Applied (settled), and the next round begins once all
+	// have settled.
+	Reparked bool
 }
 
 // Waiting is how many records wait in the parking queue.
@@ -83,18 +90,15 @@ type Store interface {
 	Parked(ctx context.Context, groups []string) (map[string]Park, error)
 	// Park parks p.Group unless it is parked; it returns the stored park.
 	Park(ctx context.Context, p Park) (Park, error)
-	// Repark names a new head and reason of a parked group and ends its
-	// release round: the records the round moved and did not apply go
-	// back to the parking queue (counted again as they come), so Parked
-	// drops by Moved and Moved and Applied restart from zero.
-	// ErrNotParked when it is not parked.
+	// Repark names a new head and reason of a parked group, and marks its
+	// release round Reparked: ErrNotParked when it is not parked.
 	Repark(ctx context.Context, group, head, reason, queue string) error
 	// Count adds parked, moved and applied to the park's counters. When
 	// round is not "", it adds only while the park's Releasing is round
 	// (ErrChanged otherwise). ErrNotParked when the group is not parked.
 	Count(ctx context.Context, group string, parked, moved, applied int, round string) error
-	// Begin starts release round on a parked group: ErrNotParked when it
-	// is not parked.
+	// Begin starts release round on a parked group (not Reparked):
+	// ErrNotParked when it is not parked.
 	Begin(ctx context.Context, group, round string) error
 	// Release removes the park if its counters are still those of p
 	// (ErrChanged otherwise); a group not parked is not an error.

@@ -53,7 +53,7 @@ func (m *Memory) Park(_ context.Context, p fifo.Park) (fifo.Park, error) {
 	if cur, ok := m.parks[p.Group]; ok {
 		return cur, nil
 	}
-	p.Moved, p.Applied, p.Releasing = 0, 0, ""
+	p.Moved, p.Applied, p.Releasing, p.Reparked = 0, 0, "", false
 	m.parks[p.Group] = p
 	return p, nil
 }
@@ -68,9 +68,7 @@ func (m *Memory) Repark(_ context.Context, group, head, reason, queue string) er
 	if !ok {
 		return fifo.ErrNotParked
 	}
-	p.Head, p.Reason, p.Queue, p.Releasing = head, reason, queue, ""
-	p.Parked -= p.Moved
-	p.Moved, p.Applied = 0, 0
+	p.Head, p.Reason, p.Queue, p.Reparked = head, reason, queue, true
 	m.parks[group] = p
 	return nil
 }
@@ -105,7 +103,7 @@ func (m *Memory) Begin(_ context.Context, group, round string) error {
 	if !ok {
 		return fifo.ErrNotParked
 	}
-	p.Releasing = round
+	p.Releasing, p.Reparked = round, false
 	m.parks[group] = p
 	return nil
 }
