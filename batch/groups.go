@@ -135,8 +135,15 @@ func (g *groupRun) head(ctx context.Context, msg events.SQSMessage) (Outcome, st
 		}
 	case Invalid:
 		if g.k.OnError != fifo.Skip {
+			again := g.park != nil
 			if err := g.parkGroup(ctx, msg, "invalid: "+reason, "invalid"); err != nil {
 				return g.fail(ctx, msg, err)
+			}
+			if again { // a released record, settled in the invalid queue
+				if err := g.k.Store.Count(ctx, g.group, 0, 0, 1, ""); err != nil {
+					return g.fail(ctx, msg, fmt.Errorf("count a released record: %w", err))
+				}
+				g.park.Applied++
 			}
 		}
 	default:
@@ -256,7 +263,6 @@ func (g *groupRun) parkGroup(ctx context.Context, msg events.SQSMessage, why, qu
 			g.park.Previous = g.park.Releasing
 		}
 		g.park.Head, g.park.Reason, g.park.Queue, g.park.Releasing = msg.MessageId, why, queue, ""
-		g.park.Applied = g.park.Moved
 		return nil
 	}
 	pk, err := g.k.Store.Park(ctx, fifo.Park{Group: g.group, Reason: why, Head: msg.MessageId, Queue: queue, Since: g.p.opts.Now().UTC()})
@@ -287,13 +293,18 @@ func (g *groupRun) parkBehind(ctx context.Context, msg events.SQSMessage) Outcom
 // park is gone (released meanwhile), msg fails, to run when it comes again.
 func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why string, again bool) error {
 	if g.park != nil {
-		if err := g.k.Store.Count(ctx, g.group, 1, 0, 0, ""); err != nil {
+		settled := 0
+		if again {
+			settled = 1 // a round's record parked again is settled
+		}
+		if err := g.k.Store.Count(ctx, g.group, 1, 0, settled, ""); err != nil {
 			if errors.Is(err, fifo.ErrNotParked) {
 				g.park = nil
 			}
 			return fmt.Errorf("count a parked record: %w", err)
 		}
 		g.park.Parked++
+		g.park.Applied += settled
 	}
 	producer := MessageAttributes(msg.MessageAttributes)
 	attrs, err := fifo.ParkedAttributes(producer, msg.MessageId, why, g.p.opts.Now())

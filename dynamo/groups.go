@@ -149,8 +149,7 @@ func (s *GroupStore) Repark(ctx context.Context, group, head, reason, queue stri
 	u := expression.Set(expression.Name("head"), expression.Value(head)).
 		Set(expression.Name("reason"), expression.Value(reason)).
 		Set(expression.Name("queue"), expression.Value(queue)).
-		Set(expression.Name("releasing"), expression.Value("")).
-		Set(expression.Name("applied"), expression.Name("moved"))
+		Set(expression.Name("releasing"), expression.Value(""))
 	parks, err := s.Parked(ctx, []string{group})
 	if err != nil {
 		return err

@@ -57,7 +57,8 @@ type Park struct {
 	Parked int
 	// Moved counts the records a release sent back to the source.
 	Moved int
-	// Applied counts the records of a release the consumer applied.
+	// Applied counts the records of a release the consumer settled:
+	// applied, or parked again.
 	Applied int
 	// Releasing names the release round in progress ("" when none):
 	// records that carry it are the parked ones, sent back in order.

@@ -34,7 +34,8 @@ type Releaser struct {
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 
-	empty map[string]time.Time // since when a group's scans found nothing, its park counting more
+	empty  map[string]time.Time // since when a group's scans found nothing, its park counting more
+	hidden time.Time            // until when a scan of ours may still hide records it failed to show again
 }
 
 // Step is what one [Releaser.Release] did.
@@ -66,7 +67,7 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	if !ok {
 		return Step{Done: true}, nil
 	}
-	if p.Releasing != "" && p.Applied < p.Moved {
+	if p.Applied < p.Moved { // a round's records not settled yet: the next round waits
 		return Step{Pending: p.Moved - p.Applied}, nil
 	}
 	// A step goes on with the round a step before it began (which may
@@ -113,12 +114,17 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	return Step{Done: true}, nil
 }
 
-// quietFor reports whether the scans of group have found nothing for quiet.
-func (r *Releaser) quietFor(group string) bool {
-	now := time.Now()
+func (r *Releaser) now() time.Time {
 	if r.Now != nil {
-		now = r.Now()
+		return r.Now()
 	}
+	return time.Now()
+}
+
+// quietFor reports whether the scans of group have found nothing for quiet,
+// and no scan of ours can still hide a record.
+func (r *Releaser) quietFor(group string) bool {
+	now := r.now()
 	if r.empty == nil {
 		r.empty = map[string]time.Time{}
 	}
@@ -127,7 +133,7 @@ func (r *Releaser) quietFor(group string) bool {
 		r.empty[group] = now
 		return false
 	}
-	return now.Sub(since) >= quiet
+	return now.Sub(since) >= quiet && !now.Before(r.hidden)
 }
 
 // move sends the parking queue's records of parked (group's own group, or
@@ -135,10 +141,14 @@ func (r *Releaser) quietFor(group string) bool {
 // it returns how many.
 func (r *Releaser) move(ctx context.Context, parked, group, round string) (int, error) {
 	var others []string // receipt handles of the messages not moved, shown again at the end
+	hideEnds := r.now().Add(scanVisibility * time.Second)
 	defer func() {
 		for _, h := range others {
-			_, _ = r.Queue.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
+			_, err := r.Queue.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
 				QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: aws.String(h), VisibilityTimeout: 0})
+			if err != nil && hideEnds.After(r.hidden) {
+				r.hidden = hideEnds
+			}
 		}
 	}()
 	moved := 0

@@ -255,7 +255,7 @@ func reparkNamesANewHeadAndEndsTheRound(t *testing.T, s fifo.Store) {
 	}
 	want := p
 	want.Head, want.Reason, want.Queue = "m-2", fifo.ReasonDeliveredTooOften, "parking"
-	want.Parked, want.Moved, want.Applied, want.Previous = 3, 3, 3, "r-1"
+	want.Parked, want.Moved, want.Applied, want.Previous = 3, 3, 1, "r-1"
 	same(t, "the reparked park", parkOf(t, s, "g"), want)
 	if err := s.Repark(t.Context(), "never", "m-1", fifo.ReasonExpiring, "parking"); !errors.Is(err, fifo.ErrNotParked) {
 		t.Fatalf("Repark of a group never parked: err = %v, want ErrNotParked", err)

@@ -72,7 +72,6 @@ func (m *Memory) Repark(_ context.Context, group, head, reason, queue string) er
 		p.Previous = p.Releasing
 	}
 	p.Head, p.Reason, p.Queue, p.Releasing = head, reason, queue, ""
-	p.Applied = p.Moved
 	m.parks[group] = p
 	return nil
 }

@@ -43,19 +43,14 @@ type invocation struct {
 	invalid map[string]bool
 	records []events.SQSMessage // the batch
 	// outcomes is the latest outcome the consumer logged for each message
-	// id in this invocation: the batch's records, and the held records a
-	// drain applied (see groupBook.removed).
+	// id of the batch in this invocation.
 	outcomes map[string]string
-	// stale are the records of the batch whose receipt handle a copy's
-	// receive made stale (FIFO: see copyDuringCall): the mapping's delete
-	// of them does not delete them.
-	stale map[string]bool
 }
 
 // newConsumerInvocation returns a consumer invocation of records that
 // publishes to the invalid queue into invalid.
 func newConsumerInvocation(id string, deadline time.Time, records []events.SQSMessage, invalid map[string]bool) *invocation {
-	return &invocation{id: id, deadline: deadline, invalid: invalid, records: records, outcomes: map[string]string{}, stale: map[string]bool{}}
+	return &invocation{id: id, deadline: deadline, invalid: invalid, records: records, outcomes: map[string]string{}}
 }
 
 type invocationKey struct{}

@@ -2,24 +2,31 @@
 // simulation of the whole system that runs the real code (the batch
 // processor, the invoicing handler and the idempotent receiver over
 // idempotency.MemoryStore, the invalid-message publisher, the replay engine
-// over replaytest.MemoryLedger, and on a FIFO lane the keeper of its held
-// groups over holdtest.Memory) against models of everything around it,
-// on one simulated clock, all driven by one seed.
+// over replaytest.MemoryLedger, and on a FIFO lane the consumer's group
+// order over fifotest.Memory and the operator's fifo.Releaser) against
+// models of everything around it, on one simulated clock, all driven by one
+// seed.
 //
 // # Models
 //
 //   - SQS (sqs.go): replaytest.MemoryQueue (visibility, receive counts,
-//     redrive after maxReceiveCount, retention expiry, FIFO groups and the
-//     5-minute deduplication window) with repeatable message ids, plus what
-//     the simulation needs to account for every message: the lineage of each
-//     message id back to the producer's publication, and the set of ids that
-//     were sent and not deleted (an id that vanished from every queue expired).
+//     SentTimestamp, redrive after maxReceiveCount, retention expiry, FIFO
+//     groups: none of a group delivered while one of it is in flight, in
+//     order again once its visibility ends; the 5-minute deduplication
+//     window) with repeatable message ids, plus what the simulation needs to
+//     account for every message: the lineage of each message id back to the
+//     producer's publication, the set of ids that were sent and not deleted
+//     (an id that vanished from every queue expired), and the visibility its
+//     receives and changes set (the next time a group is free).
 //   - The event source mapping (esm.go): polls the source queue in batches,
 //     invokes the consumer with a context whose deadline is the simulated
 //     one, deletes what succeeded, leaves failures to reappear; a function
 //     that dies or runs out of time deletes nothing. At-least-once delivery
 //     shows as an invocation run twice and as a copy of a message handed to a
-//     second consumer while the first is still calling the tax service.
+//     second consumer while the first is still calling the tax service (on
+//     FIFO, the whole batch: its visibility ran out, and a second poller
+//     receives it again, in order, making the first's receipt handles
+//     stale).
 //   - EventBridge (scheduler.go): the replay schedule every few simulated
 //     minutes, with ticks whose run starts late or never and pauses of
 //     hours (Faults.Ticks; one seed in three late or missed, one in four a
@@ -44,33 +51,21 @@
 //     idempotency store, the ledger and the completions reader; key-size
 //     limits as DynamoDB enforces them; a crash between the effect and its
 //     completion; clock jumps.
-//   - The held message groups of a FIFO lane whose consumer keeps each
-//     group in order (groups.go; Lane.Groups, package hold): one
-//     holdtest.Memory, which the consumer (batch.Options.Groups), the
-//     replay engine (replay.Options.Holds, the route's Groups) and the
-//     operator reach through holdStore, and the keeper's sends to the
-//     source queue (a held record sent back as its group's head, a drain
-//     trigger) through holdSender. Calls fail by hash-decided faults
-//     (Faults.HoldErrors), bounded so that no record goes unheld over its
-//     whole receive budget: none in an invocation whose batch holds a
-//     record on its last receive, and at most maxReceiveCount-1 on one
-//     (operation, key). A hold that cannot be written over a record's whole
-//     receive budget is hold's documented degraded case (the record
-//     dead-letters unheld and its successors go first), outside the
-//     contract the invariants check. The operator releases (dlq groups
-//     release) the groups held behind an invalid head every
-//     Config.ReleaseEvery; at the end, once the parking queue was brought
-//     back (so that a head parked for a transient failure comes back
-//     first, in its group's order), it releases each group still held
-//     behind an invalid or parked head, or behind a head it finds in the
-//     parking queue that the hold was not told of, and waits for quiet
-//     again, until none is left.
-//
-// A FIFO lane hands a record of a group to a second consumer only once the
-// first one's visibility timeout ended: such a copy (Faults.ConcurrentCopy)
-// makes the first consumer's receipt handle stale, so its delete of the
-// record does not delete it; the copy's consumer deletes it if it
-// acknowledges it.
+//   - The group order of a FIFO lane (groups.go; Lane.Groups, package
+//     fifo): the consumer's fifo.Keeper over the simulated queues (a failed
+//     head's backoff is a visibility change, a parked record a send to the
+//     FIFO parking queue) and one fifotest.Memory of parks, which the
+//     consumer and the operator reach through parkStore; the redrive as a
+//     distant backstop (maxReceiveCount backstopReceives). Calls fail by
+//     hash-decided faults (Faults.GroupErrors, Faults.ReleaseErrors), at
+//     most faultsPerKey on one (operation, key), none in a batch with a
+//     record on its last receive. The operator looks at the parks every
+//     Config.ReleaseEvery and releases (fifo.Releaser, a step a minute for
+//     an hour) each group parked behind an invalid head; at the end, once
+//     the tax service's trouble is over, it sets aside the orders that can
+//     never succeed that lead their group in the parking queue, releases
+//     every parked group, and brings back with a reset run what a lane that
+//     skips parked alone.
 //
 // # Determinism
 //
@@ -110,21 +105,20 @@
 // reading no completions and remove nothing as applied
 // (docs/RELIABILITY.md, "Simulation").
 //
-// Two seeds in five are FIFO (fifoSeed), and on each the consumer holds its
-// groups (groupsConfig): hold.Skip on one FIFO seed in four, hold.KeepHeld
-// on the others, with one to three groups frozen for 3 to 20 replay
-// schedule periods. A duplicate or a conflict is in the group of the order
-// it repeats; on a lane with Groups a poison order shares a group too.
-// Orders with replay metadata the engine did not write (Mix.Forged) are
-// published on such lanes too (forgeOnHoldLanes;
-// TestScenario/forged-origin-holds).
+// Two seeds in five are FIFO (fifoSeed), and on each the consumer keeps its
+// groups in order (groupsConfig): fifo.Skip on one FIFO seed in four,
+// fifo.Hold on the others, with one to three groups frozen for 3 to 20
+// replay schedule periods. A duplicate or a conflict is in the group of the
+// order it repeats; on a lane with Groups an order that can never succeed
+// shares a group too, and every other one kills its invocations instead of
+// failing (KindKiller). Orders with replay metadata the engine did not
+// write (Mix.Forged) are published on such lanes too.
 //
 // # Invariants
 //
 // After the system quiesces (no message in the source queue or the DLQ, none
-// in flight, no held group draining) and an operator has brought back what
-// was parked (and released the held groups that would not go on by
-// themselves)
+// in flight, no release under way) and an operator has brought back what
+// was parked (and released the parked groups)
 // ([Report] and invariants.go). Each wait for quiet is bounded by
 // Config.DrainLimit, and, when the system is still busy then, once more by
 // the time the engine's documented pace allows for what is left (2 x
@@ -138,16 +132,17 @@
 //   - every invalid order is in the invalid queue with its reason, and never
 //     invoiced;
 //   - every published message is accounted for in exactly one terminal
-//     place: acknowledged by the consumer (its order invoiced), held and
-//     then applied by a drain (a record acknowledged into its group's hold
-//     is in no place until then), the invalid queue, the parking queue
-//     (with a reason), or removed by a replay run as already applied;
+//     place: acknowledged by the consumer (its order invoiced), the invalid
+//     queue, the parking queue (with a reason; or set aside from it by the
+//     operator), or removed by a replay run as already applied;
 //   - no message expired unseen, and nothing is left in the DLQ;
 //   - on a lane with Groups (order.go): in each message group, the valid
-//     orders are first invoiced in their publication order, except a head
-//     its group was released past (by the operator, or by a lane that
-//     skips: it is invoiced later, or never; Stats.Groups.ReleasedHeads
-//     counts them); and no hold and no held record is left.
+//     orders are first invoiced in their publication order, except a head a
+//     lane that skips parked alone (invoiced later, or never;
+//     Stats.Groups.Skipped counts them); no park is left; no park ends while
+//     the parking queue holds a record of its group; nothing reaches the DLQ
+//     (the consumer parks a head before the backstop); and every record
+//     handed to the consumer carries its producer's attributes.
 //
 // While it runs, the simulation also checks promises of single steps: a run
 // never sends a message whose ledger lease it no longer holds, and no two
@@ -158,10 +153,8 @@
 // removal needs the ledger), nor replayed (replayed-completed); the
 // completion is the consumer's record with the consumer's own hash of the
 // body, so a route whose key expression cannot match fails it (where the
-// route's hash compares with the consumer's: one part expression); a record the consumer acknowledged into its group's hold (the
-// mapping deleted it from the source once stored) is never replayed (one
-// stored by an invocation that died is also in the source, and may be: it
-// is counted, GroupStats.HeldDeadLettered). "Its own replays" are those
+// route's hash compares with the consumer's: one part expression). "Its
+// own replays" are those
 // the simulation saw
 // sent in its lineage (since a reset of its count), never the counts its
 // metadata carries: a message a run sends is told by its body and what the
@@ -188,8 +181,11 @@
 // issue that opened this package, and of issues 15 and 22, as a named
 // scenario; the scenarios of 5,000 dead letters run only where SIM_SEEDS is
 // set (make sim), as TestSim/scenario=<name>, and one that reproduces a
-// known bug (scenario.pending) only where SIM_PENDING is. TestCheckOrder
-// and TestOrderBreaksWithoutGroups show that the order invariant fails
-// where it should: issue 22's trace on a FIFO lane without Groups breaks
-// it, the same trace with Groups keeps it.
+// known bug (scenario.pending) only where SIM_PENDING is. The scenarios of
+// issue 29 (groups_test.go) are frozen groups, poison, killer and invalid
+// heads, releases (and records of a release that park their group again),
+// two copies of a batch, heads with ten producer attributes and forged
+// release notes. TestCheckOrder and TestOrderBreaksWithoutGroups show that
+// the order invariant fails where it should: issue 22's trace on a FIFO
+// lane without Groups breaks it, the same trace with Groups keeps it.
 package sim

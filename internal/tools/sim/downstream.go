@@ -152,8 +152,9 @@ func (frozenError) NotApplied() bool { return true }
 
 // freeze has the service fail the orders of freezes' groups, as pubs
 // place them, and tells it the orders pubs mean it to fail for ever
-// (KindPoison) or to reject (KindRejected): on a lane whose keys cannot
-// carry poisonMark or "REJECT" (IntKey), their kind says so.
+// (KindPoison), never to answer (KindKiller) or to reject (KindRejected):
+// on a lane whose keys cannot carry poisonMark or "REJECT" (IntKey), their
+// kind says so.
 func (s *Service) freeze(freezes []Freeze, pubs []*Publication) {
 	s.freezes = freezes
 	s.groupOf = map[string]string{}
@@ -162,7 +163,7 @@ func (s *Service) freeze(freezes []Freeze, pubs []*Publication) {
 		if _, ok := s.groupOf[p.OrderID]; !ok && p.OrderID != "" {
 			s.groupOf[p.OrderID] = p.Group
 		}
-		if (p.Kind == KindPoison || p.Kind == KindRejected) && p.OrderID != "" {
+		if (p.Kind.hopeless() || p.Kind == KindRejected) && p.OrderID != "" {
 			s.marked[p.OrderID] = p.Kind
 		}
 	}
@@ -236,6 +237,14 @@ func (s *Service) IssueInvoice(ctx context.Context, req tax.InvoiceRequest) (tax
 		s.wait(ctx, latency)
 		s.trace.add(s.clock.Now(), "tax", "unavailable", key, fmt.Sprintf("call %d", attempt))
 		return tax.Invoice{}, errUnavailable
+	}
+	if s.marked[key] == KindKiller {
+		// It never answers: the caller's invocation dies at its deadline.
+		if inv != nil {
+			s.wait(ctx, inv.deadline.Sub(s.clock.Now())+time.Second)
+		}
+		s.trace.add(s.clock.Now(), "tax", "no answer", key, fmt.Sprintf("call %d", attempt))
+		return tax.Invoice{}, errKilled
 	}
 	if what, err := s.own(key); err != nil {
 		s.wait(ctx, latency)

@@ -57,9 +57,8 @@ func (s *Sim) newProcessor() *batch.Processor {
 	h := &invoicing.Handler{Receiver: receiver, Invoicer: s.tax, Lookup: s.tax, MaxBytes: s.cfg.Consumer.MaxBytes}
 	opts := batch.Options{Concurrency: 1, Logger: logger, Now: s.clock.Now}
 	if s.cfg.Lane.Groups != "" {
-		// As functions/consumer wires GROUP_ORDER: the lane's holds, and
-		// its source queue for held records sent back and drain triggers.
-		opts.Groups = s.keeper(&holdStore{s: s}, &holdSender{s: s, who: "consumer"})
+		// As functions/consumer wires GROUP_ORDER (see keeper).
+		opts.Groups = s.keeper()
 	}
 	return batch.New(s.cfg.Lane.handler(h, s.tax),
 		batch.NewInvalidQueue(invalidSender{s: s}, s.sqs.invalid, consumerName, s.clock.Now), opts)
@@ -68,20 +67,35 @@ func (s *Sim) newProcessor() *batch.Processor {
 // poll is one poll of the event source mapping: receive a batch, invoke the
 // consumer, delete what succeeded. It returns the records received.
 func (s *Sim) poll() int {
+	s.invocations++
+	return s.deliver(fmt.Sprintf("consumer-%d", s.invocations))
+}
+
+// deliver receives a batch from the source queue and runs it in the
+// invocation named id, as the mapping does; it returns the records
+// received.
+func (s *Sim) deliver(id string) int {
 	out, err := s.sqs.q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(s.sqs.source), MaxNumberOfMessages: int32(s.cfg.Consumer.BatchSize),
 		MessageAttributeNames:       []string{"All"},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 	})
+	if s.cfg.Lane.Groups != "" {
+		s.checkBackstop()
+	}
 	if err != nil || len(out.Messages) == 0 {
 		return 0
 	}
+	s.sqs.received(out.Messages)
 	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
 	for i, m := range out.Messages {
 		ev.Records[i] = s.sqs.toEvent(m)
+		s.sqs.hide(ev.Records[i].MessageId, "", s.clock.Now().Add(s.cfg.Queues.Visibility))
 	}
-	s.invocations++
-	inv := newConsumerInvocation(fmt.Sprintf("consumer-%d", s.invocations), s.clock.Now().Add(s.cfg.Consumer.Timeout), ev.Records, map[string]bool{})
+	if s.cfg.Lane.Groups != "" {
+		s.checkAttributes(ev.Records)
+	}
+	inv := newConsumerInvocation(id, s.clock.Now().Add(s.cfg.Consumer.Timeout), ev.Records, map[string]bool{})
 	s.trace.add(s.clock.Now(), "esm", "invoke "+inv.id, s.ids(out.Messages), "")
 	resp := s.invoke(inv, ev)
 	if s.dice.chance("esm-double-invoke", inv.id, s.cfg.Faults.DoubleInvoke) {
@@ -105,7 +119,7 @@ func (s *Sim) poll() int {
 
 // acknowledged books what inv acknowledged of records (all but resp's
 // failures) and returns the records the mapping deletes: not those whose
-// receipt handle went stale, nor those whose delete fails by a fault.
+// delete fails by a fault (SQS refuses a stale receipt handle itself).
 func (s *Sim) acknowledged(inv *invocation, records []events.SQSMessage, resp events.SQSEventResponse) []events.SQSMessage {
 	failed := map[string]bool{}
 	for _, f := range resp.BatchItemFailures {
@@ -118,16 +132,12 @@ func (s *Sim) acknowledged(inv *invocation, records []events.SQSMessage, resp ev
 		}
 		n := s.sqs.pubOf(r.MessageId)
 		// Acknowledged as applied: not routed to the invalid queue, not
-		// held behind its group's hold (it is applied later, by a drain:
-		// see holdStore.Remove), not a drain trigger.
+		// parked (its copy in the parking queue is applied when its group
+		// is released).
 		if !inv.invalid[r.MessageId] && inv.outcomes[r.MessageId] == string(batch.Succeeded) && n >= 0 {
 			s.applied(n)
 		}
-		switch {
-		case inv.stale[r.MessageId]:
-			s.trace.add(s.clock.Now(), "esm", "delete failed", s.subject(r.MessageId, n), "receipt handle stale: a copy was received since")
-			continue
-		case s.dice.chance("esm-delete", r.MessageId, s.cfg.Faults.ESMDeleteErrors):
+		if s.dice.chance("esm-delete", r.MessageId, s.cfg.Faults.ESMDeleteErrors) {
 			s.trace.add(s.clock.Now(), "esm", "delete failed", s.subject(r.MessageId, n), "injected")
 			continue
 		}
@@ -172,13 +182,8 @@ func (s *Sim) copyDuringCall(ctx context.Context, orderID string) {
 	defer func() { s.copying = false }()
 	s.stats.ConcurrentCopies++
 	if s.sqs.fifo {
-		// A FIFO queue hands a record of a group out again only once its
-		// visibility timeout ended: the copy's receive makes the first
-		// consumer's receipt handle stale, and its delete does not delete
-		// the record (SQS: "the request succeeds, but the message might not
-		// be deleted"); the copy's consumer deletes it, if it acknowledges
-		// it.
-		inv.stale[rec.MessageId] = true
+		s.copyBatch(inv)
+		return
 	}
 	twin := newConsumerInvocation(inv.id+"-copy", s.clock.Now().Add(s.cfg.Consumer.Timeout), []events.SQSMessage{rec}, map[string]bool{})
 	s.trace.add(s.clock.Now(), "esm", "copy to "+twin.id, s.subject(rec.MessageId, s.sqs.pubOf(rec.MessageId)), "")
@@ -188,10 +193,30 @@ func (s *Sim) copyDuringCall(ctx context.Context, orderID string) {
 		if !twin.invalid[rec.MessageId] && twin.outcomes[rec.MessageId] == string(batch.Succeeded) && n >= 0 {
 			s.ackedPubs[n] = true
 		}
-		if s.sqs.fifo {
-			s.deleteRecords(twin, []events.SQSMessage{rec})
+	}
+}
+
+// copyBatch is a FIFO batch delivered again while its invocation inv still
+// runs: the visibility timeout of its records ran out (the function ran past
+// it), and SQS hands them, in order, to a second consumer, whose receive
+// makes inv's receipt handles stale (its visibility changes and deletes of
+// them then fail). A record whose visibility the consumer changed (a head's
+// backoff) stays hidden, and its group with it.
+func (s *Sim) copyBatch(inv *invocation) {
+	ctx := context.Background()
+	now := s.clock.Now()
+	for _, r := range inv.records {
+		if s.sqs.changedSince(r.ReceiptHandle) {
+			continue
+		}
+		_, err := s.sqs.q.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(s.sqs.source), ReceiptHandle: aws.String(r.ReceiptHandle)})
+		if err == nil {
+			s.sqs.hide(r.MessageId, "", now)
 		}
 	}
+	s.groups.count(func(st *GroupStats) { st.Copies++ })
+	s.trace.add(now, "esm", "visibility ran out", inv.id, "a second consumer receives the batch")
+	s.deliver(inv.id + "-copy")
 }
 
 // traceHandler is a slog.Handler that turns the log lines of the code under
@@ -229,9 +254,6 @@ func (h *traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Message == "replay run" || r.Message == "replay gate" && reason == "" {
 		return nil
 	}
-	if r.Message == "replay holds" {
-		return h.holds(r)
-	}
 	if r.Message == "record" && h.actor == "consumer" {
 		h.s.record(ctx, id, outcome, errText)
 	}
@@ -248,28 +270,6 @@ func (h *traceHandler) Handle(ctx context.Context, r slog.Record) error {
 		subject = h.s.subject(id, h.s.sqs.pubOf(id))
 	}
 	h.s.trace.add(h.s.clock.Now(), h.actor, op, subject, detail)
-	return nil
-}
-
-// holds traces the engine's line about a route's held groups when it has
-// something to say: groups held or draining, or an error.
-func (h *traceHandler) holds(r slog.Record) error {
-	var counts []string
-	errText := ""
-	r.Attrs(func(a slog.Attr) bool {
-		switch a.Key {
-		case "held", "draining", "parkedHeads":
-			if a.Value.Int64() > 0 {
-				counts = append(counts, fmt.Sprintf("%s=%d", a.Key, a.Value.Int64()))
-			}
-		case "error":
-			errText = a.Value.String()
-		}
-		return true
-	})
-	if len(counts) > 0 || errText != "" {
-		h.s.trace.add(h.s.clock.Now(), h.actor, r.Message, "", strings.TrimSpace(strings.Join(counts, " ")+" "+errText))
-	}
 	return nil
 }
 
@@ -318,9 +318,6 @@ func (s *Sim) deleteRecords(inv *invocation, recs []events.SQSMessage) {
 			var i int
 			fmt.Sscanf(aws.ToString(ok.Id), "d%d", &i)
 			s.sqs.deleted(chunk[i].ReceiptHandle, chunk[i].MessageId)
-			if inv.outcomes[chunk[i].MessageId] == string(batch.Held) {
-				s.groups.acknowledgedHeld(chunk[i].MessageId)
-			}
 		}
 		for _, f := range out.Failed {
 			var i int

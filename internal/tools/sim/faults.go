@@ -26,11 +26,14 @@ type Faults struct {
 	CompletionsError float64 // the canary's completions read fails
 	RunCrash         float64 // a replay run crashes at a chosen point
 	RunOverlap       float64 // an operator run starts while a scheduled run waits on a slow send
-	// HoldErrors: a call of the lane's store of holds, or a send of a held
-	// record or a drain trigger to the source queue, fails (a lane with
-	// Groups; see holdStore.fault for the bounds of these faults).
-	HoldErrors   float64
-	OperatorRuns int // on-demand runs during the workload
+	// GroupErrors: on a lane with Groups, a call of the consumer's parks,
+	// or its send to the parking queue or change of a head's visibility,
+	// fails (see groupBook.inject for the bounds of these faults).
+	GroupErrors float64
+	// ReleaseErrors: a call of the operator's release (its parks, its SQS
+	// calls) fails; the operator takes the step again.
+	ReleaseErrors float64
+	OperatorRuns  int // on-demand runs during the workload
 	// CrashFirstCompletion lists orderIds whose first completion dies
 	// (a scenario's deterministic CrashAfterEffect).
 	CrashFirstCompletion []string

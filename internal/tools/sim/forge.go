@@ -37,12 +37,18 @@ type Forgery struct {
 	// Meta is the made-up metadata (when Copy is empty, or nothing to copy
 	// was sent yet).
 	Meta replay.Metadata
+	// Note, when set, is the made-up document in our attribute instead of
+	// Meta: a FIFO lane's release note ({"originalMessageId", "release"}).
+	Note string
 }
 
 // The copies a Forgery can take.
 const (
 	copyReplayed = "replayed"
 	copyParked   = "parked"
+	// copyReleased copies the attribute of the latest record the
+	// operator's release sent back to a FIFO lane's source: its round.
+	copyReleased = "released"
 )
 
 // forgedIDBytes is the size of a forged originalMessageId: over every bound
@@ -90,6 +96,17 @@ func forgeCopy(of string, share string, at time.Duration) *Forgery {
 		meta.ParkedAt = Start.Add(at - 5*time.Minute)
 	}
 	return &Forgery{What: "copy of a " + of + " message", Copy: of, Share: share, Meta: meta}
+}
+
+// forgeRound is a release note with a made-up round, or, with copy, a
+// copy of the latest released record's note (its round), which stands in
+// until one was sent.
+func forgeRound(copy bool) *Forgery {
+	f := &Forgery{What: "made-up release round", Note: `{"originalMessageId":"m-0000005","release":"5d41402abc4b2a76b9719d911017c592"}`}
+	if copy {
+		f.What, f.Copy = "copy of a released record's round", copyReleased
+	}
+	return f
 }
 
 // randomForgery draws a forgery for publication n of the random workload.
@@ -148,6 +165,13 @@ func (s *Sim) forged(p *Publication) (map[string]types.MessageAttributeValue, st
 	}
 	what := f.What + " (made up)"
 	a := sentAttribute{attr: metadataAttribute(f.Meta), what: "made up"}
+	if f.Note != "" {
+		attrs, err := envelope.Pack(nil, replay.AttributeName, json.RawMessage(f.Note))
+		if err != nil {
+			panic(err)
+		}
+		a.attr = attrs[replay.AttributeName]
+	}
 	if last, ok := s.lastSent[f.Copy]; ok && f.Copy != "" {
 		a = last
 		what = f.What + " (" + a.what + ")"

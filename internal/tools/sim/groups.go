@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -13,128 +15,87 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/batch"
-	"github.com/homingdlq/homing/hold"
-	"github.com/homingdlq/homing/hold/holdtest"
-	"github.com/homingdlq/homing/hold/record"
+	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/fifo/fifotest"
+	"github.com/homingdlq/homing/internal/envelope"
 )
 
-// A FIFO lane whose consumer keeps each message group in order through
-// failure (Lane.Groups, package hold): the lane's holds live in one
-// holdtest.Memory, which the consumer, the replay engine and the operator
-// reach through holdStore, each with its own faults; what they send to the
-// source queue (a held record sent back as its group's head, a drain
-// trigger) goes through holdSender. groupBook keeps what the invariants
-// need: which record is held where, which publications a drain applied,
-// and which heads a release went past (see order.go).
+// A FIFO lane whose consumer keeps each message group in order (Lane.Groups,
+// package fifo): a failed head waits in the source queue for its backoff
+// (the group lock of the SQS model holds the group behind it), and a head
+// that can never succeed parks its group. The parks live in one
+// fifotest.Memory, which the consumer and the operator reach through
+// parkStore, each with its own faults; the consumer's SQS calls (a record
+// to the parking queue, a head's visibility) go through consumerQueue, the
+// operator's release (fifo.Releaser) through releaseQueue.
 
-// GroupStats are what a lane that holds its message groups counted.
+// GroupStats are what a lane that keeps its groups in order counted.
 type GroupStats struct {
-	Held             int // holds begun: a record failed and its group was held behind it
-	RecordsHeld      int // records stored behind a hold
-	Drained          int // held records a drain applied (and removed from the hold)
-	Ended            int // holds ended: nothing was left held in them
-	SentBack         int // held records that failed in a drain and went back to the source as their group's head
-	Resent           int // of them, records sent back more than once, each a new message (held again after a failed Remove)
-	Releases         int // holds released past their head: by the operator (dlq groups release) or by a lane that skips
-	OperatorReleases int // of them, the operator's
-	AppliedHeads     int // of them, the engine's behind a head it removed as already applied (hold.Keeper.Applied)
-	ReleasedHeads    int // valid orders a release went past as their group's head: exempt from the order invariant
-	// UntoldParks counts the groups the operator released whose head was
-	// in the parking queue while the hold did not say it was parked: the
-	// engine's word of the park (hold.Keeper.Parked) was lost.
-	UntoldParks    int
-	Triggers       int // drain triggers sent to the source queue
-	EngineTriggers int // of them, the replay engine's: its sweep's, or a release on a lane that skips
-	Faults         int // calls of the store of holds, and sends to the source, failed by an injected fault
-	// HeldDeadLettered counts the records stored behind a hold, not
-	// acknowledged (their invocation died, or its delete failed), that
-	// dead-lettered all the same and were replayed (see replayedHeld).
-	HeldDeadLettered int
-	OutOfOrder       int // groups whose valid orders were first invoiced out of their publication order
+	Parks         int // groups parked (a park written where none was)
+	Reparks       int // parks that named a new head (a released head parked again)
+	ParkedRecords int // records the consumer sent to the parking queue (heads and records behind them)
+	Backoffs      int // heads hidden for a backoff (visibility changes SQS took)
+	Refused       int // visibility changes SQS refused (a stale receipt, past 12 hours)
+	Releases      int // releases the operator finished (a step said Done)
+	Steps         int // release steps the operator took
+	Moved         int // records a release sent back to the source
+	// SetAside counts the heads that can never succeed (poison, killer)
+	// the operator took out of the parking queue before a release.
+	SetAside int
+	// Skipped counts the valid orders a lane that skips went on without
+	// (parked alone): exempt from the order invariant.
+	Skipped  int
+	Backstop int // messages the redrive moved to the DLQ
+	Faults   int // calls of the parks, and of the consumer's and operator's SQS, failed by an injected fault
+	Copies   int // batches received again while their invocation still ran
+	// OutOfOrder counts the groups whose valid orders were first invoiced
+	// out of their publication order.
+	OutOfOrder int
 }
 
-// heldRecord is a record stored behind a hold, as the simulation knows it.
-type heldRecord struct {
-	id     string // its message id
-	origin string // record.Origin of it
-	body   string
-	pub    int // the publication it descends from, or -1
-}
-
-// groupBook is the lane's store of holds and the simulation's account of
-// it. It is safe for concurrent use (the engine's workers tell it of
-// parks).
+// groupBook is the lane's parks and the simulation's account of them. It
+// is safe for concurrent use.
 type groupBook struct {
-	mem  *holdtest.Memory
-	mu   sync.Mutex
-	held map[string]map[string]heldRecord // group -> seq -> the record held
-	// ackedHeld are the message ids the mapping deleted from the source
-	// after the consumer stored them behind a hold; deadLettered the held
-	// ones a run replayed all the same (see replayedHeld).
-	ackedHeld    map[string]bool
-	deadLettered map[string]bool
-	heldPubs     map[int]int    // publication -> its records held now
-	drained      map[int]bool   // publications a drain applied
-	released     map[int]bool   // publications a release went past, as their group's head
-	faults       map[string]int // op\x00key -> faults injected
-	sentBack     map[string]int // origin -> its sends back that SQS took
-	stats        GroupStats
+	mem      *fifotest.Memory
+	mu       sync.Mutex
+	faults   map[string]int // op\x00key -> faults injected
+	skipped  map[int]bool   // publications a lane that skips parked alone
+	dlq      map[string]bool
+	jobs     []*releaseJob // the operator's releases in progress
+	step     time.Time     // the operator's next release step
+	releaser *fifo.Releaser
+	stats    GroupStats
 }
 
 func newGroupBook() *groupBook {
-	return &groupBook{mem: holdtest.NewMemory(), held: map[string]map[string]heldRecord{}, heldPubs: map[int]int{},
-		ackedHeld: map[string]bool{}, deadLettered: map[string]bool{}, drained: map[int]bool{}, released: map[int]bool{}, faults: map[string]int{},
-		sentBack: map[string]int{}}
+	return &groupBook{mem: &fifotest.Memory{}, faults: map[string]int{}, skipped: map[int]bool{}, dlq: map[string]bool{}}
 }
 
-// draining reports whether a hold is draining: its drain goes on when its
-// trigger (or its head again) comes, or when the replay's sweep sends one.
-func (g *groupBook) draining() bool {
-	holds, _ := g.mem.List(context.Background())
-	return slices.ContainsFunc(holds, func(h hold.Hold) bool { return h.State == hold.Draining })
-}
+// backstopReceives is the source queue's maxReceiveCount on a lane with
+// Groups: the redrive as a distant backstop, above fifo.DefaultMaxReceives.
+const backstopReceives = fifo.DefaultMaxReceives + 10
 
-// acknowledgedHeld notes that the mapping deleted message id from the
-// source queue after the consumer stored it behind its group's hold: it is
-// in the hold only.
-func (g *groupBook) acknowledgedHeld(id string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.ackedHeld[id] = true
-}
+// faultsPerKey bounds the injected faults of one (operation, key): a
+// fault never lasts long enough to push a record past the contract's
+// bound (parked before the redrive and before it expires).
+const faultsPerKey = 3
 
-// heldNow reports whether message id is stored behind a hold now.
-func (g *groupBook) heldNow(id string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, byseq := range g.held {
-		for _, rec := range byseq {
-			if rec.id == id {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// inject decides whether a call of op on key fails by an injected fault.
-// The faults are bounded so that they never leave a record without its
-// hold over its whole receive budget (hold's documented degraded case,
-// outside the contract: the record dead-letters unheld and its successors
-// go first): none in a consumer invocation whose batch has a record on
-// its last receive, and at most maxReceiveCount-1 on one (op, key).
-func (g *groupBook) inject(s *Sim, inv *invocation, op, key string) bool {
-	rate, mrc := s.cfg.Faults.HoldErrors, s.cfg.Queues.MaxReceiveCount
-	if rate <= 0 || inv != nil && lastReceive(inv.records, mrc) {
+// inject decides whether a call of op on key fails by an injected fault of
+// rate: at most faultsPerKey on one (op, key), and none in a consumer
+// invocation whose batch has a record on its last receive before the
+// redrive.
+func (g *groupBook) inject(s *Sim, inv *invocation, rate float64, op, key string) bool {
+	if rate <= 0 || inv != nil && lastReceive(inv.records, s.cfg.Queues.MaxReceiveCount) {
 		return false
 	}
 	k := op + "\x00" + key
 	g.mu.Lock()
 	spent := g.faults[k]
 	g.mu.Unlock()
-	if spent >= mrc-1 || !s.dice.chance(op, key, rate) {
+	if spent >= faultsPerKey || !s.dice.chance(op, key, rate) {
 		return false
 	}
 	g.mu.Lock()
@@ -145,407 +106,416 @@ func (g *groupBook) inject(s *Sim, inv *invocation, op, key string) bool {
 }
 
 // lastReceive reports whether a record of the batch is on its last receive
-// before the redrive (ApproximateReceiveCount >= maxReceiveCount).
+// before the redrive (ApproximateReceiveCount >= maxReceiveCount - 1).
 func lastReceive(records []events.SQSMessage, maxReceiveCount int) bool {
 	return slices.ContainsFunc(records, func(r events.SQSMessage) bool {
 		n, err := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-		return err == nil && n >= maxReceiveCount
+		return err == nil && n >= maxReceiveCount-1
 	})
 }
 
-// keeper is a hold.Keeper of the lane over store and source, as the
-// consumer, the replay function and dlq build theirs.
-func (s *Sim) keeper(store hold.Store, source hold.Sender) *hold.Keeper {
-	return &hold.Keeper{Store: store, Source: source, SourceURL: s.sqs.source, OnError: s.cfg.Lane.Groups}
+func (g *groupBook) count(f func(*GroupStats)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f(&g.stats)
 }
 
-// holdStore is the lane's store of holds as one caller reaches it: the
-// consumer (its invocation is in ctx), a replay run (run), or the operator
-// (neither). A dead invocation or a crashed run fails every call; the
-// operator's calls never fail.
-type holdStore struct {
-	s   *Sim
-	run *runState
+// keeper is the consumer's fifo.Keeper, as functions/consumer wires
+// GROUP_ORDER: the parks (none on a lane that skips), the simulated SQS,
+// the source's retention, and a jitter drawn from the seed.
+func (s *Sim) keeper() *fifo.Keeper {
+	k := &fifo.Keeper{Queue: consumerQueue{s: s}, SourceURL: s.sqs.source, ParkingURL: s.sqs.parking,
+		OnError: s.cfg.Lane.Groups, Retention: s.cfg.Queues.SourceRetention, Rand: rand.New(rand.NewPCG(s.cfg.Seed, 0xf1f0)).Float64}
+	if k.OnError != fifo.Skip {
+		k.Store = &parkStore{s: s, rate: s.cfg.Faults.GroupErrors}
+	}
+	return k
 }
 
-var _ hold.Store = (*holdStore)(nil)
+// parkStore is the lane's parks as one caller reaches them: the consumer
+// (its invocation is in ctx; a dead one fails every call) or the operator,
+// each with its rate of faults.
+type parkStore struct {
+	s    *Sim
+	rate float64
+}
 
-// fault returns the error of a call of op on key, or nil when it may go
-// ahead (see groupBook.inject).
-func (h *holdStore) fault(ctx context.Context, op, key string) error {
-	s := h.s
+var _ fifo.Store = (*parkStore)(nil)
+
+func (p *parkStore) fault(ctx context.Context, op, key string) error {
 	inv := invocationOf(ctx)
-	switch {
-	case inv != nil && inv.dead():
+	if inv != nil && inv.dead() {
 		return errKilled
-	case h.run != nil && h.run.inv.dead():
-		return errCrashed
-	case inv == nil && h.run == nil:
-		return nil
 	}
-	if h.run != nil {
-		if err := s.expired(ctx); err != nil {
-			return fmt.Errorf("hold %s: %w", op, err)
-		}
-	}
-	if s.groups.inject(s, inv, "hold-"+op, key) {
-		s.trace.add(s.clock.Now(), "dynamodb", "hold "+op+" throttled", key, "")
-		return fmt.Errorf("hold %s: %w", op, errThrottled)
+	if p.s.groups.inject(p.s, inv, p.rate, "park-"+op, key) {
+		p.s.trace.add(p.s.clock.Now(), "dynamodb", "park "+op+" throttled", key, "")
+		return fmt.Errorf("park %s: %w", op, errThrottled)
 	}
 	return nil
 }
 
-// Holds implements hold.Store. The consumer's read of a batch's holds is
+// Parked implements fifo.Store. The consumer's read of a batch's parks is
 // one call per invocation (its key).
-func (h *holdStore) Holds(ctx context.Context, groups []string) (map[string]hold.Hold, error) {
+func (p *parkStore) Parked(ctx context.Context, groups []string) (map[string]fifo.Park, error) {
 	key := strings.Join(groups, ",")
 	if inv := invocationOf(ctx); inv != nil {
 		key = inv.id
 	}
-	if err := h.fault(ctx, "holds", key); err != nil {
+	if err := p.fault(ctx, "read", key); err != nil {
 		return nil, err
 	}
-	return h.s.groups.mem.Holds(ctx, groups)
+	return p.s.groups.mem.Parked(ctx, groups)
 }
 
-// Begin implements hold.Store.
-func (h *holdStore) Begin(ctx context.Context, want hold.Hold, now time.Time) (hold.Hold, error) {
-	group := want.Group
-	if err := h.fault(ctx, "begin", group+"/"+want.Head); err != nil {
-		return hold.Hold{}, err
+// Park implements fifo.Store.
+func (p *parkStore) Park(ctx context.Context, want fifo.Park) (fifo.Park, error) {
+	if err := p.fault(ctx, "park", want.Group+"/"+want.Head); err != nil {
+		return fifo.Park{}, err
 	}
-	g := h.s.groups
-	before, _ := g.mem.Holds(ctx, []string{group})
-	out, err := g.mem.Begin(ctx, want, now)
-	if _, was := before[group]; err == nil && !was {
-		g.mu.Lock()
-		g.stats.Held++
-		g.mu.Unlock()
-		h.s.trace.add(now, "hold", "group held", h.s.subject(want.Head, h.s.sqs.pubOf(want.Head))+" "+group, want.Parked)
+	g := p.s.groups
+	before, _ := g.mem.Parked(ctx, []string{want.Group})
+	out, err := g.mem.Park(ctx, want)
+	if _, was := before[want.Group]; err == nil && !was {
+		g.count(func(st *GroupStats) { st.Parks++ })
+		p.s.trace.add(p.s.clock.Now(), "park", "group parked", p.s.subject(want.Head, p.s.sqs.pubOf(want.Head))+" "+want.Group, want.Reason)
 	}
 	return out, err
 }
 
-// Append implements hold.Store.
-func (h *holdStore) Append(ctx context.Context, group string, m hold.Message, now time.Time) (hold.Hold, error) {
-	if err := h.fault(ctx, "append", group+"/"+m.Seq); err != nil {
-		return hold.Hold{}, err
-	}
-	g := h.s.groups
-	out, err := g.mem.Append(ctx, group, m, now)
-	if err != nil {
-		return out, err
-	}
-	r, err := record.Of(m)
-	if err != nil {
-		return out, err
-	}
-	rec := heldRecord{id: r.MessageId, origin: record.Origin(r), body: r.Body, pub: h.s.sqs.pubOf(r.MessageId)}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, dup := g.held[group][m.Seq]; dup {
-		return out, nil
-	}
-	if g.held[group] == nil {
-		g.held[group] = map[string]heldRecord{}
-	}
-	g.held[group][m.Seq] = rec
-	g.heldPubs[rec.pub]++
-	g.stats.RecordsHeld++
-	return out, nil
-}
-
-// Next implements hold.Store.
-func (h *holdStore) Next(ctx context.Context, group string, n int) ([]hold.Message, error) {
-	if err := h.fault(ctx, "next", group); err != nil {
-		return nil, err
-	}
-	return h.s.groups.mem.Next(ctx, group, n)
-}
-
-// Count implements hold.Store.
-func (h *holdStore) Count(ctx context.Context, group string) (int, error) {
-	if err := h.fault(ctx, "count", group); err != nil {
-		return 0, err
-	}
-	return h.s.groups.mem.Count(ctx, group)
-}
-
-// Remove implements hold.Store. A record a drain removes after the
-// consumer applied it (its latest outcome in the invocation) is "held,
-// then applied by a drain": its publication's terminal place.
-func (h *holdStore) Remove(ctx context.Context, group, seq string) error {
-	if err := h.fault(ctx, "remove", group+"/"+seq); err != nil {
+// Repark implements fifo.Store.
+func (p *parkStore) Repark(ctx context.Context, group, head, reason, queue string) error {
+	if err := p.fault(ctx, "repark", group+"/"+head); err != nil {
 		return err
 	}
-	g := h.s.groups
-	if err := g.mem.Remove(ctx, group, seq); err != nil {
+	err := p.s.groups.mem.Repark(ctx, group, head, reason, queue)
+	if err == nil {
+		p.s.groups.count(func(st *GroupStats) { st.Reparks++ })
+		p.s.trace.add(p.s.clock.Now(), "park", "group parked again", p.s.subject(head, p.s.sqs.pubOf(head))+" "+group, reason)
+	}
+	return err
+}
+
+// Count implements fifo.Store.
+func (p *parkStore) Count(ctx context.Context, group string, parked, moved, applied int, round string) error {
+	if err := p.fault(ctx, "count", fmt.Sprintf("%s/%d/%d/%d", group, parked, moved, applied)); err != nil {
 		return err
 	}
-	g.mu.Lock()
-	rec, ok := g.held[group][seq]
-	if ok {
-		delete(g.held[group], seq)
-		g.heldPubs[rec.pub]--
-	}
-	inv := invocationOf(ctx)
-	applied := ok && rec.pub >= 0 && inv != nil && inv.outcomes[rec.id] == string(batch.Succeeded)
-	if applied {
-		g.drained[rec.pub] = true
-		g.stats.Drained++
-	}
-	g.mu.Unlock()
-	if applied {
-		h.s.drainedApplied(rec.pub)
-	}
-	return nil
+	return p.s.groups.mem.Count(ctx, group, parked, moved, applied, round)
 }
 
-// Update implements hold.Store. A hold the replay engine or the operator
-// turns from Held to Draining is released (the consumer does so only once
-// the head is applied, or routed on a lane that skips): past its head when
-// the head was not invoiced yet with its payload, else behind an applied
-// head (the engine removed it from the DLQ as already applied:
-// hold.Keeper.Applied).
-func (h *holdStore) Update(ctx context.Context, next hold.Hold, now time.Time) (hold.Hold, error) {
-	if err := h.fault(ctx, "update", next.Group); err != nil {
-		return hold.Hold{}, err
-	}
-	g := h.s.groups
-	before, _ := g.mem.Holds(ctx, []string{next.Group})
-	out, err := g.mem.Update(ctx, next, now)
-	prev, was := before[next.Group]
-	if err != nil || !was || invocationOf(ctx) != nil || prev.State != hold.Held || out.State != hold.Draining {
-		return out, err
-	}
-	n := h.s.sqs.pubOf(prev.Head)
-	who := "operator"
-	if h.run != nil {
-		who = "replay/" + h.run.id
-	}
-	applied := n >= 0 && h.s.invoicedWith(h.s.pubs[n])
-	g.mu.Lock()
-	g.stats.Releases++
-	switch {
-	case h.run == nil:
-		g.stats.OperatorReleases++
-	case applied:
-		g.stats.AppliedHeads++
-	}
-	if n >= 0 && !applied {
-		g.released[n] = true
-	}
-	g.mu.Unlock()
-	what := "group released"
-	if applied {
-		what = "group released, head applied"
-	}
-	h.s.trace.add(now, who, what, h.s.subject(prev.Head, n)+" "+prev.Group, prev.Parked)
-	return out, nil
-}
-
-// invoicedWith reports whether the tax service invoiced p's order with p's
-// payload (a conflict's order invoiced with another payload is not).
-func (s *Sim) invoicedWith(p *Publication) bool {
-	return p.Request != "" && slices.ContainsFunc(s.tax.effectsOf(p.OrderID), func(e *effect) bool { return e.request == p.Request })
-}
-
-// End implements hold.Store.
-func (h *holdStore) End(ctx context.Context, cur hold.Hold) error {
-	if err := h.fault(ctx, "end", cur.Group); err != nil {
+// Begin implements fifo.Store.
+func (p *parkStore) Begin(ctx context.Context, group, round string) error {
+	if err := p.fault(ctx, "begin", group); err != nil {
 		return err
 	}
-	g := h.s.groups
-	before, _ := g.mem.Holds(ctx, []string{cur.Group})
-	if err := g.mem.End(ctx, cur); err != nil {
+	return p.s.groups.mem.Begin(ctx, group, round)
+}
+
+// Release implements fifo.Store.
+func (p *parkStore) Release(ctx context.Context, want fifo.Park) error {
+	if err := p.fault(ctx, "release", want.Group); err != nil {
 		return err
 	}
-	if _, was := before[cur.Group]; was {
-		g.mu.Lock()
-		g.stats.Ended++
-		g.mu.Unlock()
-		h.s.trace.add(h.s.clock.Now(), "hold", "group free", cur.Group, "head "+cur.Head)
+	g := p.s.groups
+	before, _ := g.mem.Parked(ctx, []string{want.Group})
+	err := g.mem.Release(ctx, want)
+	if _, was := before[want.Group]; err == nil && was {
+		who := "operator"
+		if invocationOf(ctx) != nil {
+			who = "consumer"
+		}
+		p.s.trace.add(p.s.clock.Now(), "park", "park ended", want.Group, fmt.Sprintf("by the %s: parked %d moved %d applied %d", who, want.Parked, want.Moved, want.Applied))
+		p.s.checkParkEnd(want.Group, who)
 	}
-	return nil
+	return err
 }
 
-// List implements hold.Store.
-func (h *holdStore) List(ctx context.Context) ([]hold.Hold, error) {
-	key := "list"
-	if h.run != nil {
-		key = h.run.id
-	}
-	if err := h.fault(ctx, "list", key); err != nil {
-		return nil, err
-	}
-	return h.s.groups.mem.List(ctx)
-}
-
-// drainedApplied records that a drain applied publication n: its order's
-// first acknowledged payload, as poll records one for a record it
-// acknowledges (parked-completed reads it).
-func (s *Sim) drainedApplied(n int) {
-	p := s.pubs[n]
-	if _, ok := s.acked[p.OrderID]; !ok && p.Hash != "" {
-		s.acked[p.OrderID] = p.Hash
-	}
-}
-
-// holdSender is the SQS client a keeper sends to the source queue with:
-// the consumer's (who "consumer"), a replay run's ("engine"), or the
-// operator's dlq ("operator"). It fails as holdStore does, and keeps the
-// lineage: a held record sent back descends from the record it was.
-type holdSender struct {
-	s   *Sim
-	run *runState
-	who string
-}
-
-var _ hold.Sender = (*holdSender)(nil)
-
-// SendMessage implements hold.Sender.
-func (h *holdSender) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	s := h.s
-	inv := invocationOf(ctx)
-	switch {
-	case inv != nil && inv.dead():
-		return nil, errKilled
-	case h.run != nil && h.run.inv.dead():
-		return nil, errCrashed
-	}
-	if h.run != nil {
-		if err := s.expired(ctx); err != nil {
-			return nil, fmt.Errorf("SendMessage: %w", err)
+// checkParkEnd checks that a park ends only when the parking queue holds
+// no record of its group: one left there would be applied after the
+// group's later records, which the consumer no longer parks.
+func (s *Sim) checkParkEnd(group, who string) {
+	var left []string
+	for _, m := range s.sqs.q.Messages(s.sqs.parking) {
+		if m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] == group {
+			id := aws.ToString(m.MessageId)
+			left = append(left, s.subject(id, s.sqs.pubOf(id)))
 		}
 	}
-	group, body := aws.ToString(in.MessageGroupId), aws.ToString(in.MessageBody)
-	if h.who != "operator" && s.groups.inject(s, inv, "hold-send", aws.ToString(in.MessageDeduplicationId)) {
-		s.trace.add(s.clock.Now(), "sqs", "hold send failed", group, "injected")
-		return nil, fmt.Errorf("SendMessage: %w", errSQS)
+	if len(left) > 0 {
+		s.violate("park-ended-early", group, fmt.Sprintf("the %s ended the park while the parking queue held %d of its records: %s", who, len(left), strings.Join(left, ", ")))
+	}
+}
+
+// List implements fifo.Store.
+func (p *parkStore) List(ctx context.Context) ([]fifo.Park, error) {
+	if err := p.fault(ctx, "list", "list"); err != nil {
+		return nil, err
+	}
+	return p.s.groups.mem.List(ctx)
+}
+
+// consumerQueue is the consumer's SQS client on a lane with Groups
+// (fifo.Queue): its records to the parking queue, and its heads'
+// visibility in the source queue. A dead invocation's calls fail; others
+// fail by injected faults (see groupBook.inject).
+type consumerQueue struct{ s *Sim }
+
+var _ fifo.Queue = consumerQueue{}
+
+func (q consumerQueue) fault(ctx context.Context, op, key string) error {
+	s := q.s
+	inv := invocationOf(ctx)
+	if inv != nil && inv.dead() {
+		return errKilled
+	}
+	if s.groups.inject(s, inv, s.cfg.Faults.GroupErrors, "consumer-"+op, key) {
+		s.trace.add(s.clock.Now(), "sqs", op+" failed", key, "injected")
+		return fmt.Errorf("%s: %w", op, errSQS)
+	}
+	return nil
+}
+
+// SendMessage implements fifo.Queue: a record to the parking queue, its
+// deduplication id its message id in the source.
+func (q consumerQueue) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	s := q.s
+	parent := aws.ToString(in.MessageDeduplicationId)
+	if err := q.fault(ctx, "SendMessage", parent); err != nil {
+		return nil, err
 	}
 	out, err := s.sqs.q.SendMessage(ctx, in, opts...)
 	if err != nil {
+		s.trace.add(s.clock.Now(), "sqs", "parking send refused", parent, err.Error())
 		return nil, err
 	}
 	id := aws.ToString(out.MessageId)
-	trigger := body == hold.TriggerBody
-	parent := ""
-	if !trigger {
-		parent = s.groups.heldID(group, hold.OriginOf("", in.MessageAttributes), body)
-	}
-	n, dup := s.sqs.sentByHold(id, parent, "hold")
+	n, dup := s.sqs.copied(id, parent, "parking")
 	if dup {
+		s.trace.add(s.clock.Now(), "sqs", "to the parking queue (duplicate dropped)", s.subject(id, n), "")
 		return out, nil
 	}
-	g := s.groups
-	g.mu.Lock()
-	switch {
-	case trigger:
-		g.stats.Triggers++
-		if h.who == "engine" {
-			g.stats.EngineTriggers++
-		}
-	default:
-		g.stats.SentBack++
-		origin := hold.OriginOf("", in.MessageAttributes)
-		if g.sentBack[origin]++; g.sentBack[origin] == 2 {
-			g.stats.Resent++
-		}
+	s.groups.count(func(st *GroupStats) { st.ParkedRecords++ })
+	if s.cfg.Lane.Groups == fifo.Skip && n >= 0 {
+		s.groups.mu.Lock()
+		s.groups.skipped[n] = true
+		s.groups.mu.Unlock()
 	}
-	g.mu.Unlock()
-	what := "sent back as head"
-	if trigger {
-		what = "drain trigger"
-	}
-	s.trace.add(s.clock.Now(), h.who, what, s.subject(id, n)+" "+group, "")
+	s.trace.add(s.clock.Now(), "sqs", "to the parking queue", s.subject(id, n)+" "+aws.ToString(in.MessageGroupId), "")
 	return out, nil
 }
 
-// heldID returns the message id of the record held in group that a send
-// back of body with origin carries: of the records held there with that
-// body, the one with that origin, else the first; "" when none is held.
-func (g *groupBook) heldID(group, origin, body string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	seqs := make([]string, 0, len(g.held[group]))
-	for seq := range g.held[group] {
-		seqs = append(seqs, seq)
+// ChangeMessageVisibility implements fifo.Queue: a head's backoff in the
+// source queue.
+func (q consumerQueue) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	s := q.s
+	receipt := aws.ToString(in.ReceiptHandle)
+	id := s.sqs.idOf(receipt)
+	if err := q.fault(ctx, "ChangeMessageVisibility", id); err != nil {
+		return nil, err
 	}
-	slices.Sort(seqs)
-	found := ""
-	for _, seq := range seqs {
-		rec := g.held[group][seq]
-		switch {
-		case rec.body != body:
-		case rec.origin == origin:
-			return rec.id
-		case found == "":
-			found = rec.id
-		}
-	}
-	return found
-}
-
-// operatorRelease is the operator at dlq groups: each group held behind a
-// head routed to the invalid queue is released (dlq groups release), and,
-// when parked is set, each group held behind a head that is parked: the
-// hold says so, or its head is in the parking queue (a park the engine
-// could not tell the hold of, RouteSummary.Holds.ParkErrors). It returns
-// how many groups it released.
-func (s *Sim) operatorRelease(parked bool) int {
-	if s.cfg.Lane.Groups == "" {
-		return 0
-	}
-	ctx := context.Background()
-	k := s.keeper(&holdStore{s: s}, &holdSender{s: s, who: "operator"})
-	holds, err := k.Store.List(ctx)
+	out, err := s.sqs.q.ChangeMessageVisibility(ctx, in, opts...)
 	if err != nil {
-		return 0
+		s.groups.count(func(st *GroupStats) { st.Refused++ })
+		s.trace.add(s.clock.Now(), "sqs", "visibility refused", s.subject(id, s.sqs.pubOf(id)), err.Error())
+		return nil, err
 	}
-	inParking := map[string]bool{}
-	if parked {
-		for _, m := range s.sqs.q.Messages(s.sqs.parking) {
-			inParking[hold.OriginOf(aws.ToString(m.MessageId), m.MessageAttributes)] = true
-		}
-	}
-	n := 0
-	for _, h := range holds {
-		untold := parked && h.Parked == "" && inParking[h.Head]
-		stuck := strings.HasPrefix(h.Parked, "invalid: ") || parked && h.Parked != "" || untold
-		if h.State != hold.Held || !stuck {
-			continue
-		}
-		if _, err := k.Release(ctx, h, s.clock.Now()); err != nil {
-			s.trace.add(s.clock.Now(), "operator", "release failed", h.Group, err.Error())
-			continue
-		}
-		if untold {
-			s.groups.mu.Lock()
-			s.groups.stats.UntoldParks++
-			s.groups.mu.Unlock()
-			s.trace.add(s.clock.Now(), "operator", "head parked, hold not told", s.subject(h.Head, s.sqs.pubOf(h.Head))+" "+h.Group, "")
-		}
-		n++
-	}
-	return n
+	d := time.Duration(in.VisibilityTimeout) * time.Second
+	s.sqs.hide(id, receipt, s.clock.Now().Add(d))
+	s.groups.count(func(st *GroupStats) { st.Backoffs++ })
+	s.trace.add(s.clock.Now(), "sqs", "backoff", s.subject(id, s.sqs.pubOf(id)), d.String())
+	return out, nil
 }
 
-// maxReleaseRounds bounds the operator's last looks at the held groups:
-// each releases every group stuck then and lets them drain, which can
-// stop at the next invalid or parked record of a group.
-const maxReleaseRounds = 500
+// releaseQueue is the operator's SQS client for a release
+// (fifo.ReleaseQueue), failing by injected faults (Faults.ReleaseErrors).
+type releaseQueue struct{ s *Sim }
 
-// releaseHeld is the operator's last look at the held groups, once the
-// system is quiet and the parked messages were brought back: each group
-// still held behind a head that will not come back by itself (invalid, or
-// parked) is released, and the system drains; again while any was. It
-// reports whether the system quiesced.
-func (s *Sim) releaseHeld() bool {
+var _ fifo.ReleaseQueue = releaseQueue{}
+
+func (q releaseQueue) fault(op, key string) error {
+	s := q.s
+	if s.groups.inject(s, nil, s.cfg.Faults.ReleaseErrors, "release-"+op, key) {
+		s.trace.add(s.clock.Now(), "operator", op+" failed", key, "injected")
+		return fmt.Errorf("%s: %w", op, errSQS)
+	}
+	return nil
+}
+
+// ReceiveMessage implements fifo.ReleaseQueue.
+func (q releaseQueue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	if err := q.fault("ReceiveMessage", queueName(aws.ToString(in.QueueUrl))); err != nil {
+		return nil, err
+	}
+	out, err := q.s.sqs.q.ReceiveMessage(ctx, in, opts...)
+	if err == nil {
+		q.s.sqs.received(out.Messages)
+	}
+	return out, err
+}
+
+// SendMessage implements fifo.ReleaseQueue: a parked record back to the
+// source, its deduplication id "release-" and its id in the parking queue.
+func (q releaseQueue) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	s := q.s
+	parent := strings.TrimPrefix(aws.ToString(in.MessageDeduplicationId), "release-")
+	if err := q.fault("SendMessage", parent); err != nil {
+		return nil, err
+	}
+	out, err := s.sqs.q.SendMessage(ctx, in, opts...)
+	if err != nil {
+		s.trace.add(s.clock.Now(), "operator", "release send refused", parent, err.Error())
+		return nil, err
+	}
+	id := aws.ToString(out.MessageId)
+	n, dup := s.sqs.copied(id, parent, "release")
+	s.book.Lock()
+	s.lastSent[copyReleased] = sentAttribute{attr: in.MessageAttributes[envelope.ReplayAttributeName], what: "copy of " + id}
+	s.book.Unlock()
+	what := "sent back"
+	if dup {
+		what = "sent back (duplicate dropped)"
+	} else {
+		s.groups.count(func(st *GroupStats) { st.Moved++ })
+	}
+	s.trace.add(s.clock.Now(), "operator", what, s.subject(id, n)+" "+aws.ToString(in.MessageGroupId), "")
+	return out, nil
+}
+
+// DeleteMessage implements fifo.ReleaseQueue.
+func (q releaseQueue) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	s := q.s
+	receipt := aws.ToString(in.ReceiptHandle)
+	if err := q.fault("DeleteMessage", s.sqs.idOf(receipt)); err != nil {
+		return nil, err
+	}
+	out, err := s.sqs.q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: in.QueueUrl,
+		Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("d"), ReceiptHandle: in.ReceiptHandle}}})
+	switch {
+	case err != nil:
+		return nil, err
+	case len(out.Failed) > 0:
+		return nil, fmt.Errorf("DeleteMessage: %s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+	}
+	s.sqs.deleted(receipt, "")
+	return &sqs.DeleteMessageOutput{}, nil
+}
+
+// ChangeMessageVisibility implements fifo.ReleaseQueue.
+func (q releaseQueue) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	if err := q.fault("ChangeMessageVisibility", q.s.sqs.idOf(aws.ToString(in.ReceiptHandle))); err != nil {
+		return nil, err
+	}
+	return q.s.sqs.q.ChangeMessageVisibility(ctx, in, opts...)
+}
+
+// releaseJob is the operator's dlq groups release of one group: a step
+// every releaseStep until it is done, for at most releaseFor (the
+// command's bounded wait); a release not done by then is taken up at the
+// operator's next look.
+type releaseJob struct {
+	group string
+	until time.Time
+}
+
+const (
+	releaseStep = time.Minute
+	releaseFor  = time.Hour
+)
+
+// releaser is the operator's fifo.Releaser, one for the run (it remembers
+// between steps).
+func (s *Sim) releaser() *fifo.Releaser {
+	g := s.groups
+	if g.releaser == nil {
+		g.releaser = &fifo.Releaser{Store: &parkStore{s: s, rate: s.cfg.Faults.ReleaseErrors}, Queue: releaseQueue{s: s},
+			ParkingURL: s.sqs.parking, SourceURL: s.sqs.source, Now: s.clock.Now}
+	}
+	return g.releaser
+}
+
+// release starts the operator's release of group, unless one is under way.
+func (s *Sim) release(group string) {
+	g := s.groups
+	if slices.ContainsFunc(g.jobs, func(j *releaseJob) bool { return j.group == group }) {
+		return
+	}
+	g.jobs = append(g.jobs, &releaseJob{group: group, until: s.clock.Now().Add(releaseFor)})
+	if g.step.IsZero() || g.step.After(s.clock.Now()) {
+		g.step = s.clock.Now()
+	}
+	s.trace.add(s.clock.Now(), "operator", "release", group, "")
+}
+
+// releaseSteps takes a step of every release under way, when one is due.
+func (s *Sim) releaseSteps(now time.Time) {
+	g := s.groups
+	if len(g.jobs) == 0 || now.Before(g.step) {
+		return
+	}
+	r := s.releaser()
+	var left []*releaseJob
+	for _, j := range g.jobs {
+		st, err := r.Release(context.Background(), j.group)
+		g.count(func(st *GroupStats) { st.Steps++ })
+		switch {
+		case err != nil:
+			s.trace.add(s.clock.Now(), "operator", "release step failed", j.group, err.Error())
+		case st.Done:
+			g.count(func(st *GroupStats) { st.Releases++ })
+			s.trace.add(s.clock.Now(), "operator", "released", j.group, fmt.Sprintf("moved %d", st.Moved))
+			continue
+		case st.Moved > 0:
+			s.trace.add(s.clock.Now(), "operator", "release step", j.group, fmt.Sprintf("moved %d, %d pending", st.Moved, st.Pending))
+		}
+		if !s.clock.Now().Before(j.until) {
+			s.trace.add(s.clock.Now(), "operator", "release not done", j.group, "the command's wait ended")
+			continue
+		}
+		left = append(left, j)
+	}
+	g.jobs = left
+	g.step = s.clock.Now().Add(releaseStep)
+}
+
+// lookAtParks is the operator at dlq groups, every Config.ReleaseEvery:
+// each group parked behind a head routed to the invalid queue is released
+// (its head will not come back; the group goes on without it). Groups
+// parked behind a head in the parking queue wait for the end (see
+// releaseParked), when the trouble that parked them is over.
+func (s *Sim) lookAtParks() {
+	parks, err := s.groups.mem.List(context.Background())
+	if err != nil {
+		return
+	}
+	for _, p := range parks {
+		if p.Queue == "invalid" {
+			s.release(p.Group)
+		}
+	}
+}
+
+// maxReleaseRounds bounds the operator's last looks at the parks: each
+// releases every group parked then and lets the system quiesce, which can
+// park a group again (a released head that can never succeed).
+const maxReleaseRounds = 10
+
+// releaseParked is the operator's last look at the parks, once the system
+// is quiet: the orders that can never succeed are set aside (see
+// setAsideHopeless), and every parked group is released; again while any
+// is left. It reports whether the system quiesced.
+func (s *Sim) releaseParked() bool {
+	if s.cfg.Lane.Groups == "" {
+		return true
+	}
 	for range maxReleaseRounds {
-		if s.operatorRelease(true) == 0 {
+		parks, _ := s.groups.mem.List(context.Background())
+		if len(parks) == 0 {
 			return true
 		}
-		s.trace.add(s.clock.Now(), "operator", "released held groups", "", "")
+		s.setAsideHopeless()
+		for _, p := range parks {
+			s.release(p.Group)
+		}
 		if !s.drain(s.clock.Now().Add(s.cfg.DrainLimit)) {
 			return false
 		}
@@ -553,65 +523,136 @@ func (s *Sim) releaseHeld() bool {
 	return true
 }
 
-// replayedHeld checks that a run replaying dlqID to the source queue does
-// not replay a record the consumer acknowledged into its group's hold (the
-// mapping deleted it from the source after storing it): holding costs a
-// record no replay. A record stored behind a hold but not acknowledged
-// (its invocation died, or its delete failed) stays in the source too, may
-// dead-letter, and is replayed: the copy in the hold keeps its place, and
-// the replayed one is stored behind or absorbed by the idempotent receiver.
-// Those are counted (GroupStats.HeldDeadLettered); so is nothing else, as
-// another message of the same publication (a duplicate copy) is not held.
-func (s *Sim) replayedHeld(run *runState, dlqID string) {
-	g := s.groups
-	n := s.sqs.pubOf(dlqID)
-	g.mu.Lock()
-	acked := g.ackedHeld[dlqID]
-	g.mu.Unlock()
-	switch {
-	case acked:
-		s.violate("held-replayed", s.subject(dlqID, n), fmt.Sprintf("run %s replays it to the source although the consumer acknowledged it into its group's hold", run.id))
-	case g.heldNow(dlqID):
-		g.mu.Lock()
-		if !g.deadLettered[dlqID] {
-			g.deadLettered[dlqID] = true
-			g.stats.HeldDeadLettered++
+// setAsideHopeless is the operator taking out of the parking queue the
+// orders it knows can never succeed (poison and killer orders) that lead
+// their group there: a release, or a run that brings the parking queue
+// back, would send them back first, and they would hold their group again
+// for as long as the source keeps them. The operator keeps them (their
+// terminal place is the parking queue's, see Sim.check), and takes each
+// off its group's park count. Package fifo has no call for it: this is
+// the operator by hand (an SQS delete, a count of the park).
+func (s *Sim) setAsideHopeless() {
+	want := map[string]bool{}
+	behind := map[string]bool{} // groups whose first message in the parking queue is not hopeless
+	for _, m := range s.sqs.q.Messages(s.sqs.parking) {
+		id := aws.ToString(m.MessageId)
+		group := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		if behind[group] {
+			continue
 		}
-		g.mu.Unlock()
-		s.trace.add(s.clock.Now(), "replay/"+run.id, "replay of a held record", s.subject(dlqID, n), "stored behind its group's hold by an invocation that did not acknowledge it")
+		if n := s.sqs.pubOf(id); n >= 0 && s.pubs[n].Kind.hopeless() {
+			want[id] = true
+			continue
+		}
+		behind[group] = true
+	}
+	if len(want) == 0 {
+		return
+	}
+	ctx := context.Background()
+	url := aws.String(s.sqs.parking)
+	var others []*string
+	defer func() {
+		for _, h := range others {
+			_, _ = s.sqs.q.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: h})
+		}
+	}()
+	for len(want) > 0 {
+		out, err := s.sqs.q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
+		if err != nil || len(out.Messages) == 0 {
+			return
+		}
+		s.sqs.received(out.Messages)
+		for _, m := range out.Messages {
+			id := aws.ToString(m.MessageId)
+			if !want[id] {
+				others = append(others, m.ReceiptHandle)
+				continue
+			}
+			res, err := s.sqs.q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: url,
+				Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("d"), ReceiptHandle: m.ReceiptHandle}}})
+			if err != nil || len(res.Failed) > 0 {
+				others = append(others, m.ReceiptHandle)
+				continue
+			}
+			delete(want, id)
+			s.sqs.deleted(aws.ToString(m.ReceiptHandle), id)
+			// No longer waiting in the parking queue: the park of its
+			// group, if any, counts one record less.
+			_ = s.groups.mem.Count(ctx, m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], -1, 0, 0, "")
+			s.setAsideMsgs = append(s.setAsideMsgs, m)
+			s.groups.count(func(st *GroupStats) { st.SetAside++ })
+			s.trace.add(s.clock.Now(), "operator", "set aside", s.subject(id, s.sqs.pubOf(id))+" "+m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], "an order that can never succeed")
+		}
 	}
 }
 
-// forgeOnHoldLanes says whether the random workload of a lane that holds
-// its groups publishes orders with replay metadata the engine did not
-// write (Mix.Forged). It was off while hold.OriginOf's name for such a
-// record (the metadata's originalMessageId) and the engine's (its own id:
-// it trusts only its seal) differed, and the group stayed held for ever
-// behind a head that never came (make sim SEED=4); the engine now sends a
-// held group's head back under the consumer's name for it
-// (hold.OriginAttribute). TestScenario/forged-origin-holds keeps it.
-const forgeOnHoldLanes = true
+// checkBackstop notes the messages the redrive moved to the DLQ: on a lane
+// with Groups the consumer parks a head before the backstop, so each is a
+// violation.
+func (s *Sim) checkBackstop() {
+	g := s.groups
+	for _, m := range s.sqs.q.Messages(s.sqs.dlq) {
+		id := aws.ToString(m.MessageId)
+		if g.dlq[id] || s.sqs.sender(id) == "replay" {
+			continue
+		}
+		g.dlq[id] = true
+		g.count(func(st *GroupStats) { st.Backstop++ })
+		s.violate("backstop", s.subject(id, s.sqs.pubOf(id)), fmt.Sprintf("the redrive moved it to the DLQ after %s receives: the consumer did not park it first",
+			m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]))
+	}
+}
 
-// groupsConfig makes a random seed's lane, if FIFO, hold its message groups:
-// hold.Skip on one FIFO seed in four, hold.KeepHeld on the others; faults
-// in the store of holds; an operator who releases the groups held behind
-// invalid heads every half hour to two hours; and one to three groups the
-// tax service fails for 3 to 20 replay schedule periods. It draws from a
-// generator of its own, so that the other draws of a seed stay as they
-// were.
+// checkAttributes checks that every record handed to the consumer of a lane
+// with Groups carries its producer's attributes, whatever parking and
+// release did to it (our attribute folds one of them when the producer
+// sent ten). A record whose attribute of our name is not ours (a
+// producer's, malformed) is left as it came.
+func (s *Sim) checkAttributes(records []events.SQSMessage) {
+	for _, r := range records {
+		n := s.sqs.pubOf(r.MessageId)
+		if n < 0 || len(s.pubs[n].Attrs) == 0 {
+			continue
+		}
+		var meta json.RawMessage
+		producer, _, err := envelope.Unpack(batch.MessageAttributes(r.MessageAttributes), envelope.ReplayAttributeName, &meta)
+		if err != nil {
+			continue
+		}
+		for name, want := range s.pubs[n].Attrs {
+			got, ok := producer[name]
+			switch {
+			case strings.HasPrefix(name, "homing"):
+			case !ok || aws.ToString(got.DataType) != aws.ToString(want.DataType) || aws.ToString(got.StringValue) != aws.ToString(want.StringValue) || !bytes.Equal(got.BinaryValue, want.BinaryValue):
+				s.violate("attribute-lost", s.subject(r.MessageId, n), "handed to the consumer without the producer's attribute "+name)
+			}
+		}
+	}
+}
+
+// groupsConfig makes a random seed's lane, if FIFO, keep its groups in
+// order: fifo.Skip on one FIFO seed in four, fifo.Hold on the others; the
+// redrive as the backstop; faults in the parks and in the consumer's and
+// operator's SQS calls; an operator who looks at the parks every half hour
+// to two hours; one to three groups the tax service fails for 3 to 20
+// replay schedule periods; and a drain long enough for a head to be parked
+// before it expires. It draws from a generator of its own, so that the
+// other draws of a seed stay as they were.
 func groupsConfig(c *Config) {
 	if !c.Queues.FIFO {
 		return
 	}
 	rng := rand.New(rand.NewPCG(c.Seed, 0x6e0d))
-	c.Lane.Groups = hold.KeepHeld
+	c.Lane.Groups = fifo.Hold
 	if c.Seed/5%4 == 2 {
-		c.Lane.Groups = hold.Skip
+		c.Lane.Groups = fifo.Skip
 	}
-	c.Faults.HoldErrors = 0.02
-	if !forgeOnHoldLanes {
-		c.Mix.Forged = 0
-	}
+	c.Queues.MaxReceiveCount = backstopReceives
+	c.Faults.GroupErrors = 0.02
+	c.Faults.ReleaseErrors = 0.02
+	c.DrainLimit = max(c.DrainLimit, c.Queues.SourceRetention+12*time.Hour)
 	c.ReleaseEvery = []time.Duration{30 * time.Minute, time.Hour, 2 * time.Hour}[rng.IntN(3)]
 	for range 1 + rng.IntN(3) {
 		from := time.Duration(rng.Int64N(int64(c.Window)))

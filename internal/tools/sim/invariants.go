@@ -22,12 +22,6 @@ const (
 	placeInvalid      = "invalid"      // in the invalid queue
 	placeParked       = "parked"       // in the parking queue
 	placeResolved     = "resolved"     // a replay run removed it from the DLQ: its order was done with its payload
-	// A lane with Groups: the consumer acknowledged it into its group's
-	// hold, and a drain applied it later (its order invoiced).
-	placeDrained = "drained"
-	// Still held behind its group's hold at the end: no terminal place
-	// (checkGroups reports it).
-	placeHeld = "held"
 )
 
 // check evaluates the invariants once the simulation has ended; quiet says
@@ -36,8 +30,8 @@ func (s *Sim) check(quiet bool) {
 	if !quiet {
 		sv, sf := s.sqs.counts(s.sqs.source)
 		dv, df := s.sqs.counts(s.sqs.dlq)
-		s.violate("not-quiescent", "", fmt.Sprintf("after %s (%s past the drain limits, the engine's pace for what was left): source %d visible + %d in flight, DLQ %d + %d, held groups draining: %v",
-			fmtOffset(s.clock.Now().Sub(s.start)), s.extended, sv, sf, dv, df, s.groups.draining()))
+		s.violate("not-quiescent", "", fmt.Sprintf("after %s (%s past the drain limits, the engine's pace for what was left): source %d visible + %d in flight, DLQ %d + %d, releases under way: %d",
+			fmtOffset(s.clock.Now().Sub(s.start)), s.extended, sv, sf, dv, df, len(s.groups.jobs)))
 	}
 	for _, m := range s.sqs.q.Messages(s.sqs.dlq) {
 		id := aws.ToString(m.MessageId)
@@ -75,7 +69,9 @@ func (s *Sim) check(quiet bool) {
 		s.stats.InvalidQueued++
 	}
 	parkedAt := map[int][]string{}
-	for _, m := range s.sqs.q.Messages(s.sqs.parking) {
+	// What the operator set aside from the parking queue counts as what is
+	// still in it.
+	for _, m := range append(slices.Clone(s.setAsideMsgs), s.sqs.q.Messages(s.sqs.parking)...) {
 		id := aws.ToString(m.MessageId)
 		meta, _, _, _ := replay.Read(m.MessageAttributes)
 		n := s.sqs.pubOf(id)
@@ -104,8 +100,6 @@ func (s *Sim) check(quiet bool) {
 			s.violate("never-published", s.subject("", p.N), "the run ended before the producer sent it")
 		case len(at) == 0:
 			s.violate("lost", s.subject("", p.N), fmt.Sprintf("%s publication in no terminal place", p.Kind))
-		case slices.Equal(at, []string{placeHeld}):
-			// checkGroups reports it (held-left).
 		case len(at) > 1:
 			s.violate("several-places", s.subject("", p.N), strings.Join(at, " and "))
 		}
@@ -148,10 +142,10 @@ func (s *Sim) check(quiet bool) {
 			at := places[p.N]
 			switch {
 			case p.Request == invoiced:
-				if len(at) == 1 && at[0] != placeAcknowledged && at[0] != placeDrained && at[0] != placeResolved && at[0] != placeHeld && !strings.HasPrefix(at[0], placeParked) {
+				if len(at) == 1 && at[0] != placeAcknowledged && at[0] != placeResolved && !strings.HasPrefix(at[0], placeParked) {
 					s.violate("invoiced-payload-not-acknowledged", s.subject("", p.N), "its payload was invoiced but it ended "+at[0])
 				}
-			case s.cfg.Lane.NoRecords && (slices.Equal(at, []string{placeAcknowledged}) || slices.Equal(at, []string{placeDrained})):
+			case s.cfg.Lane.NoRecords && slices.Equal(at, []string{placeAcknowledged}):
 				// A consumer without records cannot tell a conflict: the
 				// service answered it with the order's first invoice,
 				// and issued none.
@@ -185,16 +179,8 @@ func (s *Sim) check(quiet bool) {
 // simulation's books say.
 func (s *Sim) placesOf(p *Publication, invalidAt, parkedAt map[int][]string) []string {
 	var at []string
-	switch {
-	case s.ackedPubs[p.N]:
-		// Acknowledged as applied, whether or not a drain applied it too
-		// (a copy of it came again): one place.
+	if s.ackedPubs[p.N] {
 		at = append(at, placeAcknowledged)
-	case s.groups.drained[p.N]:
-		at = append(at, placeDrained)
-	}
-	if s.groups.heldPubs[p.N] > 0 {
-		at = append(at, placeHeld)
 	}
 	if len(invalidAt[p.N]) > 0 {
 		at = append(at, placeInvalid)
@@ -256,11 +242,12 @@ func (s *Sim) checkRecords() {
 	}
 }
 
-// checkPoison checks the orders the tax service fails for ever: never
-// invoiced, and parked in the end (their replays bounded: see lineage).
+// checkPoison checks the orders that can never succeed (the tax service
+// fails them for ever, or never answers): never invoiced, and parked in
+// the end (their replays bounded: see lineage).
 func (s *Sim) checkPoison(parkedAt map[int][]string, places [][]string) {
 	for _, p := range s.pubs {
-		if p.Kind != KindPoison || p.N >= s.next {
+		if !p.Kind.hopeless() || p.N >= s.next {
 			continue
 		}
 		if e := s.tax.effectsOf(p.OrderID); len(e) > 0 {

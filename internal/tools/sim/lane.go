@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/homingdlq/homing/batch"
-	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/internal/sample/order"
@@ -54,11 +54,10 @@ type Lane struct {
 	IntKey bool
 	// Groups, on a FIFO lane, has the consumer keep each message group in
 	// publication order through failure (batch.Options.Groups, package
-	// hold), and the route say so (replay.Route.Groups): hold.KeepHeld
-	// keeps a group behind a head that can never succeed until the
-	// operator releases it, hold.Skip lets it go on. "": off (a FIFO
-	// batch keeps order within itself only). See groups.go.
-	Groups hold.OnError
+	// fifo): fifo.Hold parks a group behind a head that can never succeed
+	// until the operator releases it, fifo.Skip lets it go on. "": off (a
+	// FIFO batch keeps order within itself only). See groups.go.
+	Groups fifo.OnError
 }
 
 // refKeySeed reports whether seed's lane carries its key at order.ref (one

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdlq/homing/hold"
+	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/internal/sample/order"
@@ -178,7 +178,7 @@ func TestSeedRulesCoverTheLanes(t *testing.T) {
 		seeds []uint64
 	}{{"TestSim", seedRange(DefaultSeeds)}, {"TestSimIsDeterministic", determinismSeeds}} {
 		kinds := map[Lane]int{}
-		groups := map[hold.OnError]int{}
+		groups := map[fifo.OnError]int{}
 		for _, seed := range tc.seeds {
 			lane := RandomConfig(seed, 0).Lane
 			groups[lane.Groups]++
@@ -190,7 +190,7 @@ func TestSeedRulesCoverTheLanes(t *testing.T) {
 				t.Errorf("%s: no seed of lane %+v among %v", tc.name, want, tc.seeds)
 			}
 		}
-		for _, want := range []hold.OnError{"", hold.KeepHeld, hold.Skip} {
+		for _, want := range []fifo.OnError{"", fifo.Hold, fifo.Skip} {
 			if groups[want] == 0 {
 				t.Errorf("%s: no seed whose lane has Groups %q among %v", tc.name, want, tc.seeds)
 			}

@@ -168,12 +168,6 @@ func (s *Sim) replayRun(kind string, req replay.Request, crash crashPlan, overla
 		// the route whose consumer writes completion records.
 		opts.Completions = &replaytest.MemoryCompletions{Store: s.store.MemoryStore, Scope: consumerName, Now: s.clock.Now}
 	}
-	opts.Holds = nil
-	if s.cfg.Lane.Groups != "" {
-		// As the replay function is wired for a lane with GROUP_ORDER:
-		// the lane's holds, and its SQS client for the sweep's triggers.
-		opts.Holds = replay.HoldsOf(&holdStore{s: s, run: rs}, &holdSender{s: s, run: rs, who: "engine"})
-	}
 	engine := replay.New(&queue{Queue: s.sqs.q, s: s, run: rs}, &ledger{Ledger: s.ledger, s: s, run: rs}, opts)
 	req.RunID = id
 	rec := RunRecord{ID: id, Kind: kind, Filter: req.Filter, DryRun: req.DryRun, Reset: req.ResetCount, Start: now, DLQ: -1}
@@ -344,7 +338,6 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 		rescue := dest == q.s.sqs.parking && !intended && !(stood && now.Before(h.until))
 		if dest != q.s.sqs.parking {
 			q.s.replayedCompleted(q.run, dlqID)
-			q.s.replayedHeld(q.run, dlqID)
 		}
 		if !held && !rescue {
 			q.s.violate("lease-lost", q.s.subject(dlqID, q.s.sqs.pubOf(dlqID)),

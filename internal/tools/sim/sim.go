@@ -45,9 +45,9 @@ type Config struct {
 	// quiet again. Zero: none.
 	OperatorRounds int
 	// ReleaseEvery, on a lane with Groups, is how often during the run the
-	// operator looks at the held groups (dlq groups) and releases each
+	// operator looks at the parked groups (dlq groups) and releases each
 	// whose head was routed to the invalid queue; zero: only at the end
-	// (see groups.go, operatorRelease).
+	// (see groups.go, lookAtParks and releaseParked).
 	ReleaseEvery time.Duration
 	// Publications, when set, is the workload (a scenario's); else it is
 	// generated.
@@ -294,10 +294,13 @@ type Sim struct {
 	shared       map[string]sentAttribute // Forgery.Share -> the copy
 	cov          *coverage
 	runRecords   []RunRecord
-	// groups is the bookkeeping of a lane that holds its message groups
-	// (see groups.go); nextRelease is when the operator next looks at them.
-	groups      *groupBook
-	nextRelease time.Time
+	// groups is the bookkeeping of a lane that keeps its message groups in
+	// order (see groups.go); nextRelease is when the operator next looks
+	// at the parks; setAsideMsgs the heads the operator took out of the
+	// parking queue (see setAside).
+	groups       *groupBook
+	nextRelease  time.Time
+	setAsideMsgs []types.Message
 }
 
 type failures struct{ replayed, outage int }
@@ -320,7 +323,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("a lane whose consumer writes no records needs a deduplicating service: with %s, nothing keeps its effect once", cfg.Service)
 	}
 	if cfg.Lane.Groups != "" && !cfg.Queues.FIFO {
-		return nil, fmt.Errorf("a lane that holds its message groups (Groups %q) needs FIFO queues", cfg.Lane.Groups)
+		return nil, fmt.Errorf("a lane that keeps its message groups in order (Groups %q) needs FIFO queues", cfg.Lane.Groups)
 	}
 	s.groups = newGroupBook()
 	var err error
@@ -382,36 +385,21 @@ func (s *Sim) Run() *Report {
 	limit := s.start.Add(s.cfg.Window + s.cfg.DrainLimit)
 	quiet := s.drain(limit)
 	s.stats.ParkedUnattended = maps.Clone(s.stats.Parked)
+	parked, _ := s.groups.mem.List(context.Background())
+	if quiet && (s.sqs.total(s.sqs.parking) > 0 || len(parked) > 0) && (s.cfg.OperatorRounds > 0 || s.cfg.Lane.Groups != "") {
+		s.trace.add(s.clock.Now(), "operator", "parked before the operator", "", fmt.Sprintf("%v, %d groups", s.stats.Parked, len(parked)))
+		quiet = s.troubleOver()
+	}
+	if quiet {
+		quiet = s.releaseParked()
+	}
 	retries := 0
-	for round := 0; quiet && round < s.cfg.OperatorRounds && s.sqs.total(s.sqs.parking) > 0; round++ {
-		if round == 0 {
-			s.trace.add(s.clock.Now(), "operator", "parked before the operator", "", fmt.Sprint(s.stats.Parked))
-			// The operator brings parked messages back once the tax
-			// service's trouble is over.
-			var over time.Time
-			for _, p := range s.cfg.Phases {
-				if end := s.start.Add(p.To); end.After(over) {
-					over = end
-				}
-			}
-			for _, f := range s.cfg.Freezes {
-				if end := s.start.Add(f.To); end.After(over) {
-					over = end
-				}
-			}
-			if gap := over.Sub(s.clock.Now()); gap > 0 {
-				s.clock.Advance(gap)
-				if quiet = s.drain(s.clock.Now().Add(s.cfg.DrainLimit)); !quiet {
-					break
-				}
-			}
+	for round := 0; quiet && round < s.cfg.OperatorRounds; round++ {
+		req, ok := s.resetRequest()
+		if !ok {
+			break
 		}
-		// At the operator's rate: a lane's slow schedule is not theirs.
-		rate := 50.0
-		if r := s.cfg.Replay.Options.Rate; r > rate {
-			rate = r
-		}
-		sum := s.replayRun("operator-reset", replay.Request{Routes: []replay.Route{s.sqs.parkingRoute()}, ResetCount: true, Max: 100000, Rate: rate}, crashPlan{}, nil)
+		sum := s.replayRun("operator-reset", req, crashPlan{}, nil)
 		if injectedFault(sum) && retries < maxOperatorRetries {
 			// The operator sees the run's error and runs it again: a
 			// round an injected fault spoiled does not count.
@@ -423,15 +411,56 @@ func (s *Sim) Run() *Report {
 		s.notBefore = s.clock.Now().Add(s.cfg.Replay.Options.BackoffMax + s.cfg.Replay.Schedule)
 		quiet = s.drain(s.clock.Now().Add(s.cfg.DrainLimit))
 		if quiet {
-			quiet = s.releaseHeld()
+			quiet = s.releaseParked()
 		}
-	}
-	if quiet {
-		quiet = s.releaseHeld()
 	}
 	s.stats.Simulated = s.clock.Now().Sub(s.start)
 	s.check(quiet)
 	return &Report{Config: s.cfg, Stats: s.stats, Violations: s.violations, Trace: s.trace, Runs: s.runRecords}
+}
+
+// troubleOver is the operator waiting, before bringing anything back, for
+// the tax service's trouble to be over; it reports whether the system
+// quiesced again.
+func (s *Sim) troubleOver() bool {
+	var over time.Time
+	for _, p := range s.cfg.Phases {
+		if end := s.start.Add(p.To); end.After(over) {
+			over = end
+		}
+	}
+	for _, f := range s.cfg.Freezes {
+		if end := s.start.Add(f.To); end.After(over) {
+			over = end
+		}
+	}
+	gap := over.Sub(s.clock.Now())
+	if gap <= 0 {
+		return true
+	}
+	s.clock.Advance(gap)
+	return s.drain(s.clock.Now().Add(s.cfg.DrainLimit))
+}
+
+// resetRequest is the operator's run that brings the parking queue back to
+// the source with fresh counts, at the operator's rate (a lane's slow
+// schedule is not theirs); ok is false when there is nothing to bring back.
+// On a lane with Groups, the operator first sets aside what can never
+// succeed (see setAsideHopeless), and brings back nothing while a group is
+// parked: its records in the parking queue are the release's.
+func (s *Sim) resetRequest() (replay.Request, bool) {
+	rate := 50.0
+	if r := s.cfg.Replay.Options.Rate; r > rate {
+		rate = r
+	}
+	req := replay.Request{Routes: []replay.Route{s.sqs.parkingRoute()}, ResetCount: true, Max: 100000, Rate: rate}
+	if s.cfg.Lane.Groups != "" {
+		if parks, _ := s.groups.mem.List(context.Background()); len(parks) > 0 {
+			return req, false
+		}
+		s.setAsideHopeless()
+	}
+	return req, s.sqs.total(s.sqs.parking) > 0
 }
 
 // maxOperatorRetries bounds the operator's rounds run again after an
@@ -509,6 +538,11 @@ func (s *Sim) paceBound() (time.Duration, string) {
 	periods := (left+probe-1)/probe + most + 1
 	period := backoffMax + s.cfg.Replay.Schedule
 	back := time.Duration(q.MaxReceiveCount) * q.Visibility
+	if s.cfg.Lane.Groups != "" {
+		// A head waits in the source at most until it would expire: the
+		// consumer parks it before then.
+		back = s.cfg.Queues.SourceRetention
+	}
 	d := time.Duration(periods)*period + back + s.cfg.Replay.Schedule
 	return d, fmt.Sprintf("%d messages with at most %d replays left (at most %d for one; probes of %d): %d periods of BackoffMax %s + a schedule, and %s to come back",
 		msgs, left, most, probe, periods, backoffMax, back)
@@ -568,8 +602,20 @@ func (s *Sim) loop(until time.Time) bool {
 		if !s.nextRelease.IsZero() {
 			next = earliest(next, s.nextRelease)
 		}
-		if v, f := s.sqs.counts(s.sqs.source); v+f > 0 {
-			next = earliest(next, now.Add(5*time.Second))
+		if len(s.groups.jobs) > 0 {
+			next = earliest(next, s.groups.step)
+		}
+		switch {
+		case s.cfg.Lane.Groups != "":
+			// A head in its backoff may hide its group for hours: the
+			// mapping's next delivery is when a group is free again.
+			if at, ok := s.sqs.nextDelivery(now); ok {
+				next = earliest(next, later(at, now.Add(5*time.Second)))
+			}
+		default:
+			if v, f := s.sqs.counts(s.sqs.source); v+f > 0 {
+				next = earliest(next, now.Add(5*time.Second))
+			}
 		}
 		s.clock.Advance(max(next.Sub(now), time.Second))
 	}
@@ -582,16 +628,25 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // operatorDue runs the operator's rounds that are due at now: the review
-// of the invalid queue, and the look at the held groups.
+// of the invalid queue, the look at the parked groups, and the steps of
+// the releases under way.
 func (s *Sim) operatorDue(now time.Time) {
 	if !now.Before(s.nextReview) {
 		s.reviewInvalid()
 	}
 	if !s.nextRelease.IsZero() && !now.Before(s.nextRelease) {
-		s.operatorRelease(false)
+		s.lookAtParks()
 		s.nextRelease = now.Add(s.cfg.ReleaseEvery)
 	}
+	s.releaseSteps(now)
 }
 
 // invalidReview is how often the operator, paged by InvalidDepthAlarm,
@@ -638,15 +693,14 @@ func (s *Sim) reviewInvalid() {
 }
 
 // quiet reports whether nothing is left in the source queue or the DLQ,
-// and no held group is draining (its drain goes on when its trigger comes,
-// or the replay's sweep sends one).
+// and no release of the operator's is under way.
 func (s *Sim) quiet() bool {
 	for _, url := range []string{s.sqs.source, s.sqs.dlq} {
 		if v, f := s.sqs.counts(url); v+f > 0 {
 			return false
 		}
 	}
-	return !s.groups.draining()
+	return len(s.groups.jobs) == 0
 }
 
 // publish sends p as the producer.

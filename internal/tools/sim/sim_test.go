@@ -118,9 +118,8 @@ func check(t *testing.T, rep *Report, replay string) {
 		st.ServiceCalls, st.InDoubtDoubles, st.Takeovers, st.Replays, st.DuplicateReplays, st.Applied, st.Runs, st.RunCrashes, st.Abandoned, rep.Config.Lane)
 	if rep.Config.Lane.Groups != "" {
 		g := st.Groups
-		t.Logf("groups: %d held, %d records held, %d drained, %d ended, %d sent back, %d releases (%d the operator's, %d behind applied heads; %d valid heads released past, %d parks untold), %d triggers (%d the engine's), %d hold faults, %d groups out of order",
-			g.Held, g.RecordsHeld, g.Drained, g.Ended, g.SentBack, g.Releases, g.OperatorReleases, g.AppliedHeads, g.ReleasedHeads, g.UntoldParks,
-			g.Triggers, g.EngineTriggers, g.Faults, g.OutOfOrder)
+		t.Logf("groups: %d parked (%d again), %d records to the parking queue, %d backoffs (%d refused), %d releases in %d steps (%d records moved, %d heads set aside), %d valid heads skipped, %d batches copied, %d at the backstop, %d faults, %d groups out of order",
+			g.Parks, g.Reparks, g.ParkedRecords, g.Backoffs, g.Refused, g.Releases, g.Steps, g.Moved, g.SetAside, g.Skipped, g.Copies, g.Backstop, g.Faults, g.OutOfOrder)
 	}
 	if len(rep.Violations) == 0 {
 		return

@@ -51,6 +51,12 @@ type sqsModel struct {
 	live                          map[string]bool  // sent and not deleted
 	receipts                      map[string]string
 	sentBy                        map[string]string // message id -> who sent it
+	// hidden is when each message of the source queue becomes visible
+	// again, as the receives and visibility changes of the simulation set
+	// it; changed the receipt handles whose visibility the consumer
+	// changed (see nextDelivery, and copyBatch).
+	hidden  map[string]time.Time
+	changed map[string]bool
 	// replays counts the replays behind each message: 0 for a
 	// publication (and the DLQ message redrive makes of it, which keeps
 	// its id), one more for each replay to the source queue, restarting
@@ -63,6 +69,7 @@ func newSQS(c clock, qs Queues) (*sqsModel, error) {
 		q: replaytest.NewMemoryQueue(c.Now), fifo: qs.FIFO,
 		lineage: map[string]int{}, byBody: map[string][]int{}, live: map[string]bool{},
 		receipts: map[string]string{}, sentBy: map[string]string{}, replays: map[string]int{},
+		hidden: map[string]time.Time{}, changed: map[string]bool{},
 	}
 	maxBytes := cmp.Or(qs.MaxMessageBytes, envelope.MaxMessageBytes)
 	m.q.NewID = func() string { m.ids++; return fmt.Sprintf("m-%07d", m.ids) } // under the queue's lock
@@ -97,25 +104,26 @@ func newSQS(c clock, qs Queues) (*sqsModel, error) {
 	return m, nil
 }
 
-// route is the replay route of the lane.
+// route is the replay route of the lane. The replay engine has no part in
+// a lane's group order: the route is the same with Groups or without.
 func (m *sqsModel) route() replay.Route {
 	return replay.Route{Name: "orders", DLQURL: m.dlq, SourceURL: m.source, ParkingURL: m.parking, Key: m.lane.keyExpr(), PayloadHash: m.lane.hashPart(),
-		Records: m.lane.records(), Groups: string(m.lane.Groups)}
+		Records: m.lane.records()}
 }
 
 // parkingRoute is the route an operator uses to bring parked messages back.
 func (m *sqsModel) parkingRoute() replay.Route {
 	return replay.Route{Name: "orders/parking", DLQURL: m.parking, SourceURL: m.source, ParkingURL: m.parking, Key: m.lane.keyExpr(), PayloadHash: m.lane.hashPart(),
-		Records: m.lane.records(), Groups: string(m.lane.Groups)}
+		Records: m.lane.records()}
 }
 
-// sentByHold records message id, sent to the source queue by who on
-// behalf of the lane's holds: a held record sent back as its group's head
-// descends from parent, the record it was, and has the replays behind it;
-// a drain trigger (parent "") descends from no publication. dup says SQS
-// dropped the send as a duplicate of an earlier one (FIFO deduplication:
-// id is the earlier message's), which changes nothing.
-func (m *sqsModel) sentByHold(id, parent, who string) (n int, dup bool) {
+// copied records message id, a copy of the message parent sent by who
+// (the consumer's record to the parking queue, the operator's release back
+// to the source): it descends from parent's publication and has its
+// replays behind it. dup says SQS dropped the send as a duplicate of an
+// earlier one (FIFO deduplication: id is the earlier message's), which
+// changes nothing.
+func (m *sqsModel) copied(id, parent, who string) (n int, dup bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, seen := m.sentBy[id]; seen {
@@ -127,15 +135,63 @@ func (m *sqsModel) sentByHold(id, parent, who string) (n int, dup bool) {
 	}
 	m.live[id] = true
 	m.sentBy[id] = who
+	m.replays[id] = m.replays[parent]
 	n, ok := m.lineage[parent]
 	if !ok {
 		return -1, false
 	}
 	m.lineage[id] = n
-	// It carries the record's attributes, its replay metadata included:
-	// the replays behind it are the record's.
-	m.replays[id] = m.replays[parent]
 	return n, false
+}
+
+// hide records that message id of the source queue, received with
+// receipt, is invisible until then (a receive, a visibility change).
+func (m *sqsModel) hide(id, receipt string, until time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hidden[id] = until
+	if receipt != "" {
+		m.changed[receipt] = true
+	}
+}
+
+// changedSince reports whether the visibility of the message received with
+// receipt was changed since that receive.
+func (m *sqsModel) changedSince(receipt string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.changed[receipt]
+}
+
+// nextDelivery returns when SQS can next deliver a message of the source
+// queue, at the earliest now: on a FIFO queue, the earliest time a group
+// has none of its messages in flight; ok is false when the queue is
+// empty. It reads the visibility the receives and changes of the
+// simulation recorded (hide).
+func (m *sqsModel) nextDelivery(now time.Time) (at time.Time, ok bool) {
+	msgs := m.q.Messages(m.source)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	free := map[string]time.Time{} // group (or message) -> when none of it is in flight
+	for _, msg := range msgs {
+		key := aws.ToString(msg.MessageId)
+		if m.fifo {
+			key = msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		}
+		t := m.hidden[aws.ToString(msg.MessageId)]
+		if t.Before(now) {
+			t = now
+		}
+		if cur, seen := free[key]; !seen || t.After(cur) {
+			free[key] = t
+		}
+	}
+	for _, t := range free {
+		if !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	return at, ok
 }
 
 // publish sends p, with attrs, to the source queue as the producer does.

@@ -30,7 +30,16 @@ const (
 	// that never ends. It is never invoiced and must end in the parking
 	// queue, after a bounded number of replays.
 	KindPoison Kind = "poison"
+	// KindKiller is valid to us, but every invocation that runs it dies:
+	// the tax call for that order never answers before the function's
+	// timeout (a record that kills its invocation: a timeout, out of
+	// memory). It is never invoiced and must end in the parking queue.
+	KindKiller Kind = "killer"
 )
+
+// hopeless reports whether a publication of kind k can never succeed,
+// whatever the trouble: poison and killer orders.
+func (k Kind) hopeless() bool { return k == KindPoison || k == KindKiller }
 
 // Publication is one message the producer sends to the source queue.
 type Publication struct {
@@ -131,9 +140,17 @@ func generate(rng *rand.Rand, seed uint64, n int, window time.Duration, mix Mix,
 		renumber[old[i]] = i
 		p.N = i
 	}
+	killers := 0
 	for _, p := range w.pubs {
 		if p.Of >= 0 {
 			p.Of = renumber[p.Of]
+		}
+		if p.Kind == KindPoison && lane.Groups != "" {
+			// On a lane that keeps its groups in order, every other order
+			// the service fails for ever kills its invocations instead.
+			if killers++; killers%2 == 0 {
+				p.Kind = KindKiller
+			}
 		}
 		p.Group = lane.group(p, groupsPerLane, w.pubs)
 	}
@@ -150,15 +167,15 @@ func groupName(i int) string { return fmt.Sprintf("g-%02d", i) }
 // group is the FIFO MessageGroupId of p, one of n groups; pubs are the
 // publications before it. A duplicate or a conflict is in the group of the
 // order it repeats, as a producer's retry is (the account's, on a ledger).
-// On a lane without Groups, an order the tax service fails for ever has a
-// group of its own, as it always had; on a lane that holds its groups it
-// shares one, and its successors wait behind it until the operator
-// releases the group (or, on a lane that skips, until it is parked).
+// On a lane without Groups, an order that can never succeed has a group of
+// its own, as it always had; on a lane that keeps its groups in order it
+// shares one, and its successors wait behind it until it is parked (and
+// then, on a lane that holds, until the operator releases the group).
 func (l Lane) group(p *Publication, n int, pubs []*Publication) string {
 	switch {
 	case (p.Kind == KindDuplicate || p.Kind == KindConflict) && p.Of >= 0 && p.Of < len(pubs) && pubs[p.Of].Group != "":
 		return pubs[p.Of].Group
-	case p.Kind == KindPoison && l.Groups == "":
+	case p.Kind.hopeless() && l.Groups == "":
 		return fmt.Sprintf("g-poison-%d", p.N)
 	}
 	return groupName(p.N % n)
