@@ -85,13 +85,13 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 			outcomes[i] = Invalid
 			reason = strings.TrimPrefix(g.park.Reason, "invalid: ")
 			g.p.log(ctx, msg, Invalid, nil, nil, slog.String("reason", reason), slog.String("detail", "the group's parked head, in the invalid queue already"))
-		case g.park != nil && !g.released(msg):
+		case g.park != nil && g.number(msg, false) == 0:
 			outcomes[i] = g.parkBehind(ctx, msg)
 		case g.p.tooLate(ctx):
 			outcomes[i] = NotStarted
 			g.p.log(ctx, msg, NotStarted, nil, nil, slog.String("reason", "invocation deadline too close"))
 		default:
-			outcomes[i], reason = g.head(ctx, msg)
+			outcomes[i], reason = g.head(ctx, msg, g.number(msg, false))
 		}
 		if g.p.opts.OnOutcome != nil {
 			g.p.opts.OnOutcome(ctx, outcomes[i], reason)
@@ -102,53 +102,65 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 	}
 }
 
-// released reports whether msg is a parked record sent back by the group's
-// release round in progress.
-func (g *groupRun) released(msg events.SQSMessage) bool {
-	return g.park.Releasing != "" && fifo.Round(MessageAttributes(msg.MessageAttributes)) == g.park.Releasing
-}
-
-// reparked reports whether msg was sent back by one of the park's rounds:
-// parked again, it goes before the records parked since (fifo.ReparkGroup).
-func (g *groupRun) reparked(msg events.SQSMessage) bool {
+// number returns msg's number if it is a parked record sent back by the
+// park's release round, or with previous by the round a Repark ended (0
+// when it is not, or there is no park).
+func (g *groupRun) number(msg events.SQSMessage, previous bool) int {
 	if g.park == nil {
-		return false
+		return 0
 	}
-	r := fifo.Round(MessageAttributes(msg.MessageAttributes))
-	return r != "" && (r == g.park.Releasing || r == g.park.Previous)
+	round := g.park.Releasing
+	if previous {
+		round = g.park.Previous
+	}
+	return fifo.Released(MessageAttributes(msg.MessageAttributes), msg.Body, round)
 }
 
-// head runs the first record of the group that is not parked.
-func (g *groupRun) head(ctx context.Context, msg events.SQSMessage) (Outcome, string) {
-	n := receives(msg)
-	if why := g.parkReason(msg, n); why != "" {
-		return g.parkHead(ctx, msg, why), why
+// count counts msg in the group's park: parked when it went to the
+// parking queue, settled as number n (0 when it was not sent back).
+func (g *groupRun) count(ctx context.Context, msg events.SQSMessage, parked, n int) error {
+	c := fifo.Count{Seq: fifo.SeqKey(msg.Attributes["SequenceNumber"]), Parked: parked, Index: n}
+	if err := g.k.Store.Count(ctx, g.group, c); err != nil {
+		if errors.Is(err, fifo.ErrNotParked) {
+			g.park = nil
+		}
+		return fmt.Errorf("count a record of the parked group: %w", err)
 	}
-	leased := n > 1 && g.hide(ctx, msg, n)
+	g.park.Parked += parked
+	g.park.Applied = max(g.park.Applied, n)
+	return nil
+}
+
+// head runs the first record of the group that is not parked: n > 0 when
+// it is number n of the park's release round.
+func (g *groupRun) head(ctx context.Context, msg events.SQSMessage, n int) (Outcome, string) {
+	receives := receives(msg)
+	if why := g.parkReason(msg, receives); why != "" {
+		return g.parkHead(ctx, msg, why, n), why
+	}
+	leased := receives > 1 && g.hide(ctx, msg, receives)
 	o, reason := g.p.runRecord(ctx, msg)
 	switch o {
 	case Succeeded:
-		if g.park != nil {
-			if err := g.applied(ctx); err != nil {
-				return g.fail(ctx, msg, fmt.Errorf("count a released record: %w", err))
+		if n > 0 {
+			if err := g.count(ctx, msg, 0, n); err != nil {
+				return g.fail(ctx, msg, err)
 			}
 		}
 	case Invalid:
 		if g.k.OnError != fifo.Skip {
-			again := g.park != nil
 			if err := g.parkGroup(ctx, msg, "invalid: "+reason, "invalid"); err != nil {
 				return g.fail(ctx, msg, err)
 			}
-			if again { // a released record, settled in the invalid queue
-				if err := g.k.Store.Count(ctx, g.group, 0, 0, 1, ""); err != nil {
-					return g.fail(ctx, msg, fmt.Errorf("count a released record: %w", err))
+			if n > 0 { // settled in the invalid queue
+				if err := g.count(ctx, msg, 0, n); err != nil {
+					return g.fail(ctx, msg, err)
 				}
-				g.park.Applied++
 			}
 		}
 	default:
 		if !leased {
-			g.hide(ctx, msg, n)
+			g.hide(ctx, msg, receives)
 		}
 	}
 	return o, reason
@@ -233,17 +245,17 @@ func receives(msg events.SQSMessage) int {
 	return n
 }
 
-// parkHead parks the group behind msg, which goes to the parking queue
-// for why; on a lane that skips only msg is parked.
-func (g *groupRun) parkHead(ctx context.Context, msg events.SQSMessage, why string) Outcome {
-	again := g.reparked(msg) // before a Repark ends the round msg carries
+// parkHead parks the group behind msg (number n of a release round, or
+// 0), which goes to the parking queue for why; on a lane that skips only
+// msg is parked.
+func (g *groupRun) parkHead(ctx context.Context, msg events.SQSMessage, why string, n int) Outcome {
 	if g.k.OnError != fifo.Skip {
 		if err := g.parkGroup(ctx, msg, why, "parking"); err != nil {
 			o, _ := g.fail(ctx, msg, err)
 			return o
 		}
 	}
-	if err := g.toParking(ctx, msg, why, again); err != nil {
+	if err := g.toParking(ctx, msg, why, n); err != nil {
 		o, _ := g.fail(ctx, msg, err)
 		return o
 	}
@@ -278,7 +290,7 @@ func (g *groupRun) parkGroup(ctx context.Context, msg events.SQSMessage, why, qu
 // parkBehind sends a record of a parked group to the parking queue, behind
 // its head.
 func (g *groupRun) parkBehind(ctx context.Context, msg events.SQSMessage) Outcome {
-	if err := g.toParking(ctx, msg, fifo.ReasonGroupParked, g.reparked(msg)); err != nil {
+	if err := g.toParking(ctx, msg, fifo.ReasonGroupParked, g.number(msg, true)); err != nil {
 		o, _ := g.fail(ctx, msg, err)
 		return o
 	}
@@ -287,24 +299,15 @@ func (g *groupRun) parkBehind(ctx context.Context, msg events.SQSMessage) Outcom
 }
 
 // toParking counts msg in the group's park, then sends it to the parking
-// queue under its group: the park never counts fewer records than the
-// queue holds, even when msg is sent twice (a count beyond is harmless: a
-// release ends the park once the queue holds none of the group). When the
-// park is gone (released meanwhile), msg fails, to run when it comes again.
-func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why string, again bool) error {
+// queue under its group, or, when it is number n > 0 of a release round
+// (parked again), under the group's fifo.ReparkGroup, which a release
+// moves first. When the park is gone (released meanwhile), msg fails, to
+// run when it comes again.
+func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why string, n int) error {
 	if g.park != nil {
-		settled := 0
-		if again {
-			settled = 1 // a round's record parked again is settled
+		if err := g.count(ctx, msg, 1, n); err != nil {
+			return err
 		}
-		if err := g.k.Store.Count(ctx, g.group, 1, 0, settled, ""); err != nil {
-			if errors.Is(err, fifo.ErrNotParked) {
-				g.park = nil
-			}
-			return fmt.Errorf("count a parked record: %w", err)
-		}
-		g.park.Parked++
-		g.park.Applied += settled
 	}
 	producer := MessageAttributes(msg.MessageAttributes)
 	attrs, err := fifo.ParkedAttributes(producer, msg.MessageId, why, g.p.opts.Now())
@@ -314,7 +317,7 @@ func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why str
 		attrs = producer
 	}
 	group := g.group
-	if again {
+	if n > 0 {
 		group = fifo.ReparkGroup(g.group)
 	}
 	_, err = g.k.Queue.SendMessage(ctx, &sqs.SendMessageInput{
@@ -322,23 +325,6 @@ func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why str
 		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(msg.MessageId)})
 	if err != nil {
 		return fmt.Errorf("send to the parking queue: %w", err)
-	}
-	return nil
-}
-
-// applied counts a released record applied, and ends the park once every
-// record parked has come back and been applied.
-func (g *groupRun) applied(ctx context.Context) error {
-	pk := g.park
-	if err := g.k.Store.Count(ctx, g.group, 0, 0, 1, pk.Releasing); err != nil {
-		return err
-	}
-	pk.Applied++
-	if pk.Applied >= pk.Moved && pk.Moved >= pk.Parked {
-		if err := g.k.Store.Release(ctx, *pk); err == nil {
-			g.p.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "group released", slog.String("group", g.group))
-			g.park = nil
-		}
 	}
 	return nil
 }

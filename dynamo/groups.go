@@ -55,11 +55,14 @@ type parkItem struct {
 	Applied   int       `dynamodbav:"applied"`
 	Releasing string    `dynamodbav:"releasing"`
 	Previous  string    `dynamodbav:"previous"`
+	Seq       string    `dynamodbav:"seq"`
+	LastMoved string    `dynamodbav:"lastMoved"`
 }
 
 func (it parkItem) park() fifo.Park {
 	return fifo.Park{Group: it.SK, Reason: it.Reason, Head: it.Head, Queue: it.Queue, Since: it.Since,
-		Parked: it.Parked, Moved: it.Moved, Applied: it.Applied, Releasing: it.Releasing, Previous: it.Previous}
+		Parked: it.Parked, Moved: it.Moved, Applied: it.Applied, Releasing: it.Releasing, Previous: it.Previous,
+		Seq: it.Seq, LastMoved: it.LastMoved}
 }
 
 func (s *GroupStore) key(group string) map[string]types.AttributeValue {
@@ -112,7 +115,7 @@ func (s *GroupStore) Parked(ctx context.Context, groups []string) (map[string]fi
 
 // Park implements [fifo.Store].
 func (s *GroupStore) Park(ctx context.Context, p fifo.Park) (fifo.Park, error) {
-	it := parkItem{PK: settings.GroupsPartition, SK: p.Group, Reason: p.Reason, Head: p.Head, Queue: p.Queue, Since: p.Since.UTC(), Parked: p.Parked}
+	it := parkItem{PK: settings.GroupsPartition, SK: p.Group, Reason: p.Reason, Head: p.Head, Queue: p.Queue, Since: p.Since.UTC()}
 	item, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		return fifo.Park{}, fmt.Errorf("encode the park of %q: %w", p.Group, err)
@@ -144,65 +147,119 @@ func (s *GroupStore) Park(ctx context.Context, p fifo.Park) (fifo.Park, error) {
 	return it.park(), nil
 }
 
-// Repark implements [fifo.Store].
+// Repark implements [fifo.Store]: one update while a round is in
+// progress (Previous takes it), another when none is.
 func (s *GroupStore) Repark(ctx context.Context, group, head, reason, queue string) error {
 	u := expression.Set(expression.Name("head"), expression.Value(head)).
 		Set(expression.Name("reason"), expression.Value(reason)).
-		Set(expression.Name("queue"), expression.Value(queue)).
+		Set(expression.Name("queue"), expression.Value(queue))
+	inRound := u.Set(expression.Name("previous"), expression.Name("releasing")).
 		Set(expression.Name("releasing"), expression.Value(""))
-	parks, err := s.Parked(ctx, []string{group})
-	if err != nil {
+	_, err := s.update(ctx, group, inRound, parkExists.And(expression.Name("releasing").NotEqual(expression.Value(""))))
+	if !errors.Is(err, fifo.ErrChanged) {
 		return err
 	}
-	if p, ok := parks[group]; ok && p.Releasing != "" {
-		u = u.Set(expression.Name("previous"), expression.Value(p.Releasing))
-	}
-	return s.update(ctx, group, u, parkExists, fifo.ErrNotParked)
+	_, err = s.update(ctx, group, u, parkExists)
+	return err
 }
 
-// Count implements [fifo.Store].
-func (s *GroupStore) Count(ctx context.Context, group string, parked, moved, applied int, round string) error {
-	u := expression.Add(expression.Name("parked"), expression.Value(parked)).
-		Add(expression.Name("moved"), expression.Value(moved)).
-		Add(expression.Name("applied"), expression.Value(applied))
+// Count implements [fifo.Store]: one conditional update; when Applied is
+// above c.Index already, a second without it.
+func (s *GroupStore) Count(ctx context.Context, group string, c fifo.Count) error {
+	u := expression.Add(expression.Name("parked"), expression.Value(c.Parked))
 	cond := parkExists
-	if round != "" {
-		cond = cond.And(expression.Name("releasing").Equal(expression.Value(round)))
+	if c.Seq != "" {
+		u = u.Set(expression.Name("seq"), expression.Value(c.Seq))
+		cond = cond.And(expression.Or(expression.AttributeNotExists(expression.Name("seq")),
+			expression.Name("seq").LessThan(expression.Value(c.Seq))))
 	}
-	err := s.update(ctx, group, u, cond, fifo.ErrChanged)
-	if errors.Is(err, fifo.ErrChanged) && round != "" {
-		if parks, rerr := s.Parked(ctx, []string{group}); rerr == nil && len(parks) == 0 {
-			return fifo.ErrNotParked
+	if c.Index > 0 {
+		old, err := s.update(ctx, group, u.Set(expression.Name("applied"), expression.Value(c.Index)),
+			cond.And(expression.Name("applied").LessThan(expression.Value(c.Index))))
+		if !errors.Is(err, fifo.ErrChanged) || old == nil || old.Applied < c.Index {
+			return countErr(old, err, c)
 		}
 	}
-	if round == "" && errors.Is(err, fifo.ErrChanged) {
+	old, err := s.update(ctx, group, u, cond)
+	return countErr(old, err, c)
+}
+
+// countErr is the error of a Count whose update returned err, with old the
+// park it found when its condition failed: none when the record was
+// counted already.
+func countErr(old *parkItem, err error, c fifo.Count) error {
+	switch {
+	case !errors.Is(err, fifo.ErrChanged):
+		return err
+	case old == nil:
 		return fifo.ErrNotParked
+	case c.Seq != "" && old.Seq >= c.Seq:
+		return nil
 	}
 	return err
 }
 
 // Begin implements [fifo.Store].
 func (s *GroupStore) Begin(ctx context.Context, group, round string) error {
-	u := expression.Set(expression.Name("releasing"), expression.Value(round))
-	return s.update(ctx, group, u, parkExists, fifo.ErrNotParked)
+	u := expression.Set(expression.Name("releasing"), expression.Value(round)).
+		Set(expression.Name("previous"), expression.Value("")).
+		Set(expression.Name("applied"), expression.Name("moved"))
+	old, err := s.update(ctx, group, u, parkExists.And(expression.Name("releasing").Equal(expression.Value(""))).
+		And(expression.Name("applied").GreaterThanEqual(expression.Name("moved"))))
+	if errors.Is(err, fifo.ErrChanged) && old == nil {
+		return fifo.ErrNotParked
+	}
+	return err
 }
 
-func (s *GroupStore) update(ctx context.Context, group string, u expression.UpdateBuilder, cond expression.ConditionBuilder, onFail error) error {
+// Move implements [fifo.Store].
+func (s *GroupStore) Move(ctx context.Context, group, round, id string, index int) (bool, error) {
+	u := expression.Set(expression.Name("moved"), expression.Value(index)).
+		Set(expression.Name("lastMoved"), expression.Value(id))
+	old, err := s.update(ctx, group, u, parkExists.And(expression.Name("moved").Equal(expression.Value(index-1))))
+	switch {
+	case err == nil:
+		return old.Releasing == round, nil
+	case !errors.Is(err, fifo.ErrChanged):
+		return false, err
+	case old == nil:
+		return false, fifo.ErrNotParked
+	case old.LastMoved == id && old.Moved == index:
+		return old.Releasing == round, nil
+	}
+	return false, err
+}
+
+// update applies u to the park of group under cond. It returns the park
+// as the update left it, or, with fifo.ErrChanged when cond failed, as
+// it was (nil when there is none).
+func (s *GroupStore) update(ctx context.Context, group string, u expression.UpdateBuilder, cond expression.ConditionBuilder) (*parkItem, error) {
 	expr, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
 	if err != nil {
-		return fmt.Errorf("build the update of the park of %q: %w", group, err)
+		return nil, fmt.Errorf("build the update of the park of %q: %w", group, err)
 	}
-	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: s.key(group),
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: s.key(group),
 		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()})
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 	var failed *types.ConditionalCheckFailedException
-	if errors.As(err, &failed) {
-		return fmt.Errorf("update the park of %q: %w", group, onFail)
+	item := map[string]types.AttributeValue(nil)
+	switch {
+	case errors.As(err, &failed):
+		item, err = failed.Item, fmt.Errorf("update the park of %q: %w", group, fifo.ErrChanged)
+	case err != nil:
+		return nil, fmt.Errorf("update the park of %q: %w", group, err)
+	default:
+		item = out.Attributes
 	}
-	if err != nil {
-		return fmt.Errorf("update the park of %q: %w", group, err)
+	if len(item) == 0 {
+		return nil, err
 	}
-	return nil
+	var it parkItem
+	if uerr := attributevalue.UnmarshalMap(item, &it); uerr != nil {
+		return nil, fmt.Errorf("decode the park of %q: %w", group, uerr)
+	}
+	return &it, err
 }
 
 // Release implements [fifo.Store].

@@ -1,7 +1,11 @@
 package fifo
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"strconv"
 	"time"
 
@@ -18,16 +22,16 @@ type note struct {
 	OriginalMessageID string    `json:"originalMessageId"`
 	Reason            string    `json:"reason,omitempty"`
 	ParkedAt          time.Time `json:"parkedAt,omitzero"`
-	Release           string    `json:"release,omitempty"`
+	Release           string    `json:"release,omitempty"` // "<number>.<mark>" of a record sent back
 }
 
 // corruptName keeps an attribute of our name that is not ours, so that
 // nothing of the producer's is lost.
 const corruptName = "homing-corrupt"
 
-// producerOf returns attrs without our metadata, and the release round the
-// metadata names ("" when none).
-func producerOf(attrs map[string]types.MessageAttributeValue) (producer map[string]types.MessageAttributeValue, round string) {
+// producerOf returns attrs without our metadata, and the release mark the
+// metadata carries ("" when none).
+func producerOf(attrs map[string]types.MessageAttributeValue) (producer map[string]types.MessageAttributeValue, release string) {
 	var n note
 	producer, found, err := envelope.Unpack(attrs, envelope.ReplayAttributeName, &n)
 	if err != nil {
@@ -52,10 +56,25 @@ func producerOf(attrs map[string]types.MessageAttributeValue) (producer map[stri
 	return producer, n.Release
 }
 
-// Round returns the release round that attrs name ("" when none).
-func Round(attrs map[string]types.MessageAttributeValue) string {
-	_, round := producerOf(attrs)
-	return round
+// Released returns the number of a record sent back by release round:
+// its attrs carry a mark of round over its number and body. It returns 0
+// for any other record, whatever its attributes say.
+func Released(attrs map[string]types.MessageAttributeValue, body, round string) int {
+	_, release := producerOf(attrs)
+	num, _, ok := strings.Cut(release, ".")
+	n, err := strconv.Atoi(num)
+	if round == "" || !ok || err != nil || n < 1 || !hmac.Equal([]byte(release), []byte(mark(round, n, body))) {
+		return 0
+	}
+	return n
+}
+
+// mark is the release note of record number n of round: only who knows
+// the round (the park, never a message) can write it.
+func mark(round string, n int, body string) string {
+	h := hmac.New(sha256.New, []byte(round))
+	fmt.Fprintf(h, "%d\n%s", n, body)
+	return strconv.Itoa(n) + "." + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // ParkedAttributes returns the attributes of record id in the parking
@@ -66,10 +85,11 @@ func ParkedAttributes(attrs map[string]types.MessageAttributeValue, id, reason s
 }
 
 // ReleasedAttributes returns the attributes of parked record id sent back
-// to the source by release round: the producer's, and the round.
-func ReleasedAttributes(attrs map[string]types.MessageAttributeValue, id, round string) (map[string]types.MessageAttributeValue, error) {
+// to the source as number n of release round: the producer's, and the
+// round's mark (see Released).
+func ReleasedAttributes(attrs map[string]types.MessageAttributeValue, id, body, round string, n int) (map[string]types.MessageAttributeValue, error) {
 	producer, _ := producerOf(attrs)
-	return pack(producer, note{OriginalMessageID: id, Release: round})
+	return pack(producer, note{OriginalMessageID: id, Release: mark(round, n, body)})
 }
 
 func pack(producer map[string]types.MessageAttributeValue, n note) (map[string]types.MessageAttributeValue, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -54,10 +55,10 @@ func TestAttributesThroughAParkAndARelease(t *testing.T) {
 		if err != nil || !found || meta.OriginalMessageID != "m-1" || meta.Reason != fifo.ReasonExpiring || !equal(got, attrs) {
 			t.Fatalf("%d attributes, parked: %+v %v %v %v", n, meta, got, found, err)
 		}
-		if r := fifo.Round(parked); r != "" {
-			t.Fatalf("a parked record names round %q", r)
+		if n := fifo.Released(parked, "body", "r-1"); n != 0 {
+			t.Fatalf("a parked record is number %d of a round", n)
 		}
-		released, err := fifo.ReleasedAttributes(parked, "p-1", "r-1")
+		released, err := fifo.ReleasedAttributes(parked, "p-1", "body", "r-1", 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,9 +66,45 @@ func TestAttributesThroughAParkAndARelease(t *testing.T) {
 		if err != nil || !found || meta.OriginalMessageID != "p-1" || !equal(got, attrs) {
 			t.Fatalf("%d attributes, released: %+v %v %v %v", n, meta, got, found, err)
 		}
-		if r := fifo.Round(released); r != "r-1" {
-			t.Fatalf("a released record names round %q, want r-1", r)
+		if n := fifo.Released(released, "body", "r-1"); n != 7 {
+			t.Fatalf("a released record is number %d of its round, want 7", n)
 		}
+	}
+}
+
+// A release mark holds only for the round that wrote it and the body it
+// was written over: a producer's copy of a released record's attributes
+// on another body, a made-up mark, or a mark of another round names no
+// record sent back.
+func TestReleaseMarksCannotBeForged(t *testing.T) {
+	released, err := fifo.ReleasedAttributes(producer(2), "p-1", `{"id":1}`, "r-1", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := func(release string) map[string]types.MessageAttributeValue {
+		attrs, err := envelope.Pack(producer(2), replay.AttributeName, map[string]string{"originalMessageId": "p-1", "release": release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return attrs
+	}
+	for name, tt := range map[string]struct {
+		attrs       map[string]types.MessageAttributeValue
+		body, round string
+	}{
+		"another body":        {released, `{"id":2}`, "r-1"},
+		"another round":       {released, `{"id":1}`, "r-2"},
+		"no round":            {released, `{"id":1}`, ""},
+		"a made-up mark":      {forged("3.00112233445566778899aabbccddeeff"), `{"id":1}`, "r-1"},
+		"a number, no mark":   {forged("3"), `{"id":1}`, "r-1"},
+		"the round as a mark": {forged("r-1"), `{"id":1}`, "r-1"},
+	} {
+		if n := fifo.Released(tt.attrs, tt.body, tt.round); n != 0 {
+			t.Errorf("%s: number %d", name, n)
+		}
+	}
+	if n := fifo.Released(released, `{"id":1}`, "r-1"); n != 3 {
+		t.Fatalf("the true record: number %d, want 3", n)
 	}
 }
 
@@ -85,14 +122,14 @@ func TestAProducersGarbageUnderOurNameIsKept(t *testing.T) {
 			}
 		}
 		attrs[replay.AttributeName] = str("not json")
-		if r := fifo.Round(attrs); r != "" {
-			t.Fatalf("garbage names round %q", r)
+		if n := fifo.Released(attrs, "body", "r-1"); n != 0 {
+			t.Fatalf("garbage is number %d of a round", n)
 		}
 		parked, err := fifo.ParkedAttributes(attrs, "m-1", fifo.ReasonGroupParked, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		released, err := fifo.ReleasedAttributes(parked, "p-1", "r-1")
+		released, err := fifo.ReleasedAttributes(parked, "p-1", "body", "r-1", 1)
 		if err != nil {
 			t.Fatal(err)
 		}

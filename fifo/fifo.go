@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -44,8 +45,8 @@ const (
 	ReasonGroupParked = "group-parked"
 )
 
-// Park marks a parked group. The counters tell a release when every record
-// parked behind the head is back and applied.
+// Park marks a parked group. Its counters tell a release when every record
+// parked behind the head is back in the source and settled.
 type Park struct {
 	Group  string
 	Reason string // why the head can never succeed
@@ -55,21 +56,46 @@ type Park struct {
 	// Parked counts the records sent to the parking queue, the head
 	// included when it went there.
 	Parked int
-	// Moved counts the records a release sent back to the source.
+	// Moved counts the records releases sent back to the source; each
+	// carries its number.
 	Moved int
-	// Applied counts the records of a release the consumer settled:
-	// applied, or parked again.
+	// Applied is the highest number of a record sent back that the
+	// consumer settled: applied, or parked again.
 	Applied int
-	// Releasing names the release round in progress ("" when none):
-	// records that carry it are the parked ones, sent back in order.
+	// Releasing is the release round in progress ("" when none), the key
+	// of its records' marks.
 	Releasing string
-	// Previous names the round a Repark ended: its records still in the
-	// source are parked again with the order key they carry.
+	// Previous is the round a Repark ended: its records still in the
+	// source are parked again.
 	Previous string
+	// Seq is the source sequence number of the last record counted.
+	Seq string
+	// LastMoved is the parking queue's message id last counted moved.
+	LastMoved string
 }
 
 // Waiting is how many records wait in the parking queue.
 func (p Park) Waiting() int { return max(p.Parked-p.Moved, 0) }
+
+// Count is what the consumer did with a record of a parked group.
+type Count struct {
+	// Seq is the record's source sequence number (SeqKey): a record is
+	// counted once. "" counts always.
+	Seq string
+	// Parked is 1 when the record went to the parking queue.
+	Parked int
+	// Index is the number of a record sent back, settled (0: none).
+	Index int
+}
+
+// SeqKey returns the SQS sequence number seq in a form that orders as
+// the number does ("" when seq is not one).
+func SeqKey(seq string) string {
+	if seq == "" || len(seq) > 40 || strings.Trim(seq, "0123456789") != "" {
+		return ""
+	}
+	return strings.Repeat("0", 40-len(seq)) + seq
+}
 
 // Errors of a [Store].
 var (
@@ -80,27 +106,33 @@ var (
 )
 
 // Store keeps the parks of one lane. Every method is safe for concurrent
-// use.
+// use; every write but Release is idempotent.
 type Store interface {
 	// Parked returns the parks of groups, read consistently; a group not
 	// parked is absent.
 	Parked(ctx context.Context, groups []string) (map[string]Park, error)
-	// Park parks p.Group unless it is parked; it returns the stored park.
+	// Park parks p.Group unless it is parked (counters and round empty);
+	// it returns the stored park.
 	Park(ctx context.Context, p Park) (Park, error)
-	// Repark names a new head and reason of a parked group and ends its
-	// release round; the round's records sent back and not applied count
-	// as applied (each goes back to the parking queue, counted again, or
-	// is the new head). ErrNotParked when it is not parked.
+	// Repark names a new head, reason and queue of a parked group; a round
+	// in progress ends and becomes Previous. ErrNotParked when it is not
+	// parked.
 	Repark(ctx context.Context, group, head, reason, queue string) error
-	// Count adds parked, moved and applied to the park's counters. When
-	// round is not "", it adds only while the park's Releasing is round
-	// (ErrChanged otherwise). ErrNotParked when the group is not parked.
-	Count(ctx context.Context, group string, parked, moved, applied int, round string) error
-	// Begin starts release round on a parked group: ErrNotParked when it
-	// is not parked.
+	// Count adds c.Parked to Parked and raises Applied to c.Index, unless
+	// c.Seq is not above Seq (counted already: nil). ErrNotParked when the
+	// group is not parked.
+	Count(ctx context.Context, group string, c Count) error
+	// Begin starts round: Releasing is round, Previous "", Applied Moved.
+	// ErrChanged unless no round is in progress and Applied >= Moved;
+	// ErrNotParked when the group is not parked.
 	Begin(ctx context.Context, group, round string) error
-	// Release removes the park if its counters are still those of p
-	// (ErrChanged otherwise); a group not parked is not an error.
+	// Move counts parking queue message id sent back as record number
+	// index: Moved is index, LastMoved id. Counting id again is nil;
+	// ErrChanged when Moved is not index-1. It reports whether round is
+	// still the round in progress.
+	Move(ctx context.Context, group, round, id string, index int) (current bool, err error)
+	// Release removes the park if its counters and round are still those
+	// of p (ErrChanged otherwise); a group not parked is not an error.
 	Release(ctx context.Context, p Park) error
 	// List returns every park, ordered by group.
 	List(ctx context.Context) ([]Park, error)

@@ -55,9 +55,11 @@ const scanVisibility = 60
 const quiet = 2 * scanVisibility * time.Second
 
 // Release takes one step of releasing group: it sends the group's parked
-// records back unless a round is still pending, and ends the park when the
-// parking queue holds none of them and every one sent back was applied.
-// Call it again until Done; a pending round waits for the consumer.
+// records back to the source, numbered, in a round the consumer
+// recognises, and ends the park once the parking queue holds none of them
+// and every one sent back was settled. A round a re-parked record ended
+// waits for its records to settle before the next begins. Call it again
+// until Done.
 func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	parks, err := r.Store.Parked(ctx, []string{group})
 	if err != nil {
@@ -67,26 +69,29 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	if !ok {
 		return Step{Done: true}, nil
 	}
-	if p.Applied < p.Moved { // a round's records not settled yet: the next round waits
-		return Step{Pending: p.Moved - p.Applied}, nil
-	}
-	// A step goes on with the round a step before it began (which may
-	// have stopped midway, its records in the source); a new one begins
-	// when none is named (none yet, or a Repark ended it).
-	round := p.Releasing
-	if round == "" {
-		round = newRound()
-		if err := r.Store.Begin(ctx, group, round); err != nil {
+	if p.Releasing == "" {
+		if p.Applied < p.Moved { // the records of the round that ended are not all settled
+			return Step{Pending: p.Moved - p.Applied}, nil
+		}
+		round := newRound()
+		switch err := r.Store.Begin(ctx, group, round); {
+		case errors.Is(err, ErrChanged):
+			return Step{}, nil
+		case err != nil:
 			return Step{}, err
 		}
+		p.Releasing, p.Previous, p.Applied = round, "", p.Moved
 	}
 	// The records a round parked again are older than every record
 	// parked under the group since: they go back first.
-	moved, err := r.move(ctx, ReparkGroup(group), group, round)
+	moved, err := r.move(ctx, &p, ReparkGroup(group))
 	if err == nil {
 		var n int
-		n, err = r.move(ctx, group, group, round)
+		n, err = r.move(ctx, &p, group)
 		moved += n
+	}
+	if errors.Is(err, errRoundEnded) || errors.Is(err, ErrChanged) {
+		err = nil // the next step goes on
 	}
 	if err != nil {
 		return Step{Moved: moved}, err
@@ -99,7 +104,7 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	switch {
 	case !ok:
 		return Step{Done: true, Moved: moved}, nil
-	case moved > 0 || p.Applied < p.Moved:
+	case moved > 0 || p.Applied < p.Moved || p.Releasing == "":
 		delete(r.empty, group)
 		return Step{Moved: moved, Pending: max(p.Moved-p.Applied, 0)}, nil
 	case p.Moved < p.Parked && !r.quietFor(group):
@@ -136,10 +141,10 @@ func (r *Releaser) quietFor(group string) bool {
 	return now.Sub(since) >= quiet && !now.Before(r.hidden)
 }
 
-// move sends the parking queue's records of parked (group's own group, or
-// its ReparkGroup) to the source under group, in order, marked with round;
-// it returns how many.
-func (r *Releaser) move(ctx context.Context, parked, group, round string) (int, error) {
+// move sends the parking queue's records of parked (p's group, or its
+// ReparkGroup) back to the source under p's group, in order, numbered in
+// p's round; it returns how many.
+func (r *Releaser) move(ctx context.Context, p *Park, parked string) (int, error) {
 	var others []string // receipt handles of the messages not moved, shown again at the end
 	hideEnds := r.now().Add(scanVisibility * time.Second)
 	defer func() {
@@ -168,7 +173,7 @@ func (r *Releaser) move(ctx context.Context, parked, group, round string) (int, 
 				others = append(others, aws.ToString(m.ReceiptHandle))
 				continue
 			}
-			if err := r.sendBack(ctx, group, round, m); err != nil {
+			if err := r.sendBack(ctx, p, m); err != nil {
 				// Shown again, so that the next step finds them.
 				for _, rest := range out.Messages[i:] {
 					others = append(others, aws.ToString(rest.ReceiptHandle))
@@ -180,24 +185,41 @@ func (r *Releaser) move(ctx context.Context, parked, group, round string) (int, 
 	}
 }
 
-func (r *Releaser) sendBack(ctx context.Context, group, round string, m types.Message) error {
+// sendBack sends m to the source as the next record of p's round, counts
+// it, and deletes it from the parking queue. A step that stopped midway
+// sends it again under the same number: SQS drops the copy within its
+// deduplication window, the consumer settles a number once after it.
+func (r *Releaser) sendBack(ctx context.Context, p *Park, m types.Message) error {
 	id := aws.ToString(m.MessageId)
-	attrs, err := ReleasedAttributes(m.MessageAttributes, id, round)
+	n := p.Moved + 1
+	if p.LastMoved == id {
+		n = p.Moved
+	}
+	attrs, err := ReleasedAttributes(m.MessageAttributes, id, aws.ToString(m.Body), p.Releasing, n)
 	if err != nil {
 		return err
 	}
 	_, err = r.Queue.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(r.SourceURL), MessageBody: m.Body,
-		MessageAttributes: attrs, MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String("release-" + id)})
+		MessageAttributes: attrs, MessageGroupId: aws.String(p.Group), MessageDeduplicationId: aws.String("release-" + id)})
 	if err != nil {
 		return fmt.Errorf("fifo: send %s back to the source: %w", id, err)
 	}
-	// Counted once deleted: a record sent again (deduplicated by SQS) is
-	// never counted twice.
+	current, err := r.Store.Move(ctx, p.Group, p.Releasing, id, n)
+	if err != nil {
+		return err
+	}
+	p.Moved, p.LastMoved = n, id
 	if _, err := r.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 		return fmt.Errorf("fifo: delete %s from the parking queue: %w", id, err)
 	}
-	return r.Store.Count(ctx, group, 0, 1, 0, round)
+	if !current { // a record parked again ended the round: this one follows it
+		return errRoundEnded
+	}
+	return nil
 }
+
+// errRoundEnded stops a step whose round a record parked again ended.
+var errRoundEnded = errors.New("fifo: the release round ended")
 
 func newRound() string {
 	b := make([]byte, 16)

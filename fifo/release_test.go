@@ -48,7 +48,7 @@ func (l *releaseLane) park(group string, bodies ...string) {
 			MessageAttributes: attrs, MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String("m-" + b)}); err != nil {
 			l.t.Fatal(err)
 		}
-		if err := l.parks.Count(ctx, group, 1, 0, 0, ""); err != nil {
+		if err := l.parks.Count(ctx, group, fifo.Count{Parked: 1}); err != nil {
 			l.t.Fatal(err)
 		}
 	}
@@ -73,11 +73,11 @@ func (l *releaseLane) parkOf(group string) (fifo.Park, bool) {
 	return p, ok
 }
 
-// apply counts n records of group's round applied, as the consumer does.
+// apply counts the next n records sent back settled, as the consumer does.
 func (l *releaseLane) apply(group string, n int) {
 	l.t.Helper()
 	p, _ := l.parkOf(group)
-	if err := l.parks.Count(l.t.Context(), group, 0, 0, n, p.Releasing); err != nil {
+	if err := l.parks.Count(l.t.Context(), group, fifo.Count{Index: p.Applied + n}); err != nil {
 		l.t.Fatal(err)
 	}
 }
@@ -128,13 +128,13 @@ func TestReleaseSendsTheGroupBackInOrder(t *testing.T) {
 	if got := bodiesOf(src); !slices.Equal(got, g) {
 		t.Fatalf("source holds %q, want %q", got, g)
 	}
-	for _, m := range src {
+	for i, m := range src {
 		_, producer, _, err := replay.Read(m.MessageAttributes)
 		if err != nil || aws.ToString(producer["body"].StringValue) != aws.ToString(m.Body) || len(producer) != 1 {
 			t.Errorf("%s sent back with %v, %v", aws.ToString(m.Body), producer, err)
 		}
-		if r := fifo.Round(m.MessageAttributes); r != p.Releasing {
-			t.Errorf("%s sent back in round %q, the park's is %q", aws.ToString(m.Body), r, p.Releasing)
+		if n := fifo.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing); n != i+1 {
+			t.Errorf("%s sent back as number %d of the park's round, want %d", aws.ToString(m.Body), n, i+1)
 		}
 		if m.Attributes["MessageGroupId"] != "g" {
 			t.Errorf("%s sent back in group %q", aws.ToString(m.Body), m.Attributes["MessageGroupId"])
@@ -237,6 +237,61 @@ func TestReleaseThatCannotDeleteCountsOnce(t *testing.T) {
 		t.Fatalf("source holds %q, want g/1 once", got)
 	}
 	l.apply("g", 1)
+	if s := l.step("g"); !s.Done {
+		t.Fatalf("step = %+v, want Done", s)
+	}
+}
+
+// A record sent back that parks again ends its round: the round's later
+// records follow it to the group's ReparkGroup. No round begins until
+// every record of the one that ended is settled; the next moves the
+// ReparkGroup first, then what was parked under the group meanwhile, in
+// new numbers.
+func TestReleaseAfterARecordParkedAgain(t *testing.T) {
+	l := newReleaseLane(t)
+	ctx := t.Context()
+	l.park("g", "g/1", "g/2", "g/3")
+	if s := l.step("g"); s.Moved != 3 {
+		t.Fatalf("step = %+v, want 3 moved", s)
+	}
+	first, _ := l.parkOf("g")
+	l.apply("g", 1)
+	if err := l.parks.Repark(ctx, "g", "g/2", fifo.ReasonDeliveredTooOften, "parking"); err != nil {
+		t.Fatal(err)
+	}
+	reparked := func(body string, n int) {
+		t.Helper()
+		if _, err := l.lane.Queue.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.lane.Route.ParkingURL), MessageBody: aws.String(body),
+			MessageGroupId: aws.String(fifo.ReparkGroup("g")), MessageDeduplicationId: aws.String("again-" + body)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.parks.Count(ctx, "g", fifo.Count{Parked: 1, Index: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reparked("g/2", 2)
+	l.park("g", "g/4") // the producer's, parked behind
+	if s := l.step("g"); s.Done || s.Moved != 0 || s.Pending != 1 {
+		t.Fatalf("step with g/3 unsettled = %+v, want to wait", s)
+	}
+	reparked("g/3", 3)
+	if s := l.step("g"); s.Done || s.Moved != 3 {
+		t.Fatalf("step = %+v, want g/2, g/3 and g/4 moved", s)
+	}
+	p, _ := l.parkOf("g")
+	if p.Releasing == "" || p.Releasing == first.Releasing {
+		t.Fatalf("park = %+v, want a new round", p)
+	}
+	src := l.lane.Queue.Messages(l.lane.Route.SourceURL)
+	if got := bodiesOf(src); !slices.Equal(got, []string{"g/1", "g/2", "g/3", "g/2", "g/3", "g/4"}) {
+		t.Fatalf("source holds %q", got)
+	}
+	for i, m := range src[3:] {
+		if n := fifo.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing); n != 4+i {
+			t.Errorf("%s is number %d of the new round, want %d", aws.ToString(m.Body), n, 4+i)
+		}
+	}
+	l.apply("g", 3)
 	if s := l.step("g"); !s.Done {
 		t.Fatalf("step = %+v, want Done", s)
 	}

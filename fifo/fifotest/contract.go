@@ -29,10 +29,12 @@ var contract = []struct {
 	{"park_stores_the_park", parkStoresThePark},
 	{"park_of_a_parked_group_changes_nothing", parkOfAParkedGroupChangesNothing},
 	{"parked_returns_only_parked_groups", parkedReturnsOnlyParkedGroups},
-	{"count_adds_to_the_counters", countAddsToTheCounters},
+	{"count_adds_parked_and_raises_applied", countAddsParkedAndRaisesApplied},
+	{"count_counts_a_record_once", countCountsARecordOnce},
 	{"count_needs_a_park", countNeedsAPark},
-	{"count_needs_the_round", countNeedsTheRound},
-	{"begin_names_the_round", beginNamesTheRound},
+	{"begin_starts_a_round", beginStartsARound},
+	{"begin_waits_for_the_round_to_settle", beginWaitsForTheRoundToSettle},
+	{"move_counts_a_record_once", moveCountsARecordOnce},
 	{"repark_names_a_new_head_and_ends_the_round", reparkNamesANewHeadAndEndsTheRound},
 	{"release_removes_the_park_as_seen", releaseRemovesTheParkAsSeen},
 	{"release_of_a_changed_park_conflicts", releaseOfAChangedParkConflicts},
@@ -78,12 +80,32 @@ func notParked(t *testing.T, s fifo.Store, group string) {
 	}
 }
 
-func mustCount(t *testing.T, s fifo.Store, group string, parked, moved, applied int, round string) {
+func mustCount(t *testing.T, s fifo.Store, group string, c fifo.Count) {
 	t.Helper()
-	if err := s.Count(t.Context(), group, parked, moved, applied, round); err != nil {
-		t.Fatalf("Count %q %d %d %d %q: %v", group, parked, moved, applied, round, err)
+	if err := s.Count(t.Context(), group, c); err != nil {
+		t.Fatalf("Count %q %+v: %v", group, c, err)
 	}
 }
+
+func mustBegin(t *testing.T, s fifo.Store, group, round string) {
+	t.Helper()
+	if err := s.Begin(t.Context(), group, round); err != nil {
+		t.Fatalf("Begin %q %q: %v", group, round, err)
+	}
+}
+
+// mustMove counts records first..last of round moved (parking ids p-N).
+func mustMove(t *testing.T, s fifo.Store, group, round string, first, last int) {
+	t.Helper()
+	for n := first; n <= last; n++ {
+		if _, err := s.Move(t.Context(), group, round, fmt.Sprintf("p-%d", n), n); err != nil {
+			t.Fatalf("Move %q %q %d: %v", group, round, n, err)
+		}
+	}
+}
+
+// seq is source sequence number n as the consumer counts it.
+func seq(n int) string { return fifo.SeqKey(fmt.Sprint(n)) }
 
 // same fails t unless got is want (Since as an instant).
 func same(t *testing.T, what string, got, want fifo.Park) {
@@ -109,17 +131,16 @@ func counters(t *testing.T, s fifo.Store, group string, parked, moved, applied i
 }
 
 // parkStoresThePark: Park of a group not parked stores its group, reason,
-// head, queue, time and Parked count, with no record moved or applied and
-// no round (whatever the caller gave), and returns what it stored.
+// head, queue and time, with no record counted and no round (whatever the
+// caller gave), and returns what it stored.
 func parkStoresThePark(t *testing.T, s fifo.Store) {
 	in := fifo.Park{Group: "acct-7", Reason: fifo.ReasonExpiring, Head: "m-1", Queue: "parking", Since: t0,
-		Parked: 1, Moved: 5, Applied: 4, Releasing: "r-1"}
+		Parked: 1, Moved: 5, Applied: 4, Releasing: "r-1", Previous: "r-0", Seq: seq(3), LastMoved: "p-5"}
 	got, err := s.Park(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := in
-	want.Moved, want.Applied, want.Releasing = 0, 0, ""
+	want := fifo.Park{Group: in.Group, Reason: in.Reason, Head: in.Head, Queue: in.Queue, Since: in.Since}
 	same(t, "Park", got, want)
 	same(t, "the stored park", parkOf(t, s, "acct-7"), want)
 }
@@ -128,8 +149,8 @@ func parkStoresThePark(t *testing.T, s fifo.Store) {
 // standing park and changes nothing.
 func parkOfAParkedGroupChangesNothing(t *testing.T, s fifo.Store) {
 	first := mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", 2, 0, 0, "")
-	first.Parked = 2
+	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Parked: 1})
+	first.Parked, first.Seq = 1, seq(1)
 	again, err := s.Park(t.Context(), fifo.Park{Group: "g", Reason: fifo.ReasonDeliveredTooOften, Head: "m-9", Queue: "parking", Since: t0.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
@@ -166,97 +187,147 @@ func parkedReturnsOnlyParkedGroups(t *testing.T, s fifo.Store) {
 	}
 }
 
-// countAddsToTheCounters: Count adds to each counter, without a round or
-// with the park's own.
-func countAddsToTheCounters(t *testing.T, s fifo.Store) {
+// countAddsParkedAndRaisesApplied: Count adds its Parked, raises Applied
+// to its Index (never lowers it) and keeps the last Seq; a Count without
+// Seq counts every time.
+func countAddsParkedAndRaisesApplied(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", 1, 0, 0, "")
-	mustCount(t, s, "g", 2, 0, 0, "")
-	counters(t, s, "g", 3, 0, 0, "")
-	if err := s.Begin(t.Context(), "g", "r-1"); err != nil {
-		t.Fatal(err)
+	mustCount(t, s, "g", fifo.Count{Seq: seq(9), Parked: 1})
+	mustCount(t, s, "g", fifo.Count{Seq: seq(10), Parked: 1, Index: 2})
+	mustCount(t, s, "g", fifo.Count{Seq: seq(11), Index: 1})
+	mustCount(t, s, "g", fifo.Count{Parked: 1})
+	mustCount(t, s, "g", fifo.Count{Parked: 1})
+	p := parkOf(t, s, "g")
+	if p.Parked != 4 || p.Applied != 2 || p.Seq != seq(11) || p.Moved != 0 {
+		t.Fatalf("park %+v: want parked 4, applied 2, seq %s, moved 0", p, seq(11))
 	}
-	mustCount(t, s, "g", 0, 2, 0, "r-1")
-	mustCount(t, s, "g", 0, 1, 1, "r-1")
-	mustCount(t, s, "g", 1, 0, 0, "")
-	counters(t, s, "g", 4, 3, 1, "r-1")
+}
+
+// countCountsARecordOnce: a Count whose Seq is not above the last one
+// counted (the same record again, or an older copy) changes nothing and
+// is no error.
+func countCountsARecordOnce(t *testing.T, s fifo.Store) {
+	mustPark(t, s, "g", "m-1")
+	mustCount(t, s, "g", fifo.Count{Seq: seq(100), Parked: 1, Index: 3})
+	mustCount(t, s, "g", fifo.Count{Seq: seq(100), Parked: 1, Index: 3})
+	mustCount(t, s, "g", fifo.Count{Seq: seq(99), Parked: 1, Index: 7})
+	p := parkOf(t, s, "g")
+	if p.Parked != 1 || p.Applied != 3 || p.Seq != seq(100) {
+		t.Fatalf("park %+v: want parked 1, applied 3, seq %s", p, seq(100))
+	}
 }
 
 // countNeedsAPark: Count of a group never parked, or released, fails with
-// ErrNotParked, with a round or without, and parks nothing.
+// ErrNotParked and parks nothing.
 func countNeedsAPark(t *testing.T, s fifo.Store) {
-	for _, round := range []string{"", "r-1"} {
-		if err := s.Count(t.Context(), "never", 1, 0, 0, round); !errors.Is(err, fifo.ErrNotParked) {
-			t.Errorf("Count of a group never parked, round %q: err = %v, want ErrNotParked", round, err)
-		}
+	if err := s.Count(t.Context(), "never", fifo.Count{Seq: seq(1), Parked: 1}); !errors.Is(err, fifo.ErrNotParked) {
+		t.Errorf("Count of a group never parked: err = %v, want ErrNotParked", err)
 	}
 	p := mustPark(t, s, "g", "m-1")
 	if err := s.Release(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
-	for _, round := range []string{"", "r-1"} {
-		if err := s.Count(t.Context(), "g", 1, 0, 0, round); !errors.Is(err, fifo.ErrNotParked) {
-			t.Errorf("Count of a released group, round %q: err = %v, want ErrNotParked", round, err)
-		}
+	if err := s.Count(t.Context(), "g", fifo.Count{Parked: 1, Index: 1}); !errors.Is(err, fifo.ErrNotParked) {
+		t.Errorf("Count of a released group: err = %v, want ErrNotParked", err)
 	}
 	notParked(t, s, "never")
 	notParked(t, s, "g")
 }
 
-// countNeedsTheRound: Count with a round that is not the park's (none
-// begun, or another) fails with ErrChanged and counts nothing.
-func countNeedsTheRound(t *testing.T, s fifo.Store) {
+// beginStartsARound: Begin names the round and changes no counter; Begin
+// while a round is in progress fails with ErrChanged; Begin of a group not
+// parked fails with ErrNotParked and parks nothing.
+func beginStartsARound(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", 2, 0, 0, "")
-	if err := s.Count(t.Context(), "g", 0, 1, 0, "r-1"); !errors.Is(err, fifo.ErrChanged) {
-		t.Fatalf("Count in a round never begun: err = %v, want ErrChanged", err)
+	mustCount(t, s, "g", fifo.Count{Parked: 3})
+	mustBegin(t, s, "g", "r-1")
+	counters(t, s, "g", 3, 0, 0, "r-1")
+	if err := s.Begin(t.Context(), "g", "r-2"); !errors.Is(err, fifo.ErrChanged) {
+		t.Fatalf("Begin during a round: err = %v, want ErrChanged", err)
 	}
-	if err := s.Begin(t.Context(), "g", "r-2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Count(t.Context(), "g", 0, 1, 1, "r-1"); !errors.Is(err, fifo.ErrChanged) {
-		t.Fatalf("Count in another round: err = %v, want ErrChanged", err)
-	}
-	counters(t, s, "g", 2, 0, 0, "r-2")
-}
-
-// beginNamesTheRound: Begin sets the park's round, a later Begin replaces
-// it, and neither changes the counters; Begin of a group not parked fails
-// with ErrNotParked and parks nothing.
-func beginNamesTheRound(t *testing.T, s fifo.Store) {
-	mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", 3, 0, 0, "")
-	for _, round := range []string{"r-1", "r-2"} {
-		if err := s.Begin(t.Context(), "g", round); err != nil {
-			t.Fatal(err)
-		}
-		counters(t, s, "g", 3, 0, 0, round)
-	}
+	counters(t, s, "g", 3, 0, 0, "r-1")
 	if err := s.Begin(t.Context(), "never", "r-1"); !errors.Is(err, fifo.ErrNotParked) {
 		t.Fatalf("Begin of a group never parked: err = %v, want ErrNotParked", err)
 	}
 	notParked(t, s, "never")
 }
 
+// beginWaitsForTheRoundToSettle: after a Repark ended a round, Begin fails
+// with ErrChanged until Applied reaches Moved; then it forgets Previous
+// and sets Applied to Moved (a record settled beyond what was counted
+// moved counts for nothing in the new round).
+func beginWaitsForTheRoundToSettle(t *testing.T, s fifo.Store) {
+	mustPark(t, s, "g", "m-1")
+	mustCount(t, s, "g", fifo.Count{Parked: 3})
+	mustBegin(t, s, "g", "r-1")
+	mustMove(t, s, "g", "r-1", 1, 2)
+	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Index: 1})
+	if err := s.Repark(t.Context(), "g", "m-2", fifo.ReasonExpiring, "parking"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Begin(t.Context(), "g", "r-2"); !errors.Is(err, fifo.ErrChanged) {
+		t.Fatalf("Begin with record 2 of 2 unsettled: err = %v, want ErrChanged", err)
+	}
+	mustCount(t, s, "g", fifo.Count{Seq: seq(2), Parked: 1, Index: 3})
+	mustBegin(t, s, "g", "r-2")
+	p := parkOf(t, s, "g")
+	if p.Releasing != "r-2" || p.Previous != "" || p.Moved != 2 || p.Applied != 2 || p.Parked != 4 {
+		t.Fatalf("park %+v: want round r-2, no previous, moved 2, applied 2, parked 4", p)
+	}
+}
+
+// moveCountsARecordOnce: Move counts record n moved and reports the round
+// current; the same id and number again counts nothing; a number that
+// does not follow Moved fails with ErrChanged; after a Repark, Move still
+// counts and reports the round ended; Move of a group not parked fails
+// with ErrNotParked.
+func moveCountsARecordOnce(t *testing.T, s fifo.Store) {
+	mustPark(t, s, "g", "m-1")
+	mustCount(t, s, "g", fifo.Count{Parked: 3})
+	mustBegin(t, s, "g", "r-1")
+	for range 2 {
+		if cur, err := s.Move(t.Context(), "g", "r-1", "p-1", 1); err != nil || !cur {
+			t.Fatalf("Move 1: %t, %v; want current", cur, err)
+		}
+	}
+	if _, err := s.Move(t.Context(), "g", "r-1", "p-2", 3); !errors.Is(err, fifo.ErrChanged) {
+		t.Fatalf("Move 3 after 1: err = %v, want ErrChanged", err)
+	}
+	counters(t, s, "g", 3, 1, 0, "r-1")
+	if err := s.Repark(t.Context(), "g", "m-2", fifo.ReasonExpiring, "parking"); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := s.Move(t.Context(), "g", "r-1", "p-2", 2); err != nil || cur {
+		t.Fatalf("Move 2 after a Repark: %t, %v; want counted, round ended", cur, err)
+	}
+	if p := parkOf(t, s, "g"); p.Moved != 2 || p.LastMoved != "p-2" {
+		t.Fatalf("park %+v: want moved 2, last moved p-2", p)
+	}
+	if _, err := s.Move(t.Context(), "never", "r-1", "p-1", 1); !errors.Is(err, fifo.ErrNotParked) {
+		t.Fatalf("Move of a group never parked: err = %v, want ErrNotParked", err)
+	}
+	notParked(t, s, "never")
+}
+
 // reparkNamesANewHeadAndEndsTheRound: Repark names the head, reason and
-// queue, ends the round (Previous names it), and counts the round's records sent back and not
-// applied as applied (each goes back to the parking queue, counted again,
-// or is the new head); the group's time and other counts stay. Repark of
-// a group not parked fails with ErrNotParked and parks nothing.
+// queue and ends the round (Previous names it); the time and counters
+// stay. A Repark with no round in progress keeps Previous. Repark of a
+// group not parked fails with ErrNotParked and parks nothing.
 func reparkNamesANewHeadAndEndsTheRound(t *testing.T, s fifo.Store) {
 	p := mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", 3, 0, 0, "")
-	if err := s.Begin(t.Context(), "g", "r-1"); err != nil {
-		t.Fatal(err)
+	mustCount(t, s, "g", fifo.Count{Parked: 3})
+	mustBegin(t, s, "g", "r-1")
+	mustMove(t, s, "g", "r-1", 1, 3)
+	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Index: 1})
+	for _, head := range []string{"m-2", "m-3"} {
+		if err := s.Repark(t.Context(), "g", head, fifo.ReasonDeliveredTooOften, "parking"); err != nil {
+			t.Fatal(err)
+		}
+		want := p
+		want.Head, want.Reason, want.Queue = head, fifo.ReasonDeliveredTooOften, "parking"
+		want.Parked, want.Moved, want.Applied, want.Previous, want.Seq, want.LastMoved = 3, 3, 1, "r-1", seq(1), "p-3"
+		same(t, "the reparked park", parkOf(t, s, "g"), want)
 	}
-	mustCount(t, s, "g", 0, 3, 1, "r-1")
-	if err := s.Repark(t.Context(), "g", "m-2", fifo.ReasonDeliveredTooOften, "parking"); err != nil {
-		t.Fatal(err)
-	}
-	want := p
-	want.Head, want.Reason, want.Queue = "m-2", fifo.ReasonDeliveredTooOften, "parking"
-	want.Parked, want.Moved, want.Applied, want.Previous = 3, 3, 1, "r-1"
-	same(t, "the reparked park", parkOf(t, s, "g"), want)
 	if err := s.Repark(t.Context(), "never", "m-1", fifo.ReasonExpiring, "parking"); !errors.Is(err, fifo.ErrNotParked) {
 		t.Fatalf("Repark of a group never parked: err = %v, want ErrNotParked", err)
 	}
@@ -267,11 +338,10 @@ func reparkNamesANewHeadAndEndsTheRound(t *testing.T, s fifo.Store) {
 // Release of a group not parked (any more) is no error.
 func releaseRemovesTheParkAsSeen(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", 2, 0, 0, "")
-	if err := s.Begin(t.Context(), "g", "r-1"); err != nil {
-		t.Fatal(err)
-	}
-	mustCount(t, s, "g", 0, 2, 2, "r-1")
+	mustCount(t, s, "g", fifo.Count{Parked: 2})
+	mustBegin(t, s, "g", "r-1")
+	mustMove(t, s, "g", "r-1", 1, 2)
+	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Index: 2})
 	p := parkOf(t, s, "g")
 	if err := s.Release(t.Context(), p); err != nil {
 		t.Fatal(err)
@@ -289,11 +359,10 @@ func releaseRemovesTheParkAsSeen(t *testing.T, s fifo.Store) {
 // round are not the stored ones fails with ErrChanged and keeps it.
 func releaseOfAChangedParkConflicts(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", 2, 0, 0, "")
-	if err := s.Begin(t.Context(), "g", "r-1"); err != nil {
-		t.Fatal(err)
-	}
-	mustCount(t, s, "g", 0, 2, 1, "r-1")
+	mustCount(t, s, "g", fifo.Count{Parked: 2})
+	mustBegin(t, s, "g", "r-1")
+	mustMove(t, s, "g", "r-1", 1, 2)
+	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Index: 1})
 	stored := parkOf(t, s, "g")
 	for name, change := range map[string]func(p *fifo.Park){
 		"parked":    func(p *fifo.Park) { p.Parked-- },
@@ -314,11 +383,10 @@ func releaseOfAChangedParkConflicts(t *testing.T, s fifo.Store) {
 // new park, none of the old one's counters or round.
 func aGroupParkedAgainStartsAfresh(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", 2, 0, 0, "")
-	if err := s.Begin(t.Context(), "g", "r-1"); err != nil {
-		t.Fatal(err)
-	}
-	mustCount(t, s, "g", 0, 2, 2, "r-1")
+	mustCount(t, s, "g", fifo.Count{Seq: seq(5), Parked: 2})
+	mustBegin(t, s, "g", "r-1")
+	mustMove(t, s, "g", "r-1", 1, 2)
+	mustCount(t, s, "g", fifo.Count{Seq: seq(9), Index: 2})
 	if err := s.Release(t.Context(), parkOf(t, s, "g")); err != nil {
 		t.Fatal(err)
 	}
@@ -329,6 +397,8 @@ func aGroupParkedAgainStartsAfresh(t *testing.T, s fifo.Store) {
 	}
 	same(t, "the new park", got, in)
 	same(t, "the stored park", parkOf(t, s, "g"), in)
+	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Parked: 1})
+	counters(t, s, "g", 1, 0, 0, "")
 }
 
 // listOrdersByGroup: List returns every park, ordered by group (as Go
@@ -341,7 +411,7 @@ func listOrdersByGroup(t *testing.T, s fifo.Store) {
 	for _, g := range groups {
 		mustPark(t, s, g, "head-"+g)
 	}
-	mustCount(t, s, "a", 4, 0, 0, "")
+	mustCount(t, s, "a", fifo.Count{Parked: 4})
 	got, err := s.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -367,11 +437,10 @@ func groupsDoNotCollide(t *testing.T, s fifo.Store) {
 	for _, g := range []string{"g", "g1", "g#1"} {
 		mustPark(t, s, g, "head-"+g)
 	}
-	mustCount(t, s, "g", 3, 0, 0, "")
-	if err := s.Begin(t.Context(), "g", "r-1"); err != nil {
-		t.Fatal(err)
-	}
-	mustCount(t, s, "g", 0, 3, 3, "r-1")
+	mustCount(t, s, "g", fifo.Count{Parked: 3})
+	mustBegin(t, s, "g", "r-1")
+	mustMove(t, s, "g", "r-1", 1, 3)
+	mustCount(t, s, "g", fifo.Count{Index: 3})
 	if err := s.Release(t.Context(), parkOf(t, s, "g")); err != nil {
 		t.Fatal(err)
 	}

@@ -53,13 +53,13 @@ func (m *Memory) Park(_ context.Context, p fifo.Park) (fifo.Park, error) {
 	if cur, ok := m.parks[p.Group]; ok {
 		return cur, nil
 	}
-	p.Moved, p.Applied, p.Releasing = 0, 0, ""
+	p = fifo.Park{Group: p.Group, Reason: p.Reason, Head: p.Head, Queue: p.Queue, Since: p.Since}
 	m.parks[p.Group] = p
 	return p, nil
 }
 
-// Repark implements [fifo.Store].
-func (m *Memory) Repark(_ context.Context, group, head, reason, queue string) error {
+// update applies f to the park of group: ErrNotParked when there is none.
+func (m *Memory) update(group string, f func(p *fifo.Park) error) error {
 	defer m.mu.Unlock()
 	if err := m.lock(); err != nil {
 		return err
@@ -68,47 +68,65 @@ func (m *Memory) Repark(_ context.Context, group, head, reason, queue string) er
 	if !ok {
 		return fifo.ErrNotParked
 	}
-	if p.Releasing != "" {
-		p.Previous = p.Releasing
+	if err := f(&p); err != nil {
+		return err
 	}
-	p.Head, p.Reason, p.Queue, p.Releasing = head, reason, queue, ""
 	m.parks[group] = p
 	return nil
 }
 
+// Repark implements [fifo.Store].
+func (m *Memory) Repark(_ context.Context, group, head, reason, queue string) error {
+	return m.update(group, func(p *fifo.Park) error {
+		if p.Releasing != "" {
+			p.Previous = p.Releasing
+		}
+		p.Head, p.Reason, p.Queue, p.Releasing = head, reason, queue, ""
+		return nil
+	})
+}
+
 // Count implements [fifo.Store].
-func (m *Memory) Count(_ context.Context, group string, parked, moved, applied int, round string) error {
-	defer m.mu.Unlock()
-	if err := m.lock(); err != nil {
-		return err
-	}
-	p, ok := m.parks[group]
-	switch {
-	case !ok:
-		return fifo.ErrNotParked
-	case round != "" && p.Releasing != round:
-		return fifo.ErrChanged
-	}
-	p.Parked += parked
-	p.Moved += moved
-	p.Applied += applied
-	m.parks[group] = p
-	return nil
+func (m *Memory) Count(_ context.Context, group string, c fifo.Count) error {
+	return m.update(group, func(p *fifo.Park) error {
+		if c.Seq != "" {
+			if c.Seq <= p.Seq {
+				return nil
+			}
+			p.Seq = c.Seq
+		}
+		p.Parked += c.Parked
+		p.Applied = max(p.Applied, c.Index)
+		return nil
+	})
 }
 
 // Begin implements [fifo.Store].
 func (m *Memory) Begin(_ context.Context, group, round string) error {
-	defer m.mu.Unlock()
-	if err := m.lock(); err != nil {
-		return err
-	}
-	p, ok := m.parks[group]
-	if !ok {
-		return fifo.ErrNotParked
-	}
-	p.Releasing = round
-	m.parks[group] = p
-	return nil
+	return m.update(group, func(p *fifo.Park) error {
+		if p.Releasing != "" || p.Applied < p.Moved {
+			return fifo.ErrChanged
+		}
+		p.Releasing, p.Previous, p.Applied = round, "", p.Moved
+		return nil
+	})
+}
+
+// Move implements [fifo.Store].
+func (m *Memory) Move(_ context.Context, group, round, id string, index int) (bool, error) {
+	current := false
+	err := m.update(group, func(p *fifo.Park) error {
+		switch {
+		case p.LastMoved == id && p.Moved == index:
+		case p.Moved != index-1:
+			return fifo.ErrChanged
+		default:
+			p.Moved, p.LastMoved = index, id
+		}
+		current = p.Releasing == round
+		return nil
+	})
+	return current, err
 }
 
 // Release implements [fifo.Store].

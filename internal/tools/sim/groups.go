@@ -196,11 +196,19 @@ func (p *parkStore) Repark(ctx context.Context, group, head, reason, queue strin
 }
 
 // Count implements fifo.Store.
-func (p *parkStore) Count(ctx context.Context, group string, parked, moved, applied int, round string) error {
-	if err := p.fault(ctx, "count", fmt.Sprintf("%s/%d/%d/%d", group, parked, moved, applied)); err != nil {
+func (p *parkStore) Count(ctx context.Context, group string, c fifo.Count) error {
+	if err := p.fault(ctx, "count", fmt.Sprintf("%s/%s/%d/%d", group, c.Seq, c.Parked, c.Index)); err != nil {
 		return err
 	}
-	return p.s.groups.mem.Count(ctx, group, parked, moved, applied, round)
+	return p.s.groups.mem.Count(ctx, group, c)
+}
+
+// Move implements fifo.Store.
+func (p *parkStore) Move(ctx context.Context, group, round, id string, index int) (bool, error) {
+	if err := p.fault(ctx, "move", fmt.Sprintf("%s/%s/%d", group, id, index)); err != nil {
+		return false, err
+	}
+	return p.s.groups.mem.Move(ctx, group, round, id, index)
 }
 
 // Begin implements fifo.Store.
@@ -580,12 +588,24 @@ func (s *Sim) setAsideHopeless() {
 			s.sqs.deleted(aws.ToString(m.ReceiptHandle), id)
 			// No longer waiting in the parking queue: the park of its
 			// group, if any, counts one record less.
-			_ = s.groups.mem.Count(ctx, m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], -1, 0, 0, "")
+			_ = s.groups.mem.Count(ctx, s.parkedGroup(m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]), fifo.Count{Parked: -1})
 			s.setAsideMsgs = append(s.setAsideMsgs, m)
 			s.groups.count(func(st *GroupStats) { st.SetAside++ })
 			s.trace.add(s.clock.Now(), "operator", "set aside", s.subject(id, s.sqs.pubOf(id))+" "+m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], "an order that can never succeed")
 		}
 	}
+}
+
+// parkedGroup returns the group whose records the parking queue's group
+// holds (itself, or the group of a fifo.ReparkGroup).
+func (s *Sim) parkedGroup(group string) string {
+	parks, _ := s.groups.mem.List(context.Background())
+	for _, p := range parks {
+		if fifo.ReparkGroup(p.Group) == group {
+			return p.Group
+		}
+	}
+	return group
 }
 
 // checkBackstop notes the messages the redrive moved to the DLQ: on a lane
