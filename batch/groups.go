@@ -73,6 +73,7 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 	for _, i := range unit {
 		msg := records[i]
 		reason := ""
+		n := g.number(msg)
 		switch {
 		case blocked:
 			outcomes[i] = Blocked
@@ -85,13 +86,17 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 			outcomes[i] = Invalid
 			reason = strings.TrimPrefix(g.park.Reason, "invalid: ")
 			g.p.log(ctx, msg, Invalid, nil, nil, slog.String("reason", reason), slog.String("detail", "the group's parked head, in the invalid queue already"))
-		case g.park != nil && g.number(msg, false) == 0:
+		case g.park != nil && n == 0:
 			outcomes[i] = g.parkBehind(ctx, msg)
+		case n > 0 && g.park.Stop > 0 && n >= g.park.Stop:
+			// At or behind the copy that parked the group again: its
+			// record stays in the parking queue.
+			outcomes[i] = g.drop(ctx, msg, n)
 		case g.p.tooLate(ctx):
 			outcomes[i] = NotStarted
 			g.p.log(ctx, msg, NotStarted, nil, nil, slog.String("reason", "invocation deadline too close"))
 		default:
-			outcomes[i], reason = g.head(ctx, msg, g.number(msg, false))
+			outcomes[i], reason = g.head(ctx, msg, n)
 		}
 		if g.p.opts.OnOutcome != nil {
 			g.p.opts.OnOutcome(ctx, outcomes[i], reason)
@@ -102,66 +107,85 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 	}
 }
 
-// number returns msg's number if it is a parked record sent back by the
-// park's release round, or with previous by the round a Repark ended (0
-// when it is not, or there is no park).
-func (g *groupRun) number(msg events.SQSMessage, previous bool) int {
-	if g.park == nil {
+// number returns msg's number if it is a copy of a parked record sent
+// back by the park's release round (0 when it is not, or there is no
+// park).
+func (g *groupRun) number(msg events.SQSMessage) int {
+	if g.park == nil || g.park.Releasing == "" {
 		return 0
 	}
-	round := g.park.Releasing
-	if previous {
-		round = g.park.Previous
-	}
-	return fifo.Released(MessageAttributes(msg.MessageAttributes), msg.Body, round)
+	return fifo.Released(MessageAttributes(msg.MessageAttributes), msg.Body, g.park.Releasing)
 }
 
-// count counts msg in the group's park: parked when it went to the
-// parking queue, settled as number n (0 when it was not sent back).
-func (g *groupRun) count(ctx context.Context, msg events.SQSMessage, parked, n int) error {
-	c := fifo.Count{Seq: fifo.SeqKey(msg.Attributes["SequenceNumber"]), Parked: parked, Index: n}
+// count writes c for msg to the group's park.
+func (g *groupRun) count(ctx context.Context, msg events.SQSMessage, c fifo.Count) error {
+	c.Seq = fifo.SeqKey(msg.Attributes["SequenceNumber"])
+	if c.Index > 0 {
+		c.Round = g.park.Releasing
+	}
 	if err := g.k.Store.Count(ctx, g.group, c); err != nil {
 		if errors.Is(err, fifo.ErrNotParked) {
 			g.park = nil
 		}
 		return fmt.Errorf("count a record of the parked group: %w", err)
 	}
-	g.park.Parked += parked
-	g.park.Applied = max(g.park.Applied, n)
+	g.park.Parked += c.Parked
+	g.park.Settled = max(g.park.Settled, c.Index)
+	if c.Stop > 0 {
+		g.park.Stop, g.park.Head, g.park.Reason, g.park.Queue = c.Stop, c.Head, c.Reason, c.Queue
+		g.p.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "group parked again", slog.String("group", g.group),
+			slog.String("head", c.Head), slog.String("reason", c.Reason))
+	}
 	return nil
 }
 
-// head runs the first record of the group that is not parked: n > 0 when
-// it is number n of the park's release round.
+// drop acknowledges copy n of a release round that is not to run.
+func (g *groupRun) drop(ctx context.Context, msg events.SQSMessage, n int) Outcome {
+	if n > g.park.Settled {
+		if err := g.count(ctx, msg, fifo.Count{Index: n}); err != nil {
+			o, _ := g.fail(ctx, msg, err)
+			return o
+		}
+	}
+	g.p.log(ctx, msg, Parked, nil, nil, slog.String("reason", fifo.ReasonGroupParked), slog.String("group", g.group),
+		slog.String("detail", "a release's copy of a record that stays in the parking queue"))
+	return Parked
+}
+
+// head runs the first record of the group that is not parked, or copy
+// n > 0 of a release round.
 func (g *groupRun) head(ctx context.Context, msg events.SQSMessage, n int) (Outcome, string) {
 	receives := receives(msg)
+	if n > 0 && n <= g.park.Settled {
+		// Settled already, by an invocation that died after: it runs
+		// again (idempotent) and is acknowledged whatever its deliveries.
+		return g.p.runRecord(ctx, msg)
+	}
 	if why := g.parkReason(msg, receives); why != "" {
-		return g.parkHead(ctx, msg, why, n), why
+		if n > 0 { // its record stays at the head of the parking queue
+			if err := g.count(ctx, msg, fifo.Count{Index: n, Stop: n, Head: msg.MessageId, Reason: why, Queue: "parking"}); err != nil {
+				return g.fail(ctx, msg, err)
+			}
+			g.p.log(ctx, msg, Parked, nil, nil, slog.String("reason", why), slog.String("group", g.group))
+			return Parked, why
+		}
+		return g.parkHead(ctx, msg, why), why
 	}
 	leased := receives > 1 && g.hide(ctx, msg, receives)
 	o, reason := g.p.runRecord(ctx, msg)
-	switch o {
-	case Succeeded:
-		if n > 0 {
-			if err := g.count(ctx, msg, 0, n); err != nil {
-				return g.fail(ctx, msg, err)
-			}
-		}
-	case Invalid:
-		if g.k.OnError != fifo.Skip {
-			if err := g.parkGroup(ctx, msg, "invalid: "+reason, "invalid"); err != nil {
-				return g.fail(ctx, msg, err)
-			}
-			if n > 0 { // settled in the invalid queue
-				if err := g.count(ctx, msg, 0, n); err != nil {
-					return g.fail(ctx, msg, err)
-				}
-			}
-		}
-	default:
-		if !leased {
-			g.hide(ctx, msg, receives)
-		}
+	var err error
+	switch {
+	case o == Succeeded && n > 0:
+		err = g.count(ctx, msg, fifo.Count{Index: n})
+	case o == Invalid && n > 0: // its record is in the invalid queue: those after it stay parked
+		err = g.count(ctx, msg, fifo.Count{Index: n, Stop: n + 1, Head: msg.MessageId, Reason: "invalid: " + reason, Queue: "invalid"})
+	case o == Invalid && g.k.OnError != fifo.Skip:
+		err = g.parkGroup(ctx, msg, "invalid: "+reason, "invalid")
+	case o != Succeeded && o != Invalid && !leased:
+		g.hide(ctx, msg, receives)
+	}
+	if err != nil {
+		return g.fail(ctx, msg, err)
 	}
 	return o, reason
 }
@@ -245,17 +269,16 @@ func receives(msg events.SQSMessage) int {
 	return n
 }
 
-// parkHead parks the group behind msg (number n of a release round, or
-// 0), which goes to the parking queue for why; on a lane that skips only
-// msg is parked.
-func (g *groupRun) parkHead(ctx context.Context, msg events.SQSMessage, why string, n int) Outcome {
+// parkHead parks the group behind msg, which goes to the parking queue
+// for why; on a lane that skips only msg is parked.
+func (g *groupRun) parkHead(ctx context.Context, msg events.SQSMessage, why string) Outcome {
 	if g.k.OnError != fifo.Skip {
 		if err := g.parkGroup(ctx, msg, why, "parking"); err != nil {
 			o, _ := g.fail(ctx, msg, err)
 			return o
 		}
 	}
-	if err := g.toParking(ctx, msg, why, n); err != nil {
+	if err := g.toParking(ctx, msg, why); err != nil {
 		o, _ := g.fail(ctx, msg, err)
 		return o
 	}
@@ -263,20 +286,9 @@ func (g *groupRun) parkHead(ctx context.Context, msg events.SQSMessage, why stri
 	return Parked
 }
 
-// parkGroup writes the group's park with msg as its head (or names msg the
-// new head of a group parked already), so that the group's later records
-// go to the parking queue.
+// parkGroup writes the group's park with msg as its head, so that the
+// group's later records go to the parking queue.
 func (g *groupRun) parkGroup(ctx context.Context, msg events.SQSMessage, why, queue string) error {
-	if g.park != nil {
-		if err := g.k.Store.Repark(ctx, g.group, msg.MessageId, why, queue); err != nil {
-			return fmt.Errorf("park the message group again: %w", err)
-		}
-		if g.park.Releasing != "" {
-			g.park.Previous = g.park.Releasing
-		}
-		g.park.Head, g.park.Reason, g.park.Queue, g.park.Releasing = msg.MessageId, why, queue, ""
-		return nil
-	}
 	pk, err := g.k.Store.Park(ctx, fifo.Park{Group: g.group, Reason: why, Head: msg.MessageId, Queue: queue, Since: g.p.opts.Now().UTC()})
 	if err != nil {
 		return fmt.Errorf("park the message group: %w", err)
@@ -290,7 +302,7 @@ func (g *groupRun) parkGroup(ctx context.Context, msg events.SQSMessage, why, qu
 // parkBehind sends a record of a parked group to the parking queue, behind
 // its head.
 func (g *groupRun) parkBehind(ctx context.Context, msg events.SQSMessage) Outcome {
-	if err := g.toParking(ctx, msg, fifo.ReasonGroupParked, g.number(msg, true)); err != nil {
+	if err := g.toParking(ctx, msg, fifo.ReasonGroupParked); err != nil {
 		o, _ := g.fail(ctx, msg, err)
 		return o
 	}
@@ -299,13 +311,11 @@ func (g *groupRun) parkBehind(ctx context.Context, msg events.SQSMessage) Outcom
 }
 
 // toParking counts msg in the group's park, then sends it to the parking
-// queue under its group, or, when it is number n > 0 of a release round
-// (parked again), under the group's fifo.ReparkGroup, which a release
-// moves first. When the park is gone (released meanwhile), msg fails, to
-// run when it comes again.
-func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why string, n int) error {
+// queue under its group. When the park is gone (released meanwhile), msg
+// fails, to run when it comes again.
+func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why string) error {
 	if g.park != nil {
-		if err := g.count(ctx, msg, 1, n); err != nil {
+		if err := g.count(ctx, msg, fifo.Count{Parked: 1}); err != nil {
 			return err
 		}
 	}
@@ -316,13 +326,9 @@ func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why str
 		// says why.
 		attrs = producer
 	}
-	group := g.group
-	if n > 0 {
-		group = fifo.ReparkGroup(g.group)
-	}
 	_, err = g.k.Queue.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(g.k.ParkingURL), MessageBody: aws.String(msg.Body), MessageAttributes: attrs,
-		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(msg.MessageId)})
+		MessageGroupId: aws.String(g.group), MessageDeduplicationId: aws.String(msg.MessageId)})
 	if err != nil {
 		return fmt.Errorf("send to the parking queue: %w", err)
 	}

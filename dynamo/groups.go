@@ -52,17 +52,18 @@ type parkItem struct {
 	Since     time.Time `dynamodbav:"since"`
 	Parked    int       `dynamodbav:"parked"`
 	Moved     int       `dynamodbav:"moved"`
-	Applied   int       `dynamodbav:"applied"`
 	Releasing string    `dynamodbav:"releasing"`
-	Previous  string    `dynamodbav:"previous"`
+	Batch     []string  `dynamodbav:"batch"`
+	Sent      int       `dynamodbav:"sent"`
+	Settled   int       `dynamodbav:"settled"`
+	Stop      int       `dynamodbav:"stop"`
 	Seq       string    `dynamodbav:"seq"`
-	LastMoved string    `dynamodbav:"lastMoved"`
 }
 
 func (it parkItem) park() fifo.Park {
 	return fifo.Park{Group: it.SK, Reason: it.Reason, Head: it.Head, Queue: it.Queue, Since: it.Since,
-		Parked: it.Parked, Moved: it.Moved, Applied: it.Applied, Releasing: it.Releasing, Previous: it.Previous,
-		Seq: it.Seq, LastMoved: it.LastMoved}
+		Parked: it.Parked, Moved: it.Moved, Releasing: it.Releasing, Batch: it.Batch, Sent: it.Sent,
+		Settled: it.Settled, Stop: it.Stop, Seq: it.Seq}
 }
 
 func (s *GroupStore) key(group string) map[string]types.AttributeValue {
@@ -147,24 +148,7 @@ func (s *GroupStore) Park(ctx context.Context, p fifo.Park) (fifo.Park, error) {
 	return it.park(), nil
 }
 
-// Repark implements [fifo.Store]: one update while a round is in
-// progress (Previous takes it), another when none is.
-func (s *GroupStore) Repark(ctx context.Context, group, head, reason, queue string) error {
-	u := expression.Set(expression.Name("head"), expression.Value(head)).
-		Set(expression.Name("reason"), expression.Value(reason)).
-		Set(expression.Name("queue"), expression.Value(queue))
-	inRound := u.Set(expression.Name("previous"), expression.Name("releasing")).
-		Set(expression.Name("releasing"), expression.Value(""))
-	_, err := s.update(ctx, group, inRound, parkExists.And(expression.Name("releasing").NotEqual(expression.Value(""))))
-	if !errors.Is(err, fifo.ErrChanged) {
-		return err
-	}
-	_, err = s.update(ctx, group, u, parkExists)
-	return err
-}
-
-// Count implements [fifo.Store]: one conditional update; when Applied is
-// above c.Index already, a second without it.
+// Count implements [fifo.Store]: one conditional update.
 func (s *GroupStore) Count(ctx context.Context, group string, c fifo.Count) error {
 	u := expression.Add(expression.Name("parked"), expression.Value(c.Parked))
 	cond := parkExists
@@ -174,60 +158,82 @@ func (s *GroupStore) Count(ctx context.Context, group string, c fifo.Count) erro
 			expression.Name("seq").LessThan(expression.Value(c.Seq))))
 	}
 	if c.Index > 0 {
-		old, err := s.update(ctx, group, u.Set(expression.Name("applied"), expression.Value(c.Index)),
-			cond.And(expression.Name("applied").LessThan(expression.Value(c.Index))))
-		if !errors.Is(err, fifo.ErrChanged) || old == nil || old.Applied < c.Index {
-			return countErr(old, err, c)
-		}
+		u = u.Set(expression.Name("settled"), expression.Value(c.Index))
+		cond = cond.And(expression.Name("releasing").Equal(expression.Value(c.Round)),
+			expression.Name("settled").LessThan(expression.Value(c.Index)))
+	}
+	if c.Stop > 0 {
+		u = u.Set(expression.Name("stop"), expression.Value(c.Stop)).
+			Set(expression.Name("head"), expression.Value(c.Head)).
+			Set(expression.Name("reason"), expression.Value(c.Reason)).
+			Set(expression.Name("queue"), expression.Value(c.Queue))
 	}
 	old, err := s.update(ctx, group, u, cond)
-	return countErr(old, err, c)
-}
-
-// countErr is the error of a Count whose update returned err, with old the
-// park it found when its condition failed: none when the record was
-// counted already.
-func countErr(old *parkItem, err error, c fifo.Count) error {
 	switch {
 	case !errors.Is(err, fifo.ErrChanged):
 		return err
 	case old == nil:
 		return fifo.ErrNotParked
-	case c.Seq != "" && old.Seq >= c.Seq:
-		return nil
+	case c.Seq != "" && old.Seq >= c.Seq, c.Index > 0 && old.Releasing == c.Round && old.Settled >= c.Index:
+		return nil // counted already
 	}
 	return err
 }
 
 // Begin implements [fifo.Store].
-func (s *GroupStore) Begin(ctx context.Context, group, round string) error {
+func (s *GroupStore) Begin(ctx context.Context, group, round string, batch []string) error {
 	u := expression.Set(expression.Name("releasing"), expression.Value(round)).
-		Set(expression.Name("previous"), expression.Value("")).
-		Set(expression.Name("applied"), expression.Name("moved"))
-	old, err := s.update(ctx, group, u, parkExists.And(expression.Name("releasing").Equal(expression.Value(""))).
-		And(expression.Name("applied").GreaterThanEqual(expression.Name("moved"))))
-	if errors.Is(err, fifo.ErrChanged) && old == nil {
-		return fifo.ErrNotParked
+		Set(expression.Name("batch"), expression.Value(batch)).
+		Set(expression.Name("sent"), expression.Value(0)).
+		Set(expression.Name("settled"), expression.Value(0)).
+		Set(expression.Name("stop"), expression.Value(0))
+	return s.roundUpdate(ctx, group, u, expression.Name("releasing").Equal(expression.Value("")))
+}
+
+// Sent implements [fifo.Store].
+func (s *GroupStore) Sent(ctx context.Context, group, round string, n int) error {
+	u := expression.Set(expression.Name("sent"), expression.Value(n))
+	err := s.roundUpdate(ctx, group, u, expression.Name("releasing").Equal(expression.Value(round)).
+		And(expression.Name("sent").LessThan(expression.Value(n))))
+	if errors.Is(err, fifo.ErrChanged) {
+		if parks, rerr := s.Parked(ctx, []string{group}); rerr == nil && parks[group].Releasing == round {
+			return nil // sent already
+		}
 	}
 	return err
 }
 
-// Move implements [fifo.Store].
-func (s *GroupStore) Move(ctx context.Context, group, round, id string, index int) (bool, error) {
-	u := expression.Set(expression.Name("moved"), expression.Value(index)).
-		Set(expression.Name("lastMoved"), expression.Value(id))
-	old, err := s.update(ctx, group, u, parkExists.And(expression.Name("moved").Equal(expression.Value(index-1))))
-	switch {
-	case err == nil:
-		return old.Releasing == round, nil
-	case !errors.Is(err, fifo.ErrChanged):
-		return false, err
-	case old == nil:
-		return false, fifo.ErrNotParked
-	case old.LastMoved == id && old.Moved == index:
-		return old.Releasing == round, nil
+// End implements [fifo.Store]: it reads the round, then ends it as read.
+func (s *GroupStore) End(ctx context.Context, group, round string) error {
+	parks, err := s.Parked(ctx, []string{group})
+	if err != nil {
+		return err
 	}
-	return false, err
+	p, ok := parks[group]
+	switch {
+	case !ok:
+		return fifo.ErrNotParked
+	case p.Releasing != round || p.Settled < p.Sent:
+		return fmt.Errorf("end the round of %q: %w", group, fifo.ErrChanged)
+	}
+	u := expression.Add(expression.Name("moved"), expression.Value(p.Taken())).
+		Set(expression.Name("releasing"), expression.Value("")).
+		Set(expression.Name("batch"), expression.Value([]string{})).
+		Set(expression.Name("sent"), expression.Value(0)).
+		Set(expression.Name("settled"), expression.Value(0)).
+		Set(expression.Name("stop"), expression.Value(0))
+	return s.roundUpdate(ctx, group, u, expression.Name("releasing").Equal(expression.Value(round)).
+		And(expression.Name("sent").Equal(expression.Value(p.Sent)), expression.Name("settled").Equal(expression.Value(p.Settled)),
+			expression.Name("stop").Equal(expression.Value(p.Stop))))
+}
+
+// roundUpdate applies u under cond to a parked group's round.
+func (s *GroupStore) roundUpdate(ctx context.Context, group string, u expression.UpdateBuilder, cond expression.ConditionBuilder) error {
+	old, err := s.update(ctx, group, u, parkExists.And(cond))
+	if errors.Is(err, fifo.ErrChanged) && old == nil {
+		return fifo.ErrNotParked
+	}
+	return err
 }
 
 // update applies u to the park of group under cond. It returns the park
@@ -266,8 +272,7 @@ func (s *GroupStore) update(ctx context.Context, group string, u expression.Upda
 func (s *GroupStore) Release(ctx context.Context, p fifo.Park) error {
 	cond := expression.Name("parked").Equal(expression.Value(p.Parked)).
 		And(expression.Name("moved").Equal(expression.Value(p.Moved))).
-		And(expression.Name("applied").Equal(expression.Value(p.Applied))).
-		And(expression.Name("releasing").Equal(expression.Value(p.Releasing)))
+		And(expression.Name("releasing").Equal(expression.Value("")))
 	expr, err := expression.NewBuilder().WithCondition(parkAbsent.Or(cond)).Build()
 	if err != nil {
 		return fmt.Errorf("build the release of %q: %w", p.Group, err)

@@ -45,37 +45,48 @@ const (
 	ReasonGroupParked = "group-parked"
 )
 
-// Park marks a parked group. Its counters tell a release when every record
-// parked behind the head is back in the source and settled.
+// Park marks a parked group. The parking queue keeps the group's records
+// in order; a release round sends its first ones back to the source as
+// numbered copies and takes them out once the consumer settled them.
 type Park struct {
 	Group  string
 	Reason string // why the head can never succeed
 	Head   string // the head's message id
 	Queue  string // where the head went: "invalid" or "parking"
 	Since  time.Time
-	// Parked counts the records sent to the parking queue, the head
-	// included when it went there.
+	// Parked counts the records the consumer sent to the parking queue.
 	Parked int
-	// Moved counts the records releases sent back to the source; each
-	// carries its number.
+	// Moved counts the records releases took out of the parking queue.
 	Moved int
-	// Applied is the highest number of a record sent back that the
-	// consumer settled: applied, or parked again.
-	Applied int
 	// Releasing is the release round in progress ("" when none), the key
-	// of its records' marks.
+	// of its copies' marks.
 	Releasing string
-	// Previous is the round a Repark ended: its records still in the
-	// source are parked again.
-	Previous string
+	// Batch names the round's records: their parking queue message ids,
+	// in order. Copy n is Batch[n-1].
+	Batch []string
+	// Sent counts the copies sent to the source.
+	Sent int
+	// Settled counts the copies the consumer settled, in order.
+	Settled int
+	// Stop is the number of the copy that parked the group again (0:
+	// none): its record and those after it stay in the parking queue, or
+	// for an invalid head, those after it.
+	Stop int
 	// Seq is the source sequence number of the last record counted.
 	Seq string
-	// LastMoved is the parking queue's message id last counted moved.
-	LastMoved string
 }
 
 // Waiting is how many records wait in the parking queue.
 func (p Park) Waiting() int { return max(p.Parked-p.Moved, 0) }
+
+// Taken is how many of the round's records leave the parking queue once
+// every copy is settled.
+func (p Park) Taken() int {
+	if p.Stop > 0 {
+		return min(p.Stop-1, p.Sent)
+	}
+	return p.Sent
+}
 
 // Count is what the consumer did with a record of a parked group.
 type Count struct {
@@ -84,8 +95,13 @@ type Count struct {
 	Seq string
 	// Parked is 1 when the record went to the parking queue.
 	Parked int
-	// Index is the number of a record sent back, settled (0: none).
+	// Round and Index name a copy of a release round, settled.
+	Round string
 	Index int
+	// Stop, when not 0, is the copy that parks the group again, for
+	// Reason, as Head, its record in Queue.
+	Stop                int
+	Head, Reason, Queue string
 }
 
 // SeqKey returns the SQS sequence number seq in a form that orders as
@@ -106,7 +122,8 @@ var (
 )
 
 // Store keeps the parks of one lane. Every method is safe for concurrent
-// use; every write but Release is idempotent.
+// use. ErrNotParked when the group is not parked, for all but Parked,
+// Park, Release and List.
 type Store interface {
 	// Parked returns the parks of groups, read consistently; a group not
 	// parked is absent.
@@ -114,25 +131,23 @@ type Store interface {
 	// Park parks p.Group unless it is parked (counters and round empty);
 	// it returns the stored park.
 	Park(ctx context.Context, p Park) (Park, error)
-	// Repark names a new head, reason and queue of a parked group; a round
-	// in progress ends and becomes Previous. ErrNotParked when it is not
-	// parked.
-	Repark(ctx context.Context, group, head, reason, queue string) error
-	// Count adds c.Parked to Parked and raises Applied to c.Index, unless
-	// c.Seq is not above Seq (counted already: nil). ErrNotParked when the
-	// group is not parked.
+	// Count adds c.Parked to Parked; with c.Index it raises Settled to
+	// c.Index (ErrChanged unless the round is c.Round), and with c.Stop
+	// sets Stop, Head, Reason and Queue. Nothing changes when c.Seq is not
+	// above Seq, or Settled is c.Index already: counted, nil.
 	Count(ctx context.Context, group string, c Count) error
-	// Begin starts round: Releasing is round, Previous "", Applied Moved.
-	// ErrChanged unless no round is in progress and Applied >= Moved;
-	// ErrNotParked when the group is not parked.
-	Begin(ctx context.Context, group, round string) error
-	// Move counts parking queue message id sent back as record number
-	// index: Moved is index, LastMoved id. Counting id again is nil;
-	// ErrChanged when Moved is not index-1. It reports whether round is
-	// still the round in progress.
-	Move(ctx context.Context, group, round, id string, index int) (current bool, err error)
-	// Release removes the park if its counters and round are still those
-	// of p (ErrChanged otherwise); a group not parked is not an error.
+	// Begin starts round with batch: ErrChanged while a round is in
+	// progress.
+	Begin(ctx context.Context, group, round string, batch []string) error
+	// Sent raises the round's Sent to n: ErrChanged unless the round is
+	// round.
+	Sent(ctx context.Context, group, round string, n int) error
+	// End ends round, adding its Taken to Moved: ErrChanged unless round
+	// is in progress with every copy sent settled.
+	End(ctx context.Context, group, round string) error
+	// Release removes the park if no round is in progress and Parked and
+	// Moved are still those of p (ErrChanged otherwise); a group not parked
+	// is not an error.
 	Release(ctx context.Context, p Park) error
 	// List returns every park, ordered by group.
 	List(ctx context.Context) ([]Park, error)

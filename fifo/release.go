@@ -3,7 +3,6 @@ package fifo
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -23,9 +22,11 @@ type ReleaseQueue interface {
 }
 
 // Releaser releases parked groups: an operator's decision that a group goes
-// on. Its parked records go back to the source in order, each marked with
-// the release round, and the consumer applies them before any later record
-// of the group; the park ends once all are back and applied.
+// on. The parking queue keeps the group's records in order; each round
+// sends its first ones back to the source as numbered copies, which the
+// consumer applies before any later record of the group, and takes out of
+// the parking queue those the consumer settled. The park ends once the
+// parking queue holds none of the group's records.
 type Releaser struct {
 	Store      Store
 	Queue      ReleaseQueue
@@ -35,18 +36,17 @@ type Releaser struct {
 	Now func() time.Time
 
 	empty  map[string]time.Time // since when a group's scans found nothing, its park counting more
-	hidden time.Time            // until when a scan of ours may still hide records it failed to show again
+	hidden map[string]time.Time // until when a scan of ours may still hide a group's records it failed to show again
 }
 
 // Step is what one [Releaser.Release] did.
 type Step struct {
 	Done    bool // the group is not parked (any more)
-	Moved   int  // records sent back to the source by this step
-	Pending int  // records back in the source, not applied yet
+	Moved   int  // copies sent to the source by this step
+	Pending int  // copies in the source, not settled yet
 }
 
-// scanVisibility hides the parking queue's messages of other groups while
-// a step scans it, so that the scan reaches every message once.
+// scanVisibility hides the parking queue's messages while a step scans it.
 const scanVisibility = 60
 
 // quiet is how long a group's scans must find nothing before a release
@@ -54,69 +54,228 @@ const scanVisibility = 60
 // and not sent, or one hidden by a step that was killed).
 const quiet = 2 * scanVisibility * time.Second
 
-// Release takes one step of releasing group: it sends the group's parked
-// records back to the source, numbered, in a round the consumer
-// recognises, and ends the park once the parking queue holds none of them
-// and every one sent back was settled. A round a re-parked record ended
-// waits for its records to settle before the next begins. Call it again
-// until Done.
+// batchSize is the most records a round sends back: one receive's worth.
+const batchSize = 10
+
+// Release takes one step of releasing group: it ends the round in progress
+// once every copy is settled, begins the next with the group's first
+// records in the parking queue, and ends the park when there are none.
+// Call it again until Done; a round in progress waits for the consumer.
 func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
+	p, ok, err := r.park(ctx, group)
+	if err != nil || !ok {
+		return Step{Done: err == nil}, err
+	}
+	if p.Releasing != "" {
+		if p.Sent < len(p.Batch) { // a step stopped before sending them all
+			st, gone, err := r.send(ctx, p)
+			if err != nil || !gone {
+				return st, err
+			}
+			// The next record is gone from the parking queue (deleted by
+			// hand): the round ends with the copies sent.
+		}
+		if p.Settled < p.Sent {
+			return Step{Pending: p.Sent - p.Settled}, nil
+		}
+		if done, err := r.end(ctx, p); err != nil || !done {
+			return Step{}, err
+		}
+		if p, ok, err = r.park(ctx, group); err != nil || !ok {
+			return Step{Done: err == nil}, err
+		}
+	}
+	return r.begin(ctx, p)
+}
+
+func (r *Releaser) park(ctx context.Context, group string) (Park, bool, error) {
 	parks, err := r.Store.Parked(ctx, []string{group})
+	if err != nil {
+		return Park{}, false, err
+	}
+	p, ok := parks[group]
+	return p, ok, nil
+}
+
+// begin begins a round with the group's first records in the parking
+// queue, or ends the park when it holds none.
+func (r *Releaser) begin(ctx context.Context, p Park) (Step, error) {
+	msgs, err := r.scan(ctx, p.Group)
 	if err != nil {
 		return Step{}, err
 	}
-	p, ok := parks[group]
-	if !ok {
-		return Step{Done: true}, nil
-	}
-	if p.Releasing == "" {
-		if p.Applied < p.Moved { // the records of the round that ended are not all settled
-			return Step{Pending: p.Moved - p.Applied}, nil
+	if len(msgs) == 0 {
+		if r.hides(p.Group) || p.Moved < p.Parked && !r.quietFor(p.Group) {
+			return Step{}, nil // a record may be hidden, or on its way
 		}
-		round := newRound()
-		switch err := r.Store.Begin(ctx, group, round); {
+		switch err := r.Store.Release(ctx, p); {
 		case errors.Is(err, ErrChanged):
 			return Step{}, nil
 		case err != nil:
 			return Step{}, err
 		}
-		p.Releasing, p.Previous, p.Applied = round, "", p.Moved
+		return Step{Done: true}, nil
 	}
-	// The records a round parked again are older than every record
-	// parked under the group since: they go back first.
-	moved, err := r.move(ctx, &p, ReparkGroup(group))
-	if err == nil {
-		var n int
-		n, err = r.move(ctx, &p, group)
-		moved += n
+	delete(r.empty, p.Group)
+	p.Releasing, p.Batch, p.Sent, p.Settled, p.Stop = newRound(), nil, 0, 0, 0
+	for _, m := range msgs {
+		p.Batch = append(p.Batch, aws.ToString(m.MessageId))
 	}
-	if errors.Is(err, errRoundEnded) || errors.Is(err, ErrChanged) {
-		err = nil // the next step goes on
-	}
-	if err != nil {
-		return Step{Moved: moved}, err
-	}
-	parks, err = r.Store.Parked(ctx, []string{group})
-	if err != nil {
-		return Step{Moved: moved}, err
-	}
-	p, ok = parks[group]
-	switch {
-	case !ok:
-		return Step{Done: true, Moved: moved}, nil
-	case moved > 0 || p.Applied < p.Moved || p.Releasing == "":
-		delete(r.empty, group)
-		return Step{Moved: moved, Pending: max(p.Moved-p.Applied, 0)}, nil
-	case p.Moved < p.Parked && !r.quietFor(group):
-		return Step{}, nil
-	}
-	if err := r.Store.Release(ctx, p); err != nil {
+	if err := r.Store.Begin(ctx, p.Group, p.Releasing, p.Batch); err != nil {
+		r.show(ctx, msgs)
 		if errors.Is(err, ErrChanged) {
 			return Step{}, nil
 		}
 		return Step{}, err
 	}
-	return Step{Done: true}, nil
+	st, _, err := r.sendCopies(ctx, p, msgs)
+	return st, err
+}
+
+// send sends the round's copies a step before it did not send. It reports
+// gone when the next record to send is no longer in the parking queue.
+func (r *Releaser) send(ctx context.Context, p Park) (Step, bool, error) {
+	msgs, err := r.scan(ctx, p.Group)
+	if err != nil {
+		return Step{}, false, err
+	}
+	return r.sendCopies(ctx, p, msgs)
+}
+
+// sendCopies sends copies p.Sent+1... of the round, from msgs (the
+// group's first records in the parking queue), in order, and shows msgs
+// again. It reports gone when msgs has records of the group but not the
+// next one to send.
+func (r *Releaser) sendCopies(ctx context.Context, p Park, msgs []types.Message) (Step, bool, error) {
+	defer r.show(ctx, msgs)
+	byID := map[string]types.Message{}
+	for _, m := range msgs {
+		byID[aws.ToString(m.MessageId)] = m
+	}
+	moved := 0
+	for n := p.Sent + 1; n <= len(p.Batch); n++ {
+		m, ok := byID[p.Batch[n-1]]
+		if !ok { // hidden by a scan (the next step sends it), or gone
+			return Step{Moved: moved, Pending: p.Sent - p.Settled}, len(msgs) > 0, nil
+		}
+		if err := r.sendCopy(ctx, p, n, m); err != nil {
+			return Step{Moved: moved, Pending: p.Sent - p.Settled}, false, err
+		}
+		if err := r.Store.Sent(ctx, p.Group, p.Releasing, n); err != nil {
+			return Step{Moved: moved, Pending: p.Sent - p.Settled}, false, err
+		}
+		p.Sent = n
+		moved++
+	}
+	return Step{Moved: moved, Pending: p.Sent - p.Settled}, false, nil
+}
+
+// sendCopy sends m to the source as copy n of p's round. A step that sends
+// it again within SQS's deduplication window sends nothing; after it, the
+// consumer settles copy n once.
+func (r *Releaser) sendCopy(ctx context.Context, p Park, n int, m types.Message) error {
+	id := aws.ToString(m.MessageId)
+	attrs, err := ReleasedAttributes(m.MessageAttributes, id, aws.ToString(m.Body), p.Releasing, n)
+	if err != nil {
+		return err
+	}
+	_, err = r.Queue.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(r.SourceURL), MessageBody: m.Body,
+		MessageAttributes: attrs, MessageGroupId: aws.String(p.Group), MessageDeduplicationId: aws.String("release-" + id + "/" + p.Releasing)})
+	if err != nil {
+		return fmt.Errorf("fifo: send %s back to the source: %w", id, err)
+	}
+	return nil
+}
+
+// end takes the round's settled records out of the parking queue and ends
+// the round. It reports false when a record to take out may be hidden by
+// a scan of its own: the next step ends the round.
+func (r *Releaser) end(ctx context.Context, p Park) (bool, error) {
+	msgs, err := r.scan(ctx, p.Group)
+	if err != nil {
+		return false, err
+	}
+	taken := map[string]bool{}
+	for _, id := range p.Batch[:p.Taken()] {
+		taken[id] = true
+	}
+	var keep []types.Message
+	for _, m := range msgs {
+		id := aws.ToString(m.MessageId)
+		if !taken[id] {
+			keep = append(keep, m)
+			continue
+		}
+		if _, err := r.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			r.show(ctx, keep)
+			return false, fmt.Errorf("fifo: delete %s from the parking queue: %w", id, err)
+		}
+		delete(taken, id)
+	}
+	r.show(ctx, keep)
+	if len(taken) > 0 && r.hides(p.Group) {
+		return false, nil
+	}
+	switch err := r.Store.End(ctx, p.Group, p.Releasing); {
+	case errors.Is(err, ErrChanged):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// scan returns the group's first records in the parking queue, in order
+// (at most one receive's worth: SQS holds the rest of the group while
+// they are in flight), hidden until the caller shows or deletes them. The
+// other groups' messages it received are shown again.
+func (r *Releaser) scan(ctx context.Context, group string) ([]types.Message, error) {
+	var others []types.Message
+	defer func() { r.show(ctx, others) }()
+	for {
+		out, err := r.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.ParkingURL),
+			MaxNumberOfMessages: batchSize, VisibilityTimeout: scanVisibility,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId},
+			MessageAttributeNames:       []string{"All"}})
+		if err != nil {
+			return nil, fmt.Errorf("fifo: receive from the parking queue: %w", err)
+		}
+		if len(out.Messages) == 0 {
+			return nil, nil
+		}
+		var mine []types.Message
+		for _, m := range out.Messages {
+			if m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] == group {
+				mine = append(mine, m)
+			} else {
+				others = append(others, m)
+			}
+		}
+		if len(mine) > 0 {
+			return mine, nil
+		}
+	}
+}
+
+// show makes msgs visible again; one it cannot may stay hidden until its
+// scan's visibility ends.
+func (r *Releaser) show(ctx context.Context, msgs []types.Message) {
+	hideEnds := r.now().Add(scanVisibility * time.Second)
+	for _, m := range msgs {
+		_, err := r.Queue.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+		if err != nil {
+			if r.hidden == nil {
+				r.hidden = map[string]time.Time{}
+			}
+			r.hidden[m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]] = hideEnds
+		}
+	}
+}
+
+// hides reports whether a scan of ours may still hide a record of group.
+func (r *Releaser) hides(group string) bool {
+	return r.now().Before(r.hidden[group])
 }
 
 func (r *Releaser) now() time.Time {
@@ -138,98 +297,11 @@ func (r *Releaser) quietFor(group string) bool {
 		r.empty[group] = now
 		return false
 	}
-	return now.Sub(since) >= quiet && !now.Before(r.hidden)
+	return now.Sub(since) >= quiet && !r.hides(group)
 }
-
-// move sends the parking queue's records of parked (p's group, or its
-// ReparkGroup) back to the source under p's group, in order, numbered in
-// p's round; it returns how many.
-func (r *Releaser) move(ctx context.Context, p *Park, parked string) (int, error) {
-	var others []string // receipt handles of the messages not moved, shown again at the end
-	hideEnds := r.now().Add(scanVisibility * time.Second)
-	defer func() {
-		for _, h := range others {
-			_, err := r.Queue.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
-				QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: aws.String(h), VisibilityTimeout: 0})
-			if err != nil && hideEnds.After(r.hidden) {
-				r.hidden = hideEnds
-			}
-		}
-	}()
-	moved := 0
-	for {
-		out, err := r.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.ParkingURL),
-			MaxNumberOfMessages: 10, VisibilityTimeout: scanVisibility,
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId},
-			MessageAttributeNames:       []string{"All"}})
-		if err != nil {
-			return moved, fmt.Errorf("fifo: receive from the parking queue: %w", err)
-		}
-		if len(out.Messages) == 0 {
-			return moved, nil
-		}
-		for i, m := range out.Messages {
-			if m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] != parked {
-				others = append(others, aws.ToString(m.ReceiptHandle))
-				continue
-			}
-			if err := r.sendBack(ctx, p, m); err != nil {
-				// Shown again, so that the next step finds them.
-				for _, rest := range out.Messages[i:] {
-					others = append(others, aws.ToString(rest.ReceiptHandle))
-				}
-				return moved, err
-			}
-			moved++
-		}
-	}
-}
-
-// sendBack sends m to the source as the next record of p's round, counts
-// it, and deletes it from the parking queue. A step that stopped midway
-// sends it again under the same number: SQS drops the copy within its
-// deduplication window, the consumer settles a number once after it.
-func (r *Releaser) sendBack(ctx context.Context, p *Park, m types.Message) error {
-	id := aws.ToString(m.MessageId)
-	n := p.Moved + 1
-	if p.LastMoved == id {
-		n = p.Moved
-	}
-	attrs, err := ReleasedAttributes(m.MessageAttributes, id, aws.ToString(m.Body), p.Releasing, n)
-	if err != nil {
-		return err
-	}
-	_, err = r.Queue.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(r.SourceURL), MessageBody: m.Body,
-		MessageAttributes: attrs, MessageGroupId: aws.String(p.Group), MessageDeduplicationId: aws.String("release-" + id)})
-	if err != nil {
-		return fmt.Errorf("fifo: send %s back to the source: %w", id, err)
-	}
-	current, err := r.Store.Move(ctx, p.Group, p.Releasing, id, n)
-	if err != nil {
-		return err
-	}
-	p.Moved, p.LastMoved = n, id
-	if _, err := r.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-		return fmt.Errorf("fifo: delete %s from the parking queue: %w", id, err)
-	}
-	if !current { // a record parked again ended the round: this one follows it
-		return errRoundEnded
-	}
-	return nil
-}
-
-// errRoundEnded stops a step whose round a record parked again ended.
-var errRoundEnded = errors.New("fifo: the release round ended")
 
 func newRound() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// ReparkGroup is the parking queue's group of group's records that a
-// release round sent back and that parked again: a release moves it first.
-func ReparkGroup(group string) string {
-	sum := sha256.Sum256([]byte(group))
-	return "homing-repark-" + hex.EncodeToString(sum[:20])
 }

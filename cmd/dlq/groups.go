@@ -39,7 +39,7 @@ type parkedGroup struct {
 func parkedOf(p fifo.Park) parkedGroup {
 	g := parkedGroup{Group: p.Group, Reason: p.Reason, Head: p.Head, Queue: p.Queue, Since: p.Since, Waiting: p.Waiting(), Releasing: p.Releasing != ""}
 	if g.Releasing {
-		g.Pending = max(p.Moved-p.Applied, 0)
+		g.Pending = max(p.Sent-p.Settled, 0)
 	}
 	return g
 }

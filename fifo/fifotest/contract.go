@@ -3,6 +3,7 @@ package fifotest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -29,13 +30,13 @@ var contract = []struct {
 	{"park_stores_the_park", parkStoresThePark},
 	{"park_of_a_parked_group_changes_nothing", parkOfAParkedGroupChangesNothing},
 	{"parked_returns_only_parked_groups", parkedReturnsOnlyParkedGroups},
-	{"count_adds_parked_and_raises_applied", countAddsParkedAndRaisesApplied},
+	{"count_adds_parked", countAddsParked},
 	{"count_counts_a_record_once", countCountsARecordOnce},
+	{"count_settles_the_rounds_copies", countSettlesTheRoundsCopies},
 	{"count_needs_a_park", countNeedsAPark},
 	{"begin_starts_a_round", beginStartsARound},
-	{"begin_waits_for_the_round_to_settle", beginWaitsForTheRoundToSettle},
-	{"move_counts_a_record_once", moveCountsARecordOnce},
-	{"repark_names_a_new_head_and_ends_the_round", reparkNamesANewHeadAndEndsTheRound},
+	{"sent_needs_the_round", sentNeedsTheRound},
+	{"end_takes_the_settled_records", endTakesTheSettledRecords},
 	{"release_removes_the_park_as_seen", releaseRemovesTheParkAsSeen},
 	{"release_of_a_changed_park_conflicts", releaseOfAChangedParkConflicts},
 	{"a_group_parked_again_starts_afresh", aGroupParkedAgainStartsAfresh},
@@ -87,20 +88,22 @@ func mustCount(t *testing.T, s fifo.Store, group string, c fifo.Count) {
 	}
 }
 
-func mustBegin(t *testing.T, s fifo.Store, group, round string) {
+// mustRound begins round on group with records p-1..p-n, sends them all
+// and settles the first settled.
+func mustRound(t *testing.T, s fifo.Store, group, round string, n, settled int) {
 	t.Helper()
-	if err := s.Begin(t.Context(), group, round); err != nil {
+	var batch []string
+	for i := 1; i <= n; i++ {
+		batch = append(batch, fmt.Sprintf("p-%d", i))
+	}
+	if err := s.Begin(t.Context(), group, round, batch); err != nil {
 		t.Fatalf("Begin %q %q: %v", group, round, err)
 	}
-}
-
-// mustMove counts records first..last of round moved (parking ids p-N).
-func mustMove(t *testing.T, s fifo.Store, group, round string, first, last int) {
-	t.Helper()
-	for n := first; n <= last; n++ {
-		if _, err := s.Move(t.Context(), group, round, fmt.Sprintf("p-%d", n), n); err != nil {
-			t.Fatalf("Move %q %q %d: %v", group, round, n, err)
-		}
+	if err := s.Sent(t.Context(), group, round, n); err != nil {
+		t.Fatalf("Sent %q %q %d: %v", group, round, n, err)
+	}
+	for i := 1; i <= settled; i++ {
+		mustCount(t, s, group, fifo.Count{Round: round, Index: i})
 	}
 }
 
@@ -114,19 +117,22 @@ func same(t *testing.T, what string, got, want fifo.Park) {
 		t.Errorf("%s: Since = %v, want %v", what, got.Since, want.Since)
 	}
 	got.Since, want.Since = time.Time{}, time.Time{}
-	if got != want {
+	if len(got.Batch) == 0 && len(want.Batch) == 0 {
+		got.Batch, want.Batch = nil, nil
+	}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s = %+v, want %+v", what, got, want)
 	}
 }
 
-// counters fails t unless group's park counts parked, moved and applied
-// in round.
-func counters(t *testing.T, s fifo.Store, group string, parked, moved, applied int, round string) {
+// counters fails t unless group's park counts parked and moved, and has
+// round in progress with sent and settled copies.
+func counters(t *testing.T, s fifo.Store, group string, parked, moved int, round string, sent, settled int) {
 	t.Helper()
 	p := parkOf(t, s, group)
-	if p.Parked != parked || p.Moved != moved || p.Applied != applied || p.Releasing != round {
-		t.Fatalf("park of %q: parked %d moved %d applied %d releasing %q; want %d %d %d %q",
-			group, p.Parked, p.Moved, p.Applied, p.Releasing, parked, moved, applied, round)
+	if p.Parked != parked || p.Moved != moved || p.Releasing != round || p.Sent != sent || p.Settled != settled {
+		t.Fatalf("park of %q: parked %d moved %d releasing %q sent %d settled %d; want %d %d %q %d %d",
+			group, p.Parked, p.Moved, p.Releasing, p.Sent, p.Settled, parked, moved, round, sent, settled)
 	}
 }
 
@@ -135,7 +141,7 @@ func counters(t *testing.T, s fifo.Store, group string, parked, moved, applied i
 // caller gave), and returns what it stored.
 func parkStoresThePark(t *testing.T, s fifo.Store) {
 	in := fifo.Park{Group: "acct-7", Reason: fifo.ReasonExpiring, Head: "m-1", Queue: "parking", Since: t0,
-		Parked: 1, Moved: 5, Applied: 4, Releasing: "r-1", Previous: "r-0", Seq: seq(3), LastMoved: "p-5"}
+		Parked: 1, Moved: 5, Releasing: "r-1", Batch: []string{"p-1"}, Sent: 1, Settled: 1, Stop: 1, Seq: seq(3)}
 	got, err := s.Park(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -187,33 +193,54 @@ func parkedReturnsOnlyParkedGroups(t *testing.T, s fifo.Store) {
 	}
 }
 
-// countAddsParkedAndRaisesApplied: Count adds its Parked, raises Applied
-// to its Index (never lowers it) and keeps the last Seq; a Count without
-// Seq counts every time.
-func countAddsParkedAndRaisesApplied(t *testing.T, s fifo.Store) {
+// countAddsParked: Count adds its Parked and keeps the last Seq (as a
+// number orders); a Count without Seq counts every time.
+func countAddsParked(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
 	mustCount(t, s, "g", fifo.Count{Seq: seq(9), Parked: 1})
-	mustCount(t, s, "g", fifo.Count{Seq: seq(10), Parked: 1, Index: 2})
-	mustCount(t, s, "g", fifo.Count{Seq: seq(11), Index: 1})
+	mustCount(t, s, "g", fifo.Count{Seq: seq(10), Parked: 1})
 	mustCount(t, s, "g", fifo.Count{Parked: 1})
 	mustCount(t, s, "g", fifo.Count{Parked: 1})
-	p := parkOf(t, s, "g")
-	if p.Parked != 4 || p.Applied != 2 || p.Seq != seq(11) || p.Moved != 0 {
-		t.Fatalf("park %+v: want parked 4, applied 2, seq %s, moved 0", p, seq(11))
+	if p := parkOf(t, s, "g"); p.Parked != 4 || p.Seq != seq(10) || p.Moved != 0 {
+		t.Fatalf("park %+v: want parked 4, seq %s, moved 0", p, seq(10))
 	}
 }
 
 // countCountsARecordOnce: a Count whose Seq is not above the last one
-// counted (the same record again, or an older copy) changes nothing and
-// is no error.
+// counted (the same record again, or an older copy), or that settles a
+// copy settled already, changes nothing and is no error.
 func countCountsARecordOnce(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", fifo.Count{Seq: seq(100), Parked: 1, Index: 3})
-	mustCount(t, s, "g", fifo.Count{Seq: seq(100), Parked: 1, Index: 3})
-	mustCount(t, s, "g", fifo.Count{Seq: seq(99), Parked: 1, Index: 7})
+	mustCount(t, s, "g", fifo.Count{Seq: seq(100), Parked: 1})
+	mustCount(t, s, "g", fifo.Count{Seq: seq(100), Parked: 1})
+	mustCount(t, s, "g", fifo.Count{Seq: seq(99), Parked: 1})
+	mustRound(t, s, "g", "r-1", 3, 0)
+	mustCount(t, s, "g", fifo.Count{Seq: seq(101), Round: "r-1", Index: 2})
+	mustCount(t, s, "g", fifo.Count{Seq: seq(102), Round: "r-1", Index: 2, Stop: 2, Head: "m-9", Reason: fifo.ReasonExpiring, Queue: "parking"})
+	mustCount(t, s, "g", fifo.Count{Seq: seq(103), Round: "r-1", Index: 1})
 	p := parkOf(t, s, "g")
-	if p.Parked != 1 || p.Applied != 3 || p.Seq != seq(100) {
-		t.Fatalf("park %+v: want parked 1, applied 3, seq %s", p, seq(100))
+	if p.Parked != 1 || p.Settled != 2 || p.Stop != 0 || p.Head != "m-1" || p.Seq != seq(101) {
+		t.Fatalf("park %+v: want parked 1, settled 2, no stop, head m-1, seq %s", p, seq(101))
+	}
+}
+
+// countSettlesTheRoundsCopies: Count raises Settled to its Index in the
+// park's round (ErrChanged in another, counting nothing), and with Stop
+// names the new head, reason and queue; Taken then leaves the stopped
+// records in the parking queue.
+func countSettlesTheRoundsCopies(t *testing.T, s fifo.Store) {
+	mustPark(t, s, "g", "m-1")
+	mustCount(t, s, "g", fifo.Count{Parked: 4})
+	mustRound(t, s, "g", "r-1", 4, 1)
+	if err := s.Count(t.Context(), "g", fifo.Count{Round: "r-0", Index: 2}); !errors.Is(err, fifo.ErrChanged) {
+		t.Fatalf("Count of another round's copy: err = %v, want ErrChanged", err)
+	}
+	counters(t, s, "g", 4, 0, "r-1", 4, 1)
+	mustCount(t, s, "g", fifo.Count{Round: "r-1", Index: 2, Stop: 3, Head: "m-7", Reason: "invalid: bad-amount", Queue: "invalid"})
+	mustCount(t, s, "g", fifo.Count{Round: "r-1", Index: 4})
+	p := parkOf(t, s, "g")
+	if p.Settled != 4 || p.Stop != 3 || p.Head != "m-7" || p.Reason != "invalid: bad-amount" || p.Queue != "invalid" || p.Taken() != 2 {
+		t.Fatalf("park %+v: want settled 4, stop 3 at m-7 (invalid: bad-amount, invalid), 2 taken", p)
 	}
 }
 
@@ -227,111 +254,80 @@ func countNeedsAPark(t *testing.T, s fifo.Store) {
 	if err := s.Release(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Count(t.Context(), "g", fifo.Count{Parked: 1, Index: 1}); !errors.Is(err, fifo.ErrNotParked) {
+	if err := s.Count(t.Context(), "g", fifo.Count{Parked: 1}); !errors.Is(err, fifo.ErrNotParked) {
 		t.Errorf("Count of a released group: err = %v, want ErrNotParked", err)
 	}
 	notParked(t, s, "never")
 	notParked(t, s, "g")
 }
 
-// beginStartsARound: Begin names the round and changes no counter; Begin
-// while a round is in progress fails with ErrChanged; Begin of a group not
-// parked fails with ErrNotParked and parks nothing.
+// beginStartsARound: Begin names the round and its batch, none sent or
+// settled; Begin while a round is in progress fails with ErrChanged and
+// changes nothing; Begin of a group not parked fails with ErrNotParked and
+// parks nothing.
 func beginStartsARound(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
 	mustCount(t, s, "g", fifo.Count{Parked: 3})
-	mustBegin(t, s, "g", "r-1")
-	counters(t, s, "g", 3, 0, 0, "r-1")
-	if err := s.Begin(t.Context(), "g", "r-2"); !errors.Is(err, fifo.ErrChanged) {
+	if err := s.Begin(t.Context(), "g", "r-1", []string{"p-1", "p-2"}); err != nil {
+		t.Fatal(err)
+	}
+	counters(t, s, "g", 3, 0, "r-1", 0, 0)
+	if err := s.Begin(t.Context(), "g", "r-2", []string{"p-3"}); !errors.Is(err, fifo.ErrChanged) {
 		t.Fatalf("Begin during a round: err = %v, want ErrChanged", err)
 	}
-	counters(t, s, "g", 3, 0, 0, "r-1")
-	if err := s.Begin(t.Context(), "never", "r-1"); !errors.Is(err, fifo.ErrNotParked) {
+	if p := parkOf(t, s, "g"); p.Releasing != "r-1" || !slices.Equal(p.Batch, []string{"p-1", "p-2"}) {
+		t.Fatalf("park %+v: want round r-1 of p-1, p-2", p)
+	}
+	if err := s.Begin(t.Context(), "never", "r-1", []string{"p-1"}); !errors.Is(err, fifo.ErrNotParked) {
 		t.Fatalf("Begin of a group never parked: err = %v, want ErrNotParked", err)
 	}
 	notParked(t, s, "never")
 }
 
-// beginWaitsForTheRoundToSettle: after a Repark ended a round, Begin fails
-// with ErrChanged until Applied reaches Moved; then it forgets Previous
-// and sets Applied to Moved (a record settled beyond what was counted
-// moved counts for nothing in the new round).
-func beginWaitsForTheRoundToSettle(t *testing.T, s fifo.Store) {
+// sentNeedsTheRound: Sent raises Sent (never lowers it) in the park's
+// round, and fails with ErrChanged in another.
+func sentNeedsTheRound(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", fifo.Count{Parked: 3})
-	mustBegin(t, s, "g", "r-1")
-	mustMove(t, s, "g", "r-1", 1, 2)
-	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Index: 1})
-	if err := s.Repark(t.Context(), "g", "m-2", fifo.ReasonExpiring, "parking"); err != nil {
+	if err := s.Begin(t.Context(), "g", "r-1", []string{"p-1", "p-2", "p-3"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Begin(t.Context(), "g", "r-2"); !errors.Is(err, fifo.ErrChanged) {
-		t.Fatalf("Begin with record 2 of 2 unsettled: err = %v, want ErrChanged", err)
-	}
-	mustCount(t, s, "g", fifo.Count{Seq: seq(2), Parked: 1, Index: 3})
-	mustBegin(t, s, "g", "r-2")
-	p := parkOf(t, s, "g")
-	if p.Releasing != "r-2" || p.Previous != "" || p.Moved != 2 || p.Applied != 2 || p.Parked != 4 {
-		t.Fatalf("park %+v: want round r-2, no previous, moved 2, applied 2, parked 4", p)
-	}
-}
-
-// moveCountsARecordOnce: Move counts record n moved and reports the round
-// current; the same id and number again counts nothing; a number that
-// does not follow Moved fails with ErrChanged; after a Repark, Move still
-// counts and reports the round ended; Move of a group not parked fails
-// with ErrNotParked.
-func moveCountsARecordOnce(t *testing.T, s fifo.Store) {
-	mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", fifo.Count{Parked: 3})
-	mustBegin(t, s, "g", "r-1")
-	for range 2 {
-		if cur, err := s.Move(t.Context(), "g", "r-1", "p-1", 1); err != nil || !cur {
-			t.Fatalf("Move 1: %t, %v; want current", cur, err)
-		}
-	}
-	if _, err := s.Move(t.Context(), "g", "r-1", "p-2", 3); !errors.Is(err, fifo.ErrChanged) {
-		t.Fatalf("Move 3 after 1: err = %v, want ErrChanged", err)
-	}
-	counters(t, s, "g", 3, 1, 0, "r-1")
-	if err := s.Repark(t.Context(), "g", "m-2", fifo.ReasonExpiring, "parking"); err != nil {
-		t.Fatal(err)
-	}
-	if cur, err := s.Move(t.Context(), "g", "r-1", "p-2", 2); err != nil || cur {
-		t.Fatalf("Move 2 after a Repark: %t, %v; want counted, round ended", cur, err)
-	}
-	if p := parkOf(t, s, "g"); p.Moved != 2 || p.LastMoved != "p-2" {
-		t.Fatalf("park %+v: want moved 2, last moved p-2", p)
-	}
-	if _, err := s.Move(t.Context(), "never", "r-1", "p-1", 1); !errors.Is(err, fifo.ErrNotParked) {
-		t.Fatalf("Move of a group never parked: err = %v, want ErrNotParked", err)
-	}
-	notParked(t, s, "never")
-}
-
-// reparkNamesANewHeadAndEndsTheRound: Repark names the head, reason and
-// queue and ends the round (Previous names it); the time and counters
-// stay. A Repark with no round in progress keeps Previous. Repark of a
-// group not parked fails with ErrNotParked and parks nothing.
-func reparkNamesANewHeadAndEndsTheRound(t *testing.T, s fifo.Store) {
-	p := mustPark(t, s, "g", "m-1")
-	mustCount(t, s, "g", fifo.Count{Parked: 3})
-	mustBegin(t, s, "g", "r-1")
-	mustMove(t, s, "g", "r-1", 1, 3)
-	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Index: 1})
-	for _, head := range []string{"m-2", "m-3"} {
-		if err := s.Repark(t.Context(), "g", head, fifo.ReasonDeliveredTooOften, "parking"); err != nil {
+	for _, n := range []int{2, 1} {
+		if err := s.Sent(t.Context(), "g", "r-1", n); err != nil {
 			t.Fatal(err)
 		}
-		want := p
-		want.Head, want.Reason, want.Queue = head, fifo.ReasonDeliveredTooOften, "parking"
-		want.Parked, want.Moved, want.Applied, want.Previous, want.Seq, want.LastMoved = 3, 3, 1, "r-1", seq(1), "p-3"
-		same(t, "the reparked park", parkOf(t, s, "g"), want)
 	}
-	if err := s.Repark(t.Context(), "never", "m-1", fifo.ReasonExpiring, "parking"); !errors.Is(err, fifo.ErrNotParked) {
-		t.Fatalf("Repark of a group never parked: err = %v, want ErrNotParked", err)
+	if err := s.Sent(t.Context(), "g", "r-2", 3); !errors.Is(err, fifo.ErrChanged) {
+		t.Fatalf("Sent in another round: err = %v, want ErrChanged", err)
 	}
-	notParked(t, s, "never")
+	counters(t, s, "g", 0, 0, "r-1", 2, 0)
+}
+
+// endTakesTheSettledRecords: End of a round with a copy sent and not
+// settled, or of another round, fails with ErrChanged; once all are
+// settled it adds the records taken to Moved and clears the round.
+func endTakesTheSettledRecords(t *testing.T, s fifo.Store) {
+	mustPark(t, s, "g", "m-1")
+	mustCount(t, s, "g", fifo.Count{Parked: 5})
+	mustRound(t, s, "g", "r-1", 3, 2)
+	for _, round := range []string{"r-1", "r-0"} {
+		if err := s.End(t.Context(), "g", round); !errors.Is(err, fifo.ErrChanged) {
+			t.Fatalf("End of %s: err = %v, want ErrChanged", round, err)
+		}
+	}
+	mustCount(t, s, "g", fifo.Count{Round: "r-1", Index: 3})
+	if err := s.End(t.Context(), "g", "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	counters(t, s, "g", 5, 3, "", 0, 0)
+	mustRound(t, s, "g", "r-2", 2, 0)
+	mustCount(t, s, "g", fifo.Count{Round: "r-2", Index: 1, Stop: 1, Head: "m-4", Reason: fifo.ReasonExpiring, Queue: "parking"})
+	mustCount(t, s, "g", fifo.Count{Round: "r-2", Index: 2})
+	if err := s.End(t.Context(), "g", "r-2"); err != nil {
+		t.Fatal(err)
+	}
+	if p := parkOf(t, s, "g"); p.Moved != 3 || p.Releasing != "" || len(p.Batch) != 0 || p.Stop != 0 || p.Head != "m-4" {
+		t.Fatalf("park %+v: want moved 3, no round, head m-4", p)
+	}
 }
 
 // releaseRemovesTheParkAsSeen: Release of the park as stored removes it;
@@ -339,9 +335,10 @@ func reparkNamesANewHeadAndEndsTheRound(t *testing.T, s fifo.Store) {
 func releaseRemovesTheParkAsSeen(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
 	mustCount(t, s, "g", fifo.Count{Parked: 2})
-	mustBegin(t, s, "g", "r-1")
-	mustMove(t, s, "g", "r-1", 1, 2)
-	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Index: 2})
+	mustRound(t, s, "g", "r-1", 2, 2)
+	if err := s.End(t.Context(), "g", "r-1"); err != nil {
+		t.Fatal(err)
+	}
 	p := parkOf(t, s, "g")
 	if err := s.Release(t.Context(), p); err != nil {
 		t.Fatal(err)
@@ -355,20 +352,22 @@ func releaseRemovesTheParkAsSeen(t *testing.T, s fifo.Store) {
 	}
 }
 
-// releaseOfAChangedParkConflicts: Release of a park whose counters or
-// round are not the stored ones fails with ErrChanged and keeps it.
+// releaseOfAChangedParkConflicts: Release of a park whose counters are not
+// the stored ones, or during a round, fails with ErrChanged and keeps it.
 func releaseOfAChangedParkConflicts(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
 	mustCount(t, s, "g", fifo.Count{Parked: 2})
-	mustBegin(t, s, "g", "r-1")
-	mustMove(t, s, "g", "r-1", 1, 2)
-	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Index: 1})
+	mustRound(t, s, "g", "r-1", 1, 1)
+	if err := s.Release(t.Context(), parkOf(t, s, "g")); !errors.Is(err, fifo.ErrChanged) {
+		t.Fatalf("Release during a round: err = %v, want ErrChanged", err)
+	}
+	if err := s.End(t.Context(), "g", "r-1"); err != nil {
+		t.Fatal(err)
+	}
 	stored := parkOf(t, s, "g")
 	for name, change := range map[string]func(p *fifo.Park){
-		"parked":    func(p *fifo.Park) { p.Parked-- },
-		"moved":     func(p *fifo.Park) { p.Moved++ },
-		"applied":   func(p *fifo.Park) { p.Applied++ },
-		"releasing": func(p *fifo.Park) { p.Releasing = "r-0" },
+		"parked": func(p *fifo.Park) { p.Parked-- },
+		"moved":  func(p *fifo.Park) { p.Moved++ },
 	} {
 		seen := stored
 		change(&seen)
@@ -384,9 +383,10 @@ func releaseOfAChangedParkConflicts(t *testing.T, s fifo.Store) {
 func aGroupParkedAgainStartsAfresh(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
 	mustCount(t, s, "g", fifo.Count{Seq: seq(5), Parked: 2})
-	mustBegin(t, s, "g", "r-1")
-	mustMove(t, s, "g", "r-1", 1, 2)
-	mustCount(t, s, "g", fifo.Count{Seq: seq(9), Index: 2})
+	mustRound(t, s, "g", "r-1", 2, 2)
+	if err := s.End(t.Context(), "g", "r-1"); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Release(t.Context(), parkOf(t, s, "g")); err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +398,7 @@ func aGroupParkedAgainStartsAfresh(t *testing.T, s fifo.Store) {
 	same(t, "the new park", got, in)
 	same(t, "the stored park", parkOf(t, s, "g"), in)
 	mustCount(t, s, "g", fifo.Count{Seq: seq(1), Parked: 1})
-	counters(t, s, "g", 1, 0, 0, "")
+	counters(t, s, "g", 1, 0, "", 0, 0)
 }
 
 // listOrdersByGroup: List returns every park, ordered by group (as Go
@@ -438,14 +438,15 @@ func groupsDoNotCollide(t *testing.T, s fifo.Store) {
 		mustPark(t, s, g, "head-"+g)
 	}
 	mustCount(t, s, "g", fifo.Count{Parked: 3})
-	mustBegin(t, s, "g", "r-1")
-	mustMove(t, s, "g", "r-1", 1, 3)
-	mustCount(t, s, "g", fifo.Count{Index: 3})
+	mustRound(t, s, "g", "r-1", 3, 3)
+	if err := s.End(t.Context(), "g", "r-1"); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Release(t.Context(), parkOf(t, s, "g")); err != nil {
 		t.Fatal(err)
 	}
 	notParked(t, s, "g")
 	for _, g := range []string{"g1", "g#1"} {
-		counters(t, s, g, 0, 0, 0, "")
+		counters(t, s, g, 0, 0, "", 0, 0)
 	}
 }

@@ -4,6 +4,7 @@ package fifotest
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -38,7 +39,7 @@ func (m *Memory) Parked(_ context.Context, groups []string) (map[string]fifo.Par
 	out := map[string]fifo.Park{}
 	for _, g := range groups {
 		if p, ok := m.parks[g]; ok {
-			out[g] = p
+			out[g] = clone(p)
 		}
 	}
 	return out, nil
@@ -51,11 +52,16 @@ func (m *Memory) Park(_ context.Context, p fifo.Park) (fifo.Park, error) {
 		return fifo.Park{}, err
 	}
 	if cur, ok := m.parks[p.Group]; ok {
-		return cur, nil
+		return clone(cur), nil
 	}
 	p = fifo.Park{Group: p.Group, Reason: p.Reason, Head: p.Head, Queue: p.Queue, Since: p.Since}
 	m.parks[p.Group] = p
 	return p, nil
+}
+
+func clone(p fifo.Park) fifo.Park {
+	p.Batch = slices.Clone(p.Batch)
+	return p
 }
 
 // update applies f to the park of group: ErrNotParked when there is none.
@@ -68,6 +74,7 @@ func (m *Memory) update(group string, f func(p *fifo.Park) error) error {
 	if !ok {
 		return fifo.ErrNotParked
 	}
+	p = clone(p)
 	if err := f(&p); err != nil {
 		return err
 	}
@@ -75,58 +82,68 @@ func (m *Memory) update(group string, f func(p *fifo.Park) error) error {
 	return nil
 }
 
-// Repark implements [fifo.Store].
-func (m *Memory) Repark(_ context.Context, group, head, reason, queue string) error {
-	return m.update(group, func(p *fifo.Park) error {
-		if p.Releasing != "" {
-			p.Previous = p.Releasing
-		}
-		p.Head, p.Reason, p.Queue, p.Releasing = head, reason, queue, ""
-		return nil
-	})
-}
-
 // Count implements [fifo.Store].
 func (m *Memory) Count(_ context.Context, group string, c fifo.Count) error {
-	return m.update(group, func(p *fifo.Park) error {
+	err := m.update(group, func(p *fifo.Park) error {
+		switch {
+		case c.Seq != "" && c.Seq <= p.Seq:
+			return errCounted
+		case c.Index > 0 && p.Releasing != c.Round:
+			return fifo.ErrChanged
+		case c.Index > 0 && p.Settled >= c.Index:
+			return errCounted
+		}
 		if c.Seq != "" {
-			if c.Seq <= p.Seq {
-				return nil
-			}
 			p.Seq = c.Seq
 		}
 		p.Parked += c.Parked
-		p.Applied = max(p.Applied, c.Index)
+		p.Settled = max(p.Settled, c.Index)
+		if c.Stop > 0 {
+			p.Stop, p.Head, p.Reason, p.Queue = c.Stop, c.Head, c.Reason, c.Queue
+		}
 		return nil
 	})
+	if errors.Is(err, errCounted) {
+		return nil
+	}
+	return err
 }
+
+// errCounted stops a Count of a record counted already.
+var errCounted = errors.New("counted already")
 
 // Begin implements [fifo.Store].
-func (m *Memory) Begin(_ context.Context, group, round string) error {
+func (m *Memory) Begin(_ context.Context, group, round string, batch []string) error {
 	return m.update(group, func(p *fifo.Park) error {
-		if p.Releasing != "" || p.Applied < p.Moved {
+		if p.Releasing != "" {
 			return fifo.ErrChanged
 		}
-		p.Releasing, p.Previous, p.Applied = round, "", p.Moved
+		p.Releasing, p.Batch, p.Sent, p.Settled, p.Stop = round, slices.Clone(batch), 0, 0, 0
 		return nil
 	})
 }
 
-// Move implements [fifo.Store].
-func (m *Memory) Move(_ context.Context, group, round, id string, index int) (bool, error) {
-	current := false
-	err := m.update(group, func(p *fifo.Park) error {
-		switch {
-		case p.LastMoved == id && p.Moved == index:
-		case p.Moved != index-1:
+// Sent implements [fifo.Store].
+func (m *Memory) Sent(_ context.Context, group, round string, n int) error {
+	return m.update(group, func(p *fifo.Park) error {
+		if p.Releasing != round {
 			return fifo.ErrChanged
-		default:
-			p.Moved, p.LastMoved = index, id
 		}
-		current = p.Releasing == round
+		p.Sent = max(p.Sent, n)
 		return nil
 	})
-	return current, err
+}
+
+// End implements [fifo.Store].
+func (m *Memory) End(_ context.Context, group, round string) error {
+	return m.update(group, func(p *fifo.Park) error {
+		if p.Releasing != round || p.Settled < p.Sent {
+			return fifo.ErrChanged
+		}
+		p.Moved += p.Taken()
+		p.Releasing, p.Batch, p.Sent, p.Settled, p.Stop = "", nil, 0, 0, 0
+		return nil
+	})
 }
 
 // Release implements [fifo.Store].
@@ -139,7 +156,7 @@ func (m *Memory) Release(_ context.Context, p fifo.Park) error {
 	switch {
 	case !ok:
 		return nil
-	case cur.Parked != p.Parked || cur.Moved != p.Moved || cur.Applied != p.Applied || cur.Releasing != p.Releasing:
+	case cur.Releasing != "" || cur.Parked != p.Parked || cur.Moved != p.Moved:
 		return fifo.ErrChanged
 	}
 	delete(m.parks, p.Group)
@@ -154,7 +171,7 @@ func (m *Memory) List(context.Context) ([]fifo.Park, error) {
 	}
 	out := make([]fifo.Park, 0, len(m.parks))
 	for _, p := range m.parks {
-		out = append(out, p)
+		out = append(out, clone(p))
 	}
 	slices.SortFunc(out, func(a, b fifo.Park) int { return cmp.Compare(a.Group, b.Group) })
 	return out, nil

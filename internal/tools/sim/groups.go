@@ -182,41 +182,41 @@ func (p *parkStore) Park(ctx context.Context, want fifo.Park) (fifo.Park, error)
 	return out, err
 }
 
-// Repark implements fifo.Store.
-func (p *parkStore) Repark(ctx context.Context, group, head, reason, queue string) error {
-	if err := p.fault(ctx, "repark", group+"/"+head); err != nil {
-		return err
-	}
-	err := p.s.groups.mem.Repark(ctx, group, head, reason, queue)
-	if err == nil {
-		p.s.groups.count(func(st *GroupStats) { st.Reparks++ })
-		p.s.trace.add(p.s.clock.Now(), "park", "group parked again", p.s.subject(head, p.s.sqs.pubOf(head))+" "+group, reason)
-	}
-	return err
-}
-
 // Count implements fifo.Store.
 func (p *parkStore) Count(ctx context.Context, group string, c fifo.Count) error {
 	if err := p.fault(ctx, "count", fmt.Sprintf("%s/%s/%d/%d", group, c.Seq, c.Parked, c.Index)); err != nil {
 		return err
 	}
-	return p.s.groups.mem.Count(ctx, group, c)
-}
-
-// Move implements fifo.Store.
-func (p *parkStore) Move(ctx context.Context, group, round, id string, index int) (bool, error) {
-	if err := p.fault(ctx, "move", fmt.Sprintf("%s/%s/%d", group, id, index)); err != nil {
-		return false, err
+	err := p.s.groups.mem.Count(ctx, group, c)
+	if err == nil && c.Stop > 0 {
+		p.s.groups.count(func(st *GroupStats) { st.Reparks++ })
+		p.s.trace.add(p.s.clock.Now(), "park", "group parked again", p.s.subject(c.Head, p.s.sqs.pubOf(c.Head))+" "+group, c.Reason)
 	}
-	return p.s.groups.mem.Move(ctx, group, round, id, index)
+	return err
 }
 
 // Begin implements fifo.Store.
-func (p *parkStore) Begin(ctx context.Context, group, round string) error {
+func (p *parkStore) Begin(ctx context.Context, group, round string, batch []string) error {
 	if err := p.fault(ctx, "begin", group); err != nil {
 		return err
 	}
-	return p.s.groups.mem.Begin(ctx, group, round)
+	return p.s.groups.mem.Begin(ctx, group, round, batch)
+}
+
+// Sent implements fifo.Store.
+func (p *parkStore) Sent(ctx context.Context, group, round string, n int) error {
+	if err := p.fault(ctx, "sent", fmt.Sprintf("%s/%d", group, n)); err != nil {
+		return err
+	}
+	return p.s.groups.mem.Sent(ctx, group, round, n)
+}
+
+// End implements fifo.Store.
+func (p *parkStore) End(ctx context.Context, group, round string) error {
+	if err := p.fault(ctx, "end", group); err != nil {
+		return err
+	}
+	return p.s.groups.mem.End(ctx, group, round)
 }
 
 // Release implements fifo.Store.
@@ -232,7 +232,7 @@ func (p *parkStore) Release(ctx context.Context, want fifo.Park) error {
 		if invocationOf(ctx) != nil {
 			who = "consumer"
 		}
-		p.s.trace.add(p.s.clock.Now(), "park", "park ended", want.Group, fmt.Sprintf("by the %s: parked %d moved %d applied %d", who, want.Parked, want.Moved, want.Applied))
+		p.s.trace.add(p.s.clock.Now(), "park", "park ended", want.Group, fmt.Sprintf("by the %s: parked %d moved %d", who, want.Parked, want.Moved))
 		p.s.checkParkEnd(want.Group, who)
 	}
 	return err
@@ -361,11 +361,12 @@ func (q releaseQueue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessage
 	return out, err
 }
 
-// SendMessage implements fifo.ReleaseQueue: a parked record back to the
-// source, its deduplication id "release-" and its id in the parking queue.
+// SendMessage implements fifo.ReleaseQueue: a copy of a parked record to
+// the source, its deduplication id "release-", its id in the parking queue,
+// "/" and the round.
 func (q releaseQueue) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	s := q.s
-	parent := strings.TrimPrefix(aws.ToString(in.MessageDeduplicationId), "release-")
+	parent, _, _ := strings.Cut(strings.TrimPrefix(aws.ToString(in.MessageDeduplicationId), "release-"), "/")
 	if err := q.fault("SendMessage", parent); err != nil {
 		return nil, err
 	}
@@ -588,24 +589,12 @@ func (s *Sim) setAsideHopeless() {
 			s.sqs.deleted(aws.ToString(m.ReceiptHandle), id)
 			// No longer waiting in the parking queue: the park of its
 			// group, if any, counts one record less.
-			_ = s.groups.mem.Count(ctx, s.parkedGroup(m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]), fifo.Count{Parked: -1})
+			_ = s.groups.mem.Count(ctx, m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], fifo.Count{Parked: -1})
 			s.setAsideMsgs = append(s.setAsideMsgs, m)
 			s.groups.count(func(st *GroupStats) { st.SetAside++ })
 			s.trace.add(s.clock.Now(), "operator", "set aside", s.subject(id, s.sqs.pubOf(id))+" "+m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)], "an order that can never succeed")
 		}
 	}
-}
-
-// parkedGroup returns the group whose records the parking queue's group
-// holds (itself, or the group of a fifo.ReparkGroup).
-func (s *Sim) parkedGroup(group string) string {
-	parks, _ := s.groups.mem.List(context.Background())
-	for _, p := range parks {
-		if fifo.ReparkGroup(p.Group) == group {
-			return p.Group
-		}
-	}
-	return group
 }
 
 // checkBackstop notes the messages the redrive moved to the DLQ: on a lane

@@ -14,8 +14,8 @@ import (
 func (s *Sim) checkGroups() {
 	parks, _ := s.groups.mem.List(context.Background())
 	for _, p := range parks {
-		s.violate("park-left", p.Group, fmt.Sprintf("still parked at the end behind head %s (%s, %s in the %s queue): parked %d, moved %d, applied %d, round %v",
-			s.subject(p.Head, s.sqs.pubOf(p.Head)), p.Reason, fmtOffset(p.Since.Sub(s.start)), p.Queue, p.Parked, p.Moved, p.Applied, p.Releasing != ""))
+		s.violate("park-left", p.Group, fmt.Sprintf("still parked at the end behind head %s (%s, %s in the %s queue): parked %d, moved %d, settled %d of %d, round %v",
+			s.subject(p.Head, s.sqs.pubOf(p.Head)), p.Reason, fmtOffset(p.Since.Sub(s.start)), p.Queue, p.Parked, p.Moved, p.Settled, p.Sent, p.Releasing != ""))
 	}
 	s.checkOrder()
 }
