@@ -103,6 +103,8 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 		}
 		if !outcomes[i].acknowledged() {
 			blocked = true
+		} else if receives(msg) > 1 && outcomes[i] != Blocked {
+			g.delete(ctx, msg)
 		}
 	}
 }
@@ -333,6 +335,16 @@ func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why str
 		return fmt.Errorf("send to the parking queue: %w", err)
 	}
 	return nil
+}
+
+// delete deletes msg from the source at once: it came before, so an
+// invocation that dies on a later record of the batch (a timeout, out of
+// memory) may be what brings it back; deleted, it does not come again.
+func (g *groupRun) delete(ctx context.Context, msg events.SQSMessage) {
+	_, err := g.k.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(g.k.SourceURL), ReceiptHandle: aws.String(msg.ReceiptHandle)})
+	if err != nil {
+		g.p.opts.Logger.WarnContext(ctx, "delete a settled record", slog.String("messageId", msg.MessageId), slog.String("group", g.group), slog.String("error", err.Error()))
+	}
 }
 
 // fail reports msg failed for err; the group's later records wait behind

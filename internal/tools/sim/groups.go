@@ -334,6 +334,33 @@ func (q consumerQueue) ChangeMessageVisibility(ctx context.Context, in *sqs.Chan
 	return out, nil
 }
 
+// DeleteMessage implements fifo.Queue: a settled record deleted from the
+// source before the invocation ends.
+func (q consumerQueue) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	s := q.s
+	receipt := aws.ToString(in.ReceiptHandle)
+	if err := q.fault(ctx, "DeleteMessage", s.sqs.idOf(receipt)); err != nil {
+		return nil, err
+	}
+	out, err := s.sqs.q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: in.QueueUrl,
+		Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("d"), ReceiptHandle: in.ReceiptHandle}}})
+	switch {
+	case err != nil:
+		return nil, err
+	case len(out.Failed) > 0:
+		return nil, fmt.Errorf("DeleteMessage: %s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+	}
+	id := s.sqs.deleted(receipt, "")
+	// Acknowledged as the mapping would have, had the invocation lived.
+	if inv := invocationOf(ctx); inv != nil {
+		if n := s.sqs.pubOf(id); n >= 0 && !inv.invalid[id] && inv.outcomes[id] == string(batch.Succeeded) {
+			s.applied(n)
+		}
+	}
+	s.trace.add(s.clock.Now(), "consumer", "deleted", s.subject(id, s.sqs.pubOf(id)), "settled on a delivery after the first")
+	return &sqs.DeleteMessageOutput{}, nil
+}
+
 // releaseQueue is the operator's SQS client for a release
 // (fifo.ReleaseQueue), failing by injected faults (Faults.ReleaseErrors).
 type releaseQueue struct{ s *Sim }
