@@ -237,11 +237,18 @@ func (s *faultyStore) Park(ctx context.Context, p fifo.Park) (fifo.Park, error) 
 	return s.Store.Park(ctx, p)
 }
 
-func (s *faultyStore) Count(ctx context.Context, group string, parked, moved, applied int, round string) error {
+func (s *faultyStore) Sent(ctx context.Context, group, round string, n int) error {
+	if err := s.failing("Sent"); err != nil {
+		return err
+	}
+	return s.Store.Sent(ctx, group, round, n)
+}
+
+func (s *faultyStore) Count(ctx context.Context, group string, c fifo.Count) error {
 	if err := s.failing("Count"); err != nil {
 		return err
 	}
-	return s.Store.Count(ctx, group, parked, moved, applied, round)
+	return s.Store.Count(ctx, group, c)
 }
 
 // publish sends group's records seqs, as a producer does.
@@ -315,6 +322,9 @@ func (l *fifoLane) release(group string) {
 		}
 		if step.Done {
 			return
+		}
+		if step.Stopped {
+			l.t.Fatalf("the release of %s stopped: the group parked again: %+v", group, l.park(group))
 		}
 		l.drain()
 		l.lane.Clock.Advance(2 * time.Second)
@@ -718,7 +728,7 @@ func TestForgedMetadataNeitherSkipsNorLoses(t *testing.T) {
 	if p := l.park("a"); p.Queue != "invalid" {
 		t.Fatalf("park of a = %+v, want behind its invalid head", p)
 	}
-	forgedRound, err := fifo.ReleasedAttributes(nil, "m-forged", "0123456789abcdef0123456789abcdef")
+	forgedRound, err := fifo.ReleasedAttributes(nil, "m-forged", "a/2", "0123456789abcdef0123456789abcdef", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -878,9 +888,9 @@ func TestAParksStoreFailure(t *testing.T) {
 }
 
 // 8. Records that arrive while a release round is pending (the step has
-// begun it, the consumer has not applied it yet) go to the parking queue,
-// even when they reach the source before the round's records; a later
-// step moves them, and all apply in order.
+// begun it, the consumer has not settled it yet) go to the parking queue
+// behind the round's records, even when they reach the source before the
+// round's copies; the next round sends them, and all apply in order.
 func TestRecordsArrivingDuringARelease(t *testing.T) {
 	l := newFIFOLane(t, laneSetup{})
 	l.set(l.invalids, true, "a/1")
@@ -908,7 +918,7 @@ func TestRecordsArrivingDuringARelease(t *testing.T) {
 	}
 	l.drain()
 	l.wantApplied("a", 2, 3)
-	l.wantQueue("the parking queue", l.lane.Route.ParkingURL, "a/4")
+	l.wantQueue("the parking queue", l.lane.Route.ParkingURL, "a/2", "a/3", "a/4")
 	l.release("a")
 	l.wantApplied("a", 2, 3, 4)
 	l.settled(true, "a/1")
@@ -916,9 +926,9 @@ func TestRecordsArrivingDuringARelease(t *testing.T) {
 
 // 9. A released record is a head like any other: one that fails again
 // waits in the source with a backoff, the round's later records behind it;
-// one that parks again parks the group again (Repark), the round's later
-// records go back to parking behind it, and a later release applies them
-// all in order.
+// one that parks again stops the round: it and the records after it stay
+// in the parking queue, the release is over, and a later release applies
+// them all in order.
 func TestAReleasedRecordFailsOrParksAgain(t *testing.T) {
 	t.Run("fails again", func(t *testing.T) {
 		l := newFIFOLane(t, laneSetup{keeper: func(k *fifo.Keeper) { k.MaxReceives = 3 }})
@@ -942,8 +952,11 @@ func TestAReleasedRecordFailsOrParksAgain(t *testing.T) {
 		}
 		first := l.park("a")
 		l.drain() // a/1 fails until delivered too often again
+		if step, err := r.Release(t.Context(), "a"); err != nil || !step.Stopped {
+			t.Fatalf("step after the released head parked again = %+v, %v; want Stopped", step, err)
+		}
 		p := l.park("a")
-		if p.Releasing != "" || p.Head == first.Head || p.Reason != fifo.ReasonDeliveredTooOften {
+		if p.Releasing != "" || p.Head == first.Head || p.Reason != fifo.ReasonDeliveredTooOften || p.Queue != "parking" {
 			t.Fatalf("park after the released head parked again = %+v (before: %+v)", p, first)
 		}
 		l.wantQueue("the parking queue", l.lane.Route.ParkingURL, "a/1", "a/2", "a/3")
@@ -965,7 +978,10 @@ func TestAReleasedRecordFailsOrParksAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.drain()
-		if p := l.park("a"); p.Queue != "invalid" || p.Releasing != "" {
+		if step, err := r.Release(t.Context(), "a"); err != nil || !step.Stopped {
+			t.Fatalf("step after the released head was rejected = %+v, %v; want Stopped", step, err)
+		}
+		if p := l.park("a"); p.Queue != "invalid" || p.Releasing != "" || !strings.HasPrefix(p.Reason, "invalid: ") {
 			t.Fatalf("park = %+v, want behind a/1 in the invalid queue", p)
 		}
 		l.wantQueue("the parking queue", l.lane.Route.ParkingURL, "a/2", "a/3")
@@ -975,12 +991,12 @@ func TestAReleasedRecordFailsOrParksAgain(t *testing.T) {
 	})
 }
 
-// 10. A release step that fails midway (a record sent back but not
+// 10. A release step that fails midway (a copy sent back but not
 // counted, or not sent) and is run again at once, before the consumer has
 // seen what it sent: nothing is lost, nothing applied out of order, and
 // the release ends.
 func TestAReleaseStepThatFailsMidway(t *testing.T) {
-	for _, method := range []string{"Count", "SendMessageBatch"} {
+	for _, method := range []string{"Sent", "SendMessageBatch"} {
 		t.Run(method, func(t *testing.T) {
 			l := newFIFOLane(t, laneSetup{})
 			l.set(l.invalids, true, "a/1")
@@ -992,8 +1008,8 @@ func TestAReleaseStepThatFailsMidway(t *testing.T) {
 				if op == "SendMessageBatch" && url == l.lane.Route.SourceURL {
 					if sends++; sends == 2 { // a/3
 						switch method {
-						case "Count":
-							l.store.set(true, "Count")
+						case "Sent":
+							l.store.set(true, "Sent")
 						default:
 							return errors.New("throttled")
 						}
@@ -1005,7 +1021,7 @@ func TestAReleaseStepThatFailsMidway(t *testing.T) {
 				t.Fatal("the step did not fail")
 			}
 			l.lane.Queue.CallFault = nil
-			l.store.set(false, "Count")
+			l.store.set(false, "Sent")
 			if _, err := r.Release(t.Context(), "a"); err != nil {
 				t.Fatal(err)
 			}
@@ -1021,7 +1037,7 @@ func TestAReleaseStepThatFailsMidway(t *testing.T) {
 // visibility timeout, later than SQS's five minutes of deduplication (a
 // function of a minute has a queue of six), and is parked again: the
 // release applies the group in order all the same, even when the consumer
-// runs while the step still moves and a new record of the group arrives.
+// runs while the step still sends and a new record of the group arrives.
 func TestARecordParkedTwice(t *testing.T) {
 	l := newFIFOLane(t, laneSetup{lane: batchtest.LaneOptions{Visibility: 6 * time.Minute}})
 	l.set(l.invalids, true, "a/1")
@@ -1037,9 +1053,10 @@ func TestARecordParkedTwice(t *testing.T) {
 	}
 
 	// The consumer runs as the step sends a/3 back, and a/4 arrives then.
+	sends := 0
 	l.lane.Queue.CallFault = func(op, url string) error {
 		if op == "SendMessageBatch" && url == l.lane.Route.SourceURL {
-			if parked := l.bodies(l.lane.Route.ParkingURL); parked[0] == "a/3" {
+			if sends++; sends == 2 {
 				l.lane.Queue.CallFault = nil
 				l.drain()
 				l.publish("a", 4)
@@ -1051,51 +1068,56 @@ func TestARecordParkedTwice(t *testing.T) {
 	_, _ = l.lane.Releaser(l.store).Release(t.Context(), "a")
 	l.lane.Queue.CallFault = nil
 	l.drain()
-	if l.park("a").Group != "" {
-		l.release("a")
-	}
+	l.release("a")
 	l.wantApplied("a", 2, 3, 4)
 	l.settled(false, "a/1")
 }
 
-// OPEN (issue 29, for the lead): a released record that parks its group
-// again (Repark) sends the round's records that reached the source to the
-// end of the parking queue, behind the group's records the queue still
-// holds: those the step had not moved yet, or those parked while it moved
-// (they arrived ahead of the round's later records). The next release
-// applies the newer ones first. Skipped until the protocol says how a
-// Repark keeps the parking queue in order; remove the Skip to see it.
-func TestAReparkBehindRecordsStillParked(t *testing.T) {
-	t.Run("while the step still moves", func(t *testing.T) {
+// 12. A copy that parks the group again stops its round while the step
+// still sends, or after a record of the group arrived during the round:
+// the records behind it stay in the parking queue in their order, ahead
+// of those parked since, and the next release applies them in order.
+func TestARoundStoppedKeepsTheParkingQueuesOrder(t *testing.T) {
+	t.Run("while the step still sends", func(t *testing.T) {
 		l := newFIFOLane(t, laneSetup{keeper: func(k *fifo.Keeper) { k.MaxReceives = 3 }})
 		l.publish("a", 1, 2, 3, 4)
 		l.fail("a/1", -1)
 		l.drain()
 		l.heal("a/1")
 		l.set(l.invalids, true, "a/1")
-		// The consumer runs as the step sends a/3 back: a/1 reparks the
-		// group, a/2 goes back to the parking queue behind a/3 and a/4.
+		// The consumer runs as the step sends a/3 back: a/1 parks the
+		// group again, a/2 stays in the parking queue.
+		sends := 0
 		l.lane.Queue.CallFault = func(op, url string) error {
-			if op == "SendMessageBatch" && url == l.lane.Route.SourceURL && l.bodies(l.lane.Route.ParkingURL)[0] == "a/3" {
-				l.lane.Queue.CallFault = nil
-				l.drain()
+			if op == "SendMessageBatch" && url == l.lane.Route.SourceURL {
+				if sends++; sends == 3 {
+					l.lane.Queue.CallFault = nil
+					l.drain()
+				}
 			}
 			return nil
 		}
-		_, _ = l.lane.Releaser(l.store).Release(t.Context(), "a")
+		r := l.lane.Releaser(l.store)
+		if _, err := r.Release(t.Context(), "a"); err != nil {
+			t.Fatal(err)
+		}
 		l.lane.Queue.CallFault = nil
 		l.drain()
+		if step, err := r.Release(t.Context(), "a"); err != nil || !step.Stopped {
+			t.Fatalf("step = %+v, %v; want Stopped", step, err)
+		}
+		l.wantQueue("the parking queue", l.lane.Route.ParkingURL, "a/2", "a/3", "a/4")
 		l.release("a")
-		l.wantApplied("a", 2, 3, 4) // applied 4 2 3
+		l.wantApplied("a", 2, 3, 4)
 		l.settled(false, "a/1")
 	})
-	t.Run("after a record arrived during the move", func(t *testing.T) {
+	t.Run("after a record arrived during the round", func(t *testing.T) {
 		l := newFIFOLane(t, laneSetup{})
 		l.set(l.invalids, true, "a/1", "a/2")
 		l.publish("a", 1, 2, 3)
 		l.drain()
-		// a/4 arrives ahead of the round's records and is parked; a/2 is
-		// rejected on its release and a/3 goes back behind a/4.
+		// a/4 arrives ahead of the round's copies and is parked behind
+		// them; a/2 is rejected on its release.
 		published := false
 		l.lane.Queue.CallFault = func(op, url string) error {
 			if op == "SendMessageBatch" && url == l.lane.Route.SourceURL && !published {
@@ -1104,13 +1126,18 @@ func TestAReparkBehindRecordsStillParked(t *testing.T) {
 			}
 			return nil
 		}
-		if _, err := l.lane.Releaser(l.store).Release(t.Context(), "a"); err != nil {
+		r := l.lane.Releaser(l.store)
+		if _, err := r.Release(t.Context(), "a"); err != nil {
 			t.Fatal(err)
 		}
 		l.lane.Queue.CallFault = nil
 		l.drain()
+		if step, err := r.Release(t.Context(), "a"); err != nil || !step.Stopped {
+			t.Fatalf("step = %+v, %v; want Stopped", step, err)
+		}
+		l.wantQueue("the parking queue", l.lane.Route.ParkingURL, "a/3", "a/4")
 		l.release("a")
-		l.wantApplied("a", 3, 4) // applied 4 3
+		l.wantApplied("a", 3, 4)
 		l.settled(false, "a/1", "a/2")
 	})
 }

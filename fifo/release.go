@@ -44,6 +44,9 @@ type Step struct {
 	Done    bool // the group is not parked (any more)
 	Moved   int  // copies sent to the source by this step
 	Pending int  // copies in the source, not settled yet
+	// Stopped: a copy parked the group again; the park names the new head
+	// and the release is over.
+	Stopped bool
 }
 
 // scanVisibility hides the parking queue's messages while a step scans it.
@@ -60,7 +63,8 @@ const batchSize = 10
 // Release takes one step of releasing group: it ends the round in progress
 // once every copy is settled, begins the next with the group's first
 // records in the parking queue, and ends the park when there are none.
-// Call it again until Done; a round in progress waits for the consumer.
+// Call it again until Done or Stopped; a round in progress waits for the
+// consumer.
 func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 	p, ok, err := r.park(ctx, group)
 	if err != nil || !ok {
@@ -80,6 +84,9 @@ func (r *Releaser) Release(ctx context.Context, group string) (Step, error) {
 		}
 		if done, err := r.end(ctx, p); err != nil || !done {
 			return Step{}, err
+		}
+		if p.Stop > 0 {
+			return Step{Stopped: true}, nil
 		}
 		if p, ok, err = r.park(ctx, group); err != nil || !ok {
 			return Step{Done: err == nil}, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -73,12 +74,15 @@ func (l *releaseLane) parkOf(group string) (fifo.Park, bool) {
 	return p, ok
 }
 
-// apply counts the next n records sent back settled, as the consumer does.
-func (l *releaseLane) apply(group string, n int) {
+// settle counts the round's next n copies settled, as the consumer does
+// when it applies them.
+func (l *releaseLane) settle(group string, n int) {
 	l.t.Helper()
 	p, _ := l.parkOf(group)
-	if err := l.parks.Count(l.t.Context(), group, fifo.Count{Index: p.Applied + n}); err != nil {
-		l.t.Fatal(err)
+	for i := range n {
+		if err := l.parks.Count(l.t.Context(), group, fifo.Count{Round: p.Releasing, Index: p.Settled + i + 1}); err != nil {
+			l.t.Fatal(err)
+		}
 	}
 }
 
@@ -105,28 +109,26 @@ func TestReleaseOfAGroupNotParked(t *testing.T) {
 	}
 }
 
-// A step sends the group's parked records (more than one receive's worth)
-// back to the source in order, under their group, with the producer's
-// attributes and the round the park now names, and deletes them from the
-// parking queue; another group's parked records stay, visible.
-func TestReleaseSendsTheGroupBackInOrder(t *testing.T) {
+// A step sends the group's first ten parked records back to the source as
+// a round of numbered copies, in order, under their group, with the
+// producer's attributes; the originals stay in the parking queue, visible,
+// with another group's.
+func TestReleaseSendsARoundOfTenInOrder(t *testing.T) {
 	l := newReleaseLane(t)
 	g, h := seq("g", 12), seq("h", 3)
-	l.park("h", h[0])
-	l.park("g", g[:6]...)
-	l.park("h", h[1:]...)
-	l.park("g", g[6:]...)
+	l.park("g", g...)
+	l.park("h", h...)
 
-	if s := l.step("g"); s.Done || s.Moved != 12 || s.Pending != 12 {
-		t.Fatalf("step = %+v, want 12 moved and pending", s)
+	if s := l.step("g"); s.Done || s.Moved != 10 || s.Pending != 10 {
+		t.Fatalf("step = %+v, want 10 moved and pending", s)
 	}
 	p, _ := l.parkOf("g")
-	if p.Releasing == "" || p.Moved != 12 || p.Parked != 12 {
+	if p.Releasing == "" || p.Sent != 10 || len(p.Batch) != 10 || p.Moved != 0 || p.Parked != 12 {
 		t.Fatalf("park = %+v", p)
 	}
 	src := l.lane.Queue.Messages(l.lane.Route.SourceURL)
-	if got := bodiesOf(src); !slices.Equal(got, g) {
-		t.Fatalf("source holds %q, want %q", got, g)
+	if got := bodiesOf(src); !slices.Equal(got, g[:10]) {
+		t.Fatalf("source holds %q, want %q", got, g[:10])
 	}
 	for i, m := range src {
 		_, producer, _, err := replay.Read(m.MessageAttributes)
@@ -140,50 +142,65 @@ func TestReleaseSendsTheGroupBackInOrder(t *testing.T) {
 			t.Errorf("%s sent back in group %q", aws.ToString(m.Body), m.Attributes["MessageGroupId"])
 		}
 	}
-	out, err := l.lane.Queue.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(l.lane.Route.ParkingURL), MaxNumberOfMessages: 10})
-	if err != nil {
-		t.Fatal(err)
+	if got := bodiesOf(l.lane.Queue.Messages(l.lane.Route.ParkingURL)); len(got) != 15 {
+		t.Fatalf("the parking queue holds %q, want all 15 records", got)
 	}
-	if got := bodiesOf(out.Messages); !slices.Equal(got, h) {
-		t.Fatalf("the parking queue shows %q right after the step, want h's %q", got, h)
+	var shown []string
+	for range 2 {
+		out, err := l.lane.Queue.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(l.lane.Route.ParkingURL), MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown = append(shown, bodiesOf(out.Messages)...)
+	}
+	if want := append(g[:10:10], h...); !slices.Equal(shown, want) {
+		t.Fatalf("the parking queue shows %q right after the step, want %q", shown, want)
 	}
 }
 
-// While the round's records are not all applied a step waits; once they
-// are and the parking queue holds none of the group, it ends the park. A
-// record parked meanwhile is sent back by a later step, in the round.
-func TestReleaseWaitsForTheRoundThenEnds(t *testing.T) {
+// While the round's copies are not all settled a step waits; once they
+// are, it takes their records out of the parking queue and begins the next
+// round with the group's records left, those parked meanwhile included;
+// when none is left it ends the park.
+func TestReleaseWaitsForTheRoundThenGoesOn(t *testing.T) {
 	l := newReleaseLane(t)
-	l.park("g", "g/1", "g/2")
+	l.park("g", seq("g", 12)...)
 	l.step("g")
 	first, _ := l.parkOf("g")
-	l.apply("g", 1)
-	if s := l.step("g"); s.Done || s.Moved != 0 || s.Pending != 1 {
-		t.Fatalf("step with a record pending = %+v, want to wait", s)
+	l.settle("g", 4)
+	if s := l.step("g"); s.Done || s.Moved != 0 || s.Pending != 6 {
+		t.Fatalf("step with copies pending = %+v, want to wait", s)
 	}
-	l.apply("g", 1)
-	l.park("g", "g/3") // arrived while the round was pending
-	if s := l.step("g"); s.Done || s.Moved != 1 {
-		t.Fatalf("step = %+v, want g/3 moved", s)
+	l.settle("g", 6)
+	l.park("g", "g/13") // arrived while the round was pending
+	if s := l.step("g"); s.Done || s.Moved != 3 {
+		t.Fatalf("step = %+v, want g/11..g/13 moved", s)
 	}
-	if p, _ := l.parkOf("g"); p.Releasing != first.Releasing {
-		t.Fatalf("g/3 moved in round %q, the first was %q", p.Releasing, first.Releasing)
+	p, _ := l.parkOf("g")
+	if p.Releasing == first.Releasing || p.Moved != 10 || p.Waiting() != 3 {
+		t.Fatalf("park = %+v, want a second round after 10 moved", p)
 	}
-	l.apply("g", 1)
+	if got := bodiesOf(l.lane.Queue.Messages(l.lane.Route.ParkingURL)); !slices.Equal(got, []string{"g/11", "g/12", "g/13"}) {
+		t.Fatalf("the parking queue holds %q", got)
+	}
+	l.settle("g", 3)
 	if s := l.step("g"); !s.Done {
 		t.Fatalf("step = %+v, want Done", s)
 	}
 	if _, ok := l.parkOf("g"); ok {
 		t.Fatal("the park is still there")
 	}
-	if got := bodiesOf(l.lane.Queue.Messages(l.lane.Route.SourceURL)); !slices.Equal(got, []string{"g/1", "g/2", "g/3"}) {
+	if got := bodiesOf(l.lane.Queue.Messages(l.lane.Route.SourceURL)); !slices.Equal(got, seq("g", 13)) {
 		t.Fatalf("source holds %q", got)
+	}
+	if got := l.lane.Queue.Messages(l.lane.Route.ParkingURL); len(got) != 0 {
+		t.Fatalf("the parking queue holds %q", bodiesOf(got))
 	}
 }
 
-// A step that cannot send a record back fails, leaves it and the group's
-// records after it in the parking queue, visible and uncounted, and the
-// next step, at once, sends them: nothing is lost.
+// A step that cannot send a copy fails, leaves every record in the parking
+// queue, visible, and the next step, at once, sends the copies it did not:
+// nothing is lost, nothing sent twice.
 func TestReleaseThatCannotSendLosesNothing(t *testing.T) {
 	l := newReleaseLane(t)
 	l.park("g", "g/1", "g/2")
@@ -197,14 +214,13 @@ func TestReleaseThatCannotSendLosesNothing(t *testing.T) {
 		t.Fatal("a step that could not send returned no error")
 	}
 	l.lane.Queue.EntryFault = nil
-	if p, _ := l.parkOf("g"); p.Moved != 1 {
-		t.Fatalf("park = %+v, want g/1 moved", p)
+	if p, _ := l.parkOf("g"); p.Sent != 1 || len(p.Batch) != 2 {
+		t.Fatalf("park = %+v, want g/1 sent of 2", p)
 	}
-	l.apply("g", 1)
-	if s := l.step("g"); s.Moved != 1 {
+	if s := l.step("g"); s.Moved != 1 || s.Pending != 2 {
 		t.Fatalf("step = %+v, want g/2 moved", s)
 	}
-	l.apply("g", 1)
+	l.settle("g", 2)
 	if s := l.step("g"); !s.Done {
 		t.Fatalf("step = %+v, want Done", s)
 	}
@@ -213,12 +229,13 @@ func TestReleaseThatCannotSendLosesNothing(t *testing.T) {
 	}
 }
 
-// A step that sent a record back but could not delete it from the parking
-// queue fails; the next step sends it again, which SQS deduplicates, and
-// counts it once: the release ends when it is applied.
-func TestReleaseThatCannotDeleteCountsOnce(t *testing.T) {
+// A step that cannot take a settled record out of the parking queue fails;
+// the next step takes it out, and the record is sent back once.
+func TestReleaseThatCannotDeleteSendsOnce(t *testing.T) {
 	l := newReleaseLane(t)
 	l.park("g", "g/1")
+	l.step("g")
+	l.settle("g", 1)
 	failed := false
 	l.lane.Queue.EntryFault = func(op, url string, _ types.Message) error {
 		if op == "DeleteMessageBatch" && url == l.lane.Route.ParkingURL && !failed {
@@ -230,69 +247,109 @@ func TestReleaseThatCannotDeleteCountsOnce(t *testing.T) {
 	if _, err := l.r.Release(t.Context(), "g"); err == nil {
 		t.Fatal("a step that could not delete returned no error")
 	}
-	if s := l.step("g"); s.Moved != 1 || s.Pending != 1 {
-		t.Fatalf("step = %+v, want g/1 moved again and pending", s)
+	if s := l.step("g"); !s.Done || s.Moved != 0 {
+		t.Fatalf("step = %+v, want Done with nothing sent again", s)
 	}
 	if got := bodiesOf(l.lane.Queue.Messages(l.lane.Route.SourceURL)); !slices.Equal(got, []string{"g/1"}) {
 		t.Fatalf("source holds %q, want g/1 once", got)
 	}
-	l.apply("g", 1)
-	if s := l.step("g"); !s.Done {
-		t.Fatalf("step = %+v, want Done", s)
+}
+
+// A copy that parks the group again stops the round: the records before it
+// leave the parking queue, it and those after it stay (for an invalid
+// copy, those after it), and the release is over, the park naming the new
+// head. The operator's next release begins a new round with them.
+func TestReleaseStopsWhereACopyParksAgain(t *testing.T) {
+	for _, tt := range []struct {
+		queue string
+		stop  int
+		left  []string
+	}{
+		{"parking", 2, []string{"g/2", "g/3", "g/4"}},
+		{"invalid", 3, []string{"g/3", "g/4"}},
+	} {
+		t.Run(tt.queue, func(t *testing.T) {
+			l := newReleaseLane(t)
+			ctx := t.Context()
+			l.park("g", "g/1", "g/2", "g/3", "g/4")
+			l.step("g")
+			first, _ := l.parkOf("g")
+			l.settle("g", 1)
+			if err := l.parks.Count(ctx, "g", fifo.Count{Round: first.Releasing, Index: 2, Stop: tt.stop, Head: "copy-g/2", Reason: "again", Queue: tt.queue}); err != nil {
+				t.Fatal(err)
+			}
+			if s := l.step("g"); s.Done || s.Stopped || s.Pending != 2 {
+				t.Fatalf("step with copies 3 and 4 unsettled = %+v, want to wait", s)
+			}
+			l.settle("g", 2) // dropped by the consumer
+			if s := l.step("g"); !s.Stopped || s.Moved != 0 {
+				t.Fatalf("step = %+v, want Stopped", s)
+			}
+			p, _ := l.parkOf("g")
+			if p.Releasing != "" || p.Head != "copy-g/2" || p.Queue != tt.queue || p.Waiting() != len(tt.left) {
+				t.Fatalf("park = %+v, want behind copy-g/2 with %d waiting", p, len(tt.left))
+			}
+			if got := bodiesOf(l.lane.Queue.Messages(l.lane.Route.ParkingURL)); !slices.Equal(got, tt.left) {
+				t.Fatalf("the parking queue holds %q, want %q", got, tt.left)
+			}
+			if s := l.step("g"); s.Moved != len(tt.left) {
+				t.Fatalf("the next release's step = %+v, want %d moved", s, len(tt.left))
+			}
+			l.settle("g", len(tt.left))
+			if s := l.step("g"); !s.Done {
+				t.Fatalf("step = %+v, want Done", s)
+			}
+			want := append([]string{"g/1", "g/2", "g/3", "g/4"}, tt.left...)
+			if got := bodiesOf(l.lane.Queue.Messages(l.lane.Route.SourceURL)); !slices.Equal(got, want) {
+				t.Fatalf("source holds %q, want %q", got, want)
+			}
+		})
 	}
 }
 
-// A record sent back that parks again ends its round: the round's later
-// records follow it to the group's ReparkGroup. No round begins until
-// every record of the one that ended is settled; the next moves the
-// ReparkGroup first, then what was parked under the group meanwhile, in
-// new numbers.
-func TestReleaseAfterARecordParkedAgain(t *testing.T) {
+// A record of the round deleted from the parking queue by hand before its
+// copy was sent ends the round with the copies sent; nothing else is
+// skipped.
+func TestReleaseOfARecordGoneByHand(t *testing.T) {
 	l := newReleaseLane(t)
-	ctx := t.Context()
 	l.park("g", "g/1", "g/2", "g/3")
-	if s := l.step("g"); s.Moved != 3 {
-		t.Fatalf("step = %+v, want 3 moved", s)
+	l.lane.Queue.EntryFault = func(op, url string, m types.Message) error {
+		if op == "SendMessageBatch" && url == l.lane.Route.SourceURL && aws.ToString(m.Body) == "g/2" {
+			return errors.New("throttled")
+		}
+		return nil
 	}
-	first, _ := l.parkOf("g")
-	l.apply("g", 1)
-	if err := l.parks.Repark(ctx, "g", "g/2", fifo.ReasonDeliveredTooOften, "parking"); err != nil {
+	if _, err := l.r.Release(t.Context(), "g"); err == nil {
+		t.Fatal("a step that could not send returned no error")
+	}
+	l.lane.Queue.EntryFault = nil
+	out, err := l.lane.Queue.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(l.lane.Route.ParkingURL), MaxNumberOfMessages: 2})
+	if err != nil || len(out.Messages) != 2 || aws.ToString(out.Messages[1].Body) != "g/2" {
+		t.Fatalf("receive = %v, %v", out, err)
+	}
+	if _, err := l.lane.Queue.DeleteMessageBatch(t.Context(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(l.lane.Route.ParkingURL),
+		Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("g2"), ReceiptHandle: out.Messages[1].ReceiptHandle}}}); err != nil {
 		t.Fatal(err)
 	}
-	reparked := func(body string, n int) {
-		t.Helper()
-		if _, err := l.lane.Queue.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.lane.Route.ParkingURL), MessageBody: aws.String(body),
-			MessageGroupId: aws.String(fifo.ReparkGroup("g")), MessageDeduplicationId: aws.String("again-" + body)}); err != nil {
-			t.Fatal(err)
+	if _, err := l.lane.Queue.ChangeMessageVisibility(t.Context(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(l.lane.Route.ParkingURL),
+		ReceiptHandle: out.Messages[0].ReceiptHandle, VisibilityTimeout: 0}); err != nil {
+		t.Fatal(err)
+	}
+	l.settle("g", 1)
+	// The park counts a record more than the releases take out: it ends
+	// once the group's scans have found nothing for a while.
+	for range 10 {
+		s := l.step("g")
+		if s.Done {
+			break
 		}
-		if err := l.parks.Count(ctx, "g", fifo.Count{Parked: 1, Index: n}); err != nil {
-			t.Fatal(err)
-		}
+		l.settle("g", s.Pending)
+		l.lane.Clock.Advance(time.Minute)
 	}
-	reparked("g/2", 2)
-	l.park("g", "g/4") // the producer's, parked behind
-	if s := l.step("g"); s.Done || s.Moved != 0 || s.Pending != 1 {
-		t.Fatalf("step with g/3 unsettled = %+v, want to wait", s)
+	if p, ok := l.parkOf("g"); ok {
+		t.Fatalf("park = %+v, want it ended", p)
 	}
-	reparked("g/3", 3)
-	if s := l.step("g"); s.Done || s.Moved != 3 {
-		t.Fatalf("step = %+v, want g/2, g/3 and g/4 moved", s)
-	}
-	p, _ := l.parkOf("g")
-	if p.Releasing == "" || p.Releasing == first.Releasing {
-		t.Fatalf("park = %+v, want a new round", p)
-	}
-	src := l.lane.Queue.Messages(l.lane.Route.SourceURL)
-	if got := bodiesOf(src); !slices.Equal(got, []string{"g/1", "g/2", "g/3", "g/2", "g/3", "g/4"}) {
-		t.Fatalf("source holds %q", got)
-	}
-	for i, m := range src[3:] {
-		if n := fifo.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing); n != 4+i {
-			t.Errorf("%s is number %d of the new round, want %d", aws.ToString(m.Body), n, 4+i)
-		}
-	}
-	l.apply("g", 3)
-	if s := l.step("g"); !s.Done {
-		t.Fatalf("step = %+v, want Done", s)
+	if got := bodiesOf(l.lane.Queue.Messages(l.lane.Route.SourceURL)); !slices.Equal(got, []string{"g/1", "g/3"}) {
+		t.Fatalf("source holds %q, want g/1 and g/3", got)
 	}
 }

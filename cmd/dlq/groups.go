@@ -58,6 +58,9 @@ type releaseReport struct {
 	// Done says the park is gone: the group goes on. A release not done
 	// is in progress: run the command again.
 	Done bool `json:"done"`
+	// ParkedAgain is the park after a record sent back parked the group
+	// again: the release is over.
+	ParkedAgain *parkedGroup `json:"parkedAgain,omitempty"`
 }
 
 // groupsFlags are the flags of dlq groups release.
@@ -147,6 +150,10 @@ records from its parking queue (--parking-url) to its source queue
 			}
 			if err := show(a, rep, nil, writeRelease); err != nil {
 				return typed(err)
+			}
+			if rep.ParkedAgain != nil {
+				return &codedError{code: exitIncomplete, err: fmt.Errorf("group %s parked again behind %s: see dlq groups, then release it again",
+					printable.String(rep.Group), printable.String(rep.ParkedAgain.Head))}
 			}
 			if !rep.Done && !rep.DryRun {
 				return &codedError{code: exitIncomplete, err: fmt.Errorf("the release of group %s is still in progress: run dlq groups release %s again (--wait to wait longer)",
@@ -293,6 +300,17 @@ func (a *app) release(ctx context.Context, group string, f groupsFlags) (release
 		if err != nil {
 			return rep, fmt.Errorf("release group %q (%d record(s) sent back so far): %w — run dlq groups release again", group, rep.Moved, err)
 		}
+		if step.Stopped {
+			got, err := store.Parked(ctx, []string{group})
+			if err != nil {
+				return rep, fmt.Errorf("read the park of group %q in %s: %w", group, where, err)
+			}
+			if p, ok := got[group]; ok {
+				again := parkedOf(p)
+				rep.ParkedAgain = &again
+			}
+			return rep, nil
+		}
 		if step.Done || !a.now().Before(deadline) {
 			return rep, nil
 		}
@@ -334,6 +352,11 @@ func writeRelease(w io.Writer, rep releaseReport) error {
 	case rep.DryRun:
 		_, err = fmt.Fprintf(w, "Dry run: group %s is parked (%s). A release would send its %d waiting record(s) back to %s, in sequence, and end the park once the consumer has applied them.\n",
 			g, head, p.Waiting, rep.Source)
+	case rep.ParkedAgain != nil:
+		a := rep.ParkedAgain
+		_, err = fmt.Fprintf(w, "Group %s parked again: %d record(s) sent back to %s, in sequence, until head %s went to the %s queue (%s). The release is over; the records behind it wait in the parking queue.\n",
+			g, rep.Moved, rep.Source, printable.String(a.Head), printable.String(a.Queue), printable.String(a.Reason))
+		return err
 	case rep.Done && rep.Moved == 0:
 		_, err = fmt.Fprintf(w, "Released group %s: every record sent back applied; the park is gone and the group goes on.\n", g)
 	case rep.Done:

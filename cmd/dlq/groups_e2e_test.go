@@ -49,7 +49,7 @@ func TestE2EGroupsRelease(t *testing.T) {
 				MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(id)}); err != nil {
 				t.Fatal(err)
 			}
-			if err := store.Count(ctx, group, 1, 0, 0, ""); err != nil {
+			if err := store.Count(ctx, group, fifo.Count{Parked: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -90,10 +90,11 @@ func TestE2EGroupsRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := got["g-1"]
-			if p.Releasing == "" || fifo.Round(m.MessageAttributes) != p.Releasing || m.Attributes["MessageGroupId"] != "g-1" {
-				t.Fatalf("record %s: group %s, round %q; the park's %q", aws.ToString(m.Body), m.Attributes["MessageGroupId"], fifo.Round(m.MessageAttributes), p.Releasing)
+			n := fifo.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing)
+			if p.Releasing == "" || n != len(applied)+1 || m.Attributes["MessageGroupId"] != "g-1" {
+				t.Fatalf("record %s: group %s, copy %d of the park's round %q", aws.ToString(m.Body), m.Attributes["MessageGroupId"], n, p.Releasing)
 			}
-			if err := store.Count(ctx, "g-1", 0, 0, 1, p.Releasing); err != nil {
+			if err := store.Count(ctx, "g-1", fifo.Count{Round: p.Releasing, Index: n}); err != nil {
 				t.Fatal(err)
 			}
 			applied = append(applied, aws.ToString(m.Body))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func (f *fixture) parkRecord(group string) {
 		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(id)}); err != nil {
 		f.t.Fatal(err)
 	}
-	if err := f.parks.Count(ctx, group, 1, 0, 0, ""); err != nil {
+	if err := f.parks.Count(ctx, group, fifo.Count{Parked: 1}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -92,10 +93,9 @@ func (f *fixture) bodies(url string) []string {
 }
 
 // applyReleased is the lane's consumer at work on released records: it
-// receives what the source holds and applies, in order, each record that
-// carries its park's release round, as package batch does; it ends the
-// park once every parked record is back and applied. It returns the
-// bodies it applied.
+// receives what the source holds and applies it in order, counting each
+// copy of its park's release round settled, as package batch does. It
+// returns the bodies it applied.
 func (f *fixture) applyReleased(applied *[]string) func() {
 	return func() {
 		ctx := context.Background()
@@ -110,12 +110,9 @@ func (f *fixture) applyReleased(applied *[]string) func() {
 			}
 			for _, m := range out.Messages {
 				group := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
-				if p, ok := f.park(group); ok && p.Releasing != "" && fifo.Round(m.MessageAttributes) == p.Releasing {
-					if err := f.parks.Count(ctx, group, 0, 0, 1, p.Releasing); err != nil {
-						f.t.Fatal(err)
-					}
-					if p.Applied++; p.Applied >= p.Moved && p.Moved >= p.Parked {
-						if err := f.parks.Release(ctx, p); err != nil {
+				if p, ok := f.park(group); ok && p.Releasing != "" {
+					if n := fifo.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing); n > 0 {
+						if err := f.parks.Count(ctx, group, fifo.Count{Round: p.Releasing, Index: n}); err != nil {
 							f.t.Fatal(err)
 						}
 					}
@@ -138,10 +135,13 @@ func (f *fixture) threeParks() {
 	ctx := context.Background()
 	f.parkGroup("g-1", "m-10", fifo.ReasonExpiring, "parking", 3)
 	f.parkGroup("g-3", "m-30", fifo.ReasonDeliveredTooOften, "parking", 3)
-	if err := f.parks.Begin(ctx, "g-3", "round-1"); err != nil {
+	if err := f.parks.Begin(ctx, "g-3", "round-1", []string{"p-30", "p-31", "p-32"}); err != nil {
 		f.t.Fatal(err)
 	}
-	if err := f.parks.Count(ctx, "g-3", 0, 2, 1, "round-1"); err != nil {
+	if err := f.parks.Sent(ctx, "g-3", "round-1", 2); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.parks.Count(ctx, "g-3", fifo.Count{Round: "round-1", Index: 1}); err != nil {
 		f.t.Fatal(err)
 	}
 	f.clock.Advance(50 * time.Minute)
@@ -164,7 +164,7 @@ func TestGroups(t *testing.T) {
 	want := []parkedGroup{
 		{Group: "g-1", Reason: "expiring", Head: "m-10", Queue: "parking", Since: hourAgo, Waiting: 3},
 		{Group: "g-2", Reason: "invalid: bad-amount", Head: "m-20", Queue: "invalid", Since: f.clock.Now().Add(-10 * time.Minute), Waiting: 1},
-		{Group: "g-3", Reason: "delivered-too-often", Head: "m-30", Queue: "parking", Since: hourAgo, Waiting: 1, Releasing: true, Pending: 1},
+		{Group: "g-3", Reason: "delivered-too-often", Head: "m-30", Queue: "parking", Since: hourAgo, Waiting: 3, Releasing: true, Pending: 1},
 	}
 	for i, g := range rep.Groups {
 		if !g.Since.Equal(want[i].Since) {
@@ -191,7 +191,7 @@ func TestGroups(t *testing.T) {
 		"GROUP  REASON               HEAD  IN       WAITING  SINCE      RELEASE\n",
 		"g-1    expiring             m-10  parking  3        1h0m ago   \n",
 		"g-2    invalid: bad-amount  m-20  invalid  1        10m0s ago  \n",
-		"g-3    delivered-too-often  m-30  parking  1        1h0m ago   in progress, 1 pending\n",
+		"g-3    delivered-too-often  m-30  parking  3        1h0m ago   in progress, 1 pending\n",
 		"\n3 parked group(s): dlq groups release GROUP sends one's parked records back to the source, in sequence, and lets it go on.\n",
 	} {
 		if !strings.Contains(r.stdout, line) {
@@ -326,7 +326,7 @@ func TestGroupsReleaseInProgress(t *testing.T) {
 	if f.sleeps != 5 {
 		t.Errorf("%d wait(s) of %s in 10s", f.sleeps, releasePoll)
 	}
-	if p, _ := f.park("g-1"); p.Releasing == "" || p.Moved != 3 || p.Applied != 0 {
+	if p, _ := f.park("g-1"); p.Releasing == "" || p.Sent != 3 || p.Settled != 0 {
 		t.Errorf("park = %+v, want a round of 3 records sent back", p)
 	}
 	if got := f.bodies(f.source); !slices.Equal(got, []string{"g-1/1", "g-1/2", "g-1/3"}) {
@@ -366,7 +366,7 @@ func TestGroupsReleaseRefused(t *testing.T) {
 	r := f.run("groups", "release", "g-1")
 	r.want(t, exitRefused, "Release group g-1 (parked: expiring), so that its 2 waiting record(s) go back to the source, in sequence, and the group goes on? [y/N]",
 		"release not confirmed: group g-1 stays parked")
-	if after, _ := f.park("g-1"); after != before {
+	if after, _ := f.park("g-1"); !reflect.DeepEqual(after, before) {
 		t.Errorf("park after a refused release = %+v, want %+v", after, before)
 	}
 	if got := f.bodies(f.parking); len(got) != 2 {
@@ -485,5 +485,46 @@ func TestReplayOnARouteWithGroups(t *testing.T) {
 	got := f.q.Messages(f.source)
 	if len(got) != 1 || got[0].Attributes["MessageGroupId"] != "acct-1" {
 		t.Errorf("source = %+v, want the replay in group acct-1", got)
+	}
+}
+
+// A record sent back that parks its group again ends the release: the
+// command says where the group stands (exit 4), and the record and those
+// behind it wait in the parking queue for the next release.
+func TestGroupsReleaseParkedAgain(t *testing.T) {
+	f := newFixture(t)
+	f.fifoLane()
+	f.parkGroup("g-1", "m-10", fifo.ReasonExpiring, "parking", 3)
+	f.consumer = func() {
+		ctx := context.Background()
+		out, err := f.q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(f.source), MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			p, _ := f.park("g-1")
+			c := fifo.Count{Round: p.Releasing, Index: fifo.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing)}
+			if c.Index == 2 { // it dies every time: delivered too often
+				c.Stop, c.Head, c.Reason, c.Queue = 2, "m-again", fifo.ReasonDeliveredTooOften, "parking"
+			}
+			if err := f.parks.Count(ctx, "g-1", c); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := (releaseQueue{f.q}).DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(f.source), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := f.run("groups", "release", "g-1", "--yes")
+	r.want(t, exitIncomplete, "dlq: group g-1 parked again behind m-again: see dlq groups, then release it again")
+	if want := "Group g-1 parked again: 3 record(s) sent back to " + f.source + ", in sequence, until head m-again went to the parking queue (delivered-too-often). " +
+		"The release is over; the records behind it wait in the parking queue.\n"; r.stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	if p, _ := f.park("g-1"); p.Releasing != "" || p.Head != "m-again" || p.Waiting() != 2 {
+		t.Errorf("park = %+v, want behind m-again with 2 waiting", p)
+	}
+	if got := f.bodies(f.parking); !slices.Equal(got, []string{"g-1/2", "g-1/3"}) {
+		t.Errorf("parking queue %v", got)
 	}
 }

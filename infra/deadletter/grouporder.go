@@ -36,13 +36,14 @@ const (
 // ledger's partition settings.GroupsPartition, by principal
 // (TestGroupStoreGrants runs the store against them):
 //   - parksConsumerActions: the consumer reads the batch's parks
-//     (BatchGetItem), parks (PutItem), counts and reparks (UpdateItem) and
-//     ends a released park (DeleteItem);
+//     (BatchGetItem), parks (PutItem) and counts records and copies
+//     (UpdateItem);
 //   - parksOperatorActions: an operator's `dlq groups release` reads parks
-//     (BatchGetItem) and ends them (DeleteItem), beside the Query and
-//     UpdateItem it has on the whole ledger (operatorActions).
+//     (BatchGetItem), begins and ends rounds (UpdateItem, which it has on
+//     the whole ledger with Query: operatorActions) and ends parks
+//     (DeleteItem).
 var (
-	parksConsumerActions = []string{"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+	parksConsumerActions = []string{"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 	parksOperatorActions = []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem"}
 )
 
@@ -134,8 +135,8 @@ func (l *lane) groupEnvironment() map[string]*string {
 // package fifo's Keeper calls: SendMessage on the parking queue (and its
 // key's actions), and with hold the group store's item actions on the
 // ledger's partition settings.GroupsPartition only. Its
-// ChangeMessageVisibility on the source comes with the event source
-// mapping's grant to consume it.
+// ChangeMessageVisibility and DeleteMessage on the source come with the
+// event source mapping's grant to consume it.
 func (l *lane) grantGroups(consumer awslambda.IFunction) {
 	if l.props.consumer.groupOrder == "" {
 		return

@@ -136,7 +136,7 @@ func TestGroupOrder(t *testing.T) {
 				consumer[id.parking] = []string{"sqs:SendMessage"}
 			}
 			if tc.order == deadletter.GroupOrderHold {
-				consumer[onPartition(id.ledger, settings.GroupsPartition)] = []string{"dynamodb:BatchGetItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+				consumer[onPartition(id.ledger, settings.GroupsPartition)] = []string{"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 			}
 			if got := s.granted(t, id.role); mustJSON(got) != mustJSON(consumer) {
 				t.Errorf("consumer may %s\nwant %s", mustJSON(got), mustJSON(consumer))

@@ -132,14 +132,13 @@ func storeCalls(table string, uses func(context.Context, homingfifo.Store)) []db
 // Each principal's uses of its lane's parks (see grouporder.go).
 var (
 	// the consumer (package batch's groupRun): read the batch's parks,
-	// park, repark, count parked and applied records, end a park.
+	// park, count parked records and settled copies, park again.
 	consumerUses = func(ctx context.Context, s homingfifo.Store) {
-		p, _ := s.Park(ctx, homingfifo.Park{Group: "g-1", Reason: homingfifo.ReasonDeliveredTooOften, Head: "m-1", Queue: "parking", Since: time.Now()})
+		_, _ = s.Park(ctx, homingfifo.Park{Group: "g-1", Reason: homingfifo.ReasonDeliveredTooOften, Head: "m-1", Queue: "parking", Since: time.Now()})
 		_, _ = s.Parked(ctx, []string{"g-1", "g-2"})
-		_ = s.Repark(ctx, "g-1", "m-3", "invalid: not-json", "invalid")
-		_ = s.Count(ctx, "g-1", 1, 0, 0, "")
-		_ = s.Count(ctx, "g-1", 0, 0, 1, "round-1")
-		_ = s.Release(ctx, p)
+		_ = s.Count(ctx, "g-1", homingfifo.Count{Seq: homingfifo.SeqKey("18"), Parked: 1})
+		_ = s.Count(ctx, "g-1", homingfifo.Count{Round: "round-1", Index: 1})
+		_ = s.Count(ctx, "g-1", homingfifo.Count{Round: "round-1", Index: 2, Stop: 2, Head: "m-3", Reason: "invalid: not-json", Queue: "invalid"})
 	}
 	// the operator: `dlq groups` lists, `dlq groups release` takes the
 	// steps of a homingfifo.Releaser until the group is released.

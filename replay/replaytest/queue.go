@@ -45,7 +45,7 @@ var entryIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
 //   - messages are invisible for the visibility timeout after a receive,
 //     measured on the injected clock; receive counts and the first receive
 //     time are kept; every receive issues a new receipt handle and only the
-//     latest one is valid;
+//     latest one is valid; deleting a message deleted already succeeds;
 //   - batch calls take 1..10 entries with distinct, well-formed ids and
 //     report each entry in Successful or Failed; at most 10 message
 //     attributes and 1 MiB per message;
@@ -94,6 +94,7 @@ type memQueue struct {
 	deleted    int
 	oldest     time.Time // no message was enqueued before; zero when unknown
 	receipts   map[string]*memMessage
+	gone       map[string]bool // receipt handles of the messages deleted
 	dedup      map[string]dedupEntry
 	seq        int64
 }
@@ -135,7 +136,7 @@ func (q *MemoryQueue) CreateQueue(name string, attrs map[string]string) (string,
 	mq := &memQueue{
 		url: accountURL + name, arn: accountARN + name, fifo: settings.IsFIFO(name),
 		retention: defaultRetention, visibility: defaultVisibility, maxBytes: maxMessageBytes,
-		receipts: map[string]*memMessage{}, dedup: map[string]dedupEntry{},
+		receipts: map[string]*memMessage{}, gone: map[string]bool{}, dedup: map[string]dedupEntry{},
 	}
 	if v, ok := attrs["MessageRetentionPeriod"]; ok {
 		n, err := strconv.Atoi(v)
@@ -552,6 +553,10 @@ func (q *MemoryQueue) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessag
 	out := &sqs.DeleteMessageBatchOutput{}
 	for _, e := range in.Entries {
 		m, ok := mq.receipts[aws.ToString(e.ReceiptHandle)]
+		if !ok && mq.gone[aws.ToString(e.ReceiptHandle)] {
+			out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: e.Id})
+			continue
+		}
 		if !ok {
 			out.Failed = append(out.Failed, failure(e.Id, "ReceiptHandleIsInvalid", "The input receipt handle is invalid.", true))
 			continue
@@ -561,6 +566,7 @@ func (q *MemoryQueue) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessag
 			out.Failed = append(out.Failed, *f)
 			continue
 		}
+		mq.gone[m.receipt] = true
 		mq.remove(m)
 		out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: e.Id})
 	}

@@ -18,7 +18,6 @@ func memoryQueueHarness() replaytest.QueueHarness {
 	clock := replaytest.NewClock(time.Now())
 	q := replaytest.NewMemoryQueue(clock.Now)
 	features := replaytest.SQSFeatures()
-	features.DeleteAgainSucceeds = false
 	features.DeadLetterSourceARN = false
 	features.ListDeadLetterSources = false
 	return replaytest.QueueHarness{

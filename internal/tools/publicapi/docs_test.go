@@ -1,6 +1,7 @@
 package publicapi
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -109,21 +110,36 @@ func TestLayoutNamesEveryPackage(t *testing.T) {
 
 // packageDocWords returns the number of words of the package doc of the
 // package in dir (every file's, though one file should carry it).
-func packageDocWords(t *testing.T, dir string) int {
+// parseDir parses the Go files of dir (its tests too when tests), by path.
+func parseDir(t *testing.T, dir string, tests bool, mode parser.Mode) map[string]*ast.File {
 	t.Helper()
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments|parser.PackageClauseOnly)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fset := token.NewFileSet()
+	files := map[string]*ast.File{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || !tests && strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		f, err := parser.ParseFile(fset, path, nil, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[path] = f
+	}
+	return files
+}
+
+func packageDocWords(t *testing.T, dir string) int {
+	t.Helper()
 	words := 0
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			if f.Doc != nil {
-				words += len(strings.Fields(f.Doc.Text()))
-			}
+	for _, f := range parseDir(t, dir, false, parser.ParseComments|parser.PackageClauseOnly) {
+		if f.Doc != nil {
+			words += len(strings.Fields(f.Doc.Text()))
 		}
 	}
 	return words
@@ -273,23 +289,16 @@ var docRef = regexp.MustCompile(`docs/([A-Z]+\.md)(#[a-z0-9_-]+)?`)
 func TestCommentDocRefs(t *testing.T) {
 	root := "../../.."
 	for _, dir := range packageDirs(t, root) {
-		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, filepath.Join(root, dir), nil, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pkgs {
-			for name, f := range p.Files {
-				for _, c := range f.Comments {
-					for _, m := range docRef.FindAllStringSubmatch(c.Text(), -1) {
-						page := filepath.Join(root, "docs", m[1])
-						if _, err := os.Stat(page); err != nil {
-							t.Errorf("%s sends its reader to docs/%s, which does not exist", name, m[1])
-							continue
-						}
-						if m[2] != "" && !slices.Contains(anchors(readFile(t, page)), m[2][1:]) {
-							t.Errorf("%s names docs/%s%s: no such heading", name, m[1], m[2])
-						}
+		for name, f := range parseDir(t, filepath.Join(root, dir), true, parser.ParseComments) {
+			for _, c := range f.Comments {
+				for _, m := range docRef.FindAllStringSubmatch(c.Text(), -1) {
+					page := filepath.Join(root, "docs", m[1])
+					if _, err := os.Stat(page); err != nil {
+						t.Errorf("%s sends its reader to docs/%s, which does not exist", name, m[1])
+						continue
+					}
+					if m[2] != "" && !slices.Contains(anchors(readFile(t, page)), m[2][1:]) {
+						t.Errorf("%s names docs/%s%s: no such heading", name, m[1], m[2])
 					}
 				}
 			}

@@ -500,6 +500,9 @@ func (s *Sim) releaseSteps(now time.Time) {
 			g.count(func(st *GroupStats) { st.Releases++ })
 			s.trace.add(s.clock.Now(), "operator", "released", j.group, fmt.Sprintf("moved %d", st.Moved))
 			continue
+		case st.Stopped:
+			s.trace.add(s.clock.Now(), "operator", "release over: parked again", j.group, "")
+			continue
 		case st.Moved > 0:
 			s.trace.add(s.clock.Now(), "operator", "release step", j.group, fmt.Sprintf("moved %d, %d pending", st.Moved, st.Pending))
 		}
