@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -96,6 +97,17 @@ var (
 // deployed lane and returns its output.
 func dlq(t *testing.T, args ...string) string {
 	t.Helper()
+	out, code := dlqExit(t, args...)
+	if code != 0 {
+		t.Fatalf("dlq %s: exit status %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+// dlqExit runs dlq with args on the lane and returns its output and exit
+// status.
+func dlqExit(t *testing.T, args ...string) (string, int) {
+	t.Helper()
 	dlqOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "dlq-e2e")
 		if err != nil {
@@ -116,10 +128,13 @@ func dlq(t *testing.T, args ...string) string {
 	cmd := exec.Command(dlqPath, append(args, "--lane", Lane)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
+	var exit *exec.ExitError
+	if err := cmd.Run(); errors.As(err, &exit) {
+		return out.String(), exit.ExitCode()
+	} else if err != nil {
 		t.Fatalf("dlq %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
-	return out.String()
+	return out.String(), 0
 }
 
 // parked counts the parking queue's records of group it sees, without
