@@ -119,25 +119,40 @@ func (g *groupRun) number(msg events.SQSMessage) int {
 	return fifo.Released(MessageAttributes(msg.MessageAttributes), msg.Body, g.park.Releasing)
 }
 
-// count writes c for msg to the group's park.
+// count writes c for msg to the group's park. A count that parks the
+// group again reads the park back: another delivery of the copy may have
+// settled it first, and then its stop is not stored.
 func (g *groupRun) count(ctx context.Context, msg events.SQSMessage, c fifo.Count) error {
 	c.Seq = fifo.SeqKey(msg.Attributes["SequenceNumber"])
 	if c.Index > 0 {
 		c.Round = g.park.Releasing
 	}
-	if err := g.k.Store.Count(ctx, g.group, c); err != nil {
+	err := g.k.Store.Count(ctx, g.group, c)
+	if err == nil && c.Stop > 0 {
+		var parks map[string]fifo.Park
+		if parks, err = g.k.Store.Parked(ctx, []string{g.group}); err == nil {
+			pk, ok := parks[g.group]
+			if !ok {
+				err = fifo.ErrNotParked
+			}
+			g.park = &pk
+		}
+	}
+	if err != nil {
 		if errors.Is(err, fifo.ErrNotParked) {
 			g.park = nil
 		}
 		return fmt.Errorf("count a record of the parked group: %w", err)
 	}
+	if c.Stop > 0 {
+		if g.park.Stop == c.Stop && g.park.Head == c.Head {
+			g.p.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "group parked again", slog.String("group", g.group),
+				slog.String("head", c.Head), slog.String("reason", c.Reason))
+		}
+		return nil
+	}
 	g.park.Parked += c.Parked
 	g.park.Settled = max(g.park.Settled, c.Index)
-	if c.Stop > 0 {
-		g.park.Stop, g.park.Head, g.park.Reason, g.park.Queue = c.Stop, c.Head, c.Reason, c.Queue
-		g.p.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "group parked again", slog.String("group", g.group),
-			slog.String("head", c.Head), slog.String("reason", c.Reason))
-	}
 	return nil
 }
 
@@ -168,8 +183,16 @@ func (g *groupRun) head(ctx context.Context, msg events.SQSMessage, n int) (Outc
 			if err := g.count(ctx, msg, fifo.Count{Index: n, Stop: n, Head: msg.MessageId, Reason: why, Queue: "parking"}); err != nil {
 				return g.fail(ctx, msg, err)
 			}
-			g.p.log(ctx, msg, Parked, nil, nil, slog.String("reason", why), slog.String("group", g.group))
-			return Parked, why
+			switch {
+			case g.park.Stop == n && g.park.Head == msg.MessageId:
+				g.p.log(ctx, msg, Parked, nil, nil, slog.String("reason", why), slog.String("group", g.group))
+				return Parked, why
+			case g.park.Stop > 0 && n >= g.park.Stop:
+				return g.drop(ctx, msg, n), ""
+			}
+			// Another delivery of the copy settled it first: it runs
+			// again (idempotent).
+			return g.p.runRecord(ctx, msg)
 		}
 		return g.parkHead(ctx, msg, why), why
 	}

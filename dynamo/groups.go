@@ -54,6 +54,8 @@ type parkItem struct {
 	Moved     int       `dynamodbav:"moved"`
 	Releasing string    `dynamodbav:"releasing"`
 	Batch     []string  `dynamodbav:"batch"`
+	Keys      []string  `dynamodbav:"keys"`
+	Recent    []string  `dynamodbav:"recent"`
 	Sent      int       `dynamodbav:"sent"`
 	Settled   int       `dynamodbav:"settled"`
 	Stop      int       `dynamodbav:"stop"`
@@ -62,7 +64,7 @@ type parkItem struct {
 
 func (it parkItem) park() fifo.Park {
 	return fifo.Park{Group: it.SK, Reason: it.Reason, Head: it.Head, Queue: it.Queue, Since: it.Since,
-		Parked: it.Parked, Moved: it.Moved, Releasing: it.Releasing, Batch: it.Batch, Sent: it.Sent,
+		Parked: it.Parked, Moved: it.Moved, Releasing: it.Releasing, Batch: it.Batch, Keys: it.Keys, Recent: it.Recent, Sent: it.Sent,
 		Settled: it.Settled, Stop: it.Stop, Seq: it.Seq}
 }
 
@@ -181,9 +183,10 @@ func (s *GroupStore) Count(ctx context.Context, group string, c fifo.Count) erro
 }
 
 // Begin implements [fifo.Store].
-func (s *GroupStore) Begin(ctx context.Context, group, round string, batch []string) error {
+func (s *GroupStore) Begin(ctx context.Context, group, round string, batch, keys []string) error {
 	u := expression.Set(expression.Name("releasing"), expression.Value(round)).
-		Set(expression.Name("batch"), expression.Value(batch)).
+		Set(expression.Name("batch"), expression.Value(list(batch))).
+		Set(expression.Name("keys"), expression.Value(list(keys))).
 		Set(expression.Name("sent"), expression.Value(0)).
 		Set(expression.Name("settled"), expression.Value(0)).
 		Set(expression.Name("stop"), expression.Value(0))
@@ -216,15 +219,27 @@ func (s *GroupStore) End(ctx context.Context, group, round string) error {
 	case p.Releasing != round || p.Settled < p.Sent:
 		return fmt.Errorf("end the round of %q: %w", group, fifo.ErrChanged)
 	}
-	u := expression.Add(expression.Name("moved"), expression.Value(p.Taken())).
+	e := p.Ended()
+	u := expression.Set(expression.Name("moved"), expression.Value(e.Moved)).
+		Set(expression.Name("recent"), expression.Value(list(e.Recent))).
 		Set(expression.Name("releasing"), expression.Value("")).
 		Set(expression.Name("batch"), expression.Value([]string{})).
+		Set(expression.Name("keys"), expression.Value([]string{})).
 		Set(expression.Name("sent"), expression.Value(0)).
 		Set(expression.Name("settled"), expression.Value(0)).
 		Set(expression.Name("stop"), expression.Value(0))
 	return s.roundUpdate(ctx, group, u, expression.Name("releasing").Equal(expression.Value(round)).
 		And(expression.Name("sent").Equal(expression.Value(p.Sent)), expression.Name("settled").Equal(expression.Value(p.Settled)),
-			expression.Name("stop").Equal(expression.Value(p.Stop))))
+			expression.Name("stop").Equal(expression.Value(p.Stop)), expression.Name("moved").Equal(expression.Value(p.Moved))))
+}
+
+// list is l as a DynamoDB list, empty when nil (attributevalue writes a nil
+// slice as NULL).
+func list(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 // roundUpdate applies u under cond to a parked group's round.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +65,10 @@ type Park struct {
 	// Batch names the round's records: their parking queue message ids,
 	// in order. Copy n is Batch[n-1].
 	Batch []string
+	// Keys are the deduplication ids of Batch's records (their message ids
+	// in the source), and Recent those of the last records taken out, at
+	// most RecentKeys: a record parked twice is taken out once.
+	Keys, Recent []string
 	// Sent counts the copies sent to the source.
 	Sent int
 	// Settled counts the copies the consumer settled, in order.
@@ -86,6 +91,23 @@ func (p Park) Taken() int {
 		return min(p.Stop-1, p.Sent)
 	}
 	return p.Sent
+}
+
+// RecentKeys bounds Park.Recent: a record is parked again at most one
+// batch (ten records) after it was parked first.
+const RecentKeys = 20
+
+// Ended returns p as ending its round leaves it: the round's Taken
+// records counted in Moved and their keys in Recent, the round cleared.
+func (p Park) Ended() Park {
+	taken := p.Taken()
+	p.Moved += taken
+	if taken <= len(p.Keys) {
+		p.Recent = append(slices.Clone(p.Recent), p.Keys[:taken]...)
+		p.Recent = p.Recent[max(len(p.Recent)-RecentKeys, 0):]
+	}
+	p.Releasing, p.Batch, p.Keys, p.Sent, p.Settled, p.Stop = "", nil, nil, 0, 0, 0
+	return p
 }
 
 // Count is what the consumer did with a record of a parked group.
@@ -136,14 +158,14 @@ type Store interface {
 	// sets Stop, Head, Reason and Queue. Nothing changes when c.Seq is not
 	// above Seq, or Settled is c.Index already: counted, nil.
 	Count(ctx context.Context, group string, c Count) error
-	// Begin starts round with batch: ErrChanged while a round is in
-	// progress.
-	Begin(ctx context.Context, group, round string, batch []string) error
+	// Begin starts round with batch and its keys: ErrChanged while a round
+	// is in progress.
+	Begin(ctx context.Context, group, round string, batch, keys []string) error
 	// Sent raises the round's Sent to n: ErrChanged unless the round is
 	// round.
 	Sent(ctx context.Context, group, round string, n int) error
-	// End ends round, adding its Taken to Moved: ErrChanged unless round
-	// is in progress with every copy sent settled.
+	// End ends round, leaving the park as Park.Ended: ErrChanged unless
+	// round is in progress with every copy sent settled.
 	End(ctx context.Context, group, round string) error
 	// Release removes the park if no round is in progress and Parked and
 	// Moved are still those of p (ErrChanged otherwise); a group not parked

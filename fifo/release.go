@@ -3,6 +3,7 @@ package fifo
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -35,7 +36,7 @@ type Releaser struct {
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 
-	empty  map[string]time.Time // since when a group's scans found nothing, its park counting more
+	quiet  map[string]time.Time // since when a group's scans found nothing they waited for (by group, or round to end)
 	hidden map[string]time.Time // until when a scan of ours may still hide a group's records it failed to show again
 }
 
@@ -53,9 +54,10 @@ type Step struct {
 const scanVisibility = 60
 
 // quiet is how long a group's scans must find nothing before a release
-// ends a park that counts more records parked than moved (a record counted
-// and not sent, or one hidden by a step that was killed).
-const quiet = 2 * scanVisibility * time.Second
+// believes records it waits for are gone: longer than an invocation lives
+// (Lambda's 15 minutes), so that a record the consumer counted is in the
+// parking queue by then or never, and than any scan hides a record.
+const quiet = 16 * time.Minute
 
 // batchSize is the most records a round sends back: one receive's worth.
 const batchSize = 10
@@ -107,7 +109,7 @@ func (r *Releaser) park(ctx context.Context, group string) (Park, bool, error) {
 // begin begins a round with the group's first records in the parking
 // queue, or ends the park when it holds none.
 func (r *Releaser) begin(ctx context.Context, p Park) (Step, error) {
-	msgs, err := r.scan(ctx, p.Group)
+	msgs, err := r.distinct(ctx, p)
 	if err != nil {
 		return Step{}, err
 	}
@@ -123,12 +125,13 @@ func (r *Releaser) begin(ctx context.Context, p Park) (Step, error) {
 		}
 		return Step{Done: true}, nil
 	}
-	delete(r.empty, p.Group)
-	p.Releasing, p.Batch, p.Sent, p.Settled, p.Stop = newRound(), nil, 0, 0, 0
+	delete(r.quiet, p.Group)
+	p.Releasing, p.Batch, p.Keys, p.Sent, p.Settled, p.Stop = newRound(), nil, nil, 0, 0, 0
 	for _, m := range msgs {
 		p.Batch = append(p.Batch, aws.ToString(m.MessageId))
+		p.Keys = append(p.Keys, keyOf(m))
 	}
-	if err := r.Store.Begin(ctx, p.Group, p.Releasing, p.Batch); err != nil {
+	if err := r.Store.Begin(ctx, p.Group, p.Releasing, p.Batch, p.Keys); err != nil {
 		r.show(ctx, msgs)
 		if errors.Is(err, ErrChanged) {
 			return Step{}, nil
@@ -137,6 +140,45 @@ func (r *Releaser) begin(ctx context.Context, p Park) (Step, error) {
 	}
 	st, _, err := r.sendCopies(ctx, p, msgs)
 	return st, err
+}
+
+// distinct scans the group's first records in the parking queue and
+// deletes those parked twice (a key seen before them, or taken out
+// recently): what is left are distinct records, in order.
+func (r *Releaser) distinct(ctx context.Context, p Park) ([]types.Message, error) {
+	for {
+		msgs, err := r.scan(ctx, p.Group)
+		if err != nil || len(msgs) == 0 {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		for _, k := range p.Recent {
+			seen[k] = true
+		}
+		var keep []types.Message
+		dropped := false
+		for i, m := range msgs {
+			k := keyOf(m)
+			if k == "" || !seen[k] {
+				seen[k] = k != ""
+				keep = append(keep, m)
+				continue
+			}
+			if _, err := r.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				r.show(ctx, append(keep, msgs[i:]...))
+				return nil, fmt.Errorf("fifo: delete %s, parked twice, from the parking queue: %w", aws.ToString(m.MessageId), err)
+			}
+			dropped = true
+		}
+		if len(keep) > 0 || !dropped {
+			return keep, nil
+		}
+	}
+}
+
+// keyOf is m's deduplication id: its message id in the source.
+func keyOf(m types.Message) string {
+	return m.Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]
 }
 
 // send sends the round's copies a step before it did not send. It reports
@@ -186,8 +228,11 @@ func (r *Releaser) sendCopy(ctx context.Context, p Park, n int, m types.Message)
 	if err != nil {
 		return err
 	}
+	// The deduplication id names the round by a hash: the round is the
+	// marks' key, which only the park knows.
+	round := sha256.Sum256([]byte(p.Releasing))
 	_, err = r.Queue.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(r.SourceURL), MessageBody: m.Body,
-		MessageAttributes: attrs, MessageGroupId: aws.String(p.Group), MessageDeduplicationId: aws.String("release-" + id + "/" + p.Releasing)})
+		MessageAttributes: attrs, MessageGroupId: aws.String(p.Group), MessageDeduplicationId: aws.String("release-" + id + "/" + hex.EncodeToString(round[:16]))})
 	if err != nil {
 		return fmt.Errorf("fifo: send %s back to the source: %w", id, err)
 	}
@@ -195,34 +240,50 @@ func (r *Releaser) sendCopy(ctx context.Context, p Park, n int, m types.Message)
 }
 
 // end takes the round's settled records out of the parking queue and ends
-// the round. It reports false when a record to take out may be hidden by
-// a scan of its own: the next step ends the round.
+// the round. It reports false while a record to take out may be hidden
+// (by a scan of another reader): a later step ends the round.
 func (r *Releaser) end(ctx context.Context, p Park) (bool, error) {
-	msgs, err := r.scan(ctx, p.Group)
-	if err != nil {
-		return false, err
-	}
 	taken := map[string]bool{}
 	for _, id := range p.Batch[:p.Taken()] {
 		taken[id] = true
 	}
-	var keep []types.Message
-	for _, m := range msgs {
-		id := aws.ToString(m.MessageId)
-		if !taken[id] {
-			keep = append(keep, m)
-			continue
+	gone := len(taken) == 0
+	for tries := 0; !gone && tries < 3; tries++ {
+		msgs, err := r.scan(ctx, p.Group)
+		if err != nil {
+			return false, err
 		}
-		if _, err := r.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-			r.show(ctx, keep)
-			return false, fmt.Errorf("fifo: delete %s from the parking queue: %w", id, err)
+		var keep []types.Message
+		for i, m := range msgs {
+			id := aws.ToString(m.MessageId)
+			if !taken[id] {
+				keep = append(keep, m)
+				continue
+			}
+			if _, err := r.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.ParkingURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				r.show(ctx, append(keep, msgs[i:]...))
+				return false, fmt.Errorf("fifo: delete %s from the parking queue: %w", id, err)
+			}
+			delete(taken, id)
 		}
-		delete(taken, id)
+		r.show(ctx, keep)
+		switch {
+		case len(taken) == 0 || len(keep) > 0:
+			// Every record taken is deleted, or the group's first record
+			// is one the round does not take: those before it are gone.
+			gone = true
+		case len(msgs) == 0:
+			// Hidden by another reader, or gone (deleted by hand).
+			if r.hides(p.Group) || !r.quietFor(p.Group+"\x00"+p.Releasing) {
+				return false, nil
+			}
+			gone = true
+		}
 	}
-	r.show(ctx, keep)
-	if len(taken) > 0 && r.hides(p.Group) {
+	if !gone {
 		return false, nil
 	}
+	delete(r.quiet, p.Group+"\x00"+p.Releasing)
 	switch err := r.Store.End(ctx, p.Group, p.Releasing); {
 	case errors.Is(err, ErrChanged):
 		return false, nil
@@ -242,7 +303,8 @@ func (r *Releaser) scan(ctx context.Context, group string) ([]types.Message, err
 	for {
 		out, err := r.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.ParkingURL),
 			MaxNumberOfMessages: batchSize, VisibilityTimeout: scanVisibility,
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId,
+				types.MessageSystemAttributeNameMessageDeduplicationId},
 			MessageAttributeNames:       []string{"All"}})
 		if err != nil {
 			return nil, fmt.Errorf("fifo: receive from the parking queue: %w", err)
@@ -292,19 +354,20 @@ func (r *Releaser) now() time.Time {
 	return time.Now()
 }
 
-// quietFor reports whether the scans of group have found nothing for quiet,
-// and no scan of ours can still hide a record.
-func (r *Releaser) quietFor(group string) bool {
+// quietFor reports whether the scans waiting for key (a group, or a
+// round to end) have found nothing for quiet, and no scan of ours can
+// still hide a record.
+func (r *Releaser) quietFor(key string) bool {
 	now := r.now()
-	if r.empty == nil {
-		r.empty = map[string]time.Time{}
+	if r.quiet == nil {
+		r.quiet = map[string]time.Time{}
 	}
-	since, ok := r.empty[group]
+	since, ok := r.quiet[key]
 	if !ok {
-		r.empty[group] = now
+		r.quiet[key] = now
 		return false
 	}
-	return now.Sub(since) >= quiet && !r.hides(group)
+	return now.Sub(since) >= quiet
 }
 
 func newRound() string {

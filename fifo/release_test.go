@@ -337,14 +337,20 @@ func TestReleaseOfARecordGoneByHand(t *testing.T) {
 	}
 	l.settle("g", 1)
 	// The park counts a record more than the releases take out: it ends
-	// once the group's scans have found nothing for a while.
-	for range 10 {
+	// once the group's scans have found nothing for longer than an
+	// invocation lives, and not before.
+	var ended time.Duration
+	for at := time.Duration(0); at < time.Hour; at += 2 * time.Minute {
 		s := l.step("g")
 		if s.Done {
+			ended = at
 			break
 		}
 		l.settle("g", s.Pending)
-		l.lane.Clock.Advance(time.Minute)
+		l.lane.Clock.Advance(2 * time.Minute)
+	}
+	if ended < 15*time.Minute {
+		t.Errorf("the park ended %s after the release began, before an invocation could have sent g/2 to the parking queue", ended)
 	}
 	if p, ok := l.parkOf("g"); ok {
 		t.Fatalf("park = %+v, want it ended", p)

@@ -135,7 +135,7 @@ func (f *fixture) threeParks() {
 	ctx := context.Background()
 	f.parkGroup("g-1", "m-10", fifo.ReasonExpiring, "parking", 3)
 	f.parkGroup("g-3", "m-30", fifo.ReasonDeliveredTooOften, "parking", 3)
-	if err := f.parks.Begin(ctx, "g-3", "round-1", []string{"p-30", "p-31", "p-32"}); err != nil {
+	if err := f.parks.Begin(ctx, "g-3", "round-1", []string{"p-30", "p-31", "p-32"}, []string{"m-30", "m-31", "m-32"}); err != nil {
 		f.t.Fatal(err)
 	}
 	if err := f.parks.Sent(ctx, "g-3", "round-1", 2); err != nil {

@@ -92,11 +92,12 @@ func mustCount(t *testing.T, s fifo.Store, group string, c fifo.Count) {
 // and settles the first settled.
 func mustRound(t *testing.T, s fifo.Store, group, round string, n, settled int) {
 	t.Helper()
-	var batch []string
+	var batch, keys []string
 	for i := 1; i <= n; i++ {
 		batch = append(batch, fmt.Sprintf("p-%d", i))
+		keys = append(keys, fmt.Sprintf("%s-m-%d", round, i))
 	}
-	if err := s.Begin(t.Context(), group, round, batch); err != nil {
+	if err := s.Begin(t.Context(), group, round, batch, keys); err != nil {
 		t.Fatalf("Begin %q %q: %v", group, round, err)
 	}
 	if err := s.Sent(t.Context(), group, round, n); err != nil {
@@ -268,17 +269,17 @@ func countNeedsAPark(t *testing.T, s fifo.Store) {
 func beginStartsARound(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
 	mustCount(t, s, "g", fifo.Count{Parked: 3})
-	if err := s.Begin(t.Context(), "g", "r-1", []string{"p-1", "p-2"}); err != nil {
+	if err := s.Begin(t.Context(), "g", "r-1", []string{"p-1", "p-2"}, []string{"m-1", "m-2"}); err != nil {
 		t.Fatal(err)
 	}
 	counters(t, s, "g", 3, 0, "r-1", 0, 0)
-	if err := s.Begin(t.Context(), "g", "r-2", []string{"p-3"}); !errors.Is(err, fifo.ErrChanged) {
+	if err := s.Begin(t.Context(), "g", "r-2", []string{"p-3"}, []string{"m-3"}); !errors.Is(err, fifo.ErrChanged) {
 		t.Fatalf("Begin during a round: err = %v, want ErrChanged", err)
 	}
-	if p := parkOf(t, s, "g"); p.Releasing != "r-1" || !slices.Equal(p.Batch, []string{"p-1", "p-2"}) {
-		t.Fatalf("park %+v: want round r-1 of p-1, p-2", p)
+	if p := parkOf(t, s, "g"); p.Releasing != "r-1" || !slices.Equal(p.Batch, []string{"p-1", "p-2"}) || !slices.Equal(p.Keys, []string{"m-1", "m-2"}) {
+		t.Fatalf("park %+v: want round r-1 of p-1, p-2 (keys m-1, m-2)", p)
 	}
-	if err := s.Begin(t.Context(), "never", "r-1", []string{"p-1"}); !errors.Is(err, fifo.ErrNotParked) {
+	if err := s.Begin(t.Context(), "never", "r-1", []string{"p-1"}, []string{"m-1"}); !errors.Is(err, fifo.ErrNotParked) {
 		t.Fatalf("Begin of a group never parked: err = %v, want ErrNotParked", err)
 	}
 	notParked(t, s, "never")
@@ -288,7 +289,7 @@ func beginStartsARound(t *testing.T, s fifo.Store) {
 // round, and fails with ErrChanged in another.
 func sentNeedsTheRound(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
-	if err := s.Begin(t.Context(), "g", "r-1", []string{"p-1", "p-2", "p-3"}); err != nil {
+	if err := s.Begin(t.Context(), "g", "r-1", []string{"p-1", "p-2", "p-3"}, []string{"m-1", "m-2", "m-3"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []int{2, 1} {
@@ -304,7 +305,8 @@ func sentNeedsTheRound(t *testing.T, s fifo.Store) {
 
 // endTakesTheSettledRecords: End of a round with a copy sent and not
 // settled, or of another round, fails with ErrChanged; once all are
-// settled it adds the records taken to Moved and clears the round.
+// settled it adds the records taken to Moved, their keys to Recent (the
+// last fifo.RecentKeys), and clears the round.
 func endTakesTheSettledRecords(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
 	mustCount(t, s, "g", fifo.Count{Parked: 5})
@@ -325,8 +327,21 @@ func endTakesTheSettledRecords(t *testing.T, s fifo.Store) {
 	if err := s.End(t.Context(), "g", "r-2"); err != nil {
 		t.Fatal(err)
 	}
-	if p := parkOf(t, s, "g"); p.Moved != 3 || p.Releasing != "" || len(p.Batch) != 0 || p.Stop != 0 || p.Head != "m-4" {
-		t.Fatalf("park %+v: want moved 3, no round, head m-4", p)
+	if p := parkOf(t, s, "g"); p.Moved != 3 || p.Releasing != "" || len(p.Batch) != 0 || len(p.Keys) != 0 || p.Stop != 0 || p.Head != "m-4" ||
+		!slices.Equal(p.Recent, []string{"r-1-m-1", "r-1-m-2", "r-1-m-3"}) {
+		t.Fatalf("park %+v: want moved 3, no round, head m-4, the keys of r-1 recent", p)
+	}
+	mustCount(t, s, "g", fifo.Count{Parked: 20})
+	mustRound(t, s, "g", "r-3", 10, 10)
+	if err := s.End(t.Context(), "g", "r-3"); err != nil {
+		t.Fatal(err)
+	}
+	mustRound(t, s, "g", "r-4", 10, 10)
+	if err := s.End(t.Context(), "g", "r-4"); err != nil {
+		t.Fatal(err)
+	}
+	if p := parkOf(t, s, "g"); p.Moved != 23 || len(p.Recent) != fifo.RecentKeys || p.Recent[0] != "r-3-m-1" || p.Recent[fifo.RecentKeys-1] != "r-4-m-10" {
+		t.Fatalf("park %+v: want moved 23, the keys of r-3 and r-4 recent", p)
 	}
 }
 

@@ -60,7 +60,7 @@ func (m *Memory) Park(_ context.Context, p fifo.Park) (fifo.Park, error) {
 }
 
 func clone(p fifo.Park) fifo.Park {
-	p.Batch = slices.Clone(p.Batch)
+	p.Batch, p.Keys, p.Recent = slices.Clone(p.Batch), slices.Clone(p.Keys), slices.Clone(p.Recent)
 	return p
 }
 
@@ -113,12 +113,12 @@ func (m *Memory) Count(_ context.Context, group string, c fifo.Count) error {
 var errCounted = errors.New("counted already")
 
 // Begin implements [fifo.Store].
-func (m *Memory) Begin(_ context.Context, group, round string, batch []string) error {
+func (m *Memory) Begin(_ context.Context, group, round string, batch, keys []string) error {
 	return m.update(group, func(p *fifo.Park) error {
 		if p.Releasing != "" {
 			return fifo.ErrChanged
 		}
-		p.Releasing, p.Batch, p.Sent, p.Settled, p.Stop = round, slices.Clone(batch), 0, 0, 0
+		p.Releasing, p.Batch, p.Keys, p.Sent, p.Settled, p.Stop = round, slices.Clone(batch), slices.Clone(keys), 0, 0, 0
 		return nil
 	})
 }
@@ -140,8 +140,7 @@ func (m *Memory) End(_ context.Context, group, round string) error {
 		if p.Releasing != round || p.Settled < p.Sent {
 			return fifo.ErrChanged
 		}
-		p.Moved += p.Taken()
-		p.Releasing, p.Batch, p.Sent, p.Settled, p.Stop = "", nil, 0, 0, 0
+		*p = p.Ended()
 		return nil
 	})
 }

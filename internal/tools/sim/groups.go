@@ -196,11 +196,11 @@ func (p *parkStore) Count(ctx context.Context, group string, c fifo.Count) error
 }
 
 // Begin implements fifo.Store.
-func (p *parkStore) Begin(ctx context.Context, group, round string, batch []string) error {
+func (p *parkStore) Begin(ctx context.Context, group, round string, batch, keys []string) error {
 	if err := p.fault(ctx, "begin", group); err != nil {
 		return err
 	}
-	return p.s.groups.mem.Begin(ctx, group, round, batch)
+	return p.s.groups.mem.Begin(ctx, group, round, batch, keys)
 }
 
 // Sent implements fifo.Store.
@@ -390,7 +390,7 @@ func (q releaseQueue) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessage
 
 // SendMessage implements fifo.ReleaseQueue: a copy of a parked record to
 // the source, its deduplication id "release-", its id in the parking queue,
-// "/" and the round.
+// "/" and a hash of the round.
 func (q releaseQueue) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	s := q.s
 	parent, _, _ := strings.Cut(strings.TrimPrefix(aws.ToString(in.MessageDeduplicationId), "release-"), "/")
