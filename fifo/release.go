@@ -305,7 +305,7 @@ func (r *Releaser) scan(ctx context.Context, group string) ([]types.Message, err
 			MaxNumberOfMessages: batchSize, VisibilityTimeout: scanVisibility,
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId,
 				types.MessageSystemAttributeNameMessageDeduplicationId},
-			MessageAttributeNames:       []string{"All"}})
+			MessageAttributeNames: []string{"All"}})
 		if err != nil {
 			return nil, fmt.Errorf("fifo: receive from the parking queue: %w", err)
 		}
