@@ -178,23 +178,8 @@ func (g *groupRun) head(ctx context.Context, msg events.SQSMessage, n int) (Outc
 		// again (idempotent) and is acknowledged whatever its deliveries.
 		return g.p.runRecord(ctx, msg)
 	}
-	if why := g.parkReason(msg, receives); why != "" {
-		if n > 0 { // its record stays at the head of the parking queue
-			if err := g.count(ctx, msg, fifo.Count{Index: n, Stop: n, Head: msg.MessageId, Reason: why, Queue: "parking"}); err != nil {
-				return g.fail(ctx, msg, err)
-			}
-			switch {
-			case g.park.Stop == n && g.park.Head == msg.MessageId:
-				g.p.log(ctx, msg, Parked, nil, nil, slog.String("reason", why), slog.String("group", g.group))
-				return Parked, why
-			case g.park.Stop > 0 && n >= g.park.Stop:
-				return g.drop(ctx, msg, n), ""
-			}
-			// Another delivery of the copy settled it first: it runs
-			// again (idempotent).
-			return g.p.runRecord(ctx, msg)
-		}
-		return g.parkHead(ctx, msg, why), why
+	if why := g.parkReason(msg, receives, false); why != "" {
+		return g.parkFor(ctx, msg, n, why)
 	}
 	leased := receives > 1 && g.hide(ctx, msg, receives)
 	o, reason := g.p.runRecord(ctx, msg)
@@ -206,8 +191,13 @@ func (g *groupRun) head(ctx context.Context, msg events.SQSMessage, n int) (Outc
 		err = g.count(ctx, msg, fifo.Count{Index: n, Stop: n + 1, Head: msg.MessageId, Reason: "invalid: " + reason, Queue: "invalid"})
 	case o == Invalid && g.k.OnError != fifo.Skip:
 		err = g.parkGroup(ctx, msg, "invalid: "+reason, "invalid")
-	case o != Succeeded && o != Invalid && !leased:
-		g.hide(ctx, msg, receives)
+	case o != Succeeded && o != Invalid:
+		if why := g.parkReason(msg, receives, true); why != "" {
+			return g.parkFor(ctx, msg, n, why)
+		}
+		if !leased {
+			g.hide(ctx, msg, receives)
+		}
 	}
 	if err != nil {
 		return g.fail(ctx, msg, err)
@@ -215,16 +205,45 @@ func (g *groupRun) head(ctx context.Context, msg events.SQSMessage, n int) (Outc
 	return o, reason
 }
 
-// parkReason says why the head must be parked before it runs ("" when it
-// need not): delivered too often, or about to expire from the source.
-func (g *groupRun) parkReason(msg events.SQSMessage, n int) string {
-	if n >= g.maxReceives() {
+// parkReason says why the head must be parked ("" when it need not):
+// before it runs, delivered too often, or so close to its expiry (half
+// the margin) that it may not run again; after it failed, within the
+// margin of its expiry, too close to wait for a backoff. A record
+// delivered often behind a failing head runs before it may be parked.
+func (g *groupRun) parkReason(msg events.SQSMessage, n int, failed bool) string {
+	if !failed && n >= g.maxReceives() {
 		return fifo.ReasonDeliveredTooOften
 	}
-	if left, ok := g.lifeLeft(msg); ok && left < g.margin() {
+	limit := g.margin() / 2
+	if failed {
+		limit = g.margin()
+	}
+	if left, ok := g.lifeLeft(msg); ok && left < limit {
 		return fifo.ReasonExpiring
 	}
 	return ""
+}
+
+// parkFor parks the head msg for why: copy n > 0 of a release round
+// stops the round; another head parks its group.
+func (g *groupRun) parkFor(ctx context.Context, msg events.SQSMessage, n int, why string) (Outcome, string) {
+	if n == 0 {
+		return g.parkHead(ctx, msg, why), why
+	}
+	// Its record stays at the head of the parking queue.
+	if err := g.count(ctx, msg, fifo.Count{Index: n, Stop: n, Head: msg.MessageId, Reason: why, Queue: "parking"}); err != nil {
+		return g.fail(ctx, msg, err)
+	}
+	switch {
+	case g.park.Stop == n && g.park.Head == msg.MessageId:
+		g.p.log(ctx, msg, Parked, nil, nil, slog.String("reason", why), slog.String("group", g.group))
+		return Parked, why
+	case g.park.Stop > 0 && n >= g.park.Stop:
+		return g.drop(ctx, msg, n), ""
+	}
+	// Another delivery of the copy settled it first: it runs again
+	// (idempotent).
+	return g.p.runRecord(ctx, msg)
 }
 
 // hide sets msg's visibility to its backoff: an exponential of its
