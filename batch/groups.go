@@ -86,6 +86,15 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 			outcomes[i] = Invalid
 			reason = strings.TrimPrefix(g.park.Reason, "invalid: ")
 			g.p.log(ctx, msg, Invalid, nil, nil, slog.String("reason", reason), slog.String("detail", "the group's parked head, in the invalid queue already"))
+		case g.park != nil && n == 0 && g.ended(msg) == endedKept:
+			// A copy of an ended round, delivered again, whose record
+			// stays in the parking queue.
+			outcomes[i] = Parked
+			g.p.log(ctx, msg, Parked, nil, nil, slog.String("reason", fifo.ReasonGroupParked), slog.String("group", g.group),
+				slog.String("detail", "a release's copy delivered again after its round ended; its record stays in the parking queue"))
+		case g.park != nil && n == 0 && g.ended(msg) == endedSettled:
+			// Settled in its round: it runs again (idempotent).
+			outcomes[i], reason = g.p.runRecord(ctx, msg)
 		case g.park != nil && n == 0:
 			outcomes[i] = g.parkBehind(ctx, msg)
 		case n > 0 && g.park.Stop > 0 && n >= g.park.Stop:
@@ -117,6 +126,29 @@ func (g *groupRun) number(msg events.SQSMessage) int {
 		return 0
 	}
 	return fifo.Released(MessageAttributes(msg.MessageAttributes), msg.Body, g.park.Releasing)
+}
+
+// What a copy of an ended round is.
+const (
+	endedNot     = iota // no copy of the park's ended rounds
+	endedSettled        // run (applied or rejected) in its round
+	endedKept           // at or behind its round's stop: its record stays parked
+)
+
+// ended says whether msg is a copy of one of the park's ended rounds, and
+// which kind.
+func (g *groupRun) ended(msg events.SQSMessage) int {
+	attrs := MessageAttributes(msg.MessageAttributes)
+	for _, r := range g.park.Rounds {
+		round, stop, _ := strings.Cut(r, "/")
+		if n := fifo.Released(attrs, msg.Body, round); n > 0 {
+			if s, _ := strconv.Atoi(stop); s > 0 && n >= s {
+				return endedKept
+			}
+			return endedSettled
+		}
+	}
+	return endedNot
 }
 
 // count writes c for msg to the group's park. A count that parks the

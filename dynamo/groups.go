@@ -56,6 +56,7 @@ type parkItem struct {
 	Batch     []string  `dynamodbav:"batch"`
 	Keys      []string  `dynamodbav:"keys"`
 	Recent    []string  `dynamodbav:"recent"`
+	Rounds    []string  `dynamodbav:"rounds"`
 	Sent      int       `dynamodbav:"sent"`
 	Settled   int       `dynamodbav:"settled"`
 	Stop      int       `dynamodbav:"stop"`
@@ -64,7 +65,7 @@ type parkItem struct {
 
 func (it parkItem) park() fifo.Park {
 	return fifo.Park{Group: it.SK, Reason: it.Reason, Head: it.Head, Queue: it.Queue, Since: it.Since,
-		Parked: it.Parked, Moved: it.Moved, Releasing: it.Releasing, Batch: it.Batch, Keys: it.Keys, Recent: it.Recent, Sent: it.Sent,
+		Parked: it.Parked, Moved: it.Moved, Releasing: it.Releasing, Batch: it.Batch, Keys: it.Keys, Recent: it.Recent, Rounds: it.Rounds, Sent: it.Sent,
 		Settled: it.Settled, Stop: it.Stop, Seq: it.Seq}
 }
 
@@ -222,6 +223,7 @@ func (s *GroupStore) End(ctx context.Context, group, round string) error {
 	e := p.Ended()
 	u := expression.Set(expression.Name("moved"), expression.Value(e.Moved)).
 		Set(expression.Name("recent"), expression.Value(list(e.Recent))).
+		Set(expression.Name("rounds"), expression.Value(list(e.Rounds))).
 		Set(expression.Name("releasing"), expression.Value("")).
 		Set(expression.Name("batch"), expression.Value([]string{})).
 		Set(expression.Name("keys"), expression.Value([]string{})).

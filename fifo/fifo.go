@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,6 +70,9 @@ type Park struct {
 	// in the source), and Recent those of the last records taken out, at
 	// most RecentKeys: a record parked twice is taken out once.
 	Keys, Recent []string
+	// Rounds are the last rounds ended (at most EndedRounds), each as
+	// "<round>/<stop>": a copy of one, delivered again, was settled.
+	Rounds []string
 	// Sent counts the copies sent to the source.
 	Sent int
 	// Settled counts the copies the consumer settled, in order.
@@ -94,11 +98,15 @@ func (p Park) Taken() int {
 }
 
 // RecentKeys bounds Park.Recent: a record is parked again at most one
-// batch (ten records) after it was parked first.
-const RecentKeys = 20
+// batch (ten records) after it was parked first. EndedRounds bounds
+// Park.Rounds.
+const (
+	RecentKeys  = 20
+	EndedRounds = 8
+)
 
 // Ended returns p as ending its round leaves it: the round's Taken
-// records counted in Moved and their keys in Recent, the round cleared.
+// records counted in Moved and their keys in Recent, the round in Rounds.
 func (p Park) Ended() Park {
 	taken := p.Taken()
 	p.Moved += taken
@@ -106,6 +114,8 @@ func (p Park) Ended() Park {
 		p.Recent = append(slices.Clone(p.Recent), p.Keys[:taken]...)
 		p.Recent = p.Recent[max(len(p.Recent)-RecentKeys, 0):]
 	}
+	p.Rounds = append(slices.Clone(p.Rounds), p.Releasing+"/"+strconv.Itoa(p.Stop))
+	p.Rounds = p.Rounds[max(len(p.Rounds)-EndedRounds, 0):]
 	p.Releasing, p.Batch, p.Keys, p.Sent, p.Settled, p.Stop = "", nil, nil, 0, 0, 0
 	return p
 }

@@ -60,7 +60,7 @@ func (m *Memory) Park(_ context.Context, p fifo.Park) (fifo.Park, error) {
 }
 
 func clone(p fifo.Park) fifo.Park {
-	p.Batch, p.Keys, p.Recent = slices.Clone(p.Batch), slices.Clone(p.Keys), slices.Clone(p.Recent)
+	p.Batch, p.Keys, p.Recent, p.Rounds = slices.Clone(p.Batch), slices.Clone(p.Keys), slices.Clone(p.Recent), slices.Clone(p.Rounds)
 	return p
 }
 
