@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/batch/batchtest"
@@ -319,4 +320,44 @@ func TestTwoGroupsReleasedAtOnce(t *testing.T) {
 	l.releaseThroughStops("a")
 	l.wantApplied("a", 2, 3, 4, 5, 6)
 	l.settled(true, "a/1", "h/1")
+}
+
+// 18. A copy whose acknowledgement failed comes back after its round
+// ended: it is no producer's record (it is not parked again, which would
+// send its record back a second time); it runs again, absorbed.
+func TestACopyDeliveredAgainAfterItsRound(t *testing.T) {
+	l := newFIFOLane(t, laneSetup{})
+	l.set(l.invalids, true, "a/1", "a/4")
+	l.publish("a", 1, 2, 3, 4)
+	l.drain() // a/1 invalid; a/2..a/4 parked
+	r := l.lane.Releaser(l.store)
+	if st, err := r.Release(t.Context(), "a"); err != nil || st.Moved != 3 {
+		t.Fatalf("step = %+v, %v", st, err)
+	}
+	failed := false
+	l.lane.Queue.EntryFault = func(op, url string, m types.Message) error {
+		if op == "DeleteMessageBatch" && url == l.lane.Route.SourceURL && aws.ToString(m.Body) == "a/3" && !failed {
+			failed = true
+			return errStore
+		}
+		return nil
+	}
+	if n, _ := l.lane.Poll(t.Context(), l.consume); n != 3 { // its error: the failed acknowledgement
+		t.Fatalf("the round's copies came in %d records, want 3", n)
+	}
+	l.lane.Queue.EntryFault = nil
+	if !failed {
+		t.Fatal("the acknowledgement of a/3 did not fail")
+	}
+	if st, err := r.Release(t.Context(), "a"); err != nil || !st.Stopped {
+		t.Fatalf("step after a/4 was rejected = %+v, %v; want Stopped", st, err)
+	}
+	l.drain() // the copy of a/3 comes back, its round ended
+	l.wantQueue("the parking queue", l.lane.Route.ParkingURL)
+	if p := l.park("a"); p.Parked != 3 || p.Moved != 3 {
+		t.Fatalf("park = %+v, want 3 parked and 3 moved", p)
+	}
+	l.release("a")
+	l.wantApplied("a", 2, 3)
+	l.settled(false, "a/1", "a/4")
 }
