@@ -74,6 +74,10 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 		msg := records[i]
 		reason := ""
 		n := g.number(msg)
+		kind := endedNot
+		if g.park != nil && n == 0 {
+			kind = g.ended(msg)
+		}
 		switch {
 		case blocked:
 			outcomes[i] = Blocked
@@ -86,13 +90,13 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 			outcomes[i] = Invalid
 			reason = strings.TrimPrefix(g.park.Reason, "invalid: ")
 			g.p.log(ctx, msg, Invalid, nil, nil, slog.String("reason", reason), slog.String("detail", "the group's parked head, in the invalid queue already"))
-		case g.park != nil && n == 0 && g.ended(msg) == endedKept:
+		case kind == endedKept:
 			// A copy of an ended round, delivered again, whose record
 			// stays in the parking queue.
 			outcomes[i] = Parked
 			g.p.log(ctx, msg, Parked, nil, nil, slog.String("reason", fifo.ReasonGroupParked), slog.String("group", g.group),
 				slog.String("detail", "a release's copy delivered again after its round ended; its record stays in the parking queue"))
-		case g.park != nil && n == 0 && g.ended(msg) == endedSettled:
+		case kind == endedSettled:
 			// Settled in its round: it runs again (idempotent).
 			outcomes[i], reason = g.p.runRecord(ctx, msg)
 		case g.park != nil && n == 0:

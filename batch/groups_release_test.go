@@ -110,25 +110,6 @@ func TestASecondDeliveryOfASettledCopyDropsNothing(t *testing.T) {
 	l.settled(false, "a/1")
 }
 
-// releaseThroughStops releases group, and again each time a copy parks
-// it again, as an operator does once the cause is dealt with.
-func (l *fifoLane) releaseThroughStops(group string) {
-	l.t.Helper()
-	r := l.lane.Releaser(l.store)
-	for range 1000 {
-		st, err := r.Release(l.t.Context(), group)
-		if err != nil {
-			l.t.Fatalf("Release %s: %v", group, err)
-		}
-		if st.Done {
-			return
-		}
-		l.drain()
-		l.lane.Clock.Advance(5 * time.Second)
-	}
-	l.t.Fatalf("the release of %s did not end: %+v", group, l.park(group))
-}
-
 // 14. A record sent to the parking queue twice (its invocation died after
 // it was parked; it came back past SQS's five minutes of deduplication) is
 // taken out once: the park's counts stay exact, so a step of a new

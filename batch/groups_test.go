@@ -314,8 +314,20 @@ func (l *fifoLane) drain() {
 // consumer's turn and a poll's wait, until the park ends.
 func (l *fifoLane) release(group string) {
 	l.t.Helper()
+	l.releaseLoop(group, false)
+}
+
+// releaseThroughStops releases group, and again each time a copy parks
+// it again, as an operator does once the cause is dealt with.
+func (l *fifoLane) releaseThroughStops(group string) {
+	l.t.Helper()
+	l.releaseLoop(group, true)
+}
+
+func (l *fifoLane) releaseLoop(group string, throughStops bool) {
+	l.t.Helper()
 	r := l.lane.Releaser(l.store)
-	for range 200 {
+	for range 1000 {
 		step, err := r.Release(l.t.Context(), group)
 		if err != nil {
 			l.t.Fatalf("Release %s: %v", group, err)
@@ -323,11 +335,11 @@ func (l *fifoLane) release(group string) {
 		if step.Done {
 			return
 		}
-		if step.Stopped {
+		if step.Stopped && !throughStops {
 			l.t.Fatalf("the release of %s stopped: the group parked again: %+v", group, l.park(group))
 		}
 		l.drain()
-		l.lane.Clock.Advance(2 * time.Second)
+		l.lane.Clock.Advance(5 * time.Second)
 	}
 	l.t.Fatalf("the release of %s did not end: %+v", group, l.park(group))
 }

@@ -68,9 +68,9 @@ type Park struct {
 	Batch []string
 	// Keys are the deduplication ids of Batch's records (their message ids
 	// in the source), and Recent those of the last records taken out, at
-	// most RecentKeys: a record parked twice is taken out once.
+	// most 20: a record parked twice is taken out once.
 	Keys, Recent []string
-	// Rounds are the last rounds ended (at most EndedRounds), each as
+	// Rounds are the last rounds ended (at most 8), each as
 	// "<round>/<stop>": a copy of one, delivered again, was settled.
 	Rounds []string
 	// Sent counts the copies sent to the source.
@@ -97,12 +97,12 @@ func (p Park) Taken() int {
 	return p.Sent
 }
 
-// RecentKeys bounds Park.Recent: a record is parked again at most one
-// batch (ten records) after it was parked first. EndedRounds bounds
+// recentKeys bounds Park.Recent: a record is parked again at most one
+// batch (ten records) after it was parked first. endedRounds bounds
 // Park.Rounds.
 const (
-	RecentKeys  = 20
-	EndedRounds = 8
+	recentKeys  = 20
+	endedRounds = 8
 )
 
 // Ended returns p as ending its round leaves it: the round's Taken
@@ -112,10 +112,10 @@ func (p Park) Ended() Park {
 	p.Moved += taken
 	if taken <= len(p.Keys) {
 		p.Recent = append(slices.Clone(p.Recent), p.Keys[:taken]...)
-		p.Recent = p.Recent[max(len(p.Recent)-RecentKeys, 0):]
+		p.Recent = p.Recent[max(len(p.Recent)-recentKeys, 0):]
 	}
 	p.Rounds = append(slices.Clone(p.Rounds), p.Releasing+"/"+strconv.Itoa(p.Stop))
-	p.Rounds = p.Rounds[max(len(p.Rounds)-EndedRounds, 0):]
+	p.Rounds = p.Rounds[max(len(p.Rounds)-endedRounds, 0):]
 	p.Releasing, p.Batch, p.Keys, p.Sent, p.Settled, p.Stop = "", nil, nil, 0, 0, 0
 	return p
 }

@@ -160,7 +160,9 @@ func (r *Releaser) distinct(ctx context.Context, p Park) ([]types.Message, error
 		for i, m := range msgs {
 			k := keyOf(m)
 			if k == "" || !seen[k] {
-				seen[k] = k != ""
+				if k != "" {
+					seen[k] = true
+				}
 				keep = append(keep, m)
 				continue
 			}
@@ -355,8 +357,7 @@ func (r *Releaser) now() time.Time {
 }
 
 // quietFor reports whether the scans waiting for key (a group, or a
-// round to end) have found nothing for quiet, and no scan of ours can
-// still hide a record.
+// round to end) have found nothing for quiet.
 func (r *Releaser) quietFor(key string) bool {
 	now := r.now()
 	if r.quiet == nil {

@@ -55,6 +55,22 @@ func (l *releaseLane) park(group string, bodies ...string) {
 	}
 }
 
+// stepFailingToSend takes a step of group's release that cannot send the
+// copy of body back: it must fail.
+func (l *releaseLane) stepFailingToSend(group, body string) {
+	l.t.Helper()
+	l.lane.Queue.EntryFault = func(op, url string, m types.Message) error {
+		if op == "SendMessageBatch" && url == l.lane.Route.SourceURL && aws.ToString(m.Body) == body {
+			return errors.New("throttled")
+		}
+		return nil
+	}
+	defer func() { l.lane.Queue.EntryFault = nil }()
+	if _, err := l.r.Release(l.t.Context(), group); err == nil {
+		l.t.Fatal("a step that could not send returned no error")
+	}
+}
+
 func (l *releaseLane) step(group string) fifo.Step {
 	l.t.Helper()
 	s, err := l.r.Release(l.t.Context(), group)
@@ -204,16 +220,7 @@ func TestReleaseWaitsForTheRoundThenGoesOn(t *testing.T) {
 func TestReleaseThatCannotSendLosesNothing(t *testing.T) {
 	l := newReleaseLane(t)
 	l.park("g", "g/1", "g/2")
-	l.lane.Queue.EntryFault = func(op, url string, m types.Message) error {
-		if op == "SendMessageBatch" && url == l.lane.Route.SourceURL && aws.ToString(m.Body) == "g/2" {
-			return errors.New("throttled")
-		}
-		return nil
-	}
-	if _, err := l.r.Release(t.Context(), "g"); err == nil {
-		t.Fatal("a step that could not send returned no error")
-	}
-	l.lane.Queue.EntryFault = nil
+	l.stepFailingToSend("g", "g/2")
 	if p, _ := l.parkOf("g"); p.Sent != 1 || len(p.Batch) != 2 {
 		t.Fatalf("park = %+v, want g/1 sent of 2", p)
 	}
@@ -313,16 +320,7 @@ func TestReleaseStopsWhereACopyParksAgain(t *testing.T) {
 func TestReleaseOfARecordGoneByHand(t *testing.T) {
 	l := newReleaseLane(t)
 	l.park("g", "g/1", "g/2", "g/3")
-	l.lane.Queue.EntryFault = func(op, url string, m types.Message) error {
-		if op == "SendMessageBatch" && url == l.lane.Route.SourceURL && aws.ToString(m.Body) == "g/2" {
-			return errors.New("throttled")
-		}
-		return nil
-	}
-	if _, err := l.r.Release(t.Context(), "g"); err == nil {
-		t.Fatal("a step that could not send returned no error")
-	}
-	l.lane.Queue.EntryFault = nil
+	l.stepFailingToSend("g", "g/2")
 	out, err := l.lane.Queue.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(l.lane.Route.ParkingURL), MaxNumberOfMessages: 2})
 	if err != nil || len(out.Messages) != 2 || aws.ToString(out.Messages[1].Body) != "g/2" {
 		t.Fatalf("receive = %v, %v", out, err)

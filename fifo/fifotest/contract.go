@@ -306,7 +306,7 @@ func sentNeedsTheRound(t *testing.T, s fifo.Store) {
 // endTakesTheSettledRecords: End of a round with a copy sent and not
 // settled, or of another round, fails with ErrChanged; once all are
 // settled it adds the records taken to Moved, their keys to Recent (the
-// last fifo.RecentKeys), and clears the round.
+// last 20), and clears the round.
 func endTakesTheSettledRecords(t *testing.T, s fifo.Store) {
 	mustPark(t, s, "g", "m-1")
 	mustCount(t, s, "g", fifo.Count{Parked: 5})
@@ -340,7 +340,7 @@ func endTakesTheSettledRecords(t *testing.T, s fifo.Store) {
 	if err := s.End(t.Context(), "g", "r-4"); err != nil {
 		t.Fatal(err)
 	}
-	if p := parkOf(t, s, "g"); p.Moved != 23 || len(p.Recent) != fifo.RecentKeys || p.Recent[0] != "r-3-m-1" || p.Recent[fifo.RecentKeys-1] != "r-4-m-10" {
+	if p := parkOf(t, s, "g"); p.Moved != 23 || len(p.Recent) != 20 || p.Recent[0] != "r-3-m-1" || p.Recent[19] != "r-4-m-10" {
 		t.Fatalf("park %+v: want moved 23, the keys of r-3 and r-4 recent", p)
 	}
 }

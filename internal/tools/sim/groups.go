@@ -342,15 +342,10 @@ func (q consumerQueue) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageI
 	if err := q.fault(ctx, "DeleteMessage", s.sqs.idOf(receipt)); err != nil {
 		return nil, err
 	}
-	out, err := s.sqs.q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: in.QueueUrl,
-		Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("d"), ReceiptHandle: in.ReceiptHandle}}})
-	switch {
-	case err != nil:
+	id, err := s.deleteOne(ctx, in)
+	if err != nil {
 		return nil, err
-	case len(out.Failed) > 0:
-		return nil, fmt.Errorf("DeleteMessage: %s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
 	}
-	id := s.sqs.deleted(receipt, "")
 	// Acknowledged as the mapping would have, had the invocation lived.
 	if inv := invocationOf(ctx); inv != nil {
 		if n := s.sqs.pubOf(id); n >= 0 && !inv.invalid[id] && inv.outcomes[id] == string(batch.Succeeded) {
@@ -424,16 +419,24 @@ func (q releaseQueue) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageIn
 	if err := q.fault("DeleteMessage", s.sqs.idOf(receipt)); err != nil {
 		return nil, err
 	}
+	if _, err := s.deleteOne(ctx, in); err != nil {
+		return nil, err
+	}
+	return &sqs.DeleteMessageOutput{}, nil
+}
+
+// deleteOne deletes one message as SQS's DeleteMessage does, and books
+// it; it returns its id.
+func (s *Sim) deleteOne(ctx context.Context, in *sqs.DeleteMessageInput) (string, error) {
 	out, err := s.sqs.q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: in.QueueUrl,
 		Entries: []types.DeleteMessageBatchRequestEntry{{Id: aws.String("d"), ReceiptHandle: in.ReceiptHandle}}})
 	switch {
 	case err != nil:
-		return nil, err
+		return "", err
 	case len(out.Failed) > 0:
-		return nil, fmt.Errorf("DeleteMessage: %s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+		return "", fmt.Errorf("DeleteMessage: %s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
 	}
-	s.sqs.deleted(receipt, "")
-	return &sqs.DeleteMessageOutput{}, nil
+	return s.sqs.deleted(aws.ToString(in.ReceiptHandle), ""), nil
 }
 
 // ChangeMessageVisibility implements fifo.ReleaseQueue.
