@@ -136,6 +136,35 @@ func TestGatesNeverHoldAnExhaustedPark(t *testing.T) {
 	}
 }
 
+// A run that cannot read the recent runs cannot read the breaker either:
+// it parks no message whose last replay the breaker may give back, and
+// parks it once a run can tell (make sim SEEDS=2000, seed 1802: a poison
+// order whose three replays failed in an outage was parked by such a run,
+// its refund owed). One with no refund left is parked all the same.
+func TestBlindRunParksNoMessageARefundMaySave(t *testing.T) {
+	h := newHarness(t, false, nil)
+	now := h.clock.Now()
+	meta := func(refunds int, orig string) *replay.Metadata {
+		return &replay.Metadata{ReplayCount: replay.DefaultMaxReplays, Refunds: refunds, OriginalMessageID: orig, FirstDeadLetteredAt: now.Add(-48 * time.Hour),
+			LastReplayAt: now.Add(-time.Hour), Route: "orders", RunID: "r1"}
+	}
+	h.deadLetter(h.route, msg{body: order("ORD-SPENT"), meta: meta(replay.DefaultMaxReplays, "m-spent")})
+	h.deadLetter(h.route, msg{body: order("ORD-OWED"), meta: meta(0, "m-owed")})
+	h.clock.Advance(time.Hour)
+	cause := errors.New("ledger down")
+	s, err := replay.New(h.q, brokenLedger{h.ledger, cause}, h.options()).Run(context.Background(), replay.Request{Routes: []replay.Route{h.route}})
+	if !errors.Is(err, cause) || s.Total.Parked[replay.ReasonReplayExhausted] != 1 || s.Total.Deferred != 1 {
+		t.Fatalf("blind run: err %v, counts %+v; want ORD-SPENT parked and ORD-OWED deferred", err, countsOf(s.Total))
+	}
+	if parked := h.stored(h.route.ParkingURL); len(parked) != 1 || keyOf(parked[0].body) != "ORD-SPENT" {
+		t.Fatalf("parking queue holds %v, want ORD-SPENT alone", bodiesOf(parked))
+	}
+	h.clock.Advance(time.Hour)
+	if s := h.run(h.engine(), replay.Request{}); s.Total.Parked[replay.ReasonReplayExhausted] != 1 {
+		t.Fatalf("next run: counts %+v; want ORD-OWED parked (no breaker gave r1 back)", countsOf(s.Total))
+	}
+}
+
 // countingLedger counts the ledger calls about messages (the engine makes
 // them concurrently).
 type countingLedger struct {

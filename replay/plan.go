@@ -67,6 +67,7 @@ type planner struct {
 	probe      bool     // the limit is a probe of the open breaker (see slot)
 	knownLimit bool     // the limit judges a run of known failures alone (see slot)
 	refill     bool     // the refill gate judges the DLQ's growth (see waits)
+	blind      bool     // the recent runs, and so the breaker, are unknown (see decide)
 }
 
 // knownFailure reports whether the item is a known failure: its replay
@@ -177,6 +178,13 @@ func (pl *planner) decide(it *item) {
 		JitterKey:      it.msg.originalID(),
 	}
 	d := pl.policy.Decide(it.facts, pl.now)
+	if pl.blind && d.Reason == ReasonReplayExhausted && it.msg.meta.RunID != "" &&
+		pl.policy.refundable(it.msg.meta.Refunds) && !pl.policy.Expiring(it.facts, pl.now) {
+		// The breaker is unknown: it may give this message's last replay
+		// back. Its park waits for a run that can read it.
+		it.to(OutcomeDeferred)
+		return
+	}
 	if pl.gated && !pl.policy.Expiring(it.facts, pl.now) && d.Reason != ReasonReplayExhausted {
 		// Nothing is replayed: only what is about to expire, or has had
 		// its replays (with any refund above: the park every later run

@@ -60,6 +60,9 @@ type pass struct {
 	// late enough to tell; this one holds replays and judges the probe at
 	// its end (dlqSignal.judge).
 	judgeProbe bool
+	// blind: the recent runs could not be read, so neither could the
+	// breaker that gives failed replays back.
+	blind bool
 	// knownLimit: the canary limits the route on a run of known failures
 	// alone, so they take its slots (see planner.slot).
 	knownLimit bool
@@ -188,6 +191,7 @@ func (r *run) open(ctx context.Context, rt Route, rs *RouteSummary) (*pass, erro
 // nothing are looked past.
 func (r *run) gate(ctx context.Context, p *pass, recent []Summary, prevErr error) {
 	rs, name := p.rs, p.route.Name
+	p.blind = prevErr != nil
 	read := routeRuns(recent, name, func(rs RouteSummary) bool { return len(rs.Gates) > 0 })
 	replayed := routeRuns(recent, name, func(rs RouteSummary) bool { return len(rs.ReplayedKeys) > 0 })
 	for _, h := range routeRuns(recent, name, func(rs RouteSummary) bool { return rs.Replayed > 0 && rs.Replayed <= rs.Retried }) {

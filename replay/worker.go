@@ -247,7 +247,7 @@ func (w *worker) prepare(ctx context.Context, msgs []types.Message, receivedAt t
 			policy: r.e.opts.Policy, route: p.route, runID: r.id, now: now, receivedAt: receivedAt,
 			retention: p.retention, sourceMax: p.sourceMax, filter: r.req.Filter, reset: r.req.ResetCount,
 			gated: p.gated, breaker: p.rs.Breaker, key: r.key, movesLeft: r.max - r.moved, replayLeft: p.replayLeft,
-			probe: p.rs.Probe, knownLimit: p.knownLimit, refill: p.refill,
+			probe: p.rs.Probe, knownLimit: p.knownLimit, refill: p.refill, blind: p.blind,
 		}
 		b = &batch{items: items, receivedAt: receivedAt, plan: pl}
 		b.moves, b.replays = pl.plan(items)
