@@ -27,17 +27,17 @@ func lease(t *testing.T, token string, now time.Time) idempotency.Lease {
 	}
 }
 
-// TestFirstClaimWins: a claim of an absent key wins.
-func TestFirstClaimWins(t *testing.T, h Harness) {
+// testFirstClaimWins: a claim of an absent key wins.
+func testFirstClaimWins(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	if _, claimed, err := s.Claim(t.Context(), lease(t, "a", t0)); err != nil || !claimed {
 		t.Fatalf("claimed=%v err=%v", claimed, err)
 	}
 }
 
-// TestLiveLockIsNotClaimable: a claim of a key whose lock is live loses and
+// testLiveLockIsNotClaimable: a claim of a key whose lock is live loses and
 // returns the lock.
-func TestLiveLockIsNotClaimable(t *testing.T, h Harness) {
+func testLiveLockIsNotClaimable(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -51,9 +51,9 @@ func TestLiveLockIsNotClaimable(t *testing.T, h Harness) {
 	}
 }
 
-// TestExpiredLockIsClaimable: a claim at a lock's expiry takes the key
+// testExpiredLockIsClaimable: a claim at a lock's expiry takes the key
 // over, and the stale holder can neither complete nor release it.
-func TestExpiredLockIsClaimable(t *testing.T, h Harness) {
+func testExpiredLockIsClaimable(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -67,9 +67,9 @@ func TestExpiredLockIsClaimable(t *testing.T, h Harness) {
 	}
 }
 
-// TestTakeoverReturnsTheExpiredLock: a takeover returns the expired lock it
+// testTakeoverReturnsTheExpiredLock: a takeover returns the expired lock it
 // replaced, which is in doubt.
-func TestTakeoverReturnsTheExpiredLock(t *testing.T, h Harness) {
+func testTakeoverReturnsTheExpiredLock(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -83,9 +83,9 @@ func TestTakeoverReturnsTheExpiredLock(t *testing.T, h Harness) {
 	}
 }
 
-// TestFreshClaimReturnsNoRecord: a claim of an absent key, or of one whose
+// testFreshClaimReturnsNoRecord: a claim of an absent key, or of one whose
 // record expired, returns no previous record.
-func TestFreshClaimReturnsNoRecord(t *testing.T, h Harness) {
+func testFreshClaimReturnsNoRecord(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	if prev, claimed, err := s.Claim(t.Context(), a); err != nil || !claimed || prev != (idempotency.Record{}) {
@@ -98,10 +98,10 @@ func TestFreshClaimReturnsNoRecord(t *testing.T, h Harness) {
 	}
 }
 
-// TestTakeoverOfAnotherPayloadIsRefused: without Supersedes, an expired
+// testTakeoverOfAnotherPayloadIsRefused: without Supersedes, an expired
 // lock of another payload stands (it is in doubt until the receiver has
 // asked the downstream), and its holder can still complete.
-func TestTakeoverOfAnotherPayloadIsRefused(t *testing.T, h Harness) {
+func testTakeoverOfAnotherPayloadIsRefused(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -119,10 +119,10 @@ func TestTakeoverOfAnotherPayloadIsRefused(t *testing.T, h Harness) {
 	}
 }
 
-// TestTakeoverOfAnotherPayloadAfterAVoidClaim: with Supersedes naming the
+// testTakeoverOfAnotherPayloadAfterAVoidClaim: with Supersedes naming the
 // expired lock's token, another payload takes the key over, and the key
 // then belongs to it.
-func TestTakeoverOfAnotherPayloadAfterAVoidClaim(t *testing.T, h Harness) {
+func testTakeoverOfAnotherPayloadAfterAVoidClaim(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -148,10 +148,10 @@ func TestTakeoverOfAnotherPayloadAfterAVoidClaim(t *testing.T, h Harness) {
 	mustFindCompleted(t, s, again, "hash-b", "INV-b")
 }
 
-// TestVoidClaimMustBeTheExpiredLockSeen: Supersedes takes over only the
+// testVoidClaimMustBeTheExpiredLockSeen: Supersedes takes over only the
 // expired lock of the token it names, never a live lock or a completed
 // record.
-func TestVoidClaimMustBeTheExpiredLockSeen(t *testing.T, h Harness) {
+func testVoidClaimMustBeTheExpiredLockSeen(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -180,10 +180,10 @@ func TestVoidClaimMustBeTheExpiredLockSeen(t *testing.T, h Harness) {
 	mustFindCompleted(t, s, b, "hash-a", "INV-a")
 }
 
-// TestExpiredClaimFoundAppliedIsCompletedByItsToken: another payload's
+// testExpiredClaimFoundAppliedIsCompletedByItsToken: another payload's
 // receiver completes an expired claim with the result the resolver found,
 // under the claim's token and payload hash.
-func TestExpiredClaimFoundAppliedIsCompletedByItsToken(t *testing.T, h Harness) {
+func testExpiredClaimFoundAppliedIsCompletedByItsToken(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -196,9 +196,9 @@ func TestExpiredClaimFoundAppliedIsCompletedByItsToken(t *testing.T, h Harness) 
 	mustFindCompleted(t, s, lease(t, "a2", settle.Now.Add(time.Hour)), "hash-a", "INV-a")
 }
 
-// TestCompletedRecordReturnsItsResult: a claim of a completed key loses and
+// testCompletedRecordReturnsItsResult: a claim of a completed key loses and
 // returns the record, its result, payload hash and expiry.
-func TestCompletedRecordReturnsItsResult(t *testing.T, h Harness) {
+func testCompletedRecordReturnsItsResult(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -216,9 +216,9 @@ func TestCompletedRecordReturnsItsResult(t *testing.T, h Harness) {
 	}
 }
 
-// TestExpiredRecordIsClaimable: a completed record is claimable at its
+// testExpiredRecordIsClaimable: a completed record is claimable at its
 // expiry.
-func TestExpiredRecordIsClaimable(t *testing.T, h Harness) {
+func testExpiredRecordIsClaimable(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -228,8 +228,8 @@ func TestExpiredRecordIsClaimable(t *testing.T, h Harness) {
 	mustClaim(t, s, lease(t, "b", a.ExpiresAt))
 }
 
-// TestReleaseFreesTheKey: a released key is claimable at once.
-func TestReleaseFreesTheKey(t *testing.T, h Harness) {
+// testReleaseFreesTheKey: a released key is claimable at once.
+func testReleaseFreesTheKey(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -239,10 +239,10 @@ func TestReleaseFreesTheKey(t *testing.T, h Harness) {
 	mustClaim(t, s, lease(t, "b", t0.Add(time.Second)))
 }
 
-// TestOnlyTheHolderCompletesOrReleases: another token can neither complete
+// testOnlyTheHolderCompletesOrReleases: another token can neither complete
 // nor release a lock; the holder's completion retried is done and changes
 // nothing, and a completed record cannot be released.
-func TestOnlyTheHolderCompletesOrReleases(t *testing.T, h Harness) {
+func testOnlyTheHolderCompletesOrReleases(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	mustClaim(t, s, a)
@@ -270,9 +270,9 @@ func TestOnlyTheHolderCompletesOrReleases(t *testing.T, h Harness) {
 	}
 }
 
-// TestAbsentKeyCannotBeCompletedOrReleased: Complete and Release of a key
+// testAbsentKeyCannotBeCompletedOrReleased: Complete and Release of a key
 // never claimed fail with ErrLeaseLost.
-func TestAbsentKeyCannotBeCompletedOrReleased(t *testing.T, h Harness) {
+func testAbsentKeyCannotBeCompletedOrReleased(t *testing.T, h Harness) {
 	s := h.NewStore(t)
 	a := lease(t, "a", t0)
 	if err := s.Complete(t.Context(), a, "INV-1"); !errors.Is(err, idempotency.ErrLeaseLost) {
@@ -283,9 +283,9 @@ func TestAbsentKeyCannotBeCompletedOrReleased(t *testing.T, h Harness) {
 	}
 }
 
-// TestConcurrentClaimersOneWins: of eight claimers racing for one key,
+// testConcurrentClaimersOneWins: of eight claimers racing for one key,
 // exactly one wins. It needs [Features].ConcurrentClaims.
-func TestConcurrentClaimersOneWins(t *testing.T, h Harness) {
+func testConcurrentClaimersOneWins(t *testing.T, h Harness) {
 	suite.Needs(t, h.Features.ConcurrentClaims, "ConcurrentClaims")
 	s := h.NewStore(t)
 	const n = 8

@@ -1,6 +1,6 @@
 // Package idempotencytest is the contract suite every idempotency.Store must
 // pass: run it against your own store as the in-memory and DynamoDB stores
-// do. [Run] runs each rule of [Tests] as a subtest named after it; a
+// do. [Run] runs each rule of storeRules as a subtest named after it; a
 // [Harness] builds the store and declares its [Features], and a test that
 // needs an undeclared one skips, naming it:
 //

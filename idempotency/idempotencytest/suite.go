@@ -30,37 +30,37 @@ type Features struct {
 	ConcurrentClaims bool
 }
 
-// Test is one rule of the contract, a test function of its own; [Tests]
+// storeRule is one rule of the contract, a test function of its own; storeRules
 // lists them all.
-type Test func(t *testing.T, h Harness)
+type storeRule func(t *testing.T, h Harness)
 
-// Tests returns the contract, one test per rule, in the order [Run] runs
+// storeRules returns the contract, one test per rule, in the order [Run] runs
 // them. Each test derives its key from t.Name(), so any one runs alone and
 // none reads another's records.
-func Tests() []Test {
-	return []Test{
-		TestFirstClaimWins,
-		TestLiveLockIsNotClaimable,
-		TestExpiredLockIsClaimable,
-		TestTakeoverReturnsTheExpiredLock,
-		TestFreshClaimReturnsNoRecord,
-		TestTakeoverOfAnotherPayloadIsRefused,
-		TestTakeoverOfAnotherPayloadAfterAVoidClaim,
-		TestVoidClaimMustBeTheExpiredLockSeen,
-		TestExpiredClaimFoundAppliedIsCompletedByItsToken,
-		TestCompletedRecordReturnsItsResult,
-		TestExpiredRecordIsClaimable,
-		TestReleaseFreesTheKey,
-		TestOnlyTheHolderCompletesOrReleases,
-		TestAbsentKeyCannotBeCompletedOrReleased,
-		TestConcurrentClaimersOneWins,
-		TestHashVersionsCompareWithinAVersion,
+func storeRules() []storeRule {
+	return []storeRule{
+		testFirstClaimWins,
+		testLiveLockIsNotClaimable,
+		testExpiredLockIsClaimable,
+		testTakeoverReturnsTheExpiredLock,
+		testFreshClaimReturnsNoRecord,
+		testTakeoverOfAnotherPayloadIsRefused,
+		testTakeoverOfAnotherPayloadAfterAVoidClaim,
+		testVoidClaimMustBeTheExpiredLockSeen,
+		testExpiredClaimFoundAppliedIsCompletedByItsToken,
+		testCompletedRecordReturnsItsResult,
+		testExpiredRecordIsClaimable,
+		testReleaseFreesTheKey,
+		testOnlyTheHolderCompletesOrReleases,
+		testAbsentKeyCannotBeCompletedOrReleased,
+		testConcurrentClaimersOneWins,
+		testHashVersionsCompareWithinAVersion,
 	}
 }
 
-// Run runs every test of [Tests] against h as a subtest named after its
+// Run runs every test of storeRules against h as a subtest named after its
 // function (go test -run 'StoreContract/TestReleaseFreesTheKey').
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	suite.Run(t, h, Tests())
+	suite.Run(t, h, storeRules())
 }

@@ -10,7 +10,7 @@ import (
 // Every exported test function of the package is in Tests, once: a test
 // left out of the table would never run.
 func TestTestsListsEveryTestFunction(t *testing.T) {
-	suite.CheckTable(t, "Harness", Tests())
+	suite.CheckTable(t, "Harness", storeRules())
 }
 
 // The tests use keys of their own: they pass on one store shared by all.
@@ -25,12 +25,12 @@ func TestUndeclaredFeatureSkips(t *testing.T) {
 	var skipped bool
 	t.Run("without ConcurrentClaims", func(t *testing.T) {
 		defer func() { skipped = t.Skipped() }()
-		TestConcurrentClaimersOneWins(t, Harness{NewStore: func(*testing.T) idempotency.Store {
+		testConcurrentClaimersOneWins(t, Harness{NewStore: func(*testing.T) idempotency.Store {
 			t.Error("the store was made: the test ran without its feature")
 			return idempotency.NewMemoryStore()
 		}})
 	})
 	if !skipped {
-		t.Fatal("TestConcurrentClaimersOneWins did not skip without ConcurrentClaims")
+		t.Fatal("testConcurrentClaimersOneWins did not skip without ConcurrentClaims")
 	}
 }

@@ -20,13 +20,13 @@ const (
 	jcs2Hash   = "jcs2:aa"
 )
 
-// TestHashVersionsCompareWithinAVersion: an idempotency.Receiver on the
+// testHashVersionsCompareWithinAVersion: an idempotency.Receiver on the
 // store compares payload hashes within one version only. Across versions a
 // record keeps its meaning (a COMPLETED one is a duplicate, a live lock is
 // in progress, an expired lock is taken over in doubt as one of the same
 // payload), never a conflict; within one version another hash is a
 // conflict. Each case ends with the record's payload hash as stored.
-func TestHashVersionsCompareWithinAVersion(t *testing.T, h Harness) {
+func testHashVersionsCompareWithinAVersion(t *testing.T, h Harness) {
 	const (
 		completed = "completed"
 		live      = "live lock"

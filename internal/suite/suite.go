@@ -1,7 +1,7 @@
 // Package suite runs homing's contract suites (replaytest's and
 // idempotencytest's) in the style of watermill's tests.TestPubSub: each rule
-// is an exported test function of its own, TestX(t *testing.T, h Harness),
-// listed in its package's table and run as a subtest named after it, and a
+// is a test function of its own, testX(t *testing.T, h Harness), listed in
+// its package's table and run as a subtest named TestX, and a
 // rule that needs a feature the harness does not declare skips, naming it.
 package suite
 
@@ -18,7 +18,7 @@ import (
 )
 
 // Run runs each test against h as a subtest named after its function
-// (TestSeenIsWrittenOnce runs as <parent>/TestSeenIsWrittenOnce).
+// (testSeenIsWrittenOnce runs as <parent>/TestSeenIsWrittenOnce).
 func Run[H any, F ~func(*testing.T, H)](t *testing.T, h H, tests []F) {
 	t.Helper()
 	for _, test := range tests {
@@ -26,10 +26,11 @@ func Run[H any, F ~func(*testing.T, H)](t *testing.T, h H, tests []F) {
 	}
 }
 
-// Name is the name of a test's function ("TestSeenIsWrittenOnce").
+// Name is the subtest name of a test's function: testSeenIsWrittenOnce
+// runs as TestSeenIsWrittenOnce.
 func Name[F any](test F) string {
 	name := runtime.FuncForPC(reflect.ValueOf(test).Pointer()).Name()
-	return name[strings.LastIndex(name, ".")+1:]
+	return "T" + strings.TrimPrefix(name[strings.LastIndex(name, ".")+1:], "t")
 }
 
 // Needs skips t unless the harness declares the feature named (the field
@@ -41,8 +42,8 @@ func Needs(t *testing.T, declared bool, feature string) {
 	}
 }
 
-// CheckTable fails t unless table lists, once each, the exported test
-// functions whose second parameter is harness among the non-test files of
+// CheckTable fails t unless table lists, once each, the test functions
+// (testX) whose second parameter is harness among the non-test files of
 // the package in the current directory: a rule left out of its table would
 // never run.
 func CheckTable[F any](t *testing.T, harness string, table []F) {
@@ -62,11 +63,11 @@ func CheckTable[F any](t *testing.T, harness string, table []F) {
 		}
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv != nil || !fn.Name.IsExported() || !strings.HasPrefix(fn.Name.Name, "Test") || len(fn.Type.Params.List) != 2 {
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "test") || len(fn.Type.Params.List) != 2 {
 				continue
 			}
 			if h, ok := fn.Type.Params.List[1].Type.(*ast.Ident); ok && h.Name == harness {
-				declared = append(declared, fn.Name.Name)
+				declared = append(declared, "T"+fn.Name.Name[1:])
 			}
 		}
 	}

@@ -52,25 +52,25 @@ type CompletionsHarness struct {
 	NewPair func(t *testing.T) (idempotency.Store, replay.Completions)
 }
 
-// CompletionsTest is one rule of the completions contract, a test function
-// of its own; [CompletionsTests] lists them all.
-type CompletionsTest func(t *testing.T, h CompletionsHarness)
+// completionsRule is one rule of the completions contract, a test function
+// of its own; completionsRules lists them all.
+type completionsRule func(t *testing.T, h CompletionsHarness)
 
-// CompletionsTests returns the contract every replay.Completions passes,
+// completionsRules returns the contract every replay.Completions passes,
 // one test per rule, in the order [RunCompletions] runs them.
-func CompletionsTests() []CompletionsTest {
-	return []CompletionsTest{
-		TestOnlyCompletedKeysAreCompleted,
-		TestCompletedAnswersMoreKeysThanOneBatch,
-		TestCompletedOfNoKeysIsEmpty,
+func completionsRules() []completionsRule {
+	return []completionsRule{
+		testOnlyCompletedKeysAreCompleted,
+		testCompletedAnswersMoreKeysThanOneBatch,
+		testCompletedOfNoKeysIsEmpty,
 	}
 }
 
-// RunCompletions runs every test of [CompletionsTests] against h as a
+// RunCompletions runs every test of completionsRules against h as a
 // subtest named after its function.
 func RunCompletions(t *testing.T, h CompletionsHarness) {
 	t.Helper()
-	suite.Run(t, h, CompletionsTests())
+	suite.Run(t, h, completionsRules())
 }
 
 // completeKey completes id in scope through the idempotent receiver, with
@@ -97,11 +97,11 @@ func wantCompleted(t *testing.T, got, want map[string]string, asked int) {
 	}
 }
 
-// TestOnlyCompletedKeysAreCompleted: Completed answers a COMPLETED key of
+// testOnlyCompletedKeysAreCompleted: Completed answers a COMPLETED key of
 // scope CompletionsScope with its payload hash, once however often it is asked,
 // and leaves out a key in progress, an absent key and a key completed in
 // another scope.
-func TestOnlyCompletedKeysAreCompleted(t *testing.T, h CompletionsHarness) {
+func testOnlyCompletedKeysAreCompleted(t *testing.T, h CompletionsHarness) {
 	store, c := h.NewPair(t)
 	done := businessKey(t, "done")
 	running := businessKey(t, "running")
@@ -121,10 +121,10 @@ func TestOnlyCompletedKeysAreCompleted(t *testing.T, h CompletionsHarness) {
 	wantCompleted(t, got, map[string]string{done: "hash-" + done}, len(ask))
 }
 
-// TestCompletedAnswersMoreKeysThanOneBatch: asked for 120 completed keys,
+// testCompletedAnswersMoreKeysThanOneBatch: asked for 120 completed keys,
 // more than one BatchGetItem reads, with an absent key and a repeated one
 // among them, Completed answers each completed key with its payload hash.
-func TestCompletedAnswersMoreKeysThanOneBatch(t *testing.T, h CompletionsHarness) {
+func testCompletedAnswersMoreKeysThanOneBatch(t *testing.T, h CompletionsHarness) {
 	store, c := h.NewPair(t)
 	many := make([]string, 120)
 	want := map[string]string{}
@@ -141,8 +141,8 @@ func TestCompletedAnswersMoreKeysThanOneBatch(t *testing.T, h CompletionsHarness
 	wantCompleted(t, got, want, len(ask))
 }
 
-// TestCompletedOfNoKeysIsEmpty: Completed of no keys answers none.
-func TestCompletedOfNoKeysIsEmpty(t *testing.T, h CompletionsHarness) {
+// testCompletedOfNoKeysIsEmpty: Completed of no keys answers none.
+func testCompletedOfNoKeysIsEmpty(t *testing.T, h CompletionsHarness) {
 	_, c := h.NewPair(t)
 	if got, err := c.Completed(t.Context(), nil); err != nil || len(got) != 0 {
 		t.Fatalf("no keys: %v, %v", got, err)

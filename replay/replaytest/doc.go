@@ -5,7 +5,7 @@
 // [Crash], to crash a run at any port call. The twins are safe for
 // concurrent use and fail with the services' own error types.
 //
-// Each suite runs its rules ([QueueTests], [LedgerTests], [CompletionsTests])
+// Each suite runs its rules (queueRules, ledgerRules, completionsRules)
 // as subtests named after them, so one rule runs alone:
 //
 //	go test -run 'TestMemoryLedgerContract/TestSeenIsWrittenOnce'

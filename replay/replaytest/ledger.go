@@ -17,7 +17,7 @@ import (
 type LedgerHarness struct {
 	// NewLedger returns a ledger with no records (a fresh table, for
 	// DynamoDB) whose clock is now. The tests of message records use keys
-	// of their own (from t.Name()); [TestRunsComeBackLatestFirst] needs
+	// of their own (from t.Name()); testRunsComeBackLatestFirst needs
 	// the ledger empty.
 	NewLedger func(t *testing.T, now func() time.Time) replay.Ledger
 	// Features declares what the implementation has; the zero value
@@ -37,33 +37,33 @@ type LedgerFeatures struct {
 	ConcurrentMarks bool
 }
 
-// LedgerTest is one rule of the ledger contract, a test function of its
-// own; [LedgerTests] lists them all.
-type LedgerTest func(t *testing.T, h LedgerHarness)
+// ledgerRule is one rule of the ledger contract, a test function of its
+// own; ledgerRules lists them all.
+type ledgerRule func(t *testing.T, h LedgerHarness)
 
-// LedgerTests returns the contract every replay.Ledger passes, one test per
+// ledgerRules returns the contract every replay.Ledger passes, one test per
 // rule, in the order [RunLedger] runs them.
-func LedgerTests() []LedgerTest {
-	return []LedgerTest{
-		TestSeenIsWrittenOnce,
-		TestIntentKeepsTheFirstSighting,
-		TestMarkReturnsTheRecordItReplaced,
-		TestMarkBatchAppliesTheRuleToEachRecord,
-		TestLiveIntentStandsAndAPassedOneIsTakenOver,
-		TestFinalStatesOnlyOverTheOwnIntent,
-		TestHistoryHoldsTheRecordsOfTheKeyOnly,
-		TestExpiredRecordsCountAsAbsent,
-		TestConcurrentIntentsOneWins,
-		TestRunsComeBackLatestFirst,
+func ledgerRules() []ledgerRule {
+	return []ledgerRule{
+		testSeenIsWrittenOnce,
+		testIntentKeepsTheFirstSighting,
+		testMarkReturnsTheRecordItReplaced,
+		testMarkBatchAppliesTheRuleToEachRecord,
+		testLiveIntentStandsAndAPassedOneIsTakenOver,
+		testFinalStatesOnlyOverTheOwnIntent,
+		testHistoryHoldsTheRecordsOfTheKeyOnly,
+		testExpiredRecordsCountAsAbsent,
+		testConcurrentIntentsOneWins,
+		testRunsComeBackLatestFirst,
 	}
 }
 
-// RunLedger runs every test of [LedgerTests] against h as a subtest named
+// RunLedger runs every test of ledgerRules against h as a subtest named
 // after its function (go test -run 'LedgerContract/TestSeenIsWrittenOnce'):
 // MemoryLedger in unit tests, the DynamoDB ledger on the emulators.
 func RunLedger(t *testing.T, h LedgerHarness) {
 	t.Helper()
-	suite.Run(t, h, LedgerTests())
+	suite.Run(t, h, ledgerRules())
 }
 
 // ledgerStart is the time the ledger tests start at.
@@ -104,8 +104,8 @@ func mark(t *testing.T, l replay.Ledger, r replay.MessageRecord, wantOK bool) re
 	return cur
 }
 
-// TestSeenIsWrittenOnce: SEEN over SEEN fails and keeps the first record.
-func TestSeenIsWrittenOnce(t *testing.T, h LedgerHarness) {
+// testSeenIsWrittenOnce: SEEN over SEEN fails and keeps the first record.
+func testSeenIsWrittenOnce(t *testing.T, h LedgerHarness) {
 	l, _ := newLedger(t, h)
 	mark(t, l, rec(t, replay.Seen, "run-a", ledgerStart), true)
 	cur := mark(t, l, rec(t, replay.Seen, "run-b", ledgerStart.Add(time.Minute)), false)
@@ -114,9 +114,9 @@ func TestSeenIsWrittenOnce(t *testing.T, h LedgerHarness) {
 	}
 }
 
-// TestIntentKeepsTheFirstSighting: INTENT is written over an absent or a
+// testIntentKeepsTheFirstSighting: INTENT is written over an absent or a
 // SEEN record, and keeps the first sighting's FirstSeenAt.
-func TestIntentKeepsTheFirstSighting(t *testing.T, h LedgerHarness) {
+func testIntentKeepsTheFirstSighting(t *testing.T, h LedgerHarness) {
 	l, _ := newLedger(t, h)
 	mark(t, l, rec(t, replay.Seen, "run-a", ledgerStart), true)
 	in := rec(t, replay.Intent, "run-b", ledgerStart.Add(time.Hour))
@@ -131,9 +131,9 @@ func TestIntentKeepsTheFirstSighting(t *testing.T, h LedgerHarness) {
 	}
 }
 
-// TestMarkReturnsTheRecordItReplaced: a mark that succeeds returns the
+// testMarkReturnsTheRecordItReplaced: a mark that succeeds returns the
 // record it replaced, none for a message seen for the first time.
-func TestMarkReturnsTheRecordItReplaced(t *testing.T, h LedgerHarness) {
+func testMarkReturnsTheRecordItReplaced(t *testing.T, h LedgerHarness) {
 	l, _ := newLedger(t, h)
 	in := rec(t, replay.Intent, "run-a", ledgerStart)
 	in.LeaseUntil = ledgerStart.Add(time.Minute)
@@ -157,10 +157,10 @@ func TestMarkReturnsTheRecordItReplaced(t *testing.T, h LedgerHarness) {
 	}
 }
 
-// TestMarkBatchAppliesTheRuleToEachRecord: a replay.BatchLedger's MarkBatch
+// testMarkBatchAppliesTheRuleToEachRecord: a replay.BatchLedger's MarkBatch
 // applies Mark's rule to each record and answers per record; a ledger that
 // is no BatchLedger skips it.
-func TestMarkBatchAppliesTheRuleToEachRecord(t *testing.T, h LedgerHarness) {
+func testMarkBatchAppliesTheRuleToEachRecord(t *testing.T, h LedgerHarness) {
 	l, _ := newLedger(t, h)
 	bl, ok := l.(replay.BatchLedger)
 	if !ok {
@@ -216,10 +216,10 @@ func TestMarkBatchAppliesTheRuleToEachRecord(t *testing.T, h LedgerHarness) {
 	}
 }
 
-// TestLiveIntentStandsAndAPassedOneIsTakenOver: another run's INTENT fails
+// testLiveIntentStandsAndAPassedOneIsTakenOver: another run's INTENT fails
 // over a live lease, the holder renews it, and once it has passed another
 // run takes the message over and the first loses its claim.
-func TestLiveIntentStandsAndAPassedOneIsTakenOver(t *testing.T, h LedgerHarness) {
+func testLiveIntentStandsAndAPassedOneIsTakenOver(t *testing.T, h LedgerHarness) {
 	l, _ := newLedger(t, h)
 	a := rec(t, replay.Intent, "run-a", ledgerStart)
 	a.LeaseUntil = ledgerStart.Add(time.Minute)
@@ -240,10 +240,10 @@ func TestLiveIntentStandsAndAPassedOneIsTakenOver(t *testing.T, h LedgerHarness)
 	mark(t, l, sent, false) // run-a lost its claim
 }
 
-// TestFinalStatesOnlyOverTheOwnIntent: SENT, PARKED and RESOLVED are
+// testFinalStatesOnlyOverTheOwnIntent: SENT, PARKED and RESOLVED are
 // written only over the run's own INTENT, and are final: neither INTENT
 // nor SEEN replaces them. One subtest per final state.
-func TestFinalStatesOnlyOverTheOwnIntent(t *testing.T, h LedgerHarness) {
+func testFinalStatesOnlyOverTheOwnIntent(t *testing.T, h LedgerHarness) {
 	for _, final := range []replay.State{replay.Sent, replay.Parked, replay.Resolved} {
 		t.Run(string(final), func(t *testing.T) {
 			l, _ := newLedger(t, h)
@@ -278,10 +278,10 @@ func TestFinalStatesOnlyOverTheOwnIntent(t *testing.T, h LedgerHarness) {
 	}
 }
 
-// TestHistoryHoldsTheRecordsOfTheKeyOnly: History returns every record of
+// testHistoryHoldsTheRecordsOfTheKeyOnly: History returns every record of
 // one history key, as marked, and none of another; a message without a
 // business key has a history of its own.
-func TestHistoryHoldsTheRecordsOfTheKeyOnly(t *testing.T, h LedgerHarness) {
+func testHistoryHoldsTheRecordsOfTheKeyOnly(t *testing.T, h LedgerHarness) {
 	l, _ := newLedger(t, h)
 	a := rec(t, replay.Seen, "run-a", ledgerStart)
 	b := rec(t, replay.Seen, "run-a", ledgerStart.Add(time.Second))
@@ -311,9 +311,9 @@ func TestHistoryHoldsTheRecordsOfTheKeyOnly(t *testing.T, h LedgerHarness) {
 	}
 }
 
-// TestExpiredRecordsCountAsAbsent: a record past its ExpiresAt is in no
+// testExpiredRecordsCountAsAbsent: a record past its ExpiresAt is in no
 // history, and a new sighting is written over it.
-func TestExpiredRecordsCountAsAbsent(t *testing.T, h LedgerHarness) {
+func testExpiredRecordsCountAsAbsent(t *testing.T, h LedgerHarness) {
 	l, clock := newLedger(t, h)
 	r := rec(t, replay.Sent, "run-a", ledgerStart)
 	seen := rec(t, replay.Seen, "run-a", ledgerStart)
@@ -330,9 +330,9 @@ func TestExpiredRecordsCountAsAbsent(t *testing.T, h LedgerHarness) {
 	}
 }
 
-// TestConcurrentIntentsOneWins: of eight runs marking INTENT on one message
+// testConcurrentIntentsOneWins: of eight runs marking INTENT on one message
 // at once, exactly one wins. It needs [LedgerFeatures].ConcurrentMarks.
-func TestConcurrentIntentsOneWins(t *testing.T, h LedgerHarness) {
+func testConcurrentIntentsOneWins(t *testing.T, h LedgerHarness) {
 	suite.Needs(t, h.Features.ConcurrentMarks, "ConcurrentMarks")
 	l, _ := newLedger(t, h)
 	var wins atomic.Int32
@@ -356,10 +356,10 @@ func TestConcurrentIntentsOneWins(t *testing.T, h LedgerHarness) {
 	}
 }
 
-// TestRunsComeBackLatestFirst: an empty ledger has no runs; LastRun and
+// testRunsComeBackLatestFirst: an empty ledger has no runs; LastRun and
 // Runs return the stored summaries latest first, as stored, and leave out
 // the expired. It needs the ledger empty.
-func TestRunsComeBackLatestFirst(t *testing.T, h LedgerHarness) {
+func testRunsComeBackLatestFirst(t *testing.T, h LedgerHarness) {
 	l, clock := newLedger(t, h)
 	ctx := t.Context()
 	if _, found, err := l.LastRun(ctx); err != nil || found {

@@ -44,46 +44,46 @@ type QueueHarness struct {
 	Features QueueFeatures
 }
 
-// QueueTest is one rule of the queue contract, a test function of its own;
-// [QueueTests] lists them all.
-type QueueTest func(t *testing.T, h QueueHarness)
+// queueRule is one rule of the queue contract, a test function of its own;
+// queueRules lists them all.
+type queueRule func(t *testing.T, h QueueHarness)
 
-// QueueTests returns the contract of the SQS behaviour the replay engine
+// queueRules returns the contract of the SQS behaviour the replay engine
 // relies on, one test per rule, in the order [RunQueue] runs them: messages,
 // visibility, batches and FIFO groups (the lock an in-flight message holds
 // on its group, kept and released by visibility changes); redrive (receive counts, the move
 // after maxReceiveCount keeping the message id, attributes and a standard
 // queue's SentTimestamp, FIFO redrive); and the behaviours of
 // [QueueFeatures], each skipped unless the harness declares it.
-func QueueTests() []QueueTest {
-	return []QueueTest{
-		TestMessageComesBackAsSent,
-		TestReceivedMessageIsHiddenUntilReleased,
-		TestBatchCallsTakeOneToTenDistinctEntries,
-		TestFIFOGroupsComeInOrder,
-		TestFIFOInFlightHeadLocksItsGroup,
-		TestFIFOVisibilityChangeHoldsAndReleasesTheGroup,
-		TestFIFOGroupComesBackHeadFirst,
-		TestFIFOHeldHeadKeepsItsGroupLocked,
-		TestRedriveMovesAfterMaxReceiveCount,
-		TestFIFORedriveMovesTheGroupsHead,
-		TestMoreThanTenAttributesAreRefused,
-		TestEmptyVisibilityBatchIsRefused,
-		TestDeleteAgainSucceeds,
-		TestDeadLetterNamesItsSource,
-		TestListDeadLetterSourceQueues,
-		TestDeduplicationAfterDelete,
-		TestFIFOInFlightSuccessorsLockTheGroup,
-		TestFIFOOtherGroupsRetryOnTime,
+func queueRules() []queueRule {
+	return []queueRule{
+		testMessageComesBackAsSent,
+		testReceivedMessageIsHiddenUntilReleased,
+		testBatchCallsTakeOneToTenDistinctEntries,
+		testFIFOGroupsComeInOrder,
+		testFIFOInFlightHeadLocksItsGroup,
+		testFIFOVisibilityChangeHoldsAndReleasesTheGroup,
+		testFIFOGroupComesBackHeadFirst,
+		testFIFOHeldHeadKeepsItsGroupLocked,
+		testRedriveMovesAfterMaxReceiveCount,
+		testFIFORedriveMovesTheGroupsHead,
+		testMoreThanTenAttributesAreRefused,
+		testEmptyVisibilityBatchIsRefused,
+		testDeleteAgainSucceeds,
+		testDeadLetterNamesItsSource,
+		testListDeadLetterSourceQueues,
+		testDeduplicationAfterDelete,
+		testFIFOInFlightSuccessorsLockTheGroup,
+		testFIFOOtherGroupsRetryOnTime,
 	}
 }
 
-// RunQueue runs every test of [QueueTests] against h as a subtest named
+// RunQueue runs every test of queueRules against h as a subtest named
 // after its function (go test -run 'QueueContract/TestFIFOGroupsComeInOrder'),
 // so that MemoryQueue is held to what the emulators (and AWS) do.
 func RunQueue(t *testing.T, h QueueHarness) {
 	t.Helper()
-	suite.Run(t, h, QueueTests())
+	suite.Run(t, h, queueRules())
 }
 
 // queueClient is what the tests do with a QueueHarness's Queue.
@@ -160,10 +160,10 @@ func bodies(msgs []types.Message) []string {
 	return out
 }
 
-// TestMessageComesBackAsSent: a received message has the id, body and
+// testMessageComesBackAsSent: a received message has the id, body and
 // message attributes it was sent with, a receipt handle, a receive count
 // of 1 and its timestamps.
-func TestMessageComesBackAsSent(t *testing.T, h QueueHarness) {
+func testMessageComesBackAsSent(t *testing.T, h QueueHarness) {
 	c := queueClient{q: h.Queue}
 	url := h.NewQueue(t, queueName(t, "q"))
 	attrs := map[string]types.MessageAttributeValue{
@@ -196,10 +196,10 @@ func TestMessageComesBackAsSent(t *testing.T, h QueueHarness) {
 	}
 }
 
-// TestReceivedMessageIsHiddenUntilReleased: a received message is hidden
+// testReceivedMessageIsHiddenUntilReleased: a received message is hidden
 // (the queue's attributes count it in flight) until a visibility change
 // releases it; a visibility batch answers per entry.
-func TestReceivedMessageIsHiddenUntilReleased(t *testing.T, h QueueHarness) {
+func testReceivedMessageIsHiddenUntilReleased(t *testing.T, h QueueHarness) {
 	c := queueClient{q: h.Queue}
 	ctx := t.Context()
 	url := h.NewQueue(t, queueName(t, "q"))
@@ -240,10 +240,10 @@ func TestReceivedMessageIsHiddenUntilReleased(t *testing.T, h QueueHarness) {
 	}
 }
 
-// TestBatchCallsTakeOneToTenDistinctEntries: a batch call of 11 entries,
+// testBatchCallsTakeOneToTenDistinctEntries: a batch call of 11 entries,
 // of repeated ids or of none fails as SQS does; one of 10 succeeds, and a
 // delete batch answers per entry.
-func TestBatchCallsTakeOneToTenDistinctEntries(t *testing.T, h QueueHarness) {
+func testBatchCallsTakeOneToTenDistinctEntries(t *testing.T, h QueueHarness) {
 	c := queueClient{q: h.Queue}
 	ctx := t.Context()
 	url := h.NewQueue(t, queueName(t, "q"))
@@ -279,10 +279,10 @@ func TestBatchCallsTakeOneToTenDistinctEntries(t *testing.T, h QueueHarness) {
 	}
 }
 
-// TestFIFOGroupsComeInOrder: a FIFO queue delivers a group in order, holds
+// testFIFOGroupsComeInOrder: a FIFO queue delivers a group in order, holds
 // it while a message of it is in flight, delivers other groups meanwhile,
 // and drops a duplicate sent within 5 minutes.
-func TestFIFOGroupsComeInOrder(t *testing.T, h QueueHarness) {
+func testFIFOGroupsComeInOrder(t *testing.T, h QueueHarness) {
 	c := queueClient{q: h.Queue}
 	url := h.NewQueue(t, queueName(t, "q.fifo"))
 	c.send(t, url, "g1-a", "g1", "g1-a", nil)

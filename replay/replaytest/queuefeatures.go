@@ -13,7 +13,7 @@ import (
 
 // QueueFeatures declares which of SQS's documented behaviours an
 // implementation has, as watermill's tests.Features do: the test of each
-// ([TestMoreThanTenAttributesAreRefused], ...) runs where the harness
+// (testMoreThanTenAttributesAreRefused, ...) runs where the harness
 // declares it and skips, naming the field, where it does not; and
 // [RunQueueGaps] fails when an implementation shows a behaviour it declares
 // absent, so a declaration cannot outlive its gap.
@@ -144,47 +144,47 @@ func (f queueFeature) test(t *testing.T, h QueueHarness) {
 	}
 }
 
-// TestMoreThanTenAttributesAreRefused: a message with 11 message attributes
+// testMoreThanTenAttributesAreRefused: a message with 11 message attributes
 // is refused. It needs [QueueFeatures].AttributeLimit.
-func TestMoreThanTenAttributesAreRefused(t *testing.T, h QueueHarness) { attributeLimit.test(t, h) }
+func testMoreThanTenAttributesAreRefused(t *testing.T, h QueueHarness) { attributeLimit.test(t, h) }
 
-// TestEmptyVisibilityBatchIsRefused: ChangeMessageVisibilityBatch without
+// testEmptyVisibilityBatchIsRefused: ChangeMessageVisibilityBatch without
 // entries fails with EmptyBatchRequest. It needs
 // [QueueFeatures].EmptyVisibilityBatchRefused.
-func TestEmptyVisibilityBatchIsRefused(t *testing.T, h QueueHarness) {
+func testEmptyVisibilityBatchIsRefused(t *testing.T, h QueueHarness) {
 	emptyVisibilityBatchRefused.test(t, h)
 }
 
-// TestDeleteAgainSucceeds: deleting a deleted message again succeeds. It
+// testDeleteAgainSucceeds: deleting a deleted message again succeeds. It
 // needs [QueueFeatures].DeleteAgainSucceeds.
-func TestDeleteAgainSucceeds(t *testing.T, h QueueHarness) { deleteAgainSucceeds.test(t, h) }
+func testDeleteAgainSucceeds(t *testing.T, h QueueHarness) { deleteAgainSucceeds.test(t, h) }
 
-// TestDeadLetterNamesItsSource: a dead letter carries its source queue's
+// testDeadLetterNamesItsSource: a dead letter carries its source queue's
 // ARN. It needs [QueueFeatures].DeadLetterSourceARN.
-func TestDeadLetterNamesItsSource(t *testing.T, h QueueHarness) { deadLetterSourceARN.test(t, h) }
+func testDeadLetterNamesItsSource(t *testing.T, h QueueHarness) { deadLetterSourceARN.test(t, h) }
 
-// TestListDeadLetterSourceQueues: ListDeadLetterSourceQueues names a DLQ's
+// testListDeadLetterSourceQueues: ListDeadLetterSourceQueues names a DLQ's
 // source. It needs [QueueFeatures].ListDeadLetterSources.
-func TestListDeadLetterSourceQueues(t *testing.T, h QueueHarness) { listDeadLetterSources.test(t, h) }
+func testListDeadLetterSourceQueues(t *testing.T, h QueueHarness) { listDeadLetterSources.test(t, h) }
 
-// TestDeduplicationAfterDelete: a FIFO duplicate is dropped within 5
+// testDeduplicationAfterDelete: a FIFO duplicate is dropped within 5
 // minutes, also after the first was deleted. It needs
 // [QueueFeatures].DeduplicationAfterDelete.
-func TestDeduplicationAfterDelete(t *testing.T, h QueueHarness) {
+func testDeduplicationAfterDelete(t *testing.T, h QueueHarness) {
 	deduplicationAfterDelete.test(t, h)
 }
 
-// TestFIFOInFlightSuccessorsLockTheGroup: a head released before its
+// testFIFOInFlightSuccessorsLockTheGroup: a head released before its
 // successors received with it waits for them, then comes first. It needs
 // [QueueFeatures].FIFOInFlightSuccessorsLockTheGroup.
-func TestFIFOInFlightSuccessorsLockTheGroup(t *testing.T, h QueueHarness) {
+func testFIFOInFlightSuccessorsLockTheGroup(t *testing.T, h QueueHarness) {
 	fifoInFlightSuccessorsLockTheGroup.test(t, h)
 }
 
-// TestFIFOOtherGroupsRetryOnTime: a group's message comes back on its own
+// testFIFOOtherGroupsRetryOnTime: a group's message comes back on its own
 // time while another group's head stays hidden longer. It needs
 // [QueueFeatures].FIFOOtherGroupsRetryOnTime.
-func TestFIFOOtherGroupsRetryOnTime(t *testing.T, h QueueHarness) {
+func testFIFOOtherGroupsRetryOnTime(t *testing.T, h QueueHarness) {
 	fifoOtherGroupsRetryOnTime.test(t, h)
 }
 

@@ -165,11 +165,11 @@ func receiveCount(m types.Message) string {
 	return m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]
 }
 
-// TestFIFOInFlightHeadLocksItsGroup: while a group's head is in flight
+// testFIFOInFlightHeadLocksItsGroup: while a group's head is in flight
 // (received alone, not deleted, its visibility not over), receives return
 // none of the group's later messages, however many, and other groups'
 // messages still come, in order.
-func TestFIFOInFlightHeadLocksItsGroup(t *testing.T, h QueueHarness) {
+func testFIFOInFlightHeadLocksItsGroup(t *testing.T, h QueueHarness) {
 	g := newGroupQueue(t, h)
 	g.sendAll(t, "g1", "g1-a", "g1-b", "g1-c")
 	g.sendAll(t, "g2", "g2-a", "g2-b")
@@ -190,11 +190,11 @@ func TestFIFOInFlightHeadLocksItsGroup(t *testing.T, h QueueHarness) {
 	}
 }
 
-// TestFIFOVisibilityChangeHoldsAndReleasesTheGroup: a received head whose
+// testFIFOVisibilityChangeHoldsAndReleasesTheGroup: a received head whose
 // visibility is extended keeps its group locked past the queue's
 // VisibilityTimeout; set to 0, it comes back at once, first, its receive
 // count up by one.
-func TestFIFOVisibilityChangeHoldsAndReleasesTheGroup(t *testing.T, h QueueHarness) {
+func testFIFOVisibilityChangeHoldsAndReleasesTheGroup(t *testing.T, h QueueHarness) {
 	g := newGroupQueue(t, h)
 	g.sendAll(t, "g", "g-a", "g-b")
 	head := g.first(t, 1, 0)
@@ -221,12 +221,12 @@ func TestFIFOVisibilityChangeHoldsAndReleasesTheGroup(t *testing.T, h QueueHarne
 	}
 }
 
-// TestFIFOGroupComesBackHeadFirst: when a head received alone is not
+// testFIFOGroupComesBackHeadFirst: when a head received alone is not
 // deleted, its group comes back when its visibility ends, head first with
 // its receive count up by one, then its successors in send order; a
 // visibility change on the head received again (as the consumer makes
 // before running a redelivered record) succeeds and keeps the group locked.
-func TestFIFOGroupComesBackHeadFirst(t *testing.T, h QueueHarness) {
+func testFIFOGroupComesBackHeadFirst(t *testing.T, h QueueHarness) {
 	g := newGroupQueue(t, h)
 	g.sendAll(t, "g", "g-a", "g-b", "g-c")
 	if got := bodies(g.first(t, 1, 0)); !slices.Equal(got, []string{"g-a"}) {
@@ -252,12 +252,12 @@ func TestFIFOGroupComesBackHeadFirst(t *testing.T, h QueueHarness) {
 	}
 }
 
-// TestFIFOHeldHeadKeepsItsGroupLocked: a group's messages received
+// testFIFOHeldHeadKeepsItsGroupLocked: a group's messages received
 // together with its head and left to their visibility timeout are not
 // delivered while the head, its visibility extended, is in flight; the head
 // comes back first, then they follow in send order. A consumer that hides a
 // failing head to retry it later relies on it.
-func TestFIFOHeldHeadKeepsItsGroupLocked(t *testing.T, h QueueHarness) {
+func testFIFOHeldHeadKeepsItsGroupLocked(t *testing.T, h QueueHarness) {
 	g := newGroupQueue(t, h)
 	g.sendAll(t, "g", "g-a", "g-b", "g-c")
 	batch := g.first(t, 10, 0)

@@ -78,10 +78,10 @@ func (c queueClient) failUntilMoved(t *testing.T, url string, want int) types.Me
 	return first
 }
 
-// TestRedriveMovesAfterMaxReceiveCount: a message is received
+// testRedriveMovesAfterMaxReceiveCount: a message is received
 // maxReceiveCount times, then moved to the DLQ by the next receive as it
 // was: its id, body and attributes, and a standard queue's SentTimestamp.
-func TestRedriveMovesAfterMaxReceiveCount(t *testing.T, h QueueHarness) {
+func testRedriveMovesAfterMaxReceiveCount(t *testing.T, h QueueHarness) {
 	c := queueClient{q: h.Queue}
 	r := newRedrive(t, h, false, 2)
 	id := c.send(t, r.source, "r-1", "", "", produced("r-1"))
@@ -104,9 +104,9 @@ func TestRedriveMovesAfterMaxReceiveCount(t *testing.T, h QueueHarness) {
 	}
 }
 
-// TestFIFORedriveMovesTheGroupsHead: a FIFO redrive moves the group's head,
+// testFIFORedriveMovesTheGroupsHead: a FIFO redrive moves the group's head,
 // with its group, and delivers the rest of the group.
-func TestFIFORedriveMovesTheGroupsHead(t *testing.T, h QueueHarness) {
+func testFIFORedriveMovesTheGroupsHead(t *testing.T, h QueueHarness) {
 	c := queueClient{q: h.Queue}
 	r := newRedrive(t, h, true, 1)
 	head := c.send(t, r.source, "g-a", "g", "g-a", produced("g-a"))

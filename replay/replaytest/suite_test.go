@@ -14,9 +14,9 @@ import (
 // Every exported test function of a suite is in its table, once: a test
 // left out of the table would never run.
 func TestTablesListEveryTestFunction(t *testing.T) {
-	suite.CheckTable(t, "LedgerHarness", LedgerTests())
-	suite.CheckTable(t, "QueueHarness", QueueTests())
-	suite.CheckTable(t, "CompletionsHarness", CompletionsTests())
+	suite.CheckTable(t, "LedgerHarness", ledgerRules())
+	suite.CheckTable(t, "QueueHarness", queueRules())
+	suite.CheckTable(t, "CompletionsHarness", completionsRules())
 }
 
 // Each field of QueueFeatures has one feature named after it, whose
@@ -46,7 +46,7 @@ func TestQueueFeaturesCoverEveryField(t *testing.T) {
 }
 
 // The tests of message records use keys of their own: they pass on one
-// ledger shared by all of them (TestRunsComeBackLatestFirst needs it empty).
+// ledger shared by all of them (testRunsComeBackLatestFirst needs it empty).
 func TestLedgerTestsShareOneLedger(t *testing.T) {
 	now := time.Now
 	shared := NewMemoryLedger(func() time.Time { return now() })
@@ -57,8 +57,8 @@ func TestLedgerTestsShareOneLedger(t *testing.T) {
 		},
 		Features: LedgerFeatures{ConcurrentMarks: true},
 	}
-	for _, test := range LedgerTests() {
-		if suite.Name(test) == "TestRunsComeBackLatestFirst" {
+	for _, test := range ledgerRules() {
+		if suite.Name(test) == "testRunsComeBackLatestFirst" {
 			continue
 		}
 		t.Run(suite.Name(test), func(t *testing.T) { test(t, h) })
@@ -100,13 +100,13 @@ func TestQueueNameIsTheTests(t *testing.T) {
 func TestUndeclaredFeatureSkips(t *testing.T) {
 	for name, test := range map[string]func(t *testing.T){
 		"ConcurrentMarks": func(t *testing.T) {
-			TestConcurrentIntentsOneWins(t, LedgerHarness{NewLedger: func(*testing.T, func() time.Time) replay.Ledger {
+			testConcurrentIntentsOneWins(t, LedgerHarness{NewLedger: func(*testing.T, func() time.Time) replay.Ledger {
 				t.Error("the ledger was made: the test ran without its feature")
 				return NewMemoryLedger(nil)
 			}})
 		},
 		"AttributeLimit": func(t *testing.T) {
-			TestMoreThanTenAttributesAreRefused(t, QueueHarness{NewQueue: func(*testing.T, string) string {
+			testMoreThanTenAttributesAreRefused(t, QueueHarness{NewQueue: func(*testing.T, string) string {
 				t.Error("a queue was made: the test ran without its feature")
 				return ""
 			}})
