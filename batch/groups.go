@@ -16,7 +16,7 @@ import (
 
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // The consumer's side of package fifo: how a FIFO batch runs when

@@ -14,7 +14,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/invalid"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Sender is the part of the SQS client an [InvalidQueue] uses.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/internal/wait"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // GroupAPI is the part of the DynamoDB client [GroupStore] uses.

@@ -15,7 +15,7 @@ import (
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/fifo/fifotest"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // The parks' contract runs on every DynamoDB implementation, each test on

@@ -17,7 +17,7 @@ import (
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Key attributes and key values of the ledger table.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // The items' attribute tags spell the key schema that settings declares and

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Config says where a lane's metrics go. The zero value is not valid; see

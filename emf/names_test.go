@@ -16,7 +16,7 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/emf"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // The construct (infra, its own Go module) names the consumer's metrics in
@@ -138,7 +138,7 @@ func TestImportsOnlyTheStandardLibrary(t *testing.T) {
 		t.Fatalf("go list found no emf among %v", deps)
 	}
 	for _, d := range deps {
-		if d != "github.com/homingdlq/homing/emf" && d != "github.com/homingdlq/homing/settings" {
+		if d != "github.com/homingdlq/homing/emf" && d != "github.com/homingdlq/homing/internal/settings" {
 			t.Errorf("emf depends on %s", d)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Recorder writes a consumer's metrics, one set of lines per invocation

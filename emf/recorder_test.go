@@ -18,7 +18,7 @@ import (
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/idempotency"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // invalidChannel accepts every rejected record.

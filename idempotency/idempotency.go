@@ -11,7 +11,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/payload"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Status is the state of a record.

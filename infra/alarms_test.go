@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/homingdlq/homing/infra/deadletter"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // The delays the worst time to page adds to an alarm's own arithmetic. What

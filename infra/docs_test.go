@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // TestOutputsDocumented pins what cannot share code with the stack: the

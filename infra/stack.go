@@ -13,7 +13,7 @@ import (
 
 	"github.com/homingdlq/homing/infra/deadletter"
 	"github.com/homingdlq/homing/internal/sample/invoicing"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // StackName is the CloudFormation stack name of every profile.

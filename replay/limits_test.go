@@ -19,7 +19,7 @@ import (
 
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // tickingQueue moves the clock on by step at every receive: a pass over a

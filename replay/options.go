@@ -11,7 +11,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/wait"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Defaults of [Options]: those the replay function's environment sets are

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Parking reasons, and the reason of a message that carries none of ours.

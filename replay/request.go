@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/payload"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Limits of a [Request]'s rate, as settings.Rate declares them (3000: SQS

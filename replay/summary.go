@@ -9,7 +9,7 @@ import (
 
 	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/internal/clip"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Summary is the report of one run: the function's response, the CLI's

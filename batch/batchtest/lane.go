@@ -23,7 +23,7 @@ import (
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // LaneOptions shape a [Lane]. The zero value takes the defaults.

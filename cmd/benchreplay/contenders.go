@@ -21,7 +21,7 @@ import (
 	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // contender is one way of moving the DLQ's messages to the source queue.

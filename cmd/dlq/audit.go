@@ -15,7 +15,7 @@ import (
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // keyAudit is the output of dlq audit --key.

@@ -24,7 +24,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // withoutOrigin is the environment that says nothing of where a lane is:

@@ -26,7 +26,7 @@ import (
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // These tests run the built dlq binary, as an operator would, against the

@@ -13,7 +13,7 @@ import (
 
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/internal/printable"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // groupsReport is the output of dlq groups.

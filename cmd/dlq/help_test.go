@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // sampleWords are the sample lane's vocabulary (orders, invoiced by a tax

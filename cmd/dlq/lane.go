@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // laneConfig is what the lane's replay function is configured with, as

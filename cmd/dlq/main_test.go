@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 func TestUsageAndResourceErrors(t *testing.T) {

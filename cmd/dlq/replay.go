@@ -22,7 +22,7 @@ import (
 	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // defaultRouteName is the lane's route name when neither the replay

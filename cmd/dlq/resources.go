@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // A lane's output keys (settings) the commands read, without the lane's

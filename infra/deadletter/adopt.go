@@ -15,7 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	jsiiruntime "github.com/aws/jsii-runtime-go/runtime"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Adopting the team's existing resources (issue 17): what the lane takes

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/homingdlq/homing/infra/deadletter"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // teamQueue is a team's own source queue, defined in the lane's stack with

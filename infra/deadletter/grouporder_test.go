@@ -12,7 +12,7 @@ import (
 
 	homingfifo "github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/infra/deadletter"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // fifoWith is a FIFO lane with Consumer.GroupOrder order.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	homingfifo "github.com/homingdlq/homing/fifo"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // dbCall is one request of the group store, as IAM authorises it: an

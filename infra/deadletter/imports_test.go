@@ -34,7 +34,7 @@ func TestImportsAnOutsiderCanReach(t *testing.T) {
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			homing := strings.HasPrefix(path, "github.com/homingdlq/")
-			if strings.Contains(path, "/internal") || homing && path != "github.com/homingdlq/homing/settings" && path != "github.com/homingdlq/homing/payload" {
+			if strings.Contains(path, "/internal") || homing && path != "github.com/homingdlq/homing/internal/settings" && path != "github.com/homingdlq/homing/payload" {
 				t.Errorf("%s imports %s, which an outside module cannot (or need not) import", name, path)
 			}
 		}

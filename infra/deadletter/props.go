@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // DefaultCodeDir holds one directory per function with its bootstrap

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Every replay tuning field sets a variable the replay function declares

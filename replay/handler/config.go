@@ -14,7 +14,7 @@ import (
 	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/internal/redact"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Config is the replay function's configuration, from the variables of

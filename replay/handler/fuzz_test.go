@@ -11,7 +11,7 @@ import (
 
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // FuzzParseInvocation feeds arbitrary payloads to the invocation parser

@@ -21,7 +21,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // SQS limits the MemoryQueue enforces.

@@ -23,7 +23,7 @@ import (
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 
 	"github.com/homingdlq/homing/examples/ledger"
 	"github.com/homingdlq/homing/examples/payment"

@@ -15,7 +15,7 @@ import (
 	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/invalid"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 
 	"github.com/homingdlq/homing/examples/ledger"
 	"github.com/homingdlq/homing/examples/posting"

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/emf"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Settings are the sample consumer's variables, in the order of its

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // emfLine is the part of an Embedded Metric Format line these tests read.

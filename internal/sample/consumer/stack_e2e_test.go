@@ -18,7 +18,7 @@ import (
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/invalid"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // These tests run against the stack deployed by `make deploy-local`: the

@@ -20,7 +20,7 @@ const module = "github.com/homingdlq/homing"
 // no package would pass vacuously.
 var known = []string{
 	"batch", "invalid", "idempotency", "idempotency/idempotencytest", "dynamo",
-	"payload", "replay", "replay/handler", "replay/replaytest", "settings",
+	"payload", "replay", "replay/handler", "replay/replaytest",
 }
 
 // sample is the sample domain (the order-to-invoice lane, its tax client,

@@ -16,7 +16,7 @@ import (
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/sample/invoicing"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // consumerName scopes the idempotency keys, as CONSUMER_NAME does by

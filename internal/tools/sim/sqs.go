@@ -17,7 +17,7 @@ import (
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Queues are the settings of the lane's queues.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // store is the idempotency store as DynamoDB would behave under load: the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // FuzzReader reads one fuzzed value as every declared setting of both

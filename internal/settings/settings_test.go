@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 func TestCheck(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/CONFIGURATION.md's tables from the declarations")
@@ -15,9 +15,9 @@ var update = flag.Bool("update", false, "rewrite docs/CONFIGURATION.md's tables 
 // docs/CONFIGURATION.md's tables (once the README's, hence the test's
 // name) are generated from the declarations: the first table under each
 // heading below must be what table() writes.
-// `go test ./settings -run TestReadmeTables -update` rewrites them.
+// `go test ./internal/settings -run TestReadmeTables -update` rewrites them.
 func TestReadmeTables(t *testing.T) {
-	const path = "../docs/CONFIGURATION.md"
+	const path = "../../docs/CONFIGURATION.md"
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestReadmeTables(t *testing.T) {
 			readme = readme[:start] + want + readme[end:]
 			continue
 		}
-		t.Errorf("docs/CONFIGURATION.md's table under %q differs from the declarations in settings/ (run `go test ./settings -run TestReadmeTables -update`); want:\n%s", c.heading, want)
+		t.Errorf("docs/CONFIGURATION.md's table under %q differs from the declarations in internal/settings/ (run `go test ./internal/settings -run TestReadmeTables -update`); want:\n%s", c.heading, want)
 	}
 	if *update && readme != string(src) {
 		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {

@@ -3,7 +3,7 @@ package settings_test
 import (
 	"testing"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 func TestOutputID(t *testing.T) {

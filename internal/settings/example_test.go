@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // A function reads its declared settings through a Reader, then checks each

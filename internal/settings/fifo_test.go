@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/homingdlq/homing/fifo"
-	"github.com/homingdlq/homing/settings"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // TestGroupOrderDefaults: the consumer's FIFO settings default to what
