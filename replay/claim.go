@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// each runs f for the items want selects, concurrently (at most MaxBatch).
+// each runs f for the items want selects, concurrently (at most maxBatch).
 func each(items []*item, want func(*item) bool, f func(*item)) {
 	var wg sync.WaitGroup
 	for _, it := range items {
@@ -137,7 +137,7 @@ func (w *worker) intend(ctx context.Context, b *batch, c *finals) {
 func (r *run) record(p *pass, it *item, s State, now time.Time) MessageRecord {
 	return MessageRecord{
 		HistoryKey: HistoryKey(it.msg.key, it.msg.originalID()), MessageID: it.msg.id, State: s,
-		Route: p.route.Name, Key: boundedKey(it.msg.key), OriginalMessageID: BoundedID(it.msg.originalID()), RunID: r.id,
+		Route: p.route.Name, Key: boundedKey(it.msg.key), OriginalMessageID: boundedID(it.msg.originalID()), RunID: r.id,
 		FirstSeenAt: now, At: now, ExpiresAt: now.Add(r.e.opts.RecordLifetime),
 	}
 }

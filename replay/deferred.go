@@ -35,7 +35,7 @@ func (w *worker) deferUntil(ctx context.Context, now time.Time) time.Time {
 	}
 	rest := r.e.opts.DecisionWindow
 	if elapsed := now.Sub(p.started); p.received > 0 && elapsed > 0 {
-		left := max(p.rs.Depth-p.received, MaxBatch)
+		left := max(p.rs.Depth-p.received, maxBatch)
 		rest += 3 * time.Duration(float64(elapsed)*float64(left)/float64(p.received))
 	}
 	return now.Add(rest)

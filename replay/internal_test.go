@@ -126,7 +126,7 @@ func TestHideStaysWithinTwelveHoursOfTheReceive(t *testing.T) {
 		{now.Add(90 * time.Second), 90},
 		{now.Add(1500 * time.Millisecond), 2},
 		{now.Add(-time.Hour), 1},
-		{now.Add(48 * time.Hour), int32((MaxVisibility - 10*time.Second - time.Minute) / time.Second)},
+		{now.Add(48 * time.Hour), int32((maxVisibility - 10*time.Second - time.Minute) / time.Second)},
 	}
 	for _, tt := range tests {
 		if got := hide(tt.until, now, r); got != tt.want {

@@ -31,7 +31,7 @@ type MessageRecord struct {
 	MessageID         string    `json:"messageId"`  // the DLQ message id
 	State             State     `json:"state"`
 	Route             string    `json:"route"`
-	Key               string    `json:"key,omitempty"` // the business key, bounded by BoundedID; "" for none
+	Key               string    `json:"key,omitempty"` // the business key, bounded by boundedID; "" for none
 	OriginalMessageID string    `json:"originalMessageId"`
 	RunID             string    `json:"runId,omitempty"`     // the run that wrote State
 	Reason            string    `json:"reason,omitempty"`    // PARKED: the parking reason; RESOLVED: why

@@ -87,7 +87,7 @@ func Attributes(producer map[string]types.MessageAttributeValue, meta Metadata) 
 // HistoryKey is the ledger's partition key of the history of a business
 // key: "order#<key>", or "message#<originalMessageId>" for a message
 // without one (its route has no [Route.Key], or its body's key does not
-// evaluate). An id is bounded by [BoundedID], so a key never grows with the
+// evaluate). An id is bounded by boundedID, so a key never grows with the
 // input (DynamoDB rejects partition keys over 2,048 bytes).
 //
 // The prefix "order#" is the stored format of every lane's keys, whatever
@@ -100,9 +100,9 @@ func Attributes(producer map[string]types.MessageAttributeValue, meta Metadata) 
 // half a history.
 func HistoryKey(key, originalMessageID string) string {
 	if key != "" {
-		return settings.ScopedKey(historyPrefix, BoundedID(key))
+		return settings.ScopedKey(historyPrefix, boundedID(key))
 	}
-	return settings.ScopedKey("message", BoundedID(originalMessageID))
+	return settings.ScopedKey("message", boundedID(originalMessageID))
 }
 
 // historyPrefix is the stored prefix of a business key's history (see
@@ -110,21 +110,21 @@ func HistoryKey(key, originalMessageID string) string {
 const historyPrefix = "order"
 
 // boundedKey is what a ledger record or a summary stores of a business
-// key: [BoundedID] of it, "" for none.
+// key: boundedID of it, "" for none.
 func boundedKey(key string) string {
 	if key == "" {
 		return ""
 	}
-	return BoundedID(key)
+	return boundedID(key)
 }
 
 // MaxKeyID is the longest id a key embeds as it is.
 const MaxKeyID = 128
 
-// BoundedID returns id when it is at most [MaxKeyID] bytes long, and
+// boundedID returns id when it is at most [MaxKeyID] bytes long, and
 // "sha256~" plus the hex SHA-256 of id otherwise (or when id itself starts
 // with "sha256~", so a plain id never spells a hashed one).
-func BoundedID(id string) string {
+func boundedID(id string) string {
 	const marker = "sha256~"
 	if len(id) <= MaxKeyID && !strings.HasPrefix(id, marker) {
 		return id
@@ -133,12 +133,12 @@ func BoundedID(id string) string {
 	return marker + hex.EncodeToString(sum[:])
 }
 
-// DeduplicationID is the FIFO deduplication id of the message sent for
+// deduplicationID is the FIFO deduplication id of the message sent for
 // replay number count (or, with a reason, the parking) of the message whose
 // id is messageID in the queue the engine reads: the same send always gets
 // the same id, and two different messages never share one (SQS message ids
 // are unique; nothing a producer writes goes into it).
-func DeduplicationID(messageID string, count int, reason string) string {
+func deduplicationID(messageID string, count int, reason string) string {
 	sum := sha256.Sum256([]byte(messageID + "\n" + strconv.Itoa(count) + "\n" + reason))
 	return hex.EncodeToString(sum[:])
 }

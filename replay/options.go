@@ -26,8 +26,8 @@ const (
 	DefaultWorkers         = settings.DefaultWorkers
 )
 
-// DefaultDecisionWindow is the default of [Options.DecisionWindow].
-const DefaultDecisionWindow = 30 * time.Second
+// defaultDecisionWindow is the default of [Options.DecisionWindow].
+const defaultDecisionWindow = 30 * time.Second
 
 // MaxWorkers bounds [Options.Workers] (settings.Workers.Max): past it a
 // route gains nothing but throttling (SQS answers a receive in about 10 ms
@@ -47,7 +47,7 @@ type Options struct {
 	DeadlineMargin  time.Duration // no batch starts with less time left; default DefaultDeadlineMargin
 	// DecisionWindow is the receive visibility timeout, less the time the
 	// rate limit may hold a batch: the time to decide and move a batch.
-	// Default DefaultDecisionWindow.
+	// Default defaultDecisionWindow.
 	DecisionWindow time.Duration
 	RecordLifetime time.Duration // of ledger records; default DefaultRecordLifetime
 	// Workers is the number of receive loops per route, 1..MaxWorkers;
@@ -89,7 +89,7 @@ type Options struct {
 	// Metrics gets the Embedded Metric Format lines of each run that is not
 	// a dry run. Nil writes none.
 	Metrics io.Writer
-	// Namespace of the metrics; default Namespace.
+	// Namespace of the metrics; default "Homing/Replay".
 	Namespace string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -117,14 +117,14 @@ func (o Options) withDefaults() Options {
 	o.CanaryLimit = cmpDefault(o.CanaryLimit, DefaultCanaryLimit)
 	o.RefillThreshold = cmpDefault(o.RefillThreshold, DefaultRefillThreshold)
 	o.DeadlineMargin = cmpDefault(o.DeadlineMargin, DefaultDeadlineMargin)
-	o.DecisionWindow = cmpDefault(o.DecisionWindow, DefaultDecisionWindow)
+	o.DecisionWindow = cmpDefault(o.DecisionWindow, defaultDecisionWindow)
 	o.RecordLifetime = cmpDefault(o.RecordLifetime, DefaultRecordLifetime)
 	o.Workers = cmpDefault(o.Workers, DefaultWorkers)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	if o.Namespace == "" {
-		o.Namespace = Namespace
+		o.Namespace = namespace
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -150,8 +150,8 @@ func (o Options) Validate() error {
 	if math.IsNaN(o.Rate) || o.Rate < MinRate || o.Rate > MaxRate {
 		errs = append(errs, fmt.Errorf("rate %g: want %g..%g messages per second", o.Rate, MinRate, MaxRate))
 	}
-	if o.DecisionWindow > MaxVisibility {
-		errs = append(errs, fmt.Errorf("decision window %s: want at most %s", o.DecisionWindow, MaxVisibility))
+	if o.DecisionWindow > maxVisibility {
+		errs = append(errs, fmt.Errorf("decision window %s: want at most %s", o.DecisionWindow, maxVisibility))
 	}
 	if o.Workers > MaxWorkers {
 		errs = append(errs, fmt.Errorf("workers %d: want 1..%d", o.Workers, MaxWorkers))

@@ -215,7 +215,7 @@ func (pl *planner) expiresAt(m message) time.Time {
 // at receivedAt until until: at least 1 s, and within SQS's 12 hours from
 // the receive (with a minute to spare).
 func hide(until, now, receivedAt time.Time) int32 {
-	limit := MaxVisibility - now.Sub(receivedAt) - time.Minute
+	limit := maxVisibility - now.Sub(receivedAt) - time.Minute
 	d := min(max(until.Sub(now), time.Second), limit)
 	return int32(math.Ceil(d.Seconds()))
 }
@@ -311,5 +311,5 @@ func (pl *planner) deduplicationID(m message, meta Metadata) string {
 	if meta.Refunds > 0 {
 		dedup += "\nrefunds " + strconv.Itoa(meta.Refunds)
 	}
-	return DeduplicationID(m.id, meta.ReplayCount, dedup)
+	return deduplicationID(m.id, meta.ReplayCount, dedup)
 }

@@ -21,18 +21,18 @@ type Queue interface {
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
 
-// MaxBatch is SQS's limit of entries per batch call and messages per receive.
-const MaxBatch = 10
+// maxBatch is SQS's limit of entries per batch call and messages per receive.
+const maxBatch = 10
 
-// inBatches calls call for items [0,n) in chunks of MaxBatch, giving the
+// inBatches calls call for items [0,n) in chunks of maxBatch, giving the
 // entries the ids "m0".."m9", and returns the error of every item whose entry
 // failed: the entry's own error, the call's error, or "missing" when the
 // answer does not mention the entry. call returns the ids of the successful
 // entries and the failed entries.
 func inBatches(n int, call func(start int, ids []string) (ok []string, failed []types.BatchResultErrorEntry, err error)) map[int]error {
 	errs := map[int]error{}
-	for start := 0; start < n; start += MaxBatch {
-		ids := make([]string, min(MaxBatch, n-start))
+	for start := 0; start < n; start += maxBatch {
+		ids := make([]string, min(maxBatch, n-start))
 		for i := range ids {
 			ids[i] = "m" + strconv.Itoa(i)
 		}

@@ -9,17 +9,17 @@ import (
 )
 
 // The canary's detection of a consumer that consumes its replays without
-// recording them (see [UnrecordedRuns]).
+// recording them (see unrecordedRuns).
 
 // recordsGone is the detail of a route whose records are missing.
 func (c *canaryGate) recordsGone(p *pass) string {
 	return fmt.Sprintf("records missing: for %d runs the replays of route %s were consumed (none came back to the DLQ) but none completed in the records of consumer %q under key expression %q; check that the consumer writes homing's completion records (<CONSUMER_NAME>#<key>, see docs/RELIABILITY.md), that CONSUMER_NAME is its scope, and that the route's key expression is the consumer's key; until a replayed key completes the route runs without records",
-		UnrecordedRuns, p.route.Name, c.o.Consumer, p.route.Key)
+		unrecordedRuns, p.route.Name, c.o.Consumer, p.route.Key)
 }
 
 // noteUnrecorded updates the route's count of runs held at the canary with
 // replays that neither completed nor came back, once its pass is over, and
-// reports the records missing when it reaches [UnrecordedRuns] and the
+// reports the records missing when it reaches unrecordedRuns and the
 // first of those runs started at least the time a failed replay takes to
 // come back (returnBound) before this one (runs close together, a late run
 // or an operator's, count, but do not make that time): a log line at
@@ -48,7 +48,7 @@ func (c *canaryGate) noteUnrecorded(ctx context.Context, p *pass) {
 	if since.IsZero() {
 		since = p.started
 	}
-	if rs.Unrecorded < UnrecordedRuns || p.started.Sub(since) < returnBound(p) {
+	if rs.Unrecorded < unrecordedRuns || p.started.Sub(since) < returnBound(p) {
 		return // too soon: the replays of the first run held may still come back
 	}
 	rs.RecordsMissing = true

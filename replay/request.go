@@ -20,8 +20,8 @@ const (
 	MaxRate = settings.MaxRate
 )
 
-// MaxVisibility is SQS's longest visibility timeout.
-const MaxVisibility = 12 * time.Hour
+// maxVisibility is SQS's longest visibility timeout.
+const maxVisibility = 12 * time.Hour
 
 // ErrInvalidRequest is wrapped by [Engine.Run] when the request is invalid;
 // nothing has been done then.
@@ -68,15 +68,15 @@ type Route struct {
 // FIFO reports whether the route's queues are FIFO queues.
 func (r Route) FIFO() bool { return settings.IsFIFO(r.DLQURL) }
 
-// ErrExpression is wrapped by the error of [Route.Validate] for a key or
+// errExpression is wrapped by the error of [Route.Validate] for a key or
 // payload-hash expression that does not compile.
-var ErrExpression = errors.New("not a JMESPath expression")
+var errExpression = errors.New("not a JMESPath expression")
 
 // Validate reports every missing URL, a mix of queue types, a name empty
 // or longer than 256 bytes (the name travels in the metadata the engine
 // seals, which must stay within its bounds to verify: see seal.go), a key
 // or payload-hash expression that does not compile (wrapping
-// [ErrExpression], naming the route and the expression), and Records
+// errExpression, naming the route and the expression), and Records
 // without a Key.
 func (r Route) Validate() error {
 	var errs []error
@@ -117,10 +117,10 @@ func (r Route) compile() (lane, error) {
 	var errs []error
 	var err error
 	if l.key, err = payload.NewKey(r.Key); err != nil {
-		errs = append(errs, fmt.Errorf("route %q: key %q: %w: %w", r.Name, r.Key, ErrExpression, err))
+		errs = append(errs, fmt.Errorf("route %q: key %q: %w: %w", r.Name, r.Key, errExpression, err))
 	}
 	if l.hash, err = payload.NewHash(r.PayloadHash); err != nil {
-		errs = append(errs, fmt.Errorf("route %q: payloadHash %q: %w: %w", r.Name, r.PayloadHash, ErrExpression, err))
+		errs = append(errs, fmt.Errorf("route %q: payloadHash %q: %w: %w", r.Name, r.PayloadHash, errExpression, err))
 	}
 	return l, errors.Join(errs...)
 }

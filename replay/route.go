@@ -179,7 +179,7 @@ func (r *run) open(ctx context.Context, rt Route, rs *RouteSummary) (*pass, erro
 	return &pass{
 		route: rt, lane: ln, rs: rs, replayLeft: -1, sourceMax: src.maxSize, returnBound: src.returnBound, started: r.now(), trust: newTrust(r.key, rt),
 		retention: time.Duration(attr(types.QueueAttributeNameMessageRetentionPeriod)) * time.Second,
-		budget:    rs.Depth + MaxBatch,
+		budget:    rs.Depth + maxBatch,
 	}, nil
 }
 

@@ -49,7 +49,7 @@ func (e *Engine) newRun(req Request) *run {
 	if !e.opts.Lockstep {
 		ahead = 2
 	}
-	r.visibility = e.opts.DecisionWindow + time.Duration(float64(ahead*e.opts.Workers*MaxBatch)/r.rate*float64(time.Second))
+	r.visibility = e.opts.DecisionWindow + time.Duration(float64(ahead*e.opts.Workers*maxBatch)/r.rate*float64(time.Second))
 	return r
 }
 

@@ -118,7 +118,7 @@ func (w *worker) sendBatch(ctx context.Context, dest string, out []*item) map[in
 	errs := map[int]error{}
 	for start := 0; start < len(out); {
 		end, size := start, 0
-		for end < len(out) && end-start < MaxBatch {
+		for end < len(out) && end-start < maxBatch {
 			n := envelope.MessageBytes(len(aws.ToString(out[end].entry.MessageBody)), out[end].entry.MessageAttributes)
 			if end > start && size+n > envelope.MaxMessageBytes {
 				break

@@ -23,7 +23,7 @@ const (
 	SignalDLQ = "dlq"
 )
 
-// UnrecordedRuns is how many consecutive runs the canary holds a route
+// unrecordedRuns is how many consecutive runs the canary holds a route
 // whose replays neither complete in the records nor come back to the DLQ
 // before the engine reports the records missing and stops holding it, once
 // the first of them started at least the time a failed replay takes to
@@ -31,7 +31,7 @@ const (
 // runs close together do not make that time, so a slow outage is not taken
 // for missing records (and if it were, the route's breaker still reads the
 // DLQ).
-const UnrecordedRuns = 3
+const unrecordedRuns = 3
 
 // Return is what a run saw of an earlier run's replays on a route: how
 // many it replayed, and how many of them its pass found back in the DLQ;

@@ -72,7 +72,7 @@ type RouteSummary struct {
 	Unrecorded int `json:"unrecorded,omitempty"`
 	// RecordsMissing is true when the route's consumer consumes its
 	// replays but writes no completion records for them (Unrecorded
-	// reached [UnrecordedRuns], and no replayed key has completed since):
+	// reached unrecordedRuns, and no replayed key has completed since):
 	// the route is not held at the canary but runs as a route without
 	// records, its breaker on the DLQ signal. RecordsMissingDetail says
 	// why and what to check.
@@ -189,8 +189,8 @@ func (r RouteSummary) closed(run []Gate) bool {
 	return false
 }
 
-// Namespace is the CloudWatch namespace of the metrics.
-const Namespace = "Homing/Replay"
+// namespace is the CloudWatch namespace of the metrics.
+const namespace = "Homing/Replay"
 
 // emfMetrics are the metrics of route r's line in run s, named as settings
 // declares them: the counts (RunCompleted is 1 for every run: the heartbeat
@@ -235,10 +235,10 @@ func emfMetrics(s Summary, r RouteSummary) []emf.Metric {
 	return metrics
 }
 
-// WriteEMF writes one Embedded Metric Format line per route of s to w, in
+// writeEMF writes one Embedded Metric Format line per route of s to w, in
 // namespace ns with the dimension Route. Each line is one Write call. It is
 // WriteLaneEMF without a lane.
-func WriteEMF(w io.Writer, ns string, s Summary) error { return WriteLaneEMF(w, ns, "", s) }
+func writeEMF(w io.Writer, ns string, s Summary) error { return WriteLaneEMF(w, ns, "", s) }
 
 // WriteLaneEMF writes one Embedded Metric Format line per route of s to w,
 // in namespace ns with the dimensions Lane and Route, or Route alone when

@@ -169,7 +169,7 @@ func (w *worker) poll(ctx context.Context, wait int32) received {
 	at := r.now()
 	out, err := r.e.queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(p.route.DLQURL),
-		MaxNumberOfMessages:         MaxBatch,
+		MaxNumberOfMessages:         maxBatch,
 		VisibilityTimeout:           int32(math.Ceil(r.visibility.Seconds())),
 		WaitTimeSeconds:             wait,
 		MessageAttributeNames:       []string{"All"},
