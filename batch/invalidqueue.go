@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/invalid"
 )
 
 // Sender is the part of the SQS client an [InvalidQueue] uses.

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/homingdlq/homing/fifo"
-	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/internal/wait"
 )
 
 // GroupAPI is the part of the DynamoDB client [GroupStore] uses.

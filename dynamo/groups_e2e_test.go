@@ -14,8 +14,8 @@ import (
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/fifo/fifotest"
-	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/internal/tools/emulatortest"
 )
 
 // The parks' contract runs on every DynamoDB implementation, each test on

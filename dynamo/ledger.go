@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Key attributes and key values of the ledger table.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // The contracts run on every DynamoDB implementation (emulatortest.Endpoints:

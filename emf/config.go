@@ -3,6 +3,7 @@ package emf
 import (
 	"errors"
 	"fmt"
+	"github.com/homingdlq/homing/internal/emfline"
 
 	"github.com/homingdlq/homing/internal/settings"
 )
@@ -32,10 +33,10 @@ func LoadConfig(getenv func(string) string, defaultLane string) Config {
 // characters, neither blank.
 func (c Config) Validate() error {
 	var errs []error
-	if err := CheckNamespace(c.Namespace); err != nil {
+	if err := emfline.CheckNamespace(c.Namespace); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", settings.MetricsNamespace.Env, err))
 	}
-	if err := CheckDimensionValue(c.Lane); err != nil {
+	if err := emfline.CheckDimensionValue(c.Lane); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w (it is the %s dimension)", settings.ServiceName.Env, err, settings.DimensionLane))
 	}
 	return errors.Join(errs...)

@@ -49,20 +49,3 @@ func Example() {
 	// {"_aws":{"Timestamp":1796205600000,"CloudWatchMetrics":[{"Namespace":"Homing","Dimensions":[["Lane","Reason"]],"Metrics":[{"Name":"RecordsInvalid","Unit":"Count"}]}]},"Lane":"shipments","Reason":"empty-body","RecordsInvalid":1}
 	// <nil>
 }
-
-// One Line with its own dimensions, metrics and properties: what the
-// replay writes per route and run.
-func ExampleWriter() {
-	w := emf.NewWriter(os.Stdout)
-	err := w.Write(emf.Line{
-		Namespace:  "Homing",
-		Timestamp:  time.UnixMilli(1796205600000),
-		Dimensions: []emf.Dimension{{Name: "Lane", Value: "shipments"}, {Name: "Route", Value: "carrier"}},
-		Metrics:    []emf.Metric{{Name: "Replayed", Unit: emf.Count, Value: 12}, {Name: "SecondsToExpiry", Unit: emf.Seconds, Value: 86400}},
-		Properties: map[string]any{"runId": "2026-11-29T10:00:00Z"},
-	})
-	fmt.Println(err)
-	// Output:
-	// {"_aws":{"Timestamp":1796205600000,"CloudWatchMetrics":[{"Namespace":"Homing","Dimensions":[["Lane","Route"]],"Metrics":[{"Name":"Replayed","Unit":"Count"},{"Name":"SecondsToExpiry","Unit":"Seconds"}]}]},"Lane":"shipments","Route":"carrier","runId":"2026-11-29T10:00:00Z","Replayed":12,"SecondsToExpiry":86400}
-	// <nil>
-}

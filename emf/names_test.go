@@ -138,7 +138,7 @@ func TestImportsOnlyTheStandardLibrary(t *testing.T) {
 		t.Fatalf("go list found no emf among %v", deps)
 	}
 	for _, d := range deps {
-		if d != "github.com/homingdlq/homing/emf" && d != "github.com/homingdlq/homing/internal/settings" {
+		if d != "github.com/homingdlq/homing/emf" && d != "github.com/homingdlq/homing/internal/settings" && d != "github.com/homingdlq/homing/internal/emfline" {
 			t.Errorf("emf depends on %s", d)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/homingdlq/homing/internal/emfline"
 	"io"
 	"maps"
 	"slices"
@@ -16,7 +17,7 @@ import (
 // (see [Wrap]). It is safe for concurrent use.
 type Recorder struct {
 	Config
-	Out *Writer // required
+	out *emfline.Writer
 	// Now is the lines' clock; default time.Now.
 	Now func() time.Time
 	// OnError gets a failed write (see [Wrap]); may be nil.
@@ -26,7 +27,7 @@ type Recorder struct {
 // NewRecorder returns a Recorder of cfg's lane that writes to w (the
 // function's stdout).
 func NewRecorder(w io.Writer, cfg Config) *Recorder {
-	return &Recorder{Config: cfg, Out: NewWriter(w)}
+	return &Recorder{Config: cfg, out: emfline.NewWriter(w)}
 }
 
 // Wrap returns process with a fresh [Tally] in its context for each
@@ -57,7 +58,7 @@ func (r *Recorder) Write(counts Counts) error {
 		now = r.Now
 	}
 	at := now()
-	lane := Dimension{Name: settings.DimensionLane, Value: r.Lane}
+	lane := emfline.Dimension{Name: settings.DimensionLane, Value: r.Lane}
 	values := map[string]int{
 		settings.MetricRecordsProcessed:      counts.Processed,
 		settings.MetricRecordsFailed:         counts.Failed,
@@ -66,22 +67,22 @@ func (r *Recorder) Write(counts Counts) error {
 		settings.MetricCompletionsUnrecorded: counts.Unrecorded,
 		settings.MetricInDoubtTakeovers:      counts.InDoubt,
 	}
-	metrics := make([]Metric, 0, len(settings.ConsumerMetrics))
+	metrics := make([]emfline.Metric, 0, len(settings.ConsumerMetrics))
 	for _, name := range settings.ConsumerMetrics {
-		metrics = append(metrics, Metric{Name: name, Unit: Count, Value: float64(values[name])})
+		metrics = append(metrics, emfline.Metric{Name: name, Unit: emfline.Count, Value: float64(values[name])})
 	}
-	lines := []Line{{Namespace: r.Namespace, Timestamp: at, Dimensions: []Dimension{lane}, Metrics: metrics}}
+	lines := []emfline.Line{{Namespace: r.Namespace, Timestamp: at, Dimensions: []emfline.Dimension{lane}, Metrics: metrics}}
 	for _, reason := range slices.Sorted(maps.Keys(counts.Invalid)) {
-		lines = append(lines, Line{
+		lines = append(lines, emfline.Line{
 			Namespace:  r.Namespace,
 			Timestamp:  at,
-			Dimensions: []Dimension{lane, {Name: settings.DimensionReason, Value: reason}},
-			Metrics:    []Metric{{Name: settings.MetricRecordsInvalid, Unit: Count, Value: float64(counts.Invalid[reason])}},
+			Dimensions: []emfline.Dimension{lane, {Name: settings.DimensionReason, Value: reason}},
+			Metrics:    []emfline.Metric{{Name: settings.MetricRecordsInvalid, Unit: emfline.Count, Value: float64(counts.Invalid[reason])}},
 		})
 	}
 	var errs []error
 	for _, l := range lines { // a reason CloudWatch rejects costs its own line only
-		if err := r.Out.Write(l); err != nil {
+		if err := r.out.Write(l); err != nil {
 			errs = append(errs, err)
 		}
 	}

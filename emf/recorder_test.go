@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/homingdlq/homing/internal/emfline"
+	"github.com/homingdlq/homing/internal/emfline/emflinetest"
 	"log/slog"
 	"maps"
 	"slices"
@@ -112,7 +114,7 @@ func runEveryOutcome(t *testing.T, invocations int) string {
 }
 
 func TestRecorderOverEveryOutcome(t *testing.T) {
-	lines := parse(t, runEveryOutcome(t, 1))
+	lines := emflinetest.Parse(t, runEveryOutcome(t, 1))
 	if len(lines) != 3 {
 		t.Fatalf("%d lines, want the lane's and one per reason", len(lines))
 	}
@@ -140,8 +142,8 @@ func TestRecorderOverEveryOutcome(t *testing.T) {
 		settings.MetricCompletionsUnrecorded: 1.0,
 		settings.MetricInDoubtTakeovers:      1.0,
 	}
-	if !maps.Equal(without(lane.members, "_aws"), want) {
-		t.Errorf("lane line %v\nwant %v", without(lane.members, "_aws"), want)
+	if !maps.Equal(without(lane.Members, "_aws"), want) {
+		t.Errorf("lane line %v\nwant %v", without(lane.Members, "_aws"), want)
 	}
 	for i, r := range []struct {
 		reason string
@@ -151,8 +153,8 @@ func TestRecorderOverEveryOutcome(t *testing.T) {
 		if dims := l.AWS.CloudWatchMetrics[0].Dimensions[0]; !slices.Equal(dims, []string{settings.DimensionLane, settings.DimensionReason}) {
 			t.Errorf("reason line dimensions %v", dims)
 		}
-		if w := map[string]any{"Lane": "shipments", "Reason": r.reason, "RecordsInvalid": r.n}; !maps.Equal(without(l.members, "_aws"), w) {
-			t.Errorf("reason line %v, want %v", without(l.members, "_aws"), w)
+		if w := map[string]any{"Lane": "shipments", "Reason": r.reason, "RecordsInvalid": r.n}; !maps.Equal(without(l.Members, "_aws"), w) {
+			t.Errorf("reason line %v, want %v", without(l.Members, "_aws"), w)
 		}
 	}
 }
@@ -166,13 +168,13 @@ func without(m map[string]any, key string) map[string]any {
 // Each invocation gets a fresh tally: the second writes what it saw, not
 // a sum.
 func TestRecorderWritesEachInvocation(t *testing.T) {
-	lines := parse(t, runEveryOutcome(t, 2))
+	lines := emflinetest.Parse(t, runEveryOutcome(t, 2))
 	if len(lines) != 6 {
 		t.Fatalf("%d lines, want 3 per invocation", len(lines))
 	}
 	for _, i := range []int{0, 3} {
-		if lines[i].members["RecordsProcessed"] != 12.0 || lines[i].members["RecordsFailed"] != 5.0 {
-			t.Errorf("invocation line %d: %v", i, lines[i].members)
+		if lines[i].Members["RecordsProcessed"] != 12.0 || lines[i].Members["RecordsFailed"] != 5.0 {
+			t.Errorf("invocation line %d: %v", i, lines[i].Members)
 		}
 	}
 }
@@ -188,13 +190,13 @@ func TestRecorderWritesZeros(t *testing.T) {
 	if _, err := process(context.Background(), events.SQSEvent{}); err != nil {
 		t.Fatal(err)
 	}
-	lines := parse(t, out.String())
+	lines := emflinetest.Parse(t, out.String())
 	if len(lines) != 1 {
 		t.Fatalf("%d lines", len(lines))
 	}
 	for _, name := range settings.ConsumerMetrics {
-		if lines[0].members[name] != 0.0 {
-			t.Errorf("%s = %v, want 0", name, lines[0].members[name])
+		if lines[0].Members[name] != 0.0 {
+			t.Errorf("%s = %v, want 0", name, lines[0].Members[name])
 		}
 	}
 }
@@ -203,25 +205,25 @@ func TestRecorderWritesZeros(t *testing.T) {
 // line) are each written, none dropped; a reason CloudWatch rejects costs
 // its own line only, and is reported.
 func TestRecorderWritesEveryReason(t *testing.T) {
-	counts := emf.Counts{Processed: 2*emf.MaxMetrics + 1, Invalid: map[string]int{"": 1}}
-	for i := range 2 * emf.MaxMetrics {
+	counts := emf.Counts{Processed: 2*emfline.MaxMetrics + 1, Invalid: map[string]int{"": 1}}
+	for i := range 2 * emfline.MaxMetrics {
 		counts.Invalid[fmt.Sprintf("reason-%03d", i)] = i + 1
 	}
 	var out bytes.Buffer
 	err := emf.NewRecorder(&out, emf.Config{Namespace: "N", Lane: "L"}).Write(counts)
-	if !errors.Is(err, emf.ErrInvalid) || !strings.Contains(err.Error(), "lane L") {
+	if !errors.Is(err, emfline.ErrInvalid) || !strings.Contains(err.Error(), "lane L") {
 		t.Fatalf("error %v, want the blank reason reported", err)
 	}
-	lines := parse(t, out.String())
-	if len(lines) != 1+2*emf.MaxMetrics {
-		t.Fatalf("%d lines, want the lane's and %d reasons", len(lines), 2*emf.MaxMetrics)
+	lines := emflinetest.Parse(t, out.String())
+	if len(lines) != 1+2*emfline.MaxMetrics {
+		t.Fatalf("%d lines, want the lane's and %d reasons", len(lines), 2*emfline.MaxMetrics)
 	}
-	if lines[0].members["RecordsInvalid"] != float64(counts.InvalidTotal()) {
-		t.Errorf("RecordsInvalid = %v, want %d (the blank reason included)", lines[0].members["RecordsInvalid"], counts.InvalidTotal())
+	if lines[0].Members["RecordsInvalid"] != float64(counts.InvalidTotal()) {
+		t.Errorf("RecordsInvalid = %v, want %d (the blank reason included)", lines[0].Members["RecordsInvalid"], counts.InvalidTotal())
 	}
 	for i, l := range lines[1:] {
-		if l.members["Reason"] != fmt.Sprintf("reason-%03d", i) || l.members["RecordsInvalid"] != float64(i+1) {
-			t.Fatalf("reason line %d: %v", i, l.members)
+		if l.Members["Reason"] != fmt.Sprintf("reason-%03d", i) || l.Members["RecordsInvalid"] != float64(i+1) {
+			t.Fatalf("reason line %d: %v", i, l.Members)
 		}
 	}
 }

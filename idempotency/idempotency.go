@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/payload"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Status is the state of a record.

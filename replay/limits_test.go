@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // tickingQueue moves the clock on by step at every receive: a pass over a

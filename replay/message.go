@@ -15,9 +15,9 @@ import (
 
 	"github.com/homingdlq/homing/internal/clip"
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/payload"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // AttributeName is the message attribute that carries [Metadata].

@@ -19,10 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Gates hold replays; they never hold the expiry rescue.

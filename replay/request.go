@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/payload"
 )
 
 // Limits of a [Request]'s rate, as settings.Rate declares them (3000: SQS

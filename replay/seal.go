@@ -15,8 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/payload"
 )
 
 // The engine trusts only the metadata it wrote. A producer's message may

@@ -19,10 +19,10 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // operatorLedger is the ledger as the construct's grants let an operator

@@ -20,10 +20,10 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // These tests run against the stack deployed by `make deploy-local`: the

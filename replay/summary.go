@@ -3,11 +3,11 @@ package replay
 import (
 	"context"
 	"fmt"
+	"github.com/homingdlq/homing/internal/emfline"
 	"io"
 	"log/slog"
 	"time"
 
-	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/internal/clip"
 	"github.com/homingdlq/homing/internal/settings"
 )
@@ -199,8 +199,10 @@ const namespace = "Homing/Replay"
 // replays are consumed but never recorded), then the expiry figures (see [Expiry]),
 // absent when the run examined no dead letter with a SentTimestamp (or, for
 // SecondsToExpiry, the retention is unknown).
-func emfMetrics(s Summary, r RouteSummary) []emf.Metric {
-	count := func(name string, n int) emf.Metric { return emf.Metric{Name: name, Unit: emf.Count, Value: float64(n)} }
+func emfMetrics(s Summary, r RouteSummary) []emfline.Metric {
+	count := func(name string, n int) emfline.Metric {
+		return emfline.Metric{Name: name, Unit: emfline.Count, Value: float64(n)}
+	}
 	gateClosed := 0
 	if r.closed(s.Gates) {
 		gateClosed = 1
@@ -213,7 +215,7 @@ func emfMetrics(s Summary, r RouteSummary) []emf.Metric {
 	if r.Expiry != nil {
 		inRescueWindow = r.Expiry.InRescueWindow
 	}
-	metrics := []emf.Metric{
+	metrics := []emfline.Metric{
 		count(settings.MetricReplayed, r.Replayed),
 		count(settings.MetricParked, r.ParkedTotal()),
 		count(settings.MetricDelayed, r.Delayed),
@@ -226,10 +228,10 @@ func emfMetrics(s Summary, r RouteSummary) []emf.Metric {
 	}
 	if x := r.Expiry; x != nil {
 		age := max(0, s.FinishedAt.Sub(x.OldestSentAt).Seconds())
-		metrics = append(metrics, emf.Metric{Name: settings.MetricOldestDeadLetterAge, Unit: emf.Seconds, Value: age})
+		metrics = append(metrics, emfline.Metric{Name: settings.MetricOldestDeadLetterAge, Unit: emfline.Seconds, Value: age})
 		if !x.ExpiresAt.IsZero() {
 			left := max(0, x.ExpiresAt.Sub(s.FinishedAt).Seconds())
-			metrics = append(metrics, emf.Metric{Name: settings.MetricSecondsToExpiry, Unit: emf.Seconds, Value: left})
+			metrics = append(metrics, emfline.Metric{Name: settings.MetricSecondsToExpiry, Unit: emfline.Seconds, Value: left})
 		}
 	}
 	return metrics
@@ -245,16 +247,16 @@ func writeEMF(w io.Writer, ns string, s Summary) error { return WriteLaneEMF(w, 
 // lane is empty. The lane (the function's POWERTOOLS_SERVICE_NAME) keeps
 // the metrics of two lanes whose routes share a name apart. Each line is
 // one Write call, through package emf, the consumer's writer too (a line
-// CloudWatch would reject is an error wrapping emf.ErrInvalid). The run id
+// CloudWatch would reject is an error wrapping emfline.ErrInvalid). The run id
 // is a property of the line, not a metric.
 func WriteLaneEMF(w io.Writer, ns, lane string, s Summary) error {
-	out := emf.NewWriter(w)
+	out := emfline.NewWriter(w)
 	for _, r := range s.Routes {
-		dimensions := []emf.Dimension{{Name: settings.DimensionRoute, Value: r.Route}}
+		dimensions := []emfline.Dimension{{Name: settings.DimensionRoute, Value: r.Route}}
 		if lane != "" {
-			dimensions = []emf.Dimension{{Name: settings.DimensionLane, Value: lane}, dimensions[0]}
+			dimensions = []emfline.Dimension{{Name: settings.DimensionLane, Value: lane}, dimensions[0]}
 		}
-		line := emf.Line{Namespace: ns, Timestamp: s.FinishedAt, Dimensions: dimensions, Metrics: emfMetrics(s, r),
+		line := emfline.Line{Namespace: ns, Timestamp: s.FinishedAt, Dimensions: dimensions, Metrics: emfMetrics(s, r),
 			Properties: map[string]any{"runId": s.RunID}}
 		if err := out.Write(line); err != nil {
 			return fmt.Errorf("write metrics of route %s: %w", r.Route, err)

@@ -21,9 +21,9 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // LaneOptions shape a [Lane]. The zero value takes the defaults.

@@ -17,11 +17,11 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/sample/invoicing"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/drill"
 	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // contender is one way of moving the DLQ's messages to the source queue.

@@ -14,8 +14,8 @@ import (
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/printable"
-	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/replay"
 )
 
 // keyAudit is the output of dlq audit --key.

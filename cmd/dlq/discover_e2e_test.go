@@ -23,8 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/internal/tools/emulatortest"
 )
 
 // withoutOrigin is the environment that says nothing of where a lane is:

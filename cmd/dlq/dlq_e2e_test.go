@@ -23,10 +23,10 @@ import (
 
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // These tests run the built dlq binary, as an operator would, against the

@@ -7,8 +7,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/replay"
 )
 
 // laneConfig is what the lane's replay function is configured with, as

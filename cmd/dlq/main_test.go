@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/replay"
 )
 
 func TestUsageAndResourceErrors(t *testing.T) {

@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // operatorLedger is the ledger as the construct's grants let an operator

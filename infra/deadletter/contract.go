@@ -7,8 +7,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/payload"
 )
 
 // ConsumerRecords is a lane's declared choice: does its consumer write

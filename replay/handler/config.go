@@ -13,8 +13,8 @@ import (
 
 	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/internal/redact"
-	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/replay"
 )
 
 // Config is the replay function's configuration, from the variables of

@@ -23,10 +23,10 @@ import (
 
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/redact"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/handler"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // fixture is the function wired to in-memory queues and ledger, with two

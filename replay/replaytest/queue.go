@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/replay"
 )
 
 // SQS limits the MemoryQueue enforces.

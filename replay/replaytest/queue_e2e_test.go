@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // queueFeatures declares, by implementation name, what each lacks of SQS's

@@ -21,9 +21,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/internal/settings"
 
 	"github.com/homingdlq/homing/examples/ledger"
 	"github.com/homingdlq/homing/examples/payment"

@@ -14,8 +14,8 @@ import (
 
 	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/idempotency"
-	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/invalid"
 
 	"github.com/homingdlq/homing/examples/ledger"
 	"github.com/homingdlq/homing/examples/posting"

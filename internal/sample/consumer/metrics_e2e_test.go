@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 
-	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/internal/tools/emulatortest"
 )
 
 // emfLine is the part of an Embedded Metric Format line these tests read.

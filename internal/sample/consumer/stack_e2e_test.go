@@ -16,9 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/invalid"
-	"github.com/homingdlq/homing/internal/settings"
 )
 
 // These tests run against the stack deployed by `make deploy-local`: the

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/idempotency"
-	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/replay"
 )
 
 // store is the idempotency store as DynamoDB would behave under load: the

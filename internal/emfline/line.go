@@ -1,4 +1,4 @@
-package emf
+package emfline
 
 import (
 	"bytes"
