@@ -134,8 +134,8 @@ func (r *queuesResolved) adoptDeadLetter(p *QueuesProps) {
 	if f := q.Fifo(); f != nil && *f != r.fifo {
 		r.deadLetterProblems = append(r.deadLetterProblems, fmt.Sprintf("is FIFO: %v, but LaneProps.Fifo is %v: all four queues are of one type", *f, r.fifo))
 	}
-	if v := cfn.MaximumMessageSize(); v != nil && !*awscdk.Token_IsUnresolved(v) && *v < MaxMessageBytes {
-		r.deadLetterProblems = append(r.deadLetterProblems, fmt.Sprintf("has a MaximumMessageSize of %v, want it unset or %d: the lane's metadata travels with each dead letter", *v, MaxMessageBytes))
+	if v := cfn.MaximumMessageSize(); v != nil && !*awscdk.Token_IsUnresolved(v) && *v < maxMessageBytes {
+		r.deadLetterProblems = append(r.deadLetterProblems, fmt.Sprintf("has a MaximumMessageSize of %v, want it unset or %d: the lane's metadata travels with each dead letter", *v, maxMessageBytes))
 	}
 	switch v := cfn.MessageRetentionPeriod(); {
 	case v == nil:
@@ -263,8 +263,8 @@ var wayForward = map[string]string{
 	settings.ConsumerName.Env:     "set LaneProps.Consumer.Name to the function's value (it scopes the idempotency keys the function already wrote), or remove the variable from the function",
 	settings.ServiceName.Env:      "set LaneProps.ServiceName to the function's value (the lane's alarms and dashboard then read the metrics under the name they already carry), or remove the variable from the function",
 	settings.MetricsNamespace.Env: "set LaneProps.MetricsNamespace to the function's value, or remove the variable from the function",
-	EnvKeyExpression:              "set LaneProps.Consumer.Key to the function's value, or remove the variable from the function",
-	EnvPayloadHashExpression:      "set LaneProps.Consumer.PayloadHash to the function's value, or remove the variable from the function",
+	envKeyExpression:              "set LaneProps.Consumer.Key to the function's value, or remove the variable from the function",
+	envPayloadHashExpression:      "set LaneProps.Consumer.PayloadHash to the function's value, or remove the variable from the function",
 	settings.InvalidQueueURL.Env:  "remove the variable from the function: the lane brings its invalid queue (or adopt no consumer and keep the team's wiring)",
 	settings.IdempotencyTable.Env: "remove the variable from the function: the lane brings its idempotency table",
 	settings.GroupOrder.Env:       "set LaneProps.Consumer.GroupOrder to the function's value, or remove the variable from the function",

@@ -10,20 +10,20 @@ import (
 
 // Defaults of [AlarmProps], and the promise they keep.
 const (
-	// DefaultAlarmPeriodSeconds is the period over which every alarm
+	// defaultAlarmPeriodSeconds is the period over which every alarm
 	// evaluates its metric.
-	DefaultAlarmPeriodSeconds = 60
+	defaultAlarmPeriodSeconds = 60
 	// DefaultConsumerFailureRatePercent: the ConsumerFailures alarm fires when
 	// more than this percentage of the records of a period failed.
 	DefaultConsumerFailureRatePercent = 10
-	// SourceAgeMarginSeconds: the SourceAge alarm's default threshold is the
+	// sourceAgeMarginSeconds: the SourceAge alarm's default threshold is the
 	// source queue's visibility timeout plus the consumer timeout plus this
 	// margin (180 + 30 + 60 = 270 s on the defaults). A message that
 	// failed once is hidden for the visibility timeout, then redelivered
 	// and, if it succeeds, deleted within the consumer timeout: only a
 	// message older than that has failed more than once or was never
 	// consumed.
-	SourceAgeMarginSeconds = 60
+	sourceAgeMarginSeconds = 60
 	// PageWithinSeconds is the promise of the alarms on the default props:
 	// a downstream outage pages within 5 minutes, with sparse traffic (a
 	// lone order) and heavy traffic alike, however slowly the DLQ fills
@@ -32,16 +32,16 @@ const (
 	// alarms' own properties and AWS's documented metric delays
 	// (docs/OPERATIONS.md, "Alarm by alarm").
 	PageWithinSeconds = 300
-	// ReportPeriodIntervals: the alarms on the replay's run report
+	// reportPeriodIntervals: the alarms on the replay's run report
 	// (DeadLetterAge, RescueWindow, ReplayHeartbeat) evaluate one period of
 	// this many schedule intervals (ReplayProps.Interval), so that one run
 	// that comes late or not at all changes nothing and two do.
-	ReportPeriodIntervals = 2
-	// DeadLetterAgeAlarmRatio is the fraction of the DLQ retention at which the
+	reportPeriodIntervals = 2
+	// deadLetterAgeAlarmRatio is the fraction of the DLQ retention at which the
 	// age of the oldest dead letter the replay examined (its
 	// OldestDeadLetterAgeSeconds) raises an alarm, so that nothing expires
 	// unseen.
-	DeadLetterAgeAlarmRatio = 0.75
+	deadLetterAgeAlarmRatio = 0.75
 )
 
 // AlarmProps configures the lane's alarms (see [Alarms]) and the topic they
@@ -74,7 +74,7 @@ type AlarmProps struct {
 	// SourceAgeThreshold: the SourceAge alarm fires when the source queue's
 	// oldest message is older than this in one Period. Default the
 	// source queue's visibility timeout plus Consumer.Timeout plus
-	// SourceAgeMarginSeconds (270 s on the defaults): older than a message
+	// sourceAgeMarginSeconds (270 s on the defaults): older than a message
 	// that failed once and then succeeded can be, so that a transient
 	// failure does not page (ConsumerFailures does when it matters); at
 	// least 1 s.
@@ -104,7 +104,7 @@ type alarmsResolved struct {
 // SourceAgeThreshold.
 func (p *AlarmProps) resolve(visibility, consumerTimeout float64) alarmsResolved {
 	a := alarmsResolved{
-		period:        seconds(p.Period, DefaultAlarmPeriodSeconds),
+		period:        seconds(p.Period, defaultAlarmPeriodSeconds),
 		topic:         p.Topic,
 		actions:       p.Actions,
 		failureRate:   number(p.ConsumerFailureRateThreshold, DefaultConsumerFailureRatePercent),
@@ -139,12 +139,12 @@ func (a alarmsResolved) validate() []error {
 }
 
 // defaultSourceAge is the SourceAge threshold when the props set none: the
-// source queue's visibility timeout (VisibilityFactor x the consumer
+// source queue's visibility timeout (visibilityFactor x the consumer
 // timeout when an adopted queue's is a token) plus the consumer timeout
-// plus SourceAgeMarginSeconds.
+// plus sourceAgeMarginSeconds.
 func defaultSourceAge(visibility, timeout float64) float64 {
 	if math.IsNaN(visibility) {
-		visibility = VisibilityFactor * timeout
+		visibility = visibilityFactor * timeout
 	}
-	return visibility + timeout + SourceAgeMarginSeconds
+	return visibility + timeout + sourceAgeMarginSeconds
 }

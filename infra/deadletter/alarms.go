@@ -21,20 +21,20 @@ import (
 // them (pinned by a test of the root module, which this module cannot
 // import), and the replay's.
 const (
-	MetricRecordsProcessed      = "RecordsProcessed"
+	metricRecordsProcessed      = "RecordsProcessed"
 	MetricRecordsFailed         = "RecordsFailed"
-	MetricRecordsInvalid        = "RecordsInvalid"
-	MetricDuplicatesAbsorbed    = "DuplicatesAbsorbed"
-	MetricCompletionsUnrecorded = "CompletionsUnrecorded"
-	MetricInDoubtTakeovers      = "InDoubtTakeovers"
-	DimensionLane               = "Lane"
-	DimensionReason             = "Reason"
-	DimensionRoute              = "Route"
+	metricRecordsInvalid        = "RecordsInvalid"
+	metricDuplicatesAbsorbed    = "DuplicatesAbsorbed"
+	metricCompletionsUnrecorded = "CompletionsUnrecorded"
+	metricInDoubtTakeovers      = "InDoubtTakeovers"
+	dimensionLane               = "Lane"
+	dimensionReason             = "Reason"
+	dimensionRoute              = "Route"
 	// The replay's report of each run, per route (replay.WriteLaneEMF).
-	MetricOldestDeadLetterAge = "OldestDeadLetterAgeSeconds"
-	MetricSecondsToExpiry     = "SecondsToExpiry"
-	MetricInRescueWindow      = "InRescueWindow"
-	MetricRunCompleted        = "RunCompleted"
+	metricOldestDeadLetterAge = "OldestDeadLetterAgeSeconds"
+	metricSecondsToExpiry     = "SecondsToExpiry"
+	metricInRescueWindow      = "InRescueWindow"
+	metricRunCompleted        = "RunCompleted"
 )
 
 // serviceName is the lane's POWERTOOLS_SERVICE_NAME, the Lane dimension of
@@ -62,7 +62,7 @@ func (l *lane) consumerMetric(name, label, statistic string) awscloudwatch.Metri
 	props := &awscloudwatch.MetricProps{
 		Namespace:     jsii.String(l.props.namespace),
 		MetricName:    jsii.String(name),
-		DimensionsMap: &map[string]*string{DimensionLane: jsii.String(l.serviceName())},
+		DimensionsMap: &map[string]*string{dimensionLane: jsii.String(l.serviceName())},
 		Statistic:     jsii.String(statistic),
 		Period:        seconds2duration(l.props.alarms.period),
 	}
@@ -80,15 +80,15 @@ func (l *lane) replayMetric(name, statistic string) awscloudwatch.Metric {
 }
 
 // replayAlarmMetric is one of the replay's EMF metrics of this lane's route
-// over the report period (ReportPeriodIntervals schedule intervals),
+// over the report period (reportPeriodIntervals schedule intervals),
 // without a label (see consumerMetric).
 func (l *lane) replayAlarmMetric(name, statistic string) awscloudwatch.Metric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace:  jsii.String(l.props.namespace),
 		MetricName: jsii.String(name),
 		DimensionsMap: &map[string]*string{
-			DimensionLane:  jsii.String(l.serviceName()),
-			DimensionRoute: jsii.String(l.props.replay.routeName),
+			dimensionLane:  jsii.String(l.serviceName()),
+			dimensionRoute: jsii.String(l.props.replay.routeName),
 		},
 		Statistic: jsii.String(statistic),
 		Period:    seconds2duration(l.reportPeriod()),
@@ -97,7 +97,7 @@ func (l *lane) replayAlarmMetric(name, statistic string) awscloudwatch.Metric {
 
 // reportPeriod is the period of the alarms on the replay's report, in
 // seconds.
-func (l *lane) reportPeriod() float64 { return ReportPeriodIntervals * l.props.replay.interval }
+func (l *lane) reportPeriod() float64 { return reportPeriodIntervals * l.props.replay.interval }
 
 // consumerFailureRate is the percentage of the consumer's records that
 // failed per period (metric math).
@@ -106,7 +106,7 @@ func (l *lane) consumerFailureRate(label string) awscloudwatch.MathExpression {
 		Expression: jsii.String("100 * failed / processed"),
 		UsingMetrics: &map[string]awscloudwatch.IMetric{
 			"failed":    l.consumerMetric(MetricRecordsFailed, "failed", "Sum"),
-			"processed": l.consumerMetric(MetricRecordsProcessed, "processed", "Sum"),
+			"processed": l.consumerMetric(metricRecordsProcessed, "processed", "Sum"),
 		},
 		Period: seconds2duration(l.props.alarms.period),
 		Label:  jsii.String(label),
@@ -134,13 +134,13 @@ func (l *lane) consumerFailureRate(label string) awscloudwatch.MathExpression {
 // out messages received three times or more, as the replay receives every
 // dead letter on every run. So DeadLetterAge, RescueWindow and
 // ReplayHeartbeat watch the replay's report of each run (its EMF metrics
-// per route, over periods of ReportPeriodIntervals schedule intervals).
+// per route, over periods of reportPeriodIntervals schedule intervals).
 type Alarms struct {
 	// DeadLetterDepth: the DLQ holds at least one visible message.
 	DeadLetterDepth awscloudwatch.Alarm
 	// DeadLetterAge: the oldest dead letter a replay run examined (its
 	// OldestDeadLetterAgeSeconds, from its SentTimestamp) is older than
-	// DeadLetterAgeAlarmRatio of the DLQ retention, so it expires soon.
+	// deadLetterAgeAlarmRatio of the DLQ retention, so it expires soon.
 	// It replaces the alarm on the DLQ's ApproximateAgeOfOldestMessage.
 	DeadLetterAge awscloudwatch.Alarm
 	// InvalidDepth: the invalid queue holds at least one visible message.
@@ -174,7 +174,7 @@ type Alarms struct {
 	// replay parks those it cannot replay only while it runs.
 	RescueWindow awscloudwatch.Alarm
 	// ReplayHeartbeat: no replay run of the lane's route completed in
-	// ReportPeriodIntervals schedule intervals (its RunCompleted, missing
+	// reportPeriodIntervals schedule intervals (its RunCompleted, missing
 	// data breaching): the schedule is disabled, or every run fails before
 	// it reports. Nothing rescues expiring dead letters meanwhile.
 	ReplayHeartbeat awscloudwatch.Alarm
@@ -288,7 +288,7 @@ func (l *lane) addAlarms() {
 
 	maximum := l.metricOptions("Maximum")
 	sum := l.metricOptions("Sum")
-	ageThreshold := DeadLetterAgeAlarmRatio * r.queues.deadLetterRetention
+	ageThreshold := deadLetterAgeAlarmRatio * r.queues.deadLetterRetention
 	report := human(l.reportPeriod())
 	rescueWindow := r.replay.tuning.rescueWindowSeconds()
 	l.alarms = Alarms{
@@ -298,8 +298,8 @@ func (l *lane) addAlarms() {
 		DeadLetterAge: l.alarm("DeadLetterAgeAlarm",
 			fmt.Sprintf("The oldest dead letter the replay examined is older than %.0f%% of the DLQ retention (%s of %s; the replay's %s, from its SentTimestamp): "+
 				"it expires unseen unless it is replayed or parked.",
-				DeadLetterAgeAlarmRatio*100, human(ageThreshold), human(r.queues.deadLetterRetention), MetricOldestDeadLetterAge),
-			l.replayAlarmMetric(MetricOldestDeadLetterAge, "Maximum"), ageThreshold),
+				deadLetterAgeAlarmRatio*100, human(ageThreshold), human(r.queues.deadLetterRetention), metricOldestDeadLetterAge),
+			l.replayAlarmMetric(metricOldestDeadLetterAge, "Maximum"), ageThreshold),
 		InvalidDepth: l.alarm("InvalidDepthAlarm",
 			"The consumer rejected messages as invalid; fix them at the producer, they are never replayed as is.",
 			l.invalid.MetricApproximateNumberOfMessagesVisible(maximum), 0),
@@ -323,14 +323,14 @@ func (l *lane) addAlarms() {
 		RescueWindow: l.alarm("RescueWindowAlarm",
 			fmt.Sprintf("A replay run found dead letters that expire within the rescue window (%s; the replay's %s): "+
 				"replay them once the cause is fixed; the replay parks those it cannot replay, but only while its schedule runs.",
-				settings.FormatDuration(time.Duration(rescueWindow*float64(time.Second))), MetricInRescueWindow),
-			l.replayAlarmMetric(MetricInRescueWindow, "Maximum"), 0),
+				settings.FormatDuration(time.Duration(rescueWindow*float64(time.Second))), metricInRescueWindow),
+			l.replayAlarmMetric(metricInRescueWindow, "Maximum"), 0),
 		ReplayHeartbeat: l.alarmOf(alarmSpec{
 			id: "ReplayHeartbeatAlarm",
 			description: fmt.Sprintf("No replay run of route %s completed in %s (two schedule intervals; the replay's %s): "+
 				"the schedule (the %s output) is disabled or every run fails before it reports. Nothing rescues expiring dead letters meanwhile.",
-				r.replay.routeName, report, MetricRunCompleted, settings.OutputID(r.name, settings.OutputReplayScheduleName)),
-			metric:    l.replayAlarmMetric(MetricRunCompleted, "Sum"),
+				r.replay.routeName, report, metricRunCompleted, settings.OutputID(r.name, settings.OutputReplayScheduleName)),
+			metric:    l.replayAlarmMetric(metricRunCompleted, "Sum"),
 			threshold: 1,
 			below:     true,
 			missing:   awscloudwatch.TreatMissingData_BREACHING,
@@ -432,17 +432,17 @@ func (l *lane) addDashboard() {
 				graph("Replay runs (EMF, route "+r.replay.routeName+")", 24, []awscloudwatch.IMetric{
 					l.replayMetric("Replayed", "Sum"), l.replayMetric("Parked", "Sum"), l.replayMetric("Delayed", "Sum"),
 					l.replayMetric("DeadLettered", "Sum"), l.replayMetric("Errors", "Sum"), l.replayMetric("GateClosed", "Sum"),
-					l.replayMetric(MetricRunCompleted, "Sum"),
+					l.replayMetric(metricRunCompleted, "Sum"),
 				}),
 			},
 			{
 				graph("Oldest dead letter and its expiry (seconds, replay report)", 12, []awscloudwatch.IMetric{
-					l.replayMetric(MetricOldestDeadLetterAge, "Maximum"), l.replayMetric(MetricSecondsToExpiry, "Minimum"),
+					l.replayMetric(metricOldestDeadLetterAge, "Maximum"), l.replayMetric(metricSecondsToExpiry, "Minimum"),
 				}, &awscloudwatch.HorizontalAnnotation{
-					Label: jsii.String("DLQ age alarm"), Value: jsii.Number(DeadLetterAgeAlarmRatio * r.queues.deadLetterRetention),
+					Label: jsii.String("DLQ age alarm"), Value: jsii.Number(deadLetterAgeAlarmRatio * r.queues.deadLetterRetention),
 				}),
 				graph("Dead letters in the rescue window (replay report)", 12, []awscloudwatch.IMetric{
-					l.replayMetric(MetricInRescueWindow, "Maximum"),
+					l.replayMetric(metricInRescueWindow, "Maximum"),
 				}),
 			},
 		},
@@ -456,14 +456,14 @@ func (l *lane) addDashboard() {
 func (l *lane) recordsRow(graph func(string, float64, []awscloudwatch.IMetric, ...*awscloudwatch.HorizontalAnnotation) awscloudwatch.IWidget) *[]awscloudwatch.IWidget {
 	a := l.props.alarms
 	records := []awscloudwatch.IMetric{
-		l.consumerMetric(MetricRecordsProcessed, "processed", "Sum"),
+		l.consumerMetric(metricRecordsProcessed, "processed", "Sum"),
 		l.consumerMetric(MetricRecordsFailed, "failed", "Sum"),
-		l.consumerMetric(MetricRecordsInvalid, "invalid", "Sum"),
+		l.consumerMetric(metricRecordsInvalid, "invalid", "Sum"),
 	}
 	receiver := []awscloudwatch.IMetric{
-		l.consumerMetric(MetricDuplicatesAbsorbed, "duplicates absorbed", "Sum"),
-		l.consumerMetric(MetricCompletionsUnrecorded, "completions unrecorded", "Sum"),
-		l.consumerMetric(MetricInDoubtTakeovers, "in-doubt takeovers", "Sum"),
+		l.consumerMetric(metricDuplicatesAbsorbed, "duplicates absorbed", "Sum"),
+		l.consumerMetric(metricCompletionsUnrecorded, "completions unrecorded", "Sum"),
+		l.consumerMetric(metricInDoubtTakeovers, "in-doubt takeovers", "Sum"),
 	}
 	if !a.metricMath {
 		return &[]awscloudwatch.IWidget{
@@ -475,7 +475,7 @@ func (l *lane) recordsRow(graph func(string, float64, []awscloudwatch.IMetric, .
 	}
 	byReason := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s" %s="%s"', 'Sum', %.0f)`,
-			l.props.namespace, DimensionLane, DimensionReason, MetricRecordsInvalid, DimensionLane, l.serviceName(), a.period)),
+			l.props.namespace, dimensionLane, dimensionReason, metricRecordsInvalid, dimensionLane, l.serviceName(), a.period)),
 		Period: seconds2duration(l.props.alarms.period),
 		Label:  jsii.String(""),
 	})

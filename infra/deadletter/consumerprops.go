@@ -15,41 +15,41 @@ import (
 
 // Defaults of [ConsumerProps].
 const (
-	// DefaultConsumerTimeoutSeconds is the consumer function's timeout.
-	DefaultConsumerTimeoutSeconds = 30
-	// LambdaDefaultTimeoutSeconds is the timeout of an awslambda.Function
+	// defaultConsumerTimeoutSeconds is the consumer function's timeout.
+	defaultConsumerTimeoutSeconds = 30
+	// lambdaDefaultTimeoutSeconds is the timeout of an awslambda.Function
 	// whose props set none (Lambda's own default).
-	LambdaDefaultTimeoutSeconds = 3
-	// DefaultConsumerMemoryMB is the consumer function's memory size.
-	DefaultConsumerMemoryMB = 256
-	// DefaultBatchSize is the event source mapping's batch size.
-	DefaultBatchSize = 10
-	// DefaultMaxConcurrency caps the concurrent invocations the event source
+	lambdaDefaultTimeoutSeconds = 3
+	// defaultConsumerMemoryMB is the consumer function's memory size.
+	defaultConsumerMemoryMB = 256
+	// defaultBatchSize is the event source mapping's batch size.
+	defaultBatchSize = 10
+	// defaultMaxConcurrency caps the concurrent invocations the event source
 	// mapping starts.
-	DefaultMaxConcurrency = 5
+	defaultMaxConcurrency = 5
 )
 
 // Ranges of [ConsumerProps] enforced by [LaneProps.Validate], from the
 // Lambda quotas.
 const (
-	// MinMaxConcurrency and MaxMaxConcurrency bound MaxConcurrency (the SQS
+	// minMaxConcurrency and maxMaxConcurrency bound MaxConcurrency (the SQS
 	// event source's maximum concurrency).
-	MinMaxConcurrency = 2
-	MaxMaxConcurrency = 1000
-	// MaxConsumerTimeoutSeconds is the Lambda maximum timeout (15 minutes).
-	MaxConsumerTimeoutSeconds = 900
-	// MaxBatchingWindowSeconds is the SQS event source maximum batching window.
-	MaxBatchingWindowSeconds = 300
-	// MaxBatchSizeStandard and MaxBatchSizeFIFO are the batch size limits of
+	minMaxConcurrency = 2
+	maxMaxConcurrency = 1000
+	// maxConsumerTimeoutSeconds is the Lambda maximum timeout (15 minutes).
+	maxConsumerTimeoutSeconds = 900
+	// maxBatchingWindowSeconds is the SQS event source maximum batching window.
+	maxBatchingWindowSeconds = 300
+	// maxBatchSizeStandard and maxBatchSizeFIFO are the batch size limits of
 	// the SQS event source for standard and FIFO queues.
-	MaxBatchSizeStandard = 10000
-	MaxBatchSizeFIFO     = 10
+	maxBatchSizeStandard = 10000
+	maxBatchSizeFIFO     = 10
 )
 
 // wiredEnvironment are the consumer variables the construct sets from its
 // own resources; ConsumerProps.Environment must not set them.
 var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env,
-	EnvKeyExpression, EnvPayloadHashExpression, settings.GroupOrder.Env, settings.SourceQueueURL.Env, settings.ParkingQueueURL.Env, settings.ParksTable.Env,
+	envKeyExpression, envPayloadHashExpression, settings.GroupOrder.Env, settings.SourceQueueURL.Env, settings.ParkingQueueURL.Env, settings.ParksTable.Env,
 	settings.SourceRetention.Env, settings.MaxReceives.Env}
 
 // ConsumerProps configures the lane's consumer: the lane builds a
@@ -130,7 +130,7 @@ type ConsumerProps struct {
 	//     before it comes back.
 	//
 	// With hold or skip the redrive to the DLQ is a backstop:
-	// Queues.MaxReceiveCount defaults to DefaultGroupMaxReceiveCount, and
+	// Queues.MaxReceiveCount defaults to defaultGroupMaxReceiveCount, and
 	// the consumer parks a head ParkMargin deliveries before it. The
 	// consumer gets GROUP_ORDER, SOURCE_QUEUE_URL, PARKING_QUEUE_URL,
 	// SOURCE_RETENTION and MAX_RECEIVES, and SendMessage on the parking
@@ -217,8 +217,8 @@ func (p *ConsumerProps) resolve(lane, codeDir string) consumerResolved {
 		function:            p.Function,
 		codeDir:             filepath.Join(codeDir, "consumer"),
 		timeoutSet:          p.Timeout != nil,
-		timeout:             seconds(p.Timeout, DefaultConsumerTimeoutSeconds),
-		memory:              number(p.MemorySize, DefaultConsumerMemoryMB),
+		timeout:             seconds(p.Timeout, defaultConsumerTimeoutSeconds),
+		memory:              number(p.MemorySize, defaultConsumerMemoryMB),
 		name:                lane,
 		records:             p.Records,
 		key:                 p.Key,
@@ -226,8 +226,8 @@ func (p *ConsumerProps) resolve(lane, codeDir string) consumerResolved {
 		groupOrderProp:      p.GroupOrder,
 		environment:         p.Environment,
 		reservedConcurrency: p.ReservedConcurrency,
-		batchSize:           number(p.BatchSize, DefaultBatchSize),
-		maxConcurrency:      number(p.MaxConcurrency, DefaultMaxConcurrency),
+		batchSize:           number(p.BatchSize, defaultBatchSize),
+		maxConcurrency:      number(p.MaxConcurrency, defaultMaxConcurrency),
 		batchingWindow:      seconds(p.MaxBatchingWindow, 0),
 		functionProps:       p.FunctionProps,
 		eventSourceProps:    p.EventSourceProps,
@@ -239,7 +239,7 @@ func (p *ConsumerProps) resolve(lane, codeDir string) consumerResolved {
 		r.name = *p.Name
 	}
 	if fn, ok := p.Function.(awslambda.Function); ok {
-		r.functionTimeout = jsii.Number(seconds(fn.Timeout(), LambdaDefaultTimeoutSeconds))
+		r.functionTimeout = jsii.Number(seconds(fn.Timeout(), lambdaDefaultTimeoutSeconds))
 		if p.Timeout == nil {
 			r.timeout = *r.functionTimeout
 		}
@@ -257,26 +257,26 @@ func (p *ConsumerProps) resolve(lane, codeDir string) consumerResolved {
 // type, which bounds the batch.
 func (r consumerResolved) validate(fifo bool) []error {
 	c := checker{prefix: "Consumer."}
-	c.whole("MaxConcurrency", r.maxConcurrency, MinMaxConcurrency, MaxMaxConcurrency)
+	c.whole("MaxConcurrency", r.maxConcurrency, minMaxConcurrency, maxMaxConcurrency)
 	if fifo {
-		c.whole("BatchSize (FIFO)", r.batchSize, 1, MaxBatchSizeFIFO)
+		c.whole("BatchSize (FIFO)", r.batchSize, 1, maxBatchSizeFIFO)
 		if r.batchingWindow != 0 {
 			c.bad("MaxBatchingWindow is %s, want 0 for FIFO queues", human(r.batchingWindow))
 		}
 	} else {
-		c.whole("BatchSize", r.batchSize, 1, MaxBatchSizeStandard)
+		c.whole("BatchSize", r.batchSize, 1, maxBatchSizeStandard)
 		if r.batchSize > 10 && r.batchingWindow < 1 {
 			c.bad("BatchSize is %v, above 10 it needs a MaxBatchingWindow of at least 1s", r.batchSize)
 		}
 	}
-	if r.batchingWindow < 0 || r.batchingWindow > MaxBatchingWindowSeconds {
-		c.bad("MaxBatchingWindow is %s, want 0s..%s", human(r.batchingWindow), human(MaxBatchingWindowSeconds))
+	if r.batchingWindow < 0 || r.batchingWindow > maxBatchingWindowSeconds {
+		c.bad("MaxBatchingWindow is %s, want 0s..%s", human(r.batchingWindow), human(maxBatchingWindowSeconds))
 	}
 	if r.reservedConcurrency != nil {
 		c.whole("ReservedConcurrency", *r.reservedConcurrency, 1, math.MaxInt32)
 	}
-	if r.timeout < 1 || r.timeout > MaxConsumerTimeoutSeconds {
-		c.bad("Timeout is %s, want 1s..%s", human(r.timeout), human(MaxConsumerTimeoutSeconds))
+	if r.timeout < 1 || r.timeout > maxConsumerTimeoutSeconds {
+		c.bad("Timeout is %s, want 1s..%s", human(r.timeout), human(maxConsumerTimeoutSeconds))
 	}
 	c.memory("MemorySize", r.memory)
 
@@ -286,7 +286,7 @@ func (r consumerResolved) validate(fifo bool) []error {
 		}
 		switch {
 		case r.functionTimeout == nil && !r.timeoutSet:
-			c.bad("Timeout is required with an imported Consumer.Function: the source queue's visibility timeout is at least %dx it", VisibilityFactor)
+			c.bad("Timeout is required with an imported Consumer.Function: the source queue's visibility timeout is at least %dx it", visibilityFactor)
 		case r.functionTimeout != nil && *r.functionTimeout != r.timeout:
 			c.bad("Timeout is %s, but the Consumer.Function's timeout is %s", human(r.timeout), human(*r.functionTimeout))
 		}

@@ -33,10 +33,10 @@ const (
 // uses. The lane sets each only when its prop is set. Declared once, in
 // package settings.
 var (
-	// EnvKeyExpression is ConsumerProps.Key.
-	EnvKeyExpression = settings.KeyExpression.Env
-	// EnvPayloadHashExpression is ConsumerProps.PayloadHash.
-	EnvPayloadHashExpression = settings.PayloadHashExpression.Env
+	// envKeyExpression is ConsumerProps.Key.
+	envKeyExpression = settings.KeyExpression.Env
+	// envPayloadHashExpression is ConsumerProps.PayloadHash.
+	envPayloadHashExpression = settings.PayloadHashExpression.Env
 )
 
 // MaxExpressionBytes bounds Key and PayloadHash: they travel in
@@ -95,10 +95,10 @@ func checkExpression(expr string) error {
 func (r consumerResolved) contractEnvironment() map[string]*string {
 	env := map[string]*string{}
 	if r.key != nil {
-		env[EnvKeyExpression] = r.key
+		env[envKeyExpression] = r.key
 	}
 	if r.payloadHash != nil {
-		env[EnvPayloadHashExpression] = r.payloadHash
+		env[envPayloadHashExpression] = r.payloadHash
 	}
 	return env
 }

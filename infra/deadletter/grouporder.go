@@ -23,9 +23,9 @@ const (
 // On a FIFO lane that keeps group order, the source's redrive is a
 // backstop the consumer stays ahead of.
 const (
-	// DefaultGroupMaxReceiveCount is [QueuesProps].MaxReceiveCount's
+	// defaultGroupMaxReceiveCount is [QueuesProps].MaxReceiveCount's
 	// default on such a lane.
-	DefaultGroupMaxReceiveCount = 100
+	defaultGroupMaxReceiveCount = 100
 	// ParkMargin is how many deliveries before MaxReceiveCount the
 	// consumer parks a head (its MAX_RECEIVES): deliveries that never
 	// reach the consumer's code (a failed start) count too.

@@ -27,14 +27,14 @@ import (
 // Key schema of the lane's tables, as package settings declares it for the
 // stores of package dynamo too.
 const (
-	// PartitionKey is the String partition key of every table.
-	PartitionKey = settings.PartitionKeyAttribute
-	// SortKey is the String sort key of the replay ledger.
-	SortKey = settings.SortKeyAttribute
-	// TTLAttribute holds a record's expiry in epoch seconds on both
+	// partitionKey is the String partition key of every table.
+	partitionKey = settings.PartitionKeyAttribute
+	// sortKey is the String sort key of the replay ledger.
+	sortKey = settings.SortKeyAttribute
+	// tTLAttribute holds a record's expiry in epoch seconds on both
 	// tables (a park in the ledger has none). DynamoDB's TTL deletion is
 	// housekeeping only: readers check the expiry themselves.
-	TTLAttribute = settings.TTLAttribute
+	tTLAttribute = settings.TTLAttribute
 )
 
 // Lane is one dead-letter lane for one source queue: the queues, the tables,
@@ -329,7 +329,7 @@ func (l *lane) addQueues() {
 	} else {
 		l.deadLetter = l.queue("DeadLetterQueue", queueDeadLetter, r.deadLetterProps, awssqs.QueueProps{
 			RetentionPeriod:     seconds2duration(r.deadLetterRetention),
-			MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
+			MaxMessageSizeBytes: jsii.Number(maxMessageBytes),
 			RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
 				RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
 				SourceQueues:      &[]awssqs.IQueue{sourceRef},
@@ -353,12 +353,12 @@ func (l *lane) addQueues() {
 	// Neither lane of last resort may become another queue's DLQ.
 	l.invalid = l.queue("InvalidQueue", queueLastResort, r.invalidProps, awssqs.QueueProps{
 		RetentionPeriod:     seconds2duration(r.deadLetterRetention),
-		MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
+		MaxMessageSizeBytes: jsii.Number(maxMessageBytes),
 		RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
 	})
 	l.parking = l.queue("ParkingQueue", queueLastResort, r.parkingProps, awssqs.QueueProps{
 		RetentionPeriod:     seconds2duration(r.deadLetterRetention),
-		MaxMessageSizeBytes: jsii.Number(MaxMessageBytes),
+		MaxMessageSizeBytes: jsii.Number(maxMessageBytes),
 		RedriveAllowPolicy:  &awssqs.RedriveAllowPolicy{RedrivePermission: awssqs.RedrivePermission_DENY_ALL},
 	})
 	for _, q := range []awssqs.Queue{l.invalid, l.parking} {
@@ -374,7 +374,7 @@ const warnSourceMessageSize = "homing-deadletter:SourceQueueMaximumMessageSize"
 
 // sizeSourceMessages sets the MaximumMessageSize that the team's queue q
 // (cfn its resource) leaves unset to SourceMaxMessageBytes, and says so in
-// a warning. Unset, it is SQS's default, MaxMessageBytes: such a message
+// a warning. Unset, it is SQS's default, maxMessageBytes: such a message
 // would not fit the invalid or the parking queue with the lane's metadata,
 // so it would be retried into the DLQ, fail every replay and expire
 // unparked. The property updates without interruption.
@@ -385,7 +385,7 @@ func sizeSourceMessages(q awssqs.Queue, cfn awssqs.CfnQueue) {
 			"unset, it is SQS's default of %d bytes, and a message that large would not fit the invalid or the parking queue "+
 			"(%d bytes) once the lane adds its metadata (up to %d bytes). "+
 			"To silence this warning, set MaxMessageSizeBytes on the queue yourself, at most %d.",
-		SourceMaxMessageBytes, MaxMessageBytes, MaxMessageBytes, MetadataReserveBytes, SourceMaxMessageBytes)), nil)
+		SourceMaxMessageBytes, maxMessageBytes, maxMessageBytes, metadataReserveBytes, SourceMaxMessageBytes)), nil)
 }
 
 // addSourceQueue creates the lane's own source queue, named name. No other
@@ -407,17 +407,17 @@ func (l *lane) addSourceQueue(name string) {
 
 // tableSpec is what tells the lane's tables apart.
 type tableSpec struct {
-	sortKey bool // a String sort key, SortKey, besides the partition key
-	ttl     bool // DynamoDB expires items by TTLAttribute
+	sortKey bool // a String sort key, sortKey, besides the partition key
+	ttl     bool // DynamoDB expires items by tTLAttribute
 }
 
 // table creates a table of spec with the settings every lane table
-// shares: a String partition key PartitionKey, on-demand billing,
+// shares: a String partition key partitionKey, on-demand billing,
 // AWS-managed encryption, point-in-time recovery, the lane's removal
 // policy and deletion protection.
 func (l *lane) table(id string, spec tableSpec) awsdynamodb.Table {
 	props := &awsdynamodb.TableProps{
-		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(partitionKey), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		Encryption:   awsdynamodb.TableEncryption_AWS_MANAGED,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
@@ -427,10 +427,10 @@ func (l *lane) table(id string, spec tableSpec) awsdynamodb.Table {
 		DeletionProtection: jsii.Bool(l.props.deletionProtection),
 	}
 	if spec.sortKey {
-		props.SortKey = &awsdynamodb.Attribute{Name: jsii.String(SortKey), Type: awsdynamodb.AttributeType_STRING}
+		props.SortKey = &awsdynamodb.Attribute{Name: jsii.String(sortKey), Type: awsdynamodb.AttributeType_STRING}
 	}
 	if spec.ttl {
-		props.TimeToLiveAttribute = jsii.String(TTLAttribute)
+		props.TimeToLiveAttribute = jsii.String(tTLAttribute)
 	}
 	return awsdynamodb.NewTable(l.scope(), jsii.String(id), props)
 }

@@ -110,7 +110,7 @@ func TestOverridesRefused(t *testing.T) {
 		}, []string{"Queues.DeadLetterQueueProps.DeadLetterQueue is set, but the lane sets it: a DLQ behind the DLQ would hide dead letters from the replay"}},
 		{"the invalid queue's size", func(p *deadletter.LaneProps) {
 			p.Queues.InvalidQueueProps = &awssqs.QueueProps{MaxMessageSizeBytes: jsii.Number(262144)}
-		}, []string{"Queues.InvalidQueueProps.MaxMessageSizeBytes is set, but the lane sets it: it takes MaxMessageBytes"}},
+		}, []string{"Queues.InvalidQueueProps.MaxMessageSizeBytes is set, but the lane sets it: it takes 1 MiB"}},
 		{"the parking queue's encryption", func(p *deadletter.LaneProps) {
 			p.Queues.ParkingQueueProps = &awssqs.QueueProps{Encryption: awssqs.QueueEncryption_KMS_MANAGED}
 		}, []string{"Queues.ParkingQueueProps.Encryption is set, but the lane sets it: set Queues.EncryptionKey"}},

@@ -181,7 +181,7 @@ func (p *LaneProps) resolve(id string) resolved {
 	r.consumer.groupOrder = groupOrder(r.consumer.groupOrderProp, r.queues.fifo)
 	if r.consumer.groupOrder != "" && p.Queues.MaxReceiveCount == nil {
 		// The redrive is the backstop (an adopted queue's own count too).
-		r.queues.maxReceiveCount = DefaultGroupMaxReceiveCount
+		r.queues.maxReceiveCount = defaultGroupMaxReceiveCount
 	}
 	r.alarms = p.Alarms.resolve(r.queues.visibility, r.consumer.timeout)
 	r.replay = p.Replay.resolve(r.name)

@@ -14,41 +14,41 @@ import (
 // Defaults of [QueuesProps]: the production-grade values; a local emulator
 // profile overrides some of them with faster ones.
 const (
-	// DefaultMaxReceiveCount is how many receives SQS allows before it moves
+	// defaultMaxReceiveCount is how many receives SQS allows before it moves
 	// a message from the source queue to the DLQ.
-	DefaultMaxReceiveCount = 10
-	// DefaultSourceRetentionDays is the source queue's retention (the SQS default).
-	DefaultSourceRetentionDays = 4
-	// DefaultDeadLetterRetentionDays is the retention of the DLQ, the invalid
+	defaultMaxReceiveCount = 10
+	// defaultSourceRetentionDays is the source queue's retention (the SQS default).
+	defaultSourceRetentionDays = 4
+	// defaultDeadLetterRetentionDays is the retention of the DLQ, the invalid
 	// queue and the parking queue (the SQS maximum).
-	DefaultDeadLetterRetentionDays = 14
-	// VisibilityFactor is the minimum ratio of the source queue's visibility
+	defaultDeadLetterRetentionDays = 14
+	// visibilityFactor is the minimum ratio of the source queue's visibility
 	// timeout to the consumer timeout, as AWS recommends for SQS event sources.
-	VisibilityFactor = 6
+	visibilityFactor = 6
 )
 
 // Ranges of [QueuesProps] enforced by [LaneProps.Validate], from the SQS quotas.
 const (
-	// MinMaxReceiveCount and MaxMaxReceiveCount bound MaxReceiveCount.
-	MinMaxReceiveCount = 1
-	MaxMaxReceiveCount = 1000
-	// MinRetentionSeconds and MaxRetentionSeconds bound SQS message retention.
-	MinRetentionSeconds = 60
-	MaxRetentionSeconds = 14 * 24 * 3600
-	// MaxVisibilitySeconds is the SQS maximum visibility timeout (12 hours).
-	MaxVisibilitySeconds = 12 * 3600
+	// minMaxReceiveCount and maxMaxReceiveCount bound MaxReceiveCount.
+	minMaxReceiveCount = 1
+	maxMaxReceiveCount = 1000
+	// minRetentionSeconds and maxRetentionSeconds bound SQS message retention.
+	minRetentionSeconds = 60
+	maxRetentionSeconds = 14 * 24 * 3600
+	// maxVisibilitySeconds is the SQS maximum visibility timeout (12 hours).
+	maxVisibilitySeconds = 12 * 3600
 )
 
 // Message sizes of the lane's queues, in the bytes SQS counts (body plus
 // attribute names, types and values), as package settings declares them.
 const (
-	// MaxMessageBytes is SQS's largest message and the size of a queue
+	// maxMessageBytes is SQS's largest message and the size of a queue
 	// that does not set MaximumMessageSize; the size of the DLQ, the
 	// invalid and the parking queues.
-	MaxMessageBytes = settings.MaxMessageBytes
-	// MetadataReserveBytes is what the consumer and the replay function may
+	maxMessageBytes = settings.MaxMessageBytes
+	// metadataReserveBytes is what the consumer and the replay function may
 	// add to a message when they forward it with their metadata attribute.
-	MetadataReserveBytes = settings.MetadataReserveBytes
+	metadataReserveBytes = settings.MetadataReserveBytes
 	// SourceMaxMessageBytes is the source queue's MaximumMessageSize: any
 	// message it accepts still fits the invalid and parking queues with our
 	// metadata. The lane sets it on its own source queue and on an adopted
@@ -75,7 +75,7 @@ type QueuesProps struct {
 	//
 	// On that queue the lane sets its RedrivePolicy (the DLQ, with
 	// MaxReceiveCount) and the lane's tags, and its MaximumMessageSize only
-	// if the queue leaves it unset: SQS's default, MaxMessageBytes, would
+	// if the queue leaves it unset: SQS's default, maxMessageBytes, would
 	// accept messages that the invalid and parking queues cannot take with
 	// the lane's metadata, so the lane sets SourceMaxMessageBytes (an update
 	// without interruption) and warns at synth; set MaxMessageSizeBytes on
@@ -131,7 +131,7 @@ type QueuesProps struct {
 	// MaxReceiveCount is the number of receives after which SQS moves a
 	// message from the source queue to the DLQ. Default 10, or the count of
 	// an adopted SourceQueue's own redrive policy; on a FIFO lane that
-	// keeps group order DefaultGroupMaxReceiveCount (a backstop: see
+	// keeps group order defaultGroupMaxReceiveCount (a backstop: see
 	// ConsumerProps.GroupOrder), at least ParkMargin+2; 1..1000.
 	MaxReceiveCount *float64
 	// VisibilityTimeout is the source queue's visibility timeout.
@@ -218,7 +218,7 @@ type queuesResolved struct {
 	visibility          float64
 	// sourceMaxBytes is an adopted SourceQueue's MaximumMessageSize, NaN
 	// when it is a token, nil when the queue leaves it unset (SQS's default,
-	// MaxMessageBytes) and the lane sets it to SourceMaxMessageBytes.
+	// maxMessageBytes) and the lane sets it to SourceMaxMessageBytes.
 	sourceMaxBytes     *float64
 	allowNativeRedrive bool
 	operatorArns       []string
@@ -232,10 +232,10 @@ type queuesResolved struct {
 func (p *QueuesProps) resolve(fifo *bool, consumer consumerResolved) queuesResolved {
 	r := queuesResolved{
 		fifo:                fifo != nil && *fifo,
-		sourceRetention:     seconds(p.SourceRetention, DefaultSourceRetentionDays*24*3600),
-		deadLetterRetention: seconds(p.DeadLetterRetention, DefaultDeadLetterRetentionDays*24*3600),
-		maxReceiveCount:     number(p.MaxReceiveCount, DefaultMaxReceiveCount),
-		visibility:          seconds(p.VisibilityTimeout, VisibilityFactor*consumer.timeout+consumer.batchingWindow),
+		sourceRetention:     seconds(p.SourceRetention, defaultSourceRetentionDays*24*3600),
+		deadLetterRetention: seconds(p.DeadLetterRetention, defaultDeadLetterRetentionDays*24*3600),
+		maxReceiveCount:     number(p.MaxReceiveCount, defaultMaxReceiveCount),
+		visibility:          seconds(p.VisibilityTimeout, visibilityFactor*consumer.timeout+consumer.batchingWindow),
 		allowReplacement:    p.AllowQueueReplacement != nil && *p.AllowQueueReplacement,
 		key:                 p.EncryptionKey,
 		allowNativeRedrive:  p.AllowNativeRedrive != nil && *p.AllowNativeRedrive,
@@ -287,10 +287,10 @@ func (r *queuesResolved) adoptSource(p *QueuesProps, fifoSet bool) {
 		}
 		return *v
 	}
-	r.sourceRetention = known(cfn.MessageRetentionPeriod(), DefaultSourceRetentionDays*24*3600)
+	r.sourceRetention = known(cfn.MessageRetentionPeriod(), defaultSourceRetentionDays*24*3600)
 	r.visibility = known(cfn.VisibilityTimeout(), 30)
 	if v := cfn.MaximumMessageSize(); v != nil {
-		b := known(v, MaxMessageBytes)
+		b := known(v, maxMessageBytes)
 		r.sourceMaxBytes = &b
 	}
 }
@@ -299,7 +299,7 @@ func (r *queuesResolved) adoptSource(p *QueuesProps, fifoSet bool) {
 // consumer's, in seconds, which the visibility timeout must allow for.
 func (r queuesResolved) validate(consumerTimeout float64) []error {
 	c := checker{prefix: "Queues."}
-	c.whole("MaxReceiveCount", r.maxReceiveCount, MinMaxReceiveCount, MaxMaxReceiveCount)
+	c.whole("MaxReceiveCount", r.maxReceiveCount, minMaxReceiveCount, maxMaxReceiveCount)
 
 	// An adopted queue's settings are named as the queue's; NaN is a token,
 	// which CloudFormation checks.
@@ -329,19 +329,19 @@ func (r queuesResolved) validate(consumerTimeout float64) []error {
 		name string
 		v    float64
 	}{{sourceRetention, r.sourceRetention}, {"DeadLetterRetention", r.deadLetterRetention}} {
-		if f.v < MinRetentionSeconds || f.v > MaxRetentionSeconds {
-			c.bad("%s is %s, want %s..%s", f.name, human(f.v), human(MinRetentionSeconds), human(MaxRetentionSeconds))
+		if f.v < minRetentionSeconds || f.v > maxRetentionSeconds {
+			c.bad("%s is %s, want %s..%s", f.name, human(f.v), human(minRetentionSeconds), human(maxRetentionSeconds))
 		}
 	}
 	if r.deadLetterRetention <= r.sourceRetention {
 		c.bad("DeadLetterRetention (%s) must be longer than %s (%s): SQS keeps a message's original enqueue time when it moves it to the DLQ",
 			human(r.deadLetterRetention), sourceRetention, human(r.sourceRetention))
 	}
-	if r.visibility < VisibilityFactor*consumerTimeout {
-		c.bad("%s is %s, want at least %dx Consumer.Timeout (%s)", visibility, human(r.visibility), VisibilityFactor, human(VisibilityFactor*consumerTimeout))
+	if r.visibility < visibilityFactor*consumerTimeout {
+		c.bad("%s is %s, want at least %dx Consumer.Timeout (%s)", visibility, human(r.visibility), visibilityFactor, human(visibilityFactor*consumerTimeout))
 	}
-	if r.visibility > MaxVisibilitySeconds {
-		c.bad("%s is %s, want at most %s", visibility, human(r.visibility), human(MaxVisibilitySeconds))
+	if r.visibility > maxVisibilitySeconds {
+		c.bad("%s is %s, want at most %s", visibility, human(r.visibility), human(maxVisibilitySeconds))
 	}
 	for _, arn := range r.operatorArns {
 		if !strings.HasPrefix(arn, "arn:") {
@@ -371,7 +371,7 @@ func queueRule(k queueKind) overrideRule {
 	retention, redrive, allow, size := "set Queues.DeadLetterRetention",
 		"a queue of last resort redrives nowhere: a DLQ behind it would only hide messages further",
 		"it denies every queue: no other queue may make it its DLQ",
-		"it takes MaxMessageBytes, SQS's largest message: a message forwarded with the lane's metadata must fit"
+		"it takes 1 MiB, SQS's largest message: a message forwarded with the lane's metadata must fit"
 	switch k {
 	case queueSource:
 		retention = "set Queues.SourceRetention"

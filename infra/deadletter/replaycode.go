@@ -15,12 +15,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 )
 
-// RootModule is the module whose functions/replay the lane deploys: the
+// rootModule is the module whose functions/replay the lane deploys: the
 // module of the same release as this construct (infra/go.mod requires it).
-const RootModule = "github.com/homingdlq/homing"
+const rootModule = "github.com/homingdlq/homing"
 
-// ReplayPackage is the replay function's main package.
-const ReplayPackage = RootModule + "/functions/replay"
+// replayPackage is the replay function's main package.
+const replayPackage = rootModule + "/functions/replay"
 
 // replayCode is the directory of the replay function's bootstrap: the
 // prebuilt one of Replay.CodeDir or CodeDir/replay when the props name one,
@@ -32,7 +32,7 @@ func (r resolved) replayCode() (string, error) {
 		abs, err := bootstrapDir(dir)
 		if err != nil {
 			return "", fmt.Errorf("%w (build it: `CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -tags lambda.norpc -trimpath -o %s/bootstrap %s`, "+
-				"`make build` in homing's repository; or set neither CodeDir nor Replay.CodeDir, and the lane builds it at synth)", err, r.goArch(), dir, ReplayPackage)
+				"`make build` in homing's repository; or set neither CodeDir nor Replay.CodeDir, and the lane builds it at synth)", err, r.goArch(), dir, replayPackage)
 		}
 		return abs, nil
 	}
@@ -72,7 +72,7 @@ type goModule struct {
 func buildReplay(arch string) (string, error) {
 	howto := fmt.Sprintf("the lane builds the replay function from %s at synth and could not; build it yourself "+
 		"(`CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -tags lambda.norpc -trimpath -o <dir>/bootstrap %s` in your CDK app's module, "+
-		"or unzip the release's replay_<version>_lambda_%s.zip into <dir>) and pass <dir> as ReplayProps.CodeDir", ReplayPackage, arch, ReplayPackage, arch)
+		"or unzip the release's replay_<version>_lambda_%s.zip into <dir>) and pass <dir> as ReplayProps.CodeDir", replayPackage, arch, replayPackage, arch)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("%s: no go command on PATH: %w", howto, err)
@@ -115,18 +115,18 @@ func buildReplay(arch string) (string, error) {
 // required version in the module cache (downloaded if it is not there).
 func locateRoot(goBin string) (goModule, error) {
 	var mod goModule
-	if err := goJSON(goBin, &mod, "list", "-m", "-json", RootModule); err != nil {
+	if err := goJSON(goBin, &mod, "list", "-m", "-json", rootModule); err != nil {
 		return mod, err
 	}
 	if mod.Replace != nil {
 		mod = *mod.Replace
 		if mod.Version == "" && !filepath.IsAbs(mod.Path) {
-			return mod, fmt.Errorf("%s is replaced by the relative directory %s, and `go list` gave no Dir", RootModule, mod.Path)
+			return mod, fmt.Errorf("%s is replaced by the relative directory %s, and `go list` gave no Dir", rootModule, mod.Path)
 		}
 	}
 	if mod.Version == "" {
 		if mod.Dir == "" {
-			return mod, fmt.Errorf("`go list -m %s` names neither a directory nor a version", RootModule)
+			return mod, fmt.Errorf("`go list -m %s` names neither a directory nor a version", rootModule)
 		}
 		return mod, nil // a working tree
 	}

@@ -26,7 +26,7 @@ func TestReplayBuildCacheFollowsTheContent(t *testing.T) {
 	if err := os.MkdirAll(app, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(app, "go.mod"), []byte("module example.com/app\n\ngo 1.21\n\nrequire "+RootModule+" v0.0.1\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(app, "go.mod"), []byte("module example.com/app\n\ngo 1.21\n\nrequire "+rootModule+" v0.0.1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range map[string]string{
@@ -67,18 +67,18 @@ func TestReplayBuildCacheFollowsTheContent(t *testing.T) {
 // marker into the file proxy at proxy, replacing what was there.
 func publish(t *testing.T, proxy, version, marker string) {
 	t.Helper()
-	at := filepath.Join(proxy, filepath.FromSlash(RootModule), "@v")
+	at := filepath.Join(proxy, filepath.FromSlash(rootModule), "@v")
 	if err := os.MkdirAll(at, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mod := "module " + RootModule + "\n\ngo 1.21\n"
+	mod := "module " + rootModule + "\n\ngo 1.21\n"
 	var z bytes.Buffer
 	w := zip.NewWriter(&z)
 	for name, body := range map[string]string{
 		"go.mod":                   mod,
 		"functions/replay/main.go": "package main\n\nfunc main() { println(\"" + marker + "\") }\n",
 	} {
-		f, err := w.Create(RootModule + "@" + version + "/" + name)
+		f, err := w.Create(rootModule + "@" + version + "/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}

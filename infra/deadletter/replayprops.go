@@ -16,28 +16,28 @@ import (
 // Defaults of [ReplayProps] that the construct owns; the tuning fields'
 // defaults are the replay function's own (package settings).
 const (
-	// DefaultReplaySchedule is the replay function's EventBridge schedule.
-	DefaultReplaySchedule = "rate(15 minutes)"
-	// DefaultReplayTimeoutSeconds is the replay function's timeout: at the
+	// defaultReplaySchedule is the replay function's EventBridge schedule.
+	defaultReplaySchedule = "rate(15 minutes)"
+	// defaultReplayTimeoutSeconds is the replay function's timeout: at the
 	// function's default RATE it leaves room for a run of MAX_PER_RUN
 	// (100,000 messages at 250 msgs/s take 400 s) and ends before the
 	// next scheduled run starts (docs/OPERATIONS.md, "How long a backlog
 	// takes").
-	DefaultReplayTimeoutSeconds = 10 * 60
-	// DefaultReplayMemoryMB is the replay function's memory size.
-	DefaultReplayMemoryMB = 256
+	defaultReplayTimeoutSeconds = 10 * 60
+	// defaultReplayMemoryMB is the replay function's memory size.
+	defaultReplayMemoryMB = 256
 )
 
 // Ranges of [ReplayProps] enforced by [LaneProps.Validate].
 const (
-	// MinReplayTimeoutSeconds and MaxReplayTimeoutSeconds bound
+	// minReplayTimeoutSeconds and maxReplayTimeoutSeconds bound
 	// ReplayProps.Timeout: a run needs time for its gates and at least one
 	// batch beside the deadline margin.
-	MinReplayTimeoutSeconds = 10
-	MaxReplayTimeoutSeconds = 900
-	// MaxReplayIntervalSeconds bounds ReplayProps.Interval: the report
+	minReplayTimeoutSeconds = 10
+	maxReplayTimeoutSeconds = 900
+	// maxReplayIntervalSeconds bounds ReplayProps.Interval: the report
 	// alarms' period, twice it, stays within a day.
-	MaxReplayIntervalSeconds = 12 * 3600
+	maxReplayIntervalSeconds = 12 * 3600
 )
 
 // replayWiredEnvironment are the replay variables the construct sets from its
@@ -242,10 +242,10 @@ type replayResolved struct {
 func (p *ReplayProps) resolve(lane string) replayResolved {
 	r := replayResolved{
 		routeName:     lane,
-		schedule:      DefaultReplaySchedule,
+		schedule:      defaultReplaySchedule,
 		enabled:       p.Enabled == nil || *p.Enabled,
-		timeout:       seconds(p.Timeout, DefaultReplayTimeoutSeconds),
-		memory:        number(p.MemorySize, DefaultReplayMemoryMB),
+		timeout:       seconds(p.Timeout, defaultReplayTimeoutSeconds),
+		memory:        number(p.MemorySize, defaultReplayMemoryMB),
 		reserved:      p.ReservedConcurrency,
 		healthURL:     p.HealthURL,
 		codeDir:       p.CodeDir,
@@ -306,12 +306,12 @@ func (r replayResolved) validate(deadLetterRetention float64) []error {
 	switch {
 	case r.interval == 0:
 		c.bad("Interval is required with the Schedule %q: the heartbeat and expiry alarms evaluate periods of twice the interval between runs", r.schedule)
-	case r.interval < 60 || r.interval > MaxReplayIntervalSeconds || math.Mod(r.interval, 60) != 0:
+	case r.interval < 60 || r.interval > maxReplayIntervalSeconds || math.Mod(r.interval, 60) != 0:
 		c.bad("Interval is %s, want a whole number of minutes in %s..%s (CloudWatch alarm periods; the report alarms evaluate twice it)",
-			human(r.interval), human(60), human(MaxReplayIntervalSeconds))
+			human(r.interval), human(60), human(maxReplayIntervalSeconds))
 	}
-	if r.timeout < MinReplayTimeoutSeconds || r.timeout > MaxReplayTimeoutSeconds {
-		c.bad("Timeout is %s, want %s..%s", human(r.timeout), human(MinReplayTimeoutSeconds), human(MaxReplayTimeoutSeconds))
+	if r.timeout < minReplayTimeoutSeconds || r.timeout > maxReplayTimeoutSeconds {
+		c.bad("Timeout is %s, want %s..%s", human(r.timeout), human(minReplayTimeoutSeconds), human(maxReplayTimeoutSeconds))
 	}
 	c.memory("MemorySize", r.memory)
 	if r.reserved != nil {
