@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homingdlq/homing/replay/handler"
+	"github.com/homingdlq/homing/internal/handler"
 )
 
 // The outputs file names the round's resources as a deployed lane's

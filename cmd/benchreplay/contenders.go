@@ -16,12 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/handler"
 	"github.com/homingdlq/homing/internal/sample/invoicing"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/drill"
 	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/handler"
 )
 
 // contender is one way of moving the DLQ's messages to the source queue.

@@ -19,10 +19,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homingdlq/homing/internal/handler"
 	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/handler"
 )
 
 // defaultRouteName is the lane's route name when neither the replay

@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/handler"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/handler"
 )
 
 func main() {

@@ -1,7 +1,7 @@
 // Package publicapi holds no code: its test guards the boundary of the
 // module's public packages, every package outside internal/ that is not a
 // main (batch, invalid, idempotency and idempotency/idempotencytest, dynamo,
-// replay, replay/handler and replay/replaytest, settings).
+// replay and replay/replaytest).
 //
 // None of them, nor their unit tests and Examples, may depend on the sample
 // domain (internal/sample: order, invoicing, tax, taxstub, consumer):

@@ -20,7 +20,7 @@ const module = "github.com/homingdlq/homing"
 // no package would pass vacuously.
 var known = []string{
 	"batch", "invalid", "idempotency", "idempotency/idempotencytest", "dynamo",
-	"payload", "replay", "replay/handler", "replay/replaytest",
+	"payload", "replay", "replay/replaytest",
 }
 
 // sample is the sample domain (the order-to-invoice lane, its tax client,
@@ -280,7 +280,7 @@ func TestRulesMatchPackagesAndThoseBelow(t *testing.T) {
 			}
 		})
 	}
-	if !lambdaRule.applies(module+"/replay") || !lambdaRule.applies(module+"/invalid") || lambdaRule.applies(module+"/replay/handler") || lambdaRule.applies(module+"/batch") {
+	if !lambdaRule.applies(module+"/replay") || !lambdaRule.applies(module+"/invalid") || lambdaRule.applies(module+"/internal/handler") || lambdaRule.applies(module+"/batch") {
 		t.Error("the Lambda rule must hold replay and invalid, and only them")
 	}
 }

@@ -22,10 +22,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/handler"
 	"github.com/homingdlq/homing/internal/redact"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/handler"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
 

@@ -3,7 +3,7 @@ package handler_test
 import (
 	"fmt"
 
-	"github.com/homingdlq/homing/replay/handler"
+	"github.com/homingdlq/homing/internal/handler"
 )
 
 // The replay function's environment, read and validated at cold start; an

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homingdlq/homing/internal/handler"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/handler"
 )
 
 // REPLAY_ROUTES names each lane's key, payload hash and records.

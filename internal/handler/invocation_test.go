@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homingdlq/homing/internal/handler"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/handler"
 )
 
 // config has two routes, orders and payments, and caps of 1000 messages at

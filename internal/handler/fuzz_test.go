@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homingdlq/homing/internal/handler"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/handler"
 )
 
 // FuzzParseInvocation feeds arbitrary payloads to the invocation parser
