@@ -24,6 +24,7 @@ import (
 	"github.com/homingdlq/homing/batch/batchtest"
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/fifo/fifotest"
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 )
@@ -748,7 +749,7 @@ func TestForgedMetadataNeitherSkipsNorLoses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	garbage := map[string]types.MessageAttributeValue{replay.AttributeName: {DataType: aws.String("String"), StringValue: aws.String("not json")}}
+	garbage := map[string]types.MessageAttributeValue{envelope.ReplayAttributeName: {DataType: aws.String("String"), StringValue: aws.String("not json")}}
 	l.publishWith("a/2", forgedRound)
 	l.publishWith("a/3", forgedReplay)
 	l.publishWith("a/4", garbage)

@@ -63,7 +63,7 @@ func TestLedgerWritesTheTTLAttribute(t *testing.T) {
 	table := emulatortest.LedgerTable(t, db)
 	now := time.Now()
 	r := replay.MessageRecord{HistoryKey: "order#ORD-TTL", MessageID: "m-1", State: replay.Seen, Route: "orders", OriginalMessageID: "m-1",
-		RunID: "run", FirstSeenAt: now, At: now, ExpiresAt: now.Add(replay.DefaultRecordLifetime)}
+		RunID: "run", FirstSeenAt: now, At: now, ExpiresAt: now.Add(settings.DefaultRecordLifetime)}
 	if _, ok, err := dynamo.NewLedger(db, table, nil).Mark(context.Background(), r); err != nil || !ok {
 		t.Fatalf("ok=%v err=%v", ok, err)
 	}

@@ -3,8 +3,8 @@ package emf
 import (
 	"errors"
 	"fmt"
-	"github.com/homingdlq/homing/internal/emfline"
 
+	"github.com/homingdlq/homing/internal/emfline"
 	"github.com/homingdlq/homing/internal/settings"
 )
 

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/homingdlq/homing/internal/emfline"
 	"io"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/homingdlq/homing/internal/emfline"
 	"github.com/homingdlq/homing/internal/settings"
 )
 

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/homingdlq/homing/internal/emfline"
-	"github.com/homingdlq/homing/internal/emfline/emflinetest"
 	"log/slog"
 	"maps"
 	"slices"
@@ -20,6 +18,8 @@ import (
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/emf"
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/emfline"
+	"github.com/homingdlq/homing/internal/emfline/emflinetest"
 	"github.com/homingdlq/homing/internal/settings"
 )
 

@@ -82,7 +82,7 @@ func TestReleaseMarksCannotBeForged(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged := func(release string) map[string]types.MessageAttributeValue {
-		attrs, err := envelope.Pack(producer(2), replay.AttributeName, map[string]string{"originalMessageId": "p-1", "release": release})
+		attrs, err := envelope.Pack(producer(2), envelope.ReplayAttributeName, map[string]string{"originalMessageId": "p-1", "release": release})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestAProducersGarbageUnderOurNameIsKept(t *testing.T) {
 				want[name] = attrs[name]
 			}
 		}
-		attrs[replay.AttributeName] = str("not json")
+		attrs[envelope.ReplayAttributeName] = str("not json")
 		if n := fifo.Released(attrs, "body", "r-1"); n != 0 {
 			t.Fatalf("garbage is number %d of a round", n)
 		}

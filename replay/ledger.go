@@ -20,9 +20,9 @@ const (
 // Final reports whether s ends a DLQ message's history.
 func (s State) Final() bool { return s == Sent || s == Parked || s == Resolved }
 
-// DefaultRecordLifetime is how long ledger records live: longer than the
+// defaultRecordLifetime is how long ledger records live: longer than the
 // longest DLQ retention (14 days) with a margin.
-const DefaultRecordLifetime = 30 * 24 * time.Hour
+const defaultRecordLifetime = 30 * 24 * time.Hour
 
 // MessageRecord is the ledger record of one DLQ message. The records of the
 // messages of one business key together are the key's history.

@@ -20,11 +20,11 @@ import (
 	"github.com/homingdlq/homing/payload"
 )
 
-// AttributeName is the message attribute that carries [Metadata].
-const AttributeName = envelope.ReplayAttributeName
+// attributeName is the message attribute that carries [Metadata].
+const attributeName = envelope.ReplayAttributeName
 
 // Metadata travels with a replayed or parked message in the one attribute
-// [AttributeName]. A replay replaces the previous metadata.
+// attributeName. A replay replaces the previous metadata.
 type Metadata struct {
 	ReplayCount         int       `json:"replayCount"`           // replays so far, this one included
 	FirstDeadLetteredAt time.Time `json:"firstDeadLetteredAt"`   // when the original message was first dead-lettered (approximately)
@@ -61,7 +61,7 @@ type Metadata struct {
 // an attribute as the producer's data). What Read returns, [Attributes]
 // writes again.
 func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer map[string]types.MessageAttributeValue, found bool, err error) {
-	producer, found, err = envelope.Unpack(attrs, AttributeName, &meta)
+	producer, found, err = envelope.Unpack(attrs, attributeName, &meta)
 	if err == nil && found && !meta.readable() {
 		err = fmt.Errorf("%w: no original message id, or a field out of the engine's bounds", envelope.ErrCorrupt)
 	}
@@ -72,12 +72,12 @@ func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer
 }
 
 // Attributes returns producer's attributes with meta added in the one
-// attribute [AttributeName], as the engine sends a message: meta is trusted
+// attribute attributeName, as the engine sends a message: meta is trusted
 // by the engine only when sealed ([Metadata.Sealed]). It returns an error
 // when meta does not fit beside producer: more than the 10 attributes SQS
 // carries, or metadata over 16 KiB.
 func Attributes(producer map[string]types.MessageAttributeValue, meta Metadata) (map[string]types.MessageAttributeValue, error) {
-	attrs, err := envelope.Pack(producer, AttributeName, meta)
+	attrs, err := envelope.Pack(producer, attributeName, meta)
 	if err != nil {
 		return nil, fmt.Errorf("add replay metadata: %w", err)
 	}
@@ -185,8 +185,8 @@ func readMessage(m types.Message, now time.Time, t trust, key payload.Key) messa
 		// metadata; the message is treated as one that carries none.
 		msg.meta, msg.hasMeta, msg.foreign = Metadata{}, false, true
 		msg.producer = maps.Clone(m.MessageAttributes)
-		delete(msg.producer, AttributeName)
-		msg.producer[envelope.Neutral(AttributeName, m.MessageAttributes)] = m.MessageAttributes[AttributeName]
+		delete(msg.producer, attributeName)
+		msg.producer[envelope.Neutral(attributeName, m.MessageAttributes)] = m.MessageAttributes[attributeName]
 	}
 	msg.key, _ = key.Of([]byte(msg.body))
 	msg.reason = reason(msg.meta, m.MessageAttributes, t.invalid)

@@ -18,40 +18,40 @@ import (
 // its settings' defaults, as package settings declares them (RATE,
 // MAX_PER_RUN, CANARY_LIMIT, REFILL_THRESHOLD, DEADLINE_MARGIN, WORKERS).
 const (
-	DefaultRate            = settings.DefaultRate // messages sent per second
-	DefaultMaxPerRun       = settings.DefaultMaxPerRun
-	DefaultCanaryLimit     = settings.DefaultCanaryLimit
-	DefaultRefillThreshold = settings.DefaultRefillThreshold
-	DefaultDeadlineMargin  = settings.DefaultReplayDeadlineMargin
-	DefaultWorkers         = settings.DefaultWorkers
+	defaultRate            = settings.DefaultRate // messages sent per second
+	defaultMaxPerRun       = settings.DefaultMaxPerRun
+	defaultCanaryLimit     = settings.DefaultCanaryLimit
+	defaultRefillThreshold = settings.DefaultRefillThreshold
+	defaultDeadlineMargin  = settings.DefaultReplayDeadlineMargin
+	defaultWorkers         = settings.DefaultWorkers
 )
 
 // defaultDecisionWindow is the default of [Options.DecisionWindow].
 const defaultDecisionWindow = 30 * time.Second
 
-// MaxWorkers bounds [Options.Workers] (settings.Workers.Max): past it a
+// maxWorkers bounds [Options.Workers] (settings.Workers.Max): past it a
 // route gains nothing but throttling (SQS answers a receive in about 10 ms
 // in a region; 16 loops of 10 messages reach the 3,000 messages/s of
-// [MaxRate]).
-const MaxWorkers = settings.MaxWorkers
+// maxRate).
+const maxWorkers = settings.MaxWorkers
 
 // Options tune an [Engine]. The zero value gives the defaults. The
 // [Policy] is embedded: its fields are the decision's settings, under
 // their one name (o.MaxReplays, o.ExpiryRescueWindow, ...).
 type Options struct {
 	Policy
-	Rate            float64       // messages sent per second when the request sets none; default DefaultRate
-	MaxPerRun       int           // cap on messages moved when the request sets none; default DefaultMaxPerRun
-	CanaryLimit     int           // replays per route while the canary gate is limited; default DefaultCanaryLimit
-	RefillThreshold int           // DLQ growth since the previous run that closes the refill gate; default DefaultRefillThreshold
-	DeadlineMargin  time.Duration // no batch starts with less time left; default DefaultDeadlineMargin
+	Rate            float64       // messages sent per second when the request sets none; default defaultRate
+	MaxPerRun       int           // cap on messages moved when the request sets none; default defaultMaxPerRun
+	CanaryLimit     int           // replays per route while the canary gate is limited; default defaultCanaryLimit
+	RefillThreshold int           // DLQ growth since the previous run that closes the refill gate; default defaultRefillThreshold
+	DeadlineMargin  time.Duration // no batch starts with less time left; default defaultDeadlineMargin
 	// DecisionWindow is the receive visibility timeout, less the time the
 	// rate limit may hold a batch: the time to decide and move a batch.
 	// Default defaultDecisionWindow.
 	DecisionWindow time.Duration
-	RecordLifetime time.Duration // of ledger records; default DefaultRecordLifetime
+	RecordLifetime time.Duration // of ledger records; default defaultRecordLifetime
 	// Workers is the number of receive loops per route, 1..MaxWorkers;
-	// default DefaultWorkers. They share the run's rate limit and cap. On
+	// default defaultWorkers. They share the run's rate limit and cap. On
 	// a FIFO route they run in parallel across message groups (SQS hands
 	// out no message of a group while an earlier one is in flight), and a
 	// batch keeps the order of each group.
@@ -112,14 +112,14 @@ type Progress struct {
 
 func (o Options) withDefaults() Options {
 	o.Policy = o.Policy.withDefaults()
-	o.Rate = cmpDefault(o.Rate, DefaultRate)
-	o.MaxPerRun = cmpDefault(o.MaxPerRun, DefaultMaxPerRun)
-	o.CanaryLimit = cmpDefault(o.CanaryLimit, DefaultCanaryLimit)
-	o.RefillThreshold = cmpDefault(o.RefillThreshold, DefaultRefillThreshold)
-	o.DeadlineMargin = cmpDefault(o.DeadlineMargin, DefaultDeadlineMargin)
+	o.Rate = cmpDefault(o.Rate, defaultRate)
+	o.MaxPerRun = cmpDefault(o.MaxPerRun, defaultMaxPerRun)
+	o.CanaryLimit = cmpDefault(o.CanaryLimit, defaultCanaryLimit)
+	o.RefillThreshold = cmpDefault(o.RefillThreshold, defaultRefillThreshold)
+	o.DeadlineMargin = cmpDefault(o.DeadlineMargin, defaultDeadlineMargin)
 	o.DecisionWindow = cmpDefault(o.DecisionWindow, defaultDecisionWindow)
-	o.RecordLifetime = cmpDefault(o.RecordLifetime, DefaultRecordLifetime)
-	o.Workers = cmpDefault(o.Workers, DefaultWorkers)
+	o.RecordLifetime = cmpDefault(o.RecordLifetime, defaultRecordLifetime)
+	o.Workers = cmpDefault(o.Workers, defaultWorkers)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -147,14 +147,14 @@ func cmpDefault[T int | float64 | time.Duration](v, def T) T {
 func (o Options) Validate() error {
 	o = o.withDefaults()
 	var errs []error
-	if math.IsNaN(o.Rate) || o.Rate < MinRate || o.Rate > MaxRate {
-		errs = append(errs, fmt.Errorf("rate %g: want %g..%g messages per second", o.Rate, MinRate, MaxRate))
+	if math.IsNaN(o.Rate) || o.Rate < minRate || o.Rate > maxRate {
+		errs = append(errs, fmt.Errorf("rate %g: want %g..%g messages per second", o.Rate, minRate, maxRate))
 	}
 	if o.DecisionWindow > maxVisibility {
 		errs = append(errs, fmt.Errorf("decision window %s: want at most %s", o.DecisionWindow, maxVisibility))
 	}
-	if o.Workers > MaxWorkers {
-		errs = append(errs, fmt.Errorf("workers %d: want 1..%d", o.Workers, MaxWorkers))
+	if o.Workers > maxWorkers {
+		errs = append(errs, fmt.Errorf("workers %d: want 1..%d", o.Workers, maxWorkers))
 	}
 	return errors.Join(errs...)
 }

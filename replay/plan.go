@@ -239,7 +239,7 @@ func (pl *planner) rescue(it *item) bool {
 func (pl *planner) build(it *item) error {
 	m := it.msg
 	meta := pl.metadata(it)
-	attrs, err := envelope.Pack(m.producer, AttributeName, meta)
+	attrs, err := envelope.Pack(m.producer, attributeName, meta)
 	if err != nil {
 		return fmt.Errorf("pack metadata of %s: %w", m.id, err)
 	}

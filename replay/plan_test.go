@@ -36,7 +36,7 @@ func TestPlan(t *testing.T) {
 			}
 			sealed := m.meta.Sealed(testKey, body, "s") // a replay comes through the source
 			var err error
-			if attrs, err = envelope.Pack(nil, AttributeName, sealed); err != nil {
+			if attrs, err = envelope.Pack(nil, attributeName, sealed); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -30,19 +30,19 @@ const (
 // package settings declares them (MAX_REPLAYS, BACKOFF_BASE, BACKOFF_MAX,
 // EXPIRY_RESCUE_WINDOW).
 const (
-	DefaultMaxReplays         = settings.DefaultMaxReplays
-	DefaultBackoffBase        = settings.DefaultBackoffBase
-	DefaultBackoffMax         = settings.DefaultBackoffMax
-	DefaultExpiryRescueWindow = settings.DefaultExpiryRescueWindow
+	defaultMaxReplays         = settings.DefaultMaxReplays
+	defaultBackoffBase        = settings.DefaultBackoffBase
+	defaultBackoffMax         = settings.DefaultBackoffMax
+	defaultExpiryRescueWindow = settings.DefaultExpiryRescueWindow
 )
 
 // Policy decides per message. Zero fields take the defaults; it is a value
 // and safe for concurrent use.
 type Policy struct {
-	MaxReplays         int           // default DefaultMaxReplays
-	BackoffBase        time.Duration // backoff ceiling before the first replay; doubles per replay; default DefaultBackoffBase
-	BackoffMax         time.Duration // caps the ceiling; default DefaultBackoffMax
-	ExpiryRescueWindow time.Duration // park when this close to expiry and not replayable; default DefaultExpiryRescueWindow
+	MaxReplays         int           // default defaultMaxReplays
+	BackoffBase        time.Duration // backoff ceiling before the first replay; doubles per replay; default defaultBackoffBase
+	BackoffMax         time.Duration // caps the ceiling; default defaultBackoffMax
+	ExpiryRescueWindow time.Duration // park when this close to expiry and not replayable; default defaultExpiryRescueWindow
 }
 
 // Facts are what a decision depends on.
@@ -71,19 +71,19 @@ func minTime(a, b time.Time) time.Time {
 
 func (p Policy) withDefaults() Policy {
 	if p.MaxReplays <= 0 {
-		p.MaxReplays = DefaultMaxReplays
+		p.MaxReplays = defaultMaxReplays
 	}
 	if p.BackoffBase <= 0 {
-		p.BackoffBase = DefaultBackoffBase
+		p.BackoffBase = defaultBackoffBase
 	}
 	if p.BackoffMax <= 0 {
-		p.BackoffMax = DefaultBackoffMax
+		p.BackoffMax = defaultBackoffMax
 	}
 	if p.BackoffBase > p.BackoffMax {
 		p.BackoffBase = p.BackoffMax
 	}
 	if p.ExpiryRescueWindow <= 0 {
-		p.ExpiryRescueWindow = DefaultExpiryRescueWindow
+		p.ExpiryRescueWindow = defaultExpiryRescueWindow
 	}
 	return p
 }

@@ -16,8 +16,8 @@ import (
 // Limits of a [Request]'s rate, as settings.Rate declares them (3000: SQS
 // FIFO batched throughput per action).
 const (
-	MinRate = settings.MinRate
-	MaxRate = settings.MaxRate
+	minRate = settings.MinRate
+	maxRate = settings.MaxRate
 )
 
 // maxVisibility is SQS's longest visibility timeout.
@@ -238,8 +238,8 @@ func (r Request) Validate() error {
 	if r.Max < 0 {
 		errs = append(errs, fmt.Errorf("max %d: want >= 0", r.Max))
 	}
-	if r.Rate != 0 && (r.Rate < MinRate || r.Rate > MaxRate || math.IsNaN(r.Rate)) {
-		errs = append(errs, fmt.Errorf("rate %g: want %g..%g messages per second", r.Rate, MinRate, MaxRate))
+	if r.Rate != 0 && (r.Rate < minRate || r.Rate > maxRate || math.IsNaN(r.Rate)) {
+		errs = append(errs, fmt.Errorf("rate %g: want %g..%g messages per second", r.Rate, minRate, maxRate))
 	}
 	if r.Filter.OlderThan < 0 {
 		errs = append(errs, fmt.Errorf("filter olderThan %s: want >= 0", r.Filter.OlderThan))

@@ -3,12 +3,12 @@ package replay
 import (
 	"context"
 	"fmt"
-	"github.com/homingdlq/homing/internal/emfline"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/homingdlq/homing/internal/clip"
+	"github.com/homingdlq/homing/internal/emfline"
 	"github.com/homingdlq/homing/internal/settings"
 )
 

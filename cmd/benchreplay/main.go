@@ -55,8 +55,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/delayproxy"
-	"github.com/homingdlq/homing/replay"
 )
 
 func main() {
@@ -131,8 +131,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.n < 10 || o.nDelayed < 10 || o.nNaive < 10 {
 		errs = append(errs, fmt.Errorf("-n %d, -n-delayed %d, -n-naive %d: want at least 10 each", o.n, o.nDelayed, o.nNaive))
 	}
-	if o.workers < 2 || o.workers > replay.MaxWorkers {
-		errs = append(errs, fmt.Errorf("-workers %d: want 2..%d (the 1-worker rows always run; replay.MaxWorkers)", o.workers, replay.MaxWorkers))
+	if o.workers < 2 || o.workers > settings.MaxWorkers {
+		errs = append(errs, fmt.Errorf("-workers %d: want 2..%d (the 1-worker rows always run; WORKERS' bound)", o.workers, settings.MaxWorkers))
 	}
 	if o.rounds < 1 {
 		errs = append(errs, fmt.Errorf("-rounds %d: want at least 1", o.rounds))

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // results holds what the rounds measured.
@@ -247,8 +247,8 @@ func judgeRatio(num, den figure, atLeast float64) verdict {
 	if v.value >= atLeast {
 		v.state = pass
 	}
-	if v.state == fail && den.rate*atLeast > replay.MaxRate {
-		v.why = fmt.Sprintf("%.1f× %s is %s msgs/s, above replay.MaxRate, %s", atLeast, den.who, number(den.rate*atLeast), number(replay.MaxRate))
+	if v.state == fail && den.rate*atLeast > settings.MaxRate {
+		v.why = fmt.Sprintf("%.1f× %s is %s msgs/s, above the replay's largest rate, %s", atLeast, den.who, number(den.rate*atLeast), number(settings.MaxRate))
 	}
 	return v
 }

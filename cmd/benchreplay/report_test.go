@@ -111,7 +111,7 @@ func TestJudgeRatio(t *testing.T) {
 		{"the bare emulator", bare("engine", 567), bare("raw", 2828), 0.8, "0.20× not judged (bare: the emulator's CPU)", notJudged},
 		{"not run", figure{who: "engine"}, rt("raw", 1), 0.8, "n/a (engine not run)", missing},
 		{"the denominator not run", rt("engine", 1), figure{who: "raw"}, 0.8, "n/a (raw not run)", missing},
-		{"out of reach under MaxRate", rt("engine", 2000), rt("raw", 4000), 0.8, "0.50× FAIL (0.8× raw is 3,200 msgs/s, above replay.MaxRate, 3,000)", fail},
+		{"out of reach under MaxRate", rt("engine", 2000), rt("raw", 4000), 0.8, "0.50× FAIL (0.8× raw is 3,200 msgs/s, above the replay's largest rate, 3,000)", fail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := judgeRatio(tc.num, tc.den, tc.atLeast)

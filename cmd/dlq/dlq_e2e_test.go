@@ -386,7 +386,7 @@ func TestE2EReplayFromParkingWithReset(t *testing.T) {
 	dlqURL, _ := emulatortest.Queue(t, q, emulatortest.Name(t, "dlq"))
 	parkingURL, _ := emulatortest.Queue(t, q, emulatortest.Name(t, "parking"))
 	id := "ORD-" + l.run + "-PARKED"
-	attrs, err := envelope.Pack(nil, replay.AttributeName, replay.Metadata{
+	attrs, err := envelope.Pack(nil, envelope.ReplayAttributeName, replay.Metadata{
 		ReplayCount: 3, OriginalMessageID: "orig-" + l.run, Reason: replay.ReasonReplayExhausted,
 		FirstDeadLetteredAt: time.Now().Add(-time.Hour), LastReplayAt: time.Now().Add(-30 * time.Minute), ParkedAt: time.Now(),
 	})

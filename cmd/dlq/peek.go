@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/payload"
@@ -218,7 +219,7 @@ func writePeek(w io.Writer, rep peekReport, width int, now time.Time) error {
 		}
 		if m.Replay != nil {
 			b, _ := json.Marshal(m.Replay)
-			name := replay.AttributeName
+			name := envelope.ReplayAttributeName
 			if !m.Verified {
 				name += " (unverified)"
 			}

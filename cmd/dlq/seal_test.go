@@ -45,7 +45,7 @@ func (l operatorLedger) History(ctx context.Context, key string) ([]replay.Messa
 // "replayed 3 times, replay-exhausted", unsealed.
 func (f *fixture) forged(url, body string) {
 	f.t.Helper()
-	attrs, err := envelope.Pack(nil, replay.AttributeName, replay.Metadata{
+	attrs, err := envelope.Pack(nil, envelope.ReplayAttributeName, replay.Metadata{
 		ReplayCount: 3, OriginalMessageID: "m-forged", FirstDeadLetteredAt: f.clock.Now(), Reason: replay.ReasonReplayExhausted, ParkedAt: f.clock.Now(),
 	})
 	if err != nil {
@@ -81,7 +81,7 @@ func TestPeekAndInspectShowForgedMetadataUnverified(t *testing.T) {
 	}
 	r = f.run("peek")
 	r.want(t, exitOK)
-	if n := strings.Count(r.stdout, replay.AttributeName+" (unverified)"); n != 1 {
+	if n := strings.Count(r.stdout, envelope.ReplayAttributeName+" (unverified)"); n != 1 {
 		t.Fatalf("%d metadata marked unverified, want 1:\n%s", n, r.stdout)
 	}
 

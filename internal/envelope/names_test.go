@@ -11,7 +11,6 @@ import (
 
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/invalid"
-	"github.com/homingdlq/homing/replay"
 )
 
 func TestValidName(t *testing.T) {
@@ -44,7 +43,7 @@ func TestValidName(t *testing.T) {
 
 // Our metadata names are reserved wherever they are defined.
 func TestReservedNames(t *testing.T) {
-	for _, n := range []string{invalid.AttributeName, replay.AttributeName, "AWS.x", "Amazon.x"} {
+	for _, n := range []string{invalid.AttributeName, envelope.ReplayAttributeName, "AWS.x", "Amazon.x"} {
 		if !envelope.Reserved(n) {
 			t.Errorf("%q is not reserved", n)
 		}
@@ -104,12 +103,12 @@ func TestPackNeverFoldsAReservedName(t *testing.T) {
 	producer := producerAttrs(9)
 	producer["zz-homing"] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("z")}
 	delete(producer, "attr-08")
-	producer[replay.AttributeName] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("{}")}
+	producer[envelope.ReplayAttributeName] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("{}")}
 	packed, err := envelope.Pack(producer, invalid.AttributeName, meta{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, native := packed[replay.AttributeName]; !native {
+	if _, native := packed[envelope.ReplayAttributeName]; !native {
 		t.Fatal("the replay metadata was folded")
 	}
 	if _, _, err := envelope.Unpack(packed, invalid.AttributeName, &meta{}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/suite"
 	"github.com/homingdlq/homing/replay"
 )
@@ -90,7 +91,7 @@ func rec(t *testing.T, state replay.State, run string, at time.Time) replay.Mess
 	return replay.MessageRecord{
 		HistoryKey: replay.HistoryKey(key, ""), MessageID: "dlq-1", State: state, Route: "orders",
 		Key: key, OriginalMessageID: "orig-1", RunID: run, FirstSeenAt: at, At: at,
-		ExpiresAt: at.Add(replay.DefaultRecordLifetime),
+		ExpiresAt: at.Add(settings.DefaultRecordLifetime),
 	}
 }
 
@@ -384,7 +385,7 @@ func testRunsComeBackLatestFirst(t *testing.T, h LedgerHarness) {
 	}
 	runs := []replay.Summary{summary("run-b", ledgerStart.Add(time.Hour)), summary("run-a", ledgerStart), summary("run-c", ledgerStart.Add(2*time.Hour)), summary("run-old", ledgerStart.Add(-time.Hour))}
 	for i, s := range runs {
-		expires := ledgerStart.Add(replay.DefaultRecordLifetime)
+		expires := ledgerStart.Add(settings.DefaultRecordLifetime)
 		if i == 3 {
 			expires = ledgerStart.Add(30 * time.Minute)
 		}

@@ -135,8 +135,8 @@ func randomForgery(rng *rand.Rand, at time.Duration) *Forgery {
 // (envelope.Pack). A producer is not bound by Pack's limit on the size of
 // the metadata: over it, the same document is written by hand.
 func metadataAttribute(meta replay.Metadata) types.MessageAttributeValue {
-	if attrs, err := envelope.Pack(nil, replay.AttributeName, meta); err == nil {
-		return attrs[replay.AttributeName]
+	if attrs, err := envelope.Pack(nil, envelope.ReplayAttributeName, meta); err == nil {
+		return attrs[envelope.ReplayAttributeName]
 	}
 	raw, err := json.Marshal(meta)
 	if err != nil {
@@ -160,17 +160,17 @@ func (s *Sim) forged(p *Publication) (map[string]types.MessageAttributeValue, st
 	s.book.Lock()
 	defer s.book.Unlock()
 	if a, ok := s.shared[f.Share]; ok && f.Share != "" {
-		attrs[replay.AttributeName] = a.attr
+		attrs[envelope.ReplayAttributeName] = a.attr
 		return attrs, f.What + " (" + a.what + ", shared " + f.Share + ")"
 	}
 	what := f.What + " (made up)"
 	a := sentAttribute{attr: metadataAttribute(f.Meta), what: "made up"}
 	if f.Note != "" {
-		attrs, err := envelope.Pack(nil, replay.AttributeName, json.RawMessage(f.Note))
+		attrs, err := envelope.Pack(nil, envelope.ReplayAttributeName, json.RawMessage(f.Note))
 		if err != nil {
 			panic(err)
 		}
-		a.attr = attrs[replay.AttributeName]
+		a.attr = attrs[envelope.ReplayAttributeName]
 	}
 	if last, ok := s.lastSent[f.Copy]; ok && f.Copy != "" {
 		a = last
@@ -179,7 +179,7 @@ func (s *Sim) forged(p *Publication) (map[string]types.MessageAttributeValue, st
 	if f.Share != "" {
 		s.shared[f.Share] = a
 	}
-	attrs[replay.AttributeName] = a.attr
+	attrs[envelope.ReplayAttributeName] = a.attr
 	return attrs, what
 }
 

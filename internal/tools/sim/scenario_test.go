@@ -325,7 +325,7 @@ func scenarios() []scenario {
 				b := newBuilder(108)
 				b.valid(3, time.Minute)
 				p := b.valid(1, 2*time.Minute)[0]
-				p.Attrs = map[string]types.MessageAttributeValue{replay.AttributeName: {DataType: aws.String("String"), StringValue: aws.String("{not json")}}
+				p.Attrs = map[string]types.MessageAttributeValue{envelope.ReplayAttributeName: {DataType: aws.String("String"), StringValue: aws.String("{not json")}}
 				c.Publications = b.pubs
 				c.Phases = []Phase{{From: 0, To: 20 * time.Minute, Mode: "down"}}
 				c.Actions = []Action{{At: 40 * time.Minute, Do: func(s *Sim) {
@@ -414,7 +414,7 @@ func scenarios() []scenario {
 				q.Attrs = forged(invalid.AttributeName, `{"meta":{},"overflow":{"AWSTraceHeader":{"t":"String","s":"forged"}}}`)
 				b.w.lane.describe(q)
 				r := b.valid(1, 4*time.Minute)[0]
-				r.Attrs = forged(replay.AttributeName, "{malformed")
+				r.Attrs = forged(envelope.ReplayAttributeName, "{malformed")
 				c.Publications = b.pubs
 				c.Phases = []Phase{{From: 3 * time.Minute, To: 30 * time.Minute, Mode: "down"}}
 				return c

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -367,7 +368,7 @@ func (q *queue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 				if dest == q.s.sqs.parking {
 					what = copyParked
 				}
-				q.s.lastSent[what] = sentAttribute{attr: src.MessageAttributes[replay.AttributeName], what: "copy of " + id}
+				q.s.lastSent[what] = sentAttribute{attr: src.MessageAttributes[envelope.ReplayAttributeName], what: "copy of " + id}
 			}
 		}
 		if !dedup {

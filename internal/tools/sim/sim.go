@@ -17,6 +17,7 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
@@ -517,14 +518,14 @@ func (s *Sim) paceBound() (time.Duration, string) {
 	o, q := s.cfg.Replay.Options, s.cfg.Queues
 	maxReplays, backoffMax := o.MaxReplays, o.BackoffMax
 	if maxReplays <= 0 {
-		maxReplays = replay.DefaultMaxReplays
+		maxReplays = settings.DefaultMaxReplays
 	}
 	if backoffMax <= 0 {
-		backoffMax = replay.DefaultBackoffMax
+		backoffMax = settings.DefaultBackoffMax
 	}
 	probe := o.CanaryLimit
 	if probe <= 0 {
-		probe = replay.DefaultCanaryLimit
+		probe = settings.DefaultCanaryLimit
 	}
 	msgs, left, most := 0, 0, 0
 	for _, url := range []string{s.sqs.source, s.sqs.dlq} {
