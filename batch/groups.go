@@ -16,6 +16,7 @@ import (
 
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/parking"
 	"github.com/homingdlq/homing/internal/settings"
 )
 
@@ -129,7 +130,7 @@ func (g *groupRun) number(msg events.SQSMessage) int {
 	if g.park == nil || g.park.Releasing == "" {
 		return 0
 	}
-	return fifo.Released(MessageAttributes(msg.MessageAttributes), msg.Body, g.park.Releasing)
+	return parking.Released(MessageAttributes(msg.MessageAttributes), msg.Body, g.park.Releasing)
 }
 
 // What a copy of an ended round is.
@@ -145,7 +146,7 @@ func (g *groupRun) ended(msg events.SQSMessage) int {
 	attrs := MessageAttributes(msg.MessageAttributes)
 	for _, r := range g.park.Rounds {
 		round, stop, _ := strings.Cut(r, "/")
-		if n := fifo.Released(attrs, msg.Body, round); n > 0 {
+		if n := parking.Released(attrs, msg.Body, round); n > 0 {
 			if s, _ := strconv.Atoi(stop); s > 0 && n >= s {
 				return endedKept
 			}
@@ -159,7 +160,7 @@ func (g *groupRun) ended(msg events.SQSMessage) int {
 // group again reads the park back: another delivery of the copy may have
 // settled it first, and then its stop is not stored.
 func (g *groupRun) count(ctx context.Context, msg events.SQSMessage, c fifo.Count) error {
-	c.Seq = fifo.SeqKey(msg.Attributes["SequenceNumber"])
+	c.Seq = parking.SeqKey(msg.Attributes["SequenceNumber"])
 	if c.Index > 0 {
 		c.Round = g.park.Releasing
 	}
@@ -300,7 +301,7 @@ func (g *groupRun) hide(ctx context.Context, msg events.SQSMessage, n int) bool 
 
 func (g *groupRun) backoff(msg events.SQSMessage, n int) time.Duration {
 	d := g.minBackoff() << min(max(n-1, 0), 20)
-	d = min(d, fifo.MaxBackoff)
+	d = min(d, settings.MaxGroupBackoff)
 	r := rand.Float64
 	if g.k.Rand != nil {
 		r = g.k.Rand
@@ -321,9 +322,11 @@ func (g *groupRun) lifeLeft(msg events.SQSMessage) (time.Duration, bool) {
 	return time.UnixMilli(ms).Add(g.retention()).Sub(g.p.opts.Now()), true
 }
 
-func (g *groupRun) retention() time.Duration { return orDefault(g.k.Retention, fifo.DefaultRetention) }
+func (g *groupRun) retention() time.Duration {
+	return orDefault(g.k.Retention, settings.DefaultSourceRetention)
+}
 func (g *groupRun) minBackoff() time.Duration {
-	return orDefault(g.k.MinBackoff, fifo.DefaultMinBackoff)
+	return orDefault(g.k.MinBackoff, settings.DefaultGroupMinBackoff)
 }
 
 // margin is how long before its expiry a head is parked: an eighth of the
@@ -334,7 +337,7 @@ func (g *groupRun) maxReceives() int {
 	if g.k.MaxReceives > 0 {
 		return g.k.MaxReceives
 	}
-	return fifo.DefaultMaxReceives
+	return settings.DefaultMaxReceives
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -400,7 +403,7 @@ func (g *groupRun) toParking(ctx context.Context, msg events.SQSMessage, why str
 		}
 	}
 	producer := MessageAttributes(msg.MessageAttributes)
-	attrs, err := fifo.ParkedAttributes(producer, msg.MessageId, why, g.p.opts.Now())
+	attrs, err := parking.Attributes(producer, msg.MessageId, why, g.p.opts.Now())
 	if err != nil || envelope.MessageBytes(len(msg.Body), attrs) > envelope.MaxMessageBytes {
 		// No room for the note: the record goes as it came; its park
 		// says why.

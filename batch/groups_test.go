@@ -25,6 +25,8 @@ import (
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/fifo/fifotest"
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/parking"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 )
@@ -427,9 +429,9 @@ func (l *fifoLane) firstRun(body string) int {
 }
 
 // backoff is the visibility a head delivered n times gets before jitter
-// (the protocol's exponential, with fifo.DefaultMinBackoff).
+// (the protocol's exponential, with settings.DefaultGroupMinBackoff).
 func backoff(n int) time.Duration {
-	return min(fifo.DefaultMinBackoff<<min(n-1, 20), fifo.MaxBackoff)
+	return min(settings.DefaultGroupMinBackoff<<min(n-1, 20), settings.MaxGroupBackoff)
 }
 
 // margin is how long before its retention ends a head is parked.
@@ -701,11 +703,11 @@ func TestARecordThatKillsEveryInvocation(t *testing.T) {
 				t.Fatalf("park of k = %+v, want reason %s", p, tt.wantReason)
 			}
 			ms, _ := strconv.ParseInt(sent, 10, 64)
-			expiry := time.UnixMilli(ms).Add(fifo.DefaultRetention)
+			expiry := time.UnixMilli(ms).Add(settings.DefaultSourceRetention)
 			if !p.Since.Before(expiry) {
 				t.Fatalf("k/1 parked at %v, after its retention ended at %v", p.Since, expiry)
 			}
-			if !tt.hideFails && p.Since.Before(expiry.Add(-margin(fifo.DefaultRetention))) {
+			if !tt.hideFails && p.Since.Before(expiry.Add(-margin(settings.DefaultSourceRetention))) {
 				t.Fatalf("k/1 parked at %v, before the margin ahead of its expiry at %v", p.Since, expiry)
 			}
 			l.wantQueue("the parking queue", l.lane.Route.ParkingURL, "k/1", "k/2", "k/3")
@@ -741,7 +743,7 @@ func TestForgedMetadataNeitherSkipsNorLoses(t *testing.T) {
 	if p := l.park("a"); p.Queue != "invalid" {
 		t.Fatalf("park of a = %+v, want behind its invalid head", p)
 	}
-	forgedRound, err := fifo.ReleasedAttributes(nil, "m-forged", "a/2", "0123456789abcdef0123456789abcdef", 1)
+	forgedRound, err := parking.ReleasedAttributes(nil, "m-forged", "a/2", "0123456789abcdef0123456789abcdef", 1)
 	if err != nil {
 		t.Fatal(err)
 	}

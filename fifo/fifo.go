@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -122,7 +121,7 @@ func (p Park) Ended() Park {
 
 // Count is what the consumer did with a record of a parked group.
 type Count struct {
-	// Seq is the record's source sequence number (SeqKey): a record is
+	// Seq is the record's source sequence number (parking.SeqKey in the consumer): a record is
 	// counted once. "" counts always.
 	Seq string
 	// Parked is 1 when the record went to the parking queue.
@@ -134,15 +133,6 @@ type Count struct {
 	// Reason, as Head, its record in Queue.
 	Stop                int
 	Head, Reason, Queue string
-}
-
-// SeqKey returns the SQS sequence number seq in a form that orders as
-// the number does ("" when seq is not one).
-func SeqKey(seq string) string {
-	if seq == "" || len(seq) > 40 || strings.Trim(seq, "0123456789") != "" {
-		return ""
-	}
-	return strings.Repeat("0", 40-len(seq)) + seq
 }
 
 // Errors of a [Store].
@@ -192,14 +182,6 @@ type Queue interface {
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 }
 
-// Defaults of [Keeper].
-const (
-	DefaultRetention   = 4 * 24 * time.Hour // SQS's default retention
-	DefaultMaxReceives = 90
-	DefaultMinBackoff  = 30 * time.Second
-	MaxBackoff         = 12 * time.Hour // SQS's bound on a visibility timeout
-)
-
 // Keeper is the consumer's configuration of a FIFO lane's group order.
 type Keeper struct {
 	Store      Store
@@ -208,13 +190,13 @@ type Keeper struct {
 	ParkingURL string // where a parked group's records go
 	OnError    OnError
 	// Retention is the source queue's message retention: a head is parked
-	// before it would expire. Default DefaultRetention.
+	// before it would expire. Default 96h (SQS's default).
 	Retention time.Duration
 	// MaxReceives parks a head delivered this often; keep it below the
-	// redrive policy's maxReceiveCount. Default DefaultMaxReceives.
+	// redrive policy's maxReceiveCount. Default 90.
 	MaxReceives int
-	// MinBackoff is the first failure's visibility. Default
-	// DefaultMinBackoff.
+	// MinBackoff is the first failure's visibility. Default 30s; the
+	// backoff doubles up to SQS's bound on a visibility timeout, 12h.
 	MinBackoff time.Duration
 	// Rand returns a number in [0, 1) for the jitter. Default math/rand/v2.
 	Rand func() float64

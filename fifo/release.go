@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/parking"
 )
 
 // ReleaseQueue is the part of the SQS client a [Releaser] uses.
@@ -226,7 +228,7 @@ func (r *Releaser) sendCopies(ctx context.Context, p Park, msgs []types.Message)
 // consumer settles copy n once.
 func (r *Releaser) sendCopy(ctx context.Context, p Park, n int, m types.Message) error {
 	id := aws.ToString(m.MessageId)
-	attrs, err := ReleasedAttributes(m.MessageAttributes, id, aws.ToString(m.Body), p.Releasing, n)
+	attrs, err := parking.ReleasedAttributes(m.MessageAttributes, id, aws.ToString(m.Body), p.Releasing, n)
 	if err != nil {
 		return err
 	}

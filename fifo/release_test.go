@@ -14,6 +14,7 @@ import (
 	"github.com/homingdlq/homing/batch/batchtest"
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/fifo/fifotest"
+	"github.com/homingdlq/homing/internal/parking"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -41,7 +42,7 @@ func (l *releaseLane) park(group string, bodies ...string) {
 		l.t.Fatal(err)
 	}
 	for _, b := range bodies {
-		attrs, err := fifo.ParkedAttributes(map[string]types.MessageAttributeValue{"body": str(b)}, "m-"+b, fifo.ReasonGroupParked, l.lane.Clock.Now())
+		attrs, err := parking.Attributes(map[string]types.MessageAttributeValue{"body": {DataType: aws.String("String"), StringValue: aws.String(b)}}, "m-"+b, fifo.ReasonGroupParked, l.lane.Clock.Now())
 		if err != nil {
 			l.t.Fatal(err)
 		}
@@ -151,7 +152,7 @@ func TestReleaseSendsARoundOfTenInOrder(t *testing.T) {
 		if err != nil || aws.ToString(producer["body"].StringValue) != aws.ToString(m.Body) || len(producer) != 1 {
 			t.Errorf("%s sent back with %v, %v", aws.ToString(m.Body), producer, err)
 		}
-		if n := fifo.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing); n != i+1 {
+		if n := parking.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing); n != i+1 {
 			t.Errorf("%s sent back as number %d of the park's round, want %d", aws.ToString(m.Body), n, i+1)
 		}
 		if m.Attributes["MessageGroupId"] != "g" {

@@ -72,7 +72,7 @@ func NewLane(name string, o LaneOptions) *Lane {
 		o.BatchSize = 10
 	}
 	if o.Retention == 0 {
-		o.Retention = fifo.DefaultRetention
+		o.Retention = settings.DefaultSourceRetention
 	}
 	if o.BatchSize < 1 || o.BatchSize > 10 || o.Visibility < time.Second || o.MaxReceiveCount < 1 || o.Retention < time.Minute {
 		panic(fmt.Sprintf("batchtest: NewLane: options out of bounds: %+v", o))

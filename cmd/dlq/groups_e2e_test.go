@@ -17,6 +17,7 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/internal/parking"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 )
 
@@ -29,7 +30,7 @@ func TestE2EGroupsRelease(t *testing.T) {
 	ctx := context.Background()
 	cfg := emulatortest.Config(t)
 	q, db := sqs.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg)
-	parking, _ := emulatortest.Queue(t, q, emulatortest.Name(t, "parking")+".fifo")
+	parkingURL, _ := emulatortest.Queue(t, q, emulatortest.Name(t, "parking")+".fifo")
 	source, _ := emulatortest.Queue(t, q, emulatortest.Name(t, "source")+".fifo")
 	table := emulatortest.LedgerTable(t, db)
 	store := dynamo.NewGroupStore(db, table)
@@ -41,11 +42,11 @@ func TestE2EGroupsRelease(t *testing.T) {
 		}
 		for i := range n {
 			id := fmt.Sprintf("%s/%d", group, i+1)
-			attrs, err := fifo.ParkedAttributes(nil, id, fifo.ReasonGroupParked, time.Now())
+			attrs, err := parking.Attributes(nil, id, fifo.ReasonGroupParked, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(parking), MessageBody: aws.String(id), MessageAttributes: attrs,
+			if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(parkingURL), MessageBody: aws.String(id), MessageAttributes: attrs,
 				MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(id)}); err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +58,7 @@ func TestE2EGroupsRelease(t *testing.T) {
 	park("g-1", 3)
 	park("g-2", 1)
 	dlq := func(args ...string) result {
-		return runDLQ(t, withoutOrigin, append([]string{"--ledger-table", table, "--parking-url", parking, "--source-url", source, "-o", "json"}, args...)...)
+		return runDLQ(t, withoutOrigin, append([]string{"--ledger-table", table, "--parking-url", parkingURL, "--source-url", source, "-o", "json"}, args...)...)
 	}
 
 	r := dlq("groups")
@@ -90,7 +91,7 @@ func TestE2EGroupsRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := got["g-1"]
-			n := fifo.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing)
+			n := parking.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing)
 			if p.Releasing == "" || n != len(applied)+1 || m.Attributes["MessageGroupId"] != "g-1" {
 				t.Fatalf("record %s: group %s, copy %d of the park's round %q", aws.ToString(m.Body), m.Attributes["MessageGroupId"], n, p.Releasing)
 			}
@@ -121,7 +122,7 @@ func TestE2EGroupsRelease(t *testing.T) {
 	}
 	// The other group's record is visible again (the scan hid it).
 	emulatortest.Eventually(t, 20*time.Second, func() (bool, string) {
-		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(parking), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(parkingURL), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

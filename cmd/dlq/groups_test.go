@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/internal/parking"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -59,7 +60,7 @@ func (f *fixture) parkRecord(group string) {
 	p := got[group]
 	body := fmt.Sprintf("%s/%d", group, p.Parked+1)
 	id := "m-" + body
-	attrs, err := fifo.ParkedAttributes(nil, id, fifo.ReasonGroupParked, f.clock.Now())
+	attrs, err := parking.Attributes(nil, id, fifo.ReasonGroupParked, f.clock.Now())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func (f *fixture) applyReleased(applied *[]string) func() {
 			for _, m := range out.Messages {
 				group := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 				if p, ok := f.park(group); ok && p.Releasing != "" {
-					if n := fifo.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing); n > 0 {
+					if n := parking.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing); n > 0 {
 						if err := f.parks.Count(ctx, group, fifo.Count{Round: p.Releasing, Index: n}); err != nil {
 							f.t.Fatal(err)
 						}
@@ -503,7 +504,7 @@ func TestGroupsReleaseParkedAgain(t *testing.T) {
 		}
 		for _, m := range out.Messages {
 			p, _ := f.park("g-1")
-			c := fifo.Count{Round: p.Releasing, Index: fifo.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing)}
+			c := fifo.Count{Round: p.Releasing, Index: parking.Released(m.MessageAttributes, aws.ToString(m.Body), p.Releasing)}
 			if c.Index == 2 { // it dies every time: delivered too often
 				c.Stop, c.Head, c.Reason, c.Queue = 2, "m-again", fifo.ReasonDeliveredTooOften, "parking"
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/internal/parking"
 )
 
 // Tests runs the contract of a [fifo.Store] on the stores newStore
@@ -109,7 +110,7 @@ func mustRound(t *testing.T, s fifo.Store, group, round string, n, settled int) 
 }
 
 // seq is source sequence number n as the consumer counts it.
-func seq(n int) string { return fifo.SeqKey(fmt.Sprint(n)) }
+func seq(n int) string { return parking.SeqKey(fmt.Sprint(n)) }
 
 // same fails t unless got is want (Since as an instant).
 func same(t *testing.T, what string, got, want fifo.Park) {

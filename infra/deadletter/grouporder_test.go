@@ -49,11 +49,11 @@ func TestGroupOrderValuesAreFifos(t *testing.T) {
 			t.Errorf("homingfifo.ParseOnError(%q) = %q, %v; want %q", v, got, err, want)
 		}
 	}
-	if got := deadletter.DefaultGroupMaxReceiveCount - deadletter.ParkMargin; got != homingfifo.DefaultMaxReceives {
-		t.Errorf("the default backstop parks at %d deliveries, fifo.Keeper at %d", got, homingfifo.DefaultMaxReceives)
+	if got := deadletter.DefaultGroupMaxReceiveCount - deadletter.ParkMargin; got != settings.DefaultMaxReceives {
+		t.Errorf("the default backstop parks at %d deliveries, fifo.Keeper at %d", got, settings.DefaultMaxReceives)
 	}
-	if got := deadletter.DefaultSourceRetentionDays * 24; got != int(homingfifo.DefaultRetention.Hours()) {
-		t.Errorf("the default source retention is %dh, fifo.Keeper's %v", got, homingfifo.DefaultRetention)
+	if got := deadletter.DefaultSourceRetentionDays * 24; got != int(settings.DefaultSourceRetention.Hours()) {
+		t.Errorf("the default source retention is %dh, fifo.Keeper's %v", got, settings.DefaultSourceRetention)
 	}
 }
 

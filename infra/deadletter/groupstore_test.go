@@ -136,7 +136,7 @@ var (
 	consumerUses = func(ctx context.Context, s homingfifo.Store) {
 		_, _ = s.Park(ctx, homingfifo.Park{Group: "g-1", Reason: homingfifo.ReasonDeliveredTooOften, Head: "m-1", Queue: "parking", Since: time.Now()})
 		_, _ = s.Parked(ctx, []string{"g-1", "g-2"})
-		_ = s.Count(ctx, "g-1", homingfifo.Count{Seq: homingfifo.SeqKey("18"), Parked: 1})
+		_ = s.Count(ctx, "g-1", homingfifo.Count{Seq: "0000000000000000000000000000000000000018", Parked: 1})
 		_ = s.Count(ctx, "g-1", homingfifo.Count{Round: "round-1", Index: 1})
 		_ = s.Count(ctx, "g-1", homingfifo.Count{Round: "round-1", Index: 2, Stop: 2, Head: "m-3", Reason: "invalid: not-json", Queue: "invalid"})
 	}

@@ -14,6 +14,8 @@ const (
 	// and the deliveries that park a head, below the redrive's backstop.
 	DefaultSourceRetention = 4 * 24 * time.Hour
 	DefaultMaxReceives     = 90
+	DefaultGroupMinBackoff = 30 * time.Second // a failed head's first visibility
+	MaxGroupBackoff        = 12 * time.Hour   // SQS's bound on a visibility timeout
 
 	DefaultMaxReplays           = 3
 	DefaultBackoffBase          = 5 * time.Minute

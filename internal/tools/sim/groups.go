@@ -21,6 +21,7 @@ import (
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/fifo/fifotest"
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // A FIFO lane whose consumer keeps each message group in order (Lane.Groups,
@@ -75,8 +76,8 @@ func newGroupBook() *groupBook {
 }
 
 // backstopReceives is the source queue's maxReceiveCount on a lane with
-// Groups: the redrive as a distant backstop, above fifo.DefaultMaxReceives.
-const backstopReceives = fifo.DefaultMaxReceives + 10
+// Groups: the redrive as a distant backstop, above settings.DefaultMaxReceives.
+const backstopReceives = settings.DefaultMaxReceives + 10
 
 // faultsPerKey bounds the injected faults of one (operation, key): a
 // fault never lasts long enough to push a record past the contract's

@@ -1,4 +1,4 @@
-package fifo_test
+package parking_test
 
 import (
 	"maps"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/parking"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -44,7 +45,7 @@ func TestAttributesThroughAParkAndARelease(t *testing.T) {
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.FixedZone("CET", 3600))
 	for _, n := range []int{0, 1, 10} {
 		attrs := producer(n)
-		parked, err := fifo.ParkedAttributes(attrs, "m-1", fifo.ReasonExpiring, at)
+		parked, err := parking.Attributes(attrs, "m-1", fifo.ReasonExpiring, at)
 		if err != nil {
 			t.Fatalf("%d attributes: %v", n, err)
 		}
@@ -55,10 +56,10 @@ func TestAttributesThroughAParkAndARelease(t *testing.T) {
 		if err != nil || !found || meta.OriginalMessageID != "m-1" || meta.Reason != fifo.ReasonExpiring || !equal(got, attrs) {
 			t.Fatalf("%d attributes, parked: %+v %v %v %v", n, meta, got, found, err)
 		}
-		if n := fifo.Released(parked, "body", "r-1"); n != 0 {
+		if n := parking.Released(parked, "body", "r-1"); n != 0 {
 			t.Fatalf("a parked record is number %d of a round", n)
 		}
-		released, err := fifo.ReleasedAttributes(parked, "p-1", "body", "r-1", 7)
+		released, err := parking.ReleasedAttributes(parked, "p-1", "body", "r-1", 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestAttributesThroughAParkAndARelease(t *testing.T) {
 		if err != nil || !found || meta.OriginalMessageID != "p-1" || !equal(got, attrs) {
 			t.Fatalf("%d attributes, released: %+v %v %v %v", n, meta, got, found, err)
 		}
-		if n := fifo.Released(released, "body", "r-1"); n != 7 {
+		if n := parking.Released(released, "body", "r-1"); n != 7 {
 			t.Fatalf("a released record is number %d of its round, want 7", n)
 		}
 	}
@@ -77,7 +78,7 @@ func TestAttributesThroughAParkAndARelease(t *testing.T) {
 // on another body, a made-up mark, or a mark of another round names no
 // record sent back.
 func TestReleaseMarksCannotBeForged(t *testing.T) {
-	released, err := fifo.ReleasedAttributes(producer(2), "p-1", `{"id":1}`, "r-1", 3)
+	released, err := parking.ReleasedAttributes(producer(2), "p-1", `{"id":1}`, "r-1", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +100,11 @@ func TestReleaseMarksCannotBeForged(t *testing.T) {
 		"a number, no mark":   {forged("3"), `{"id":1}`, "r-1"},
 		"the round as a mark": {forged("r-1"), `{"id":1}`, "r-1"},
 	} {
-		if n := fifo.Released(tt.attrs, tt.body, tt.round); n != 0 {
+		if n := parking.Released(tt.attrs, tt.body, tt.round); n != 0 {
 			t.Errorf("%s: number %d", name, n)
 		}
 	}
-	if n := fifo.Released(released, `{"id":1}`, "r-1"); n != 3 {
+	if n := parking.Released(released, `{"id":1}`, "r-1"); n != 3 {
 		t.Fatalf("the true record: number %d, want 3", n)
 	}
 }
@@ -122,14 +123,14 @@ func TestAProducersGarbageUnderOurNameIsKept(t *testing.T) {
 			}
 		}
 		attrs[envelope.ReplayAttributeName] = str("not json")
-		if n := fifo.Released(attrs, "body", "r-1"); n != 0 {
+		if n := parking.Released(attrs, "body", "r-1"); n != 0 {
 			t.Fatalf("garbage is number %d of a round", n)
 		}
-		parked, err := fifo.ParkedAttributes(attrs, "m-1", fifo.ReasonGroupParked, time.Now())
+		parked, err := parking.Attributes(attrs, "m-1", fifo.ReasonGroupParked, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		released, err := fifo.ReleasedAttributes(parked, "p-1", "body", "r-1", 1)
+		released, err := parking.ReleasedAttributes(parked, "p-1", "body", "r-1", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +150,7 @@ func TestAProducersGarbageUnderOurNameIsKept(t *testing.T) {
 func TestElevenAttributesAreRefused(t *testing.T) {
 	attrs := producer(10)
 	attrs["k-attr"] = str("eleventh")
-	if _, err := fifo.ParkedAttributes(attrs, "m-1", fifo.ReasonGroupParked, time.Now()); err == nil {
+	if _, err := parking.Attributes(attrs, "m-1", fifo.ReasonGroupParked, time.Now()); err == nil {
 		t.Fatal("eleven attributes packed")
 	}
 }

@@ -1,4 +1,7 @@
-package fifo
+// Package parking is the wire format of a FIFO lane's parked and released
+// records: our note in the replay's attribute beside the producer's, the
+// release round's mark, and the order of sequence numbers.
+package parking
 
 import (
 	"crypto/hmac"
@@ -77,9 +80,9 @@ func mark(round string, n int, body string) string {
 	return strconv.Itoa(n) + "." + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// ParkedAttributes returns the attributes of record id in the parking
+// Attributes returns the attributes of record id in the parking
 // queue: the producer's, and a note of why and when it was parked.
-func ParkedAttributes(attrs map[string]types.MessageAttributeValue, id, reason string, at time.Time) (map[string]types.MessageAttributeValue, error) {
+func Attributes(attrs map[string]types.MessageAttributeValue, id, reason string, at time.Time) (map[string]types.MessageAttributeValue, error) {
 	producer, _ := producerOf(attrs)
 	return pack(producer, note{OriginalMessageID: id, Reason: reason, ParkedAt: at.UTC()})
 }
@@ -95,7 +98,16 @@ func ReleasedAttributes(attrs map[string]types.MessageAttributeValue, id, body, 
 func pack(producer map[string]types.MessageAttributeValue, n note) (map[string]types.MessageAttributeValue, error) {
 	out, err := envelope.Pack(producer, envelope.ReplayAttributeName, n)
 	if err != nil {
-		return nil, fmt.Errorf("fifo: attributes of %s: %w", n.OriginalMessageID, err)
+		return nil, fmt.Errorf("parking: attributes of %s: %w", n.OriginalMessageID, err)
 	}
 	return out, nil
+}
+
+// SeqKey returns the SQS sequence number seq in a form that orders as
+// strings do (zero-padded to 40 digits); "" when seq is not one.
+func SeqKey(seq string) string {
+	if seq == "" || len(seq) > 40 || strings.Trim(seq, "0123456789") != "" {
+		return ""
+	}
+	return strings.Repeat("0", 40-len(seq)) + seq
 }
