@@ -67,17 +67,17 @@ func (o Outcome) acknowledged() bool {
 // Defaults of [Options]: the consumer function's, as package settings
 // declares them (CONCURRENCY, DEADLINE_MARGIN).
 const (
-	DefaultConcurrency    = settings.DefaultConcurrency
-	DefaultDeadlineMargin = settings.DefaultConsumerDeadlineMargin
+	defaultConcurrency    = settings.DefaultConcurrency
+	defaultDeadlineMargin = settings.DefaultConsumerDeadlineMargin
 )
 
 // Options tune a [Processor]. The zero value is usable.
 type Options struct {
 	// Concurrency bounds the records (standard queues) or message groups
-	// (FIFO queues) processed at once. Default DefaultConcurrency.
+	// (FIFO queues) processed at once. Default 10.
 	Concurrency int
 	// DeadlineMargin: no record starts when the invocation has less than
-	// this left. Default DefaultDeadlineMargin.
+	// this left. Default 2s.
 	DeadlineMargin time.Duration
 	// Logger receives one line per record. Default slog.Default().
 	Logger *slog.Logger
@@ -125,10 +125,10 @@ func New(h Handler, invalid InvalidChannel, opts Options) *Processor {
 		}
 	}
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultConcurrency
+		opts.Concurrency = defaultConcurrency
 	}
 	if opts.DeadlineMargin <= 0 {
-		opts.DeadlineMargin = DefaultDeadlineMargin
+		opts.DeadlineMargin = defaultDeadlineMargin
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -15,6 +15,7 @@ import (
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/idempotency/idempotencytest"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 )
 
@@ -51,9 +52,9 @@ func TestIdempotencyStoreWritesTheTTLAttribute(t *testing.T) {
 		t.Fatalf("item has no numeric %s: %v", dynamo.TTLAttribute, out.Item)
 	}
 	secs, _ := strconv.ParseInt(n.Value, 10, 64)
-	want := before.Add(idempotency.DefaultLifetime).Unix()
+	want := before.Add(settings.DefaultRecordLifetime).Unix()
 	if secs < want || secs > want+60 {
-		t.Fatalf("%s = %d, want about %d (now + %v)", dynamo.TTLAttribute, secs, want, idempotency.DefaultLifetime)
+		t.Fatalf("%s = %d, want about %d (now + %v)", dynamo.TTLAttribute, secs, want, settings.DefaultRecordLifetime)
 	}
 	if s, _ := out.Item["status"].(*types.AttributeValueMemberS); s == nil || s.Value != "COMPLETED" {
 		t.Fatalf("status = %v", out.Item["status"])

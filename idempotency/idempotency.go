@@ -23,14 +23,14 @@ const (
 	Completed  Status = "COMPLETED"
 )
 
-// DefaultLifetime is the [Receiver]'s default record lifetime, the
+// defaultLifetime is the [Receiver]'s default record lifetime, the
 // consumer's RECORD_LIFETIME as package settings declares it: it outlives
 // the longest source (4 days) plus DLQ (14 days) retention with a margin, so
 // a replay 14 days later is still recognised.
-const DefaultLifetime = settings.DefaultRecordLifetime
+const defaultLifetime = settings.DefaultRecordLifetime
 
-// DefaultLockTimeout bounds a lock when ctx has no deadline.
-const DefaultLockTimeout = 15 * time.Minute
+// defaultLockTimeout bounds a lock when ctx has no deadline.
+const defaultLockTimeout = 15 * time.Minute
 
 // Errors returned by the package. Match them with errors.Is.
 var (
@@ -182,9 +182,9 @@ type Outcome struct {
 // match it.
 const EventUnrecorded = "completion-unrecorded"
 
-// DefaultCompleteBudget bounds the retries of a completion after the effect
+// defaultCompleteBudget bounds the retries of a completion after the effect
 // when ctx has no deadline (or a later one).
-const DefaultCompleteBudget = 3 * time.Second
+const defaultCompleteBudget = 3 * time.Second
 
 // storeTimeout bounds a store call made after ctx may be done (a release, a
 // completion of another claim). It bounds I/O, so it is real time, unlike
@@ -217,7 +217,7 @@ const completeMargin = 250 * time.Millisecond
 type Receiver struct {
 	Store    Store
 	Scope    string              // the consumer's name: non-empty, without '#'; keys are Key(Scope, key)
-	Lifetime time.Duration       // how long a completed record is kept; default DefaultLifetime
+	Lifetime time.Duration       // how long a completed record is kept; default 720h
 	Now      func() time.Time    // default time.Now
 	NewToken func() string       // default: 128 random bits
 	OnError  func(error, string) // called with errors it can only report (a failed release); may be nil
@@ -257,7 +257,7 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 // applied: after taking over an expired lock, after an ambiguous failure,
 // and before claiming a key whose expired lock is of another payload.
 // payloadHash is [payload.Hash.Sum] of the body. The lock expires at ctx's
-// deadline (or after DefaultLockTimeout). An effect that ran is never
+// deadline (or after 15 minutes). An effect that ran is never
 // redone: a completion not recorded in time sets Outcome.Unrecorded.
 //
 // Before anything runs it refuses an empty key ([ErrEmptyKey]) and a
@@ -362,11 +362,11 @@ func (r *Receiver) lease(ctx context.Context, key, payloadHash string) Lease {
 	now := r.now()
 	until, ok := ctx.Deadline()
 	if !ok {
-		until = now.Add(DefaultLockTimeout)
+		until = now.Add(defaultLockTimeout)
 	}
 	lifetime := r.Lifetime
 	if lifetime <= 0 {
-		lifetime = DefaultLifetime
+		lifetime = defaultLifetime
 	}
 	return Lease{
 		Key:         Key(r.Scope, key),
@@ -463,7 +463,7 @@ func (r *Receiver) complete(ctx context.Context, l Lease, key, result string, ou
 	// The deadline is read on the receiver's clock, like the lock's expiry
 	// (Lease.Until): never on the real one, which a simulation or a test
 	// does not share.
-	end := r.now().Add(DefaultCompleteBudget)
+	end := r.now().Add(defaultCompleteBudget)
 	if dl, ok := ctx.Deadline(); ok {
 		if byCtx := dl.Add(-completeMargin); byCtx.Before(end) {
 			end = byCtx

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/suite"
 )
 
@@ -23,7 +24,7 @@ func lease(t *testing.T, token string, now time.Time) idempotency.Lease {
 		Token:       token,
 		Now:         now,
 		Until:       now.Add(time.Minute),
-		ExpiresAt:   now.Add(idempotency.DefaultLifetime),
+		ExpiresAt:   now.Add(settings.DefaultRecordLifetime),
 	}
 }
 
@@ -189,7 +190,7 @@ func testExpiredClaimFoundAppliedIsCompletedByItsToken(t *testing.T, h Harness) 
 	mustClaim(t, s, a)
 	settle := a
 	settle.Now = a.Until.Add(time.Second)
-	settle.ExpiresAt = settle.Now.Add(idempotency.DefaultLifetime)
+	settle.ExpiresAt = settle.Now.Add(settings.DefaultRecordLifetime)
 	if err := s.Complete(t.Context(), settle, "INV-a"); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // Payload hashes of one record under two contracts: an earlier build's
@@ -54,7 +55,7 @@ func testHashVersionsCompareWithinAVersion(t *testing.T, h Harness) {
 		t.Run(c.name, func(t *testing.T) {
 			id := "versions-" + t.Name()
 			before := idempotency.Lease{Key: idempotency.Key("contract", id), PayloadHash: c.recorded, Token: "before",
-				Now: t0, Until: t0.Add(time.Minute), ExpiresAt: t0.Add(idempotency.DefaultLifetime)}
+				Now: t0, Until: t0.Add(time.Minute), ExpiresAt: t0.Add(settings.DefaultRecordLifetime)}
 			mustClaim(t, s, before)
 			now := t0.Add(30 * time.Second) // live
 			switch c.state {

@@ -40,7 +40,7 @@ func (s *Sim) newProcessor() *batch.Processor {
 	receiver := &idempotency.Receiver{
 		Store:    s.store,
 		Scope:    consumerName,
-		Lifetime: idempotency.DefaultLifetime,
+		Lifetime: settings.DefaultRecordLifetime,
 		Now:      s.clock.Now,
 		NewToken: func() string { tokens++; return fmt.Sprintf("tok-%d", tokens) },
 		Sleep:    s.clock.Sleep,
