@@ -44,7 +44,8 @@ func TestInfraWatchesTheNamesWritten(t *testing.T) {
 		"MetricInRescueWindow":      settings.MetricInRescueWindow,
 		"MetricRunCompleted":        settings.MetricRunCompleted,
 	} {
-		decl := regexp.MustCompile(`\b` + name + `\s*=\s*("` + regexp.QuoteMeta(value) + `"|settings\.` + name + `\b)`)
+		first := name[:1] + strings.ToLower(name[:1]) // exported or not
+		decl := regexp.MustCompile(`\b[` + first + `]` + name[1:] + `\s*=\s*("` + regexp.QuoteMeta(value) + `"|settings\.` + name + `\b)`)
 		if !decl.Match(src) {
 			t.Errorf("infra/deadletter/alarms.go does not declare %s = %q (or settings.%s)", name, value, name)
 		}

@@ -30,29 +30,29 @@ func NewRecorder(w io.Writer, cfg Config) *Recorder {
 	return &Recorder{Config: cfg, out: emfline.NewWriter(w)}
 }
 
-// Wrap returns process with a fresh [Tally] in its context for each
+// Wrap returns process with a fresh tally in its context for each
 // invocation, and the tally written by r when process returns, whatever it
 // returned. A failed write does not change the invocation's answer (its
 // records are decided): it goes to r.OnError. With package batch,
 // Wrap(r, processor.Process) is the Lambda handler.
 func Wrap[E, R any](r *Recorder, process func(context.Context, E) (R, error)) func(context.Context, E) (R, error) {
 	return func(ctx context.Context, ev E) (R, error) {
-		t := &Tally{}
-		resp, err := process(NewContext(ctx, t), ev)
-		if werr := r.Write(t.Counts()); werr != nil && r.OnError != nil {
+		t := &tally{}
+		resp, err := process(newContext(ctx, t), ev)
+		if werr := r.write(t.Counts()); werr != nil && r.OnError != nil {
 			r.OnError(werr)
 		}
 		return resp, err
 	}
 }
 
-// Write writes counts: one line with the dimension Lane and the metrics of
+// write writes counts: one line with the dimension Lane and the metrics of
 // settings.ConsumerMetrics (zeros included, so that the alarms see a data
 // point for every invocation), and one line per invalid reason, in order,
 // with the dimensions Lane and Reason and the metric RecordsInvalid (EMF
 // gives a dimension one value per line). A line CloudWatch would reject
 // (a blank reason, say) is left out and reported; the others are written.
-func (r *Recorder) Write(counts Counts) error {
+func (r *Recorder) write(counts totals) error {
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now

@@ -17,8 +17,8 @@ const (
 	outcomeParked    = "parked" // sent to the parking queue with its group: processed, not failed
 )
 
-// Counts are the record outcomes of one invocation.
-type Counts struct {
+// totals are the record outcomes of one invocation.
+type totals struct {
 	Processed  int            // every record with an outcome
 	Failed     int            // reported back to SQS as batch item failures
 	Invalid    map[string]int // sent to the invalid queue, by reason
@@ -28,7 +28,7 @@ type Counts struct {
 }
 
 // InvalidTotal is the number of invalid records, all reasons.
-func (c Counts) InvalidTotal() int {
+func (c totals) InvalidTotal() int {
 	n := 0
 	for _, v := range c.Invalid {
 		n += v
@@ -36,17 +36,17 @@ func (c Counts) InvalidTotal() int {
 	return n
 }
 
-// Tally counts the outcomes of one invocation. Its zero value is ready; it
+// tally counts the outcomes of one invocation. Its zero value is ready; it
 // is safe for concurrent use (the batch processor runs records at once).
-type Tally struct {
+type tally struct {
 	mu sync.Mutex
-	c  Counts
+	c  totals
 }
 
 // Outcome counts one record's outcome, in the words of batch.Outcome:
 // "succeeded", "parked", "invalid" (with its reason), anything else a
 // failure.
-func (t *Tally) Outcome(outcome, reason string) {
+func (t *tally) Outcome(outcome, reason string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.c.Processed++
@@ -72,7 +72,7 @@ type Receipt struct {
 }
 
 // Receipt counts what the idempotent receiver reported for a record.
-func (t *Tally) Receipt(out Receipt) {
+func (t *tally) Receipt(out Receipt) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if out.Duplicate {
@@ -86,8 +86,8 @@ func (t *Tally) Receipt(out Receipt) {
 	}
 }
 
-// Counts returns a copy of the counts so far.
-func (t *Tally) Counts() Counts {
+// Counts returns a copy of the totals so far.
+func (t *tally) Counts() totals {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.c
@@ -97,28 +97,28 @@ func (t *Tally) Counts() Counts {
 
 type tallyKey struct{}
 
-// NewContext returns ctx carrying t, for [CountOutcome] and
+// newContext returns ctx carrying t, for [CountOutcome] and
 // [CountReceipt]. [Wrap] does it for each invocation.
-func NewContext(ctx context.Context, t *Tally) context.Context {
+func newContext(ctx context.Context, t *tally) context.Context {
 	return context.WithValue(ctx, tallyKey{}, t)
 }
 
-// CountOutcome counts a record's outcome in the [Tally] of ctx; without
+// CountOutcome counts a record's outcome in the tally of ctx; without
 // one it does nothing. CountOutcome[batch.Outcome] is a
 // batch.Options.OnOutcome. It is safe for concurrent use.
 func CountOutcome[O ~string](ctx context.Context, o O, reason string) {
-	if t, ok := ctx.Value(tallyKey{}).(*Tally); ok {
+	if t, ok := ctx.Value(tallyKey{}).(*tally); ok {
 		t.Outcome(string(o), reason)
 	}
 }
 
 // CountReceipt counts the idempotent receiver's outcome of a record (the
 // flags of the idempotency.Outcome that Receiver.Do returned) in the
-// [Tally] of ctx; without one it does nothing. Call it from the record
+// tally of ctx; without one it does nothing. Call it from the record
 // handler, with the handler's ctx, for every record the receiver
 // acknowledged. It is safe for concurrent use.
 func CountReceipt(ctx context.Context, out Receipt) {
-	if t, ok := ctx.Value(tallyKey{}).(*Tally); ok {
+	if t, ok := ctx.Value(tallyKey{}).(*tally); ok {
 		t.Receipt(out)
 	}
 }
