@@ -9,8 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/homingdlq/homing/internal/crash"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/replaytest"
 )
 
 // pipelined runs 4 workers with a batch's finish beside the next batch's
@@ -19,10 +19,10 @@ func pipelined(o *replay.Options) { o.Workers, o.Lockstep = 4, false }
 
 // crashRun runs the harness's route on its ports wrapped by crash, with
 // opts modified by mod, and returns the run's error.
-func (h *harness) crashRun(crash *replaytest.Crash, mod func(*replay.Options)) error {
+func (h *harness) crashRun(c *crash.Crash, mod func(*replay.Options)) error {
 	o := h.options()
 	mod(&o)
-	_, err := h.tryRun(context.Background(), replay.New(crash.Queue(h.q), crash.Ledger(h.ledger), o), replay.Request{})
+	_, err := h.tryRun(context.Background(), replay.New(c.Queue(h.q), c.Ledger(h.ledger), o), replay.Request{})
 	return err
 }
 
@@ -46,9 +46,9 @@ func TestCrashBetweenSendAndDeleteIsHarmless(t *testing.T) {
 			h := newHarness(t, false, nil)
 			h.orders("C", 5)
 			h.clock.Advance(due)
-			crash := replaytest.NewCrash(replaytest.AtFirst("DeleteMessageBatch"))
-			if err := h.crashRun(crash, tt.mod); !errors.Is(err, replaytest.ErrCrash) || !crash.Crashed() {
-				t.Fatalf("err = %v, crashed = %v", err, crash.Crashed())
+			cr := crash.New(crash.AtFirst("DeleteMessageBatch"))
+			if err := h.crashRun(cr, tt.mod); !errors.Is(err, crash.ErrCrash) || !cr.Crashed() {
+				t.Fatalf("err = %v, crashed = %v", err, cr.Crashed())
 			}
 			if n := len(h.q.Messages(h.route.SourceURL)); n != 5 {
 				t.Fatalf("%d in the source after the crash, want 5", n)
@@ -85,7 +85,7 @@ func TestACrashAtAnyCallLosesNothing(t *testing.T) {
 	count := newHarness(t, false, nil)
 	count.orders("K", n)
 	count.clock.Advance(due)
-	counter := replaytest.NewCrash(nil)
+	counter := crash.New(nil)
 	if err := count.crashRun(counter, pipelined); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestACrashAtAnyCallLosesNothing(t *testing.T) {
 				keys[id] = fmt.Sprintf("ORD-K-%03d", i)
 			}
 			h.clock.Advance(due)
-			_ = h.crashRun(replaytest.NewCrash(replaytest.AtCall(at)), pipelined)
+			_ = h.crashRun(crash.New(crash.AtCall(at)), pipelined)
 
 			left, final := 0, 0
 			for _, m := range h.stored(h.route.DLQURL) {

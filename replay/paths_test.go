@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/crash"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
@@ -335,9 +336,9 @@ func TestFIFOResetCountIsDeterministic(t *testing.T) {
 	meta := &replay.Metadata{ReplayCount: 3, OriginalMessageID: "orig-1", Reason: replay.ReasonReplayExhausted}
 	h.deadLetter(parked, msg{body: order("ORD-RESET"), group: "g1", meta: meta})
 	h.clock.Advance(due)
-	crash := replaytest.NewCrash(replaytest.AtFirst("DeleteMessageBatch"))
-	crashing := replay.New(crash.Queue(h.q), crash.Ledger(failSent{h.ledger}), h.options())
-	if s, err := crashing.Run(context.Background(), replay.Request{Routes: []replay.Route{parked}, ResetCount: true}); !errors.Is(err, replaytest.ErrCrash) {
+	cr := crash.New(crash.AtFirst("DeleteMessageBatch"))
+	crashing := replay.New(cr.Queue(h.q), cr.Ledger(failSent{h.ledger}), h.options())
+	if s, err := crashing.Run(context.Background(), replay.Request{Routes: []replay.Route{parked}, ResetCount: true}); !errors.Is(err, crash.ErrCrash) {
 		t.Fatalf("err = %v, %+v", err, s)
 	}
 	h.clock.Advance(window)

@@ -19,9 +19,9 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/crash"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/replaytest"
 )
 
 // lane is one route on real queues on the emulator, with a DynamoDB ledger.
@@ -229,9 +229,9 @@ func TestCrashBetweenSendAndDeleteOnTheEmulator(t *testing.T) {
 			// batch's SENT records are written by then; pipelined, they may
 			// not be (they go beside the deletes), and the recovery sends
 			// those messages again.
-			crash := replaytest.NewCrash(replaytest.AtFirst("DeleteMessageBatch"))
-			crashing := l.engineWith(crash.Queue(sends), crash.Ledger(l.ledger), func(o *replay.Options) { o.Lockstep = lockstep })
-			if _, err := l.run(t, crashing); !errors.Is(err, replaytest.ErrCrash) {
+			cr := crash.New(crash.AtFirst("DeleteMessageBatch"))
+			crashing := l.engineWith(cr.Queue(sends), cr.Ledger(l.ledger), func(o *replay.Options) { o.Lockstep = lockstep })
+			if _, err := l.run(t, crashing); !errors.Is(err, crash.ErrCrash) {
 				t.Fatalf("err = %v", err)
 			}
 			sent := sends.entries

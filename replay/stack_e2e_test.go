@@ -20,10 +20,10 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/browse"
+	"github.com/homingdlq/homing/internal/crash"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
-	"github.com/homingdlq/homing/replay/replaytest"
 )
 
 // These tests run against the stack deployed by `make deploy-local`: the
@@ -226,12 +226,12 @@ func TestDeployedCrashBetweenSendAndDelete(t *testing.T) {
 	s.send(t, s.out[settings.OutputDeadLetterQueueURL], s.orderBody(t, id), nil)
 
 	ledger := dynamo.NewLedger(dynamodb.NewFromConfig(cfg), s.out[settings.OutputLedgerTableName], time.Now)
-	crash := replaytest.NewCrash(replaytest.AtFirst("DeleteMessageBatch"))
-	crashing := replay.New(crash.Queue(s.sqs), crash.Ledger(ledger), replay.Options{Policy: replay.Policy{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}})
+	cr := crash.New(crash.AtFirst("DeleteMessageBatch"))
+	crashing := replay.New(cr.Queue(s.sqs), cr.Ledger(ledger), replay.Options{Policy: replay.Policy{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}})
 	route := replay.Route{Name: "crash-test", Key: "orderId", DLQURL: s.out[settings.OutputDeadLetterQueueURL], SourceURL: s.out[settings.OutputSourceQueueURL], ParkingURL: s.out[settings.OutputParkingQueueURL]}
 	sum, _ := crashing.Run(context.Background(), replay.Request{Routes: []replay.Route{route}, Filter: replay.Filter{Keys: []string{id}}})
-	if sum.Total.Replayed != 1 || !crash.Crashed() {
-		t.Fatalf("the crashing run sent %d, want 1, and crashed: %v (summary %+v)", sum.Total.Replayed, crash.Crashed(), sum)
+	if sum.Total.Replayed != 1 || !cr.Crashed() {
+		t.Fatalf("the crashing run sent %d, want 1, and crashed: %v (summary %+v)", sum.Total.Replayed, cr.Crashed(), sum)
 	}
 	// The message is in the source (the consumer invoices it) and still in the DLQ.
 	emulatortest.Eventually(t, 60*time.Second, func() (bool, string) {

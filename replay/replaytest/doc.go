@@ -1,9 +1,9 @@
 // Package replaytest holds the in-memory twins of the replay engine's ports
 // and their contract suites: [MemoryQueue] (SQS on an injected clock, with
 // failures on demand) and [RunQueue]; [MemoryLedger] and [RunLedger];
-// [MemoryCompletions] and [RunCompletions]; [Clock], a manual clock; and
-// [Crash], to crash a run at any port call. The twins are safe for
-// concurrent use and fail with the services' own error types.
+// [MemoryCompletions] and [RunCompletions]; and [Clock], a manual clock.
+// The twins are safe for concurrent use and fail with the services' own
+// error types.
 //
 // Each suite runs its rules (queueRules, ledgerRules, completionsRules)
 // as subtests named after them, so one rule runs alone:

@@ -1,4 +1,6 @@
-package replaytest
+// Package crash makes a replay run crash at a chosen call to its queue or
+// ledger, for the tests of what a crashed run leaves behind.
+package crash
 
 import (
 	"context"
@@ -12,7 +14,7 @@ import (
 )
 
 // ErrCrash is the error of every call a [Crash] stops.
-var ErrCrash = errors.New("replaytest: the process crashed")
+var ErrCrash = errors.New("crash: the process crashed")
 
 // Call is one call of a port a [Crash] wraps: its operation (the method's
 // name: "SendMessageBatch", "MarkBatch", ...) and its number among the
@@ -39,7 +41,7 @@ type Crash struct {
 
 // NewCrash returns a Crash at the first call for which at is true; nil never
 // crashes (a Crash that counts the calls of a run: see [Crash.Calls]).
-func NewCrash(at func(Call) bool) *Crash {
+func New(at func(Call) bool) *Crash {
 	if at == nil {
 		at = func(Call) bool { return false }
 	}
