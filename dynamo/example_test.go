@@ -11,6 +11,7 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // table is a one-table stand-in for the DynamoDB client, just enough for
@@ -23,7 +24,7 @@ type table map[string]map[string]types.AttributeValue
 var setClause = regexp.MustCompile(`(#\w+) = (:\w+)`)
 
 func pk(k map[string]types.AttributeValue) string {
-	return k[dynamo.KeyAttribute].(*types.AttributeValueMemberS).Value
+	return k[settings.PartitionKeyAttribute].(*types.AttributeValueMemberS).Value
 }
 
 func (t table) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -53,7 +54,7 @@ func (t table) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...
 
 // The idempotent receiver on a DynamoDB table: in production the store gets
 // the *dynamodb.Client (var _ dynamo.IdempotencyAPI = (*dynamodb.Client)(nil))
-// and the table the infrastructure created, keyed by [dynamo.KeyAttribute].
+// and the table the infrastructure created, keyed by "pk".
 // A second delivery of the same order finds the completed record and does not
 // issue the invoice again.
 func ExampleNewIdempotencyStore() {

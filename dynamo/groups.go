@@ -71,14 +71,14 @@ func (it parkItem) park() fifo.Park {
 
 func (s *GroupStore) key(group string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		KeyAttribute:     &types.AttributeValueMemberS{Value: settings.GroupsPartition},
-		SortKeyAttribute: &types.AttributeValueMemberS{Value: group},
+		keyAttribute:     &types.AttributeValueMemberS{Value: settings.GroupsPartition},
+		sortKeyAttribute: &types.AttributeValueMemberS{Value: group},
 	}
 }
 
 var (
-	parkExists = expression.AttributeExists(expression.Name(KeyAttribute))
-	parkAbsent = expression.AttributeNotExists(expression.Name(KeyAttribute))
+	parkExists = expression.AttributeExists(expression.Name(keyAttribute))
+	parkAbsent = expression.AttributeNotExists(expression.Name(keyAttribute))
 )
 
 // Parked implements [fifo.Store]: one consistent BatchGetItem per 100 groups.
@@ -308,7 +308,7 @@ func (s *GroupStore) Release(ctx context.Context, p fifo.Park) error {
 
 // List implements [fifo.Store]: a Query of the partition, in pages.
 func (s *GroupStore) List(ctx context.Context) ([]fifo.Park, error) {
-	kc := expression.Key(KeyAttribute).Equal(expression.Value(settings.GroupsPartition))
+	kc := expression.Key(keyAttribute).Equal(expression.Value(settings.GroupsPartition))
 	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build the listing of parks: %w", err)

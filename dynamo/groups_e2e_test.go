@@ -85,7 +85,7 @@ func TestGroupStoreWritesNoTTLAttribute(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
-		dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: settings.GroupsPartition}, dynamo.SortKeyAttribute: &types.AttributeValueMemberS{Value: "acct-7"},
+		settings.PartitionKeyAttribute: &types.AttributeValueMemberS{Value: settings.GroupsPartition}, settings.SortKeyAttribute: &types.AttributeValueMemberS{Value: "acct-7"},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestGroupStoreWritesNoTTLAttribute(t *testing.T) {
 	if len(out.Item) == 0 {
 		t.Fatalf("no item at %s / acct-7", settings.GroupsPartition)
 	}
-	if _, ok := out.Item[dynamo.TTLAttribute]; ok {
-		t.Errorf("the park carries %s", dynamo.TTLAttribute)
+	if _, ok := out.Item[settings.TTLAttribute]; ok {
+		t.Errorf("the park carries %s", settings.TTLAttribute)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // batchGetAPI answers BatchGetItem as DynamoDB does for a table without
@@ -25,7 +26,7 @@ func (a *batchGetAPI) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemI
 	for table, ka := range in.RequestItems {
 		seen := map[string]bool{}
 		for _, k := range ka.Keys {
-			key := fmt.Sprint(k[dynamo.KeyAttribute].(*types.AttributeValueMemberS).Value, "/", k[dynamo.SortKeyAttribute].(*types.AttributeValueMemberS).Value)
+			key := fmt.Sprint(k[settings.PartitionKeyAttribute].(*types.AttributeValueMemberS).Value, "/", k[settings.SortKeyAttribute].(*types.AttributeValueMemberS).Value)
 			if seen[key] {
 				return nil, errors.New("ValidationException: Provided list of item keys contains duplicates")
 			}

@@ -19,10 +19,10 @@ import (
 // Attribute names of both tables, as the infrastructure creates them:
 // package settings declares the key schema once.
 const (
-	// KeyAttribute is the String partition key of both tables.
-	KeyAttribute = settings.PartitionKeyAttribute
-	// TTLAttribute holds a record's expiry in epoch seconds on both tables.
-	TTLAttribute = settings.TTLAttribute
+	// keyAttribute is the String partition key of both tables.
+	keyAttribute = settings.PartitionKeyAttribute
+	// ttlAttribute holds a record's expiry in epoch seconds on both tables.
+	ttlAttribute = settings.TTLAttribute
 )
 
 // IdempotencyAPI is the part of the DynamoDB client the store uses.
@@ -73,7 +73,7 @@ func (it idempotencyItem) record() idempotency.Record {
 }
 
 func key(k string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: k}}
+	return map[string]types.AttributeValue{keyAttribute: &types.AttributeValueMemberS{Value: k}}
 }
 
 // ItemGetter is the read the audit needs: GetItem of the DynamoDB client.
@@ -173,8 +173,8 @@ func claimable(l idempotency.Lease) expression.ConditionBuilder {
 	if l.Supersedes != "" {
 		takeover = takeover.Or(expression.Name("lockToken").Equal(expression.Value(l.Supersedes)))
 	}
-	return expression.AttributeNotExists(expression.Name(KeyAttribute)).
-		Or(expression.Name(TTLAttribute).LessThanEqual(expression.Value(l.Now.Unix())),
+	return expression.AttributeNotExists(expression.Name(keyAttribute)).
+		Or(expression.Name(ttlAttribute).LessThanEqual(expression.Value(l.Now.Unix())),
 			expression.Name("status").Equal(expression.Value(string(idempotency.InProgress))).
 				And(expression.Name("lockExpiresAt").LessThanEqual(expression.Value(l.Now.UnixMilli())),
 					takeover))
@@ -209,7 +209,7 @@ func heldBy(l idempotency.Lease) expression.ConditionBuilder {
 func (s *IdempotencyStore) Complete(ctx context.Context, l idempotency.Lease, result string) error {
 	update := expression.Set(expression.Name("status"), expression.Value(string(idempotency.Completed))).
 		Set(expression.Name("result"), expression.Value(result)).
-		Set(expression.Name(TTLAttribute), expression.Value(l.ExpiresAt.Unix())).
+		Set(expression.Name(ttlAttribute), expression.Value(l.ExpiresAt.Unix())).
 		Remove(expression.Name("lockExpiresAt"))
 	expr, err := expression.NewBuilder().WithCondition(heldBy(l)).WithUpdate(update).Build()
 	if err != nil {

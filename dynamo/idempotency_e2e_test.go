@@ -42,19 +42,19 @@ func TestIdempotencyStoreWritesTheTTLAttribute(t *testing.T) {
 	}
 	out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: idempotency.Key("invoice", "ORD-TTL")}},
+		Key: map[string]types.AttributeValue{settings.PartitionKeyAttribute: &types.AttributeValueMemberS{Value: idempotency.Key("invoice", "ORD-TTL")}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, ok := out.Item[dynamo.TTLAttribute].(*types.AttributeValueMemberN)
+	n, ok := out.Item[settings.TTLAttribute].(*types.AttributeValueMemberN)
 	if !ok {
-		t.Fatalf("item has no numeric %s: %v", dynamo.TTLAttribute, out.Item)
+		t.Fatalf("item has no numeric %s: %v", settings.TTLAttribute, out.Item)
 	}
 	secs, _ := strconv.ParseInt(n.Value, 10, 64)
 	want := before.Add(settings.DefaultRecordLifetime).Unix()
 	if secs < want || secs > want+60 {
-		t.Fatalf("%s = %d, want about %d (now + %v)", dynamo.TTLAttribute, secs, want, settings.DefaultRecordLifetime)
+		t.Fatalf("%s = %d, want about %d (now + %v)", settings.TTLAttribute, secs, want, settings.DefaultRecordLifetime)
 	}
 	if s, _ := out.Item["status"].(*types.AttributeValueMemberS); s == nil || s.Value != "COMPLETED" {
 		t.Fatalf("status = %v", out.Item["status"])

@@ -22,7 +22,7 @@ import (
 
 // Key attributes and key values of the ledger table.
 const (
-	SortKeyAttribute = settings.SortKeyAttribute         // the String sort key of the ledger
+	sortKeyAttribute = settings.SortKeyAttribute         // the String sort key of the ledger
 	messagePrefix    = "message" + settings.KeySeparator // sort key of a message record: "message#<DLQ message id>"
 	runPartition     = "run"                             // partition of the run records
 	runTimeLayout    = "2006-01-02T15:04:05.000000000Z"
@@ -38,8 +38,8 @@ type LedgerAPI interface {
 }
 
 // Ledger is a replay.Ledger on one DynamoDB table with the String partition
-// key [KeyAttribute] and the String sort key [SortKeyAttribute], whose TTL
-// attribute is [TTLAttribute] (epoch seconds). Every state change is one
+// key "pk" and the String sort key "sk", whose TTL attribute is
+// "expiresAt" (epoch seconds). Every state change is one
 // conditional write; expiry is checked in the conditions and query filters,
 // never left to TTL deletion. It is safe for concurrent use.
 //
@@ -127,15 +127,15 @@ func (it messageItem) record() replay.MessageRecord {
 
 func (l *Ledger) key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		KeyAttribute:     &types.AttributeValueMemberS{Value: pk},
-		SortKeyAttribute: &types.AttributeValueMemberS{Value: sk},
+		keyAttribute:     &types.AttributeValueMemberS{Value: pk},
+		sortKeyAttribute: &types.AttributeValueMemberS{Value: sk},
 	}
 }
 
 // absentOrExpired is the condition under which a record counts as absent.
 func absentOrExpired(now time.Time) expression.ConditionBuilder {
-	return expression.AttributeNotExists(expression.Name(KeyAttribute)).
-		Or(expression.Name(TTLAttribute).LessThanEqual(expression.Value(now.Unix())))
+	return expression.AttributeNotExists(expression.Name(keyAttribute)).
+		Or(expression.Name(ttlAttribute).LessThanEqual(expression.Value(now.Unix())))
 }
 
 func stateIs(s replay.State) expression.ConditionBuilder {
@@ -176,7 +176,7 @@ func (l *Ledger) change(r replay.MessageRecord, now time.Time, fresh bool) (chan
 			Remove(expression.Name("reason"))
 	case replay.Sent, replay.Parked, replay.Resolved:
 		c.cond = stateIs(replay.Intent).And(expression.Name("runId").Equal(expression.Value(r.RunID))).
-			And(expression.Name(TTLAttribute).GreaterThan(expression.Value(now.Unix())))
+			And(expression.Name(ttlAttribute).GreaterThan(expression.Value(now.Unix())))
 		c.update = l.fields(c.it).Remove(expression.Name("leaseUntil"))
 		if r.Reason != "" {
 			c.update = c.update.Set(expression.Name("reason"), expression.Value(r.Reason))
@@ -406,7 +406,7 @@ func (l *Ledger) fields(it messageItem) expression.UpdateBuilder {
 		Set(expression.Name("runId"), expression.Value(it.RunID)).
 		Set(expression.Name("replayCount"), expression.Value(it.ReplayCount)).
 		Set(expression.Name("at"), expression.Value(it.At)).
-		Set(expression.Name(TTLAttribute), expression.Value(it.ExpiresAt))
+		Set(expression.Name(ttlAttribute), expression.Value(it.ExpiresAt))
 }
 
 // put writes it when cond holds and returns the item it replaced.
@@ -455,12 +455,12 @@ func (l *Ledger) update(ctx context.Context, it messageItem, cond expression.Con
 // sort key begins with prefix, page by page, until each returns false or the
 // pages end.
 func (l *Ledger) query(ctx context.Context, pk, prefix string, newestFirst bool, limit int32, each func(map[string]types.AttributeValue) bool) error {
-	key := expression.Key(KeyAttribute).Equal(expression.Value(pk))
+	key := expression.Key(keyAttribute).Equal(expression.Value(pk))
 	if prefix != "" {
-		key = key.And(expression.Key(SortKeyAttribute).BeginsWith(prefix))
+		key = key.And(expression.Key(sortKeyAttribute).BeginsWith(prefix))
 	}
 	expr, err := expression.NewBuilder().WithKeyCondition(key).
-		WithFilter(expression.Name(TTLAttribute).GreaterThan(expression.Value(l.now().Unix()))).Build()
+		WithFilter(expression.Name(ttlAttribute).GreaterThan(expression.Value(l.now().Unix()))).Build()
 	if err != nil {
 		return fmt.Errorf("build query: %w", err)
 	}
@@ -611,7 +611,7 @@ func (c *Completions) Completed(ctx context.Context, keys []string) (map[string]
 	ids := slices.Compact(slices.Sorted(slices.Values(keys)))
 	out := make(map[string]string, len(ids))
 	proj, err := expression.NewBuilder().WithProjection(expression.NamesList(
-		expression.Name(KeyAttribute), expression.Name("status"), expression.Name("payloadHash"), expression.Name(TTLAttribute))).Build()
+		expression.Name(keyAttribute), expression.Name("status"), expression.Name("payloadHash"), expression.Name(ttlAttribute))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("build projection: %w", err)
 	}
@@ -622,7 +622,7 @@ func (c *Completions) Completed(ctx context.Context, keys []string) (map[string]
 		for _, id := range ids[start:min(start+batchGetLimit, len(ids))] {
 			k := idempotency.Key(c.scope, id)
 			byKey[k] = id
-			keys = append(keys, map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: k}})
+			keys = append(keys, map[string]types.AttributeValue{keyAttribute: &types.AttributeValueMemberS{Value: k}})
 		}
 		for attempt := 0; len(keys) > 0; attempt++ {
 			if attempt > 0 {

@@ -68,17 +68,17 @@ func TestLedgerWritesTheTTLAttribute(t *testing.T) {
 		t.Fatalf("ok=%v err=%v", ok, err)
 	}
 	out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
-		dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: "order#ORD-TTL"}, dynamo.SortKeyAttribute: &types.AttributeValueMemberS{Value: "message#m-1"},
+		settings.PartitionKeyAttribute: &types.AttributeValueMemberS{Value: "order#ORD-TTL"}, settings.SortKeyAttribute: &types.AttributeValueMemberS{Value: "message#m-1"},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, ok := out.Item[dynamo.TTLAttribute].(*types.AttributeValueMemberN)
+	n, ok := out.Item[settings.TTLAttribute].(*types.AttributeValueMemberN)
 	if !ok {
-		t.Fatalf("item has no numeric %s: %v", dynamo.TTLAttribute, out.Item)
+		t.Fatalf("item has no numeric %s: %v", settings.TTLAttribute, out.Item)
 	}
 	if secs, _ := strconv.ParseInt(n.Value, 10, 64); secs != r.ExpiresAt.Unix() {
-		t.Fatalf("%s = %d, want %d", dynamo.TTLAttribute, secs, r.ExpiresAt.Unix())
+		t.Fatalf("%s = %d, want %d", settings.TTLAttribute, secs, r.ExpiresAt.Unix())
 	}
 }
 
@@ -95,7 +95,7 @@ func TestSealPublicKeyOnTheLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
-		dynamo.KeyAttribute: &types.AttributeValueMemberS{Value: settings.SealPublicKeyPartition}, dynamo.SortKeyAttribute: &types.AttributeValueMemberS{Value: "message#v2"},
+		settings.PartitionKeyAttribute: &types.AttributeValueMemberS{Value: settings.SealPublicKeyPartition}, settings.SortKeyAttribute: &types.AttributeValueMemberS{Value: "message#v2"},
 	}})
 	if err != nil || len(out.Item) == 0 {
 		t.Fatalf("no public key item: %v, %v", out, err)

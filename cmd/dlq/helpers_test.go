@@ -23,7 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/fifo/fifotest"
 	"github.com/homingdlq/homing/idempotency"
@@ -373,7 +372,7 @@ type fakeItems struct {
 }
 
 func (f *fakeItems) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	key := in.Key[dynamo.KeyAttribute].(*dbtypes.AttributeValueMemberS).Value
+	key := in.Key[settings.PartitionKeyAttribute].(*dbtypes.AttributeValueMemberS).Value
 	return &dynamodb.GetItemOutput{Item: f.items[key]}, nil
 }
 
