@@ -26,8 +26,8 @@ func (w *worker) account(b *batch) {
 		if p.rs.Expiry == nil {
 			p.rs.Expiry = &Expiry{}
 		}
-		f := Facts{ExpiresAt: b.plan.expiresAt(it.msg)}
-		p.rs.Expiry.see(it.msg.sentAt, f.ExpiresAt, r.e.opts.Policy.Expiring(f, b.plan.now))
+		f := facts{ExpiresAt: b.plan.expiresAt(it.msg)}
+		p.rs.Expiry.see(it.msg.sentAt, f.ExpiresAt, r.e.opts.Policy.expiring(f, b.plan.now))
 	}
 	moves, replays := 0, 0
 	for _, it := range b.items {

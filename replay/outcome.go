@@ -5,11 +5,11 @@ import (
 )
 
 // Outcome is what becomes of one examined message: the one word the
-// policy's [Decision], the log line of a message ("outcome") and the
+// policy's decision, the log line of a message ("outcome") and the
 // [Counts] share.
 type Outcome string
 
-// The outcomes. A [Decision] is one of the first three.
+// The outcomes. A decision is one of the first three.
 const (
 	OutcomeReplayed  Outcome = "replayed"  // sent to the source queue
 	OutcomeParked    Outcome = "parked"    // sent to the parking queue

@@ -20,7 +20,7 @@ type item struct {
 	outcome Outcome // undecided until planned
 	reason  string  // OutcomeParked: the parking reason; OutcomeApplied: ReasonAlreadyApplied
 	delay   int32   // OutcomeDelayed: the visibility timeout that hides it until due, in seconds
-	facts   Facts
+	facts   facts
 	refund  bool // its last replay failed in a run whose replays all failed: given back
 	dest    string
 	entry   types.SendMessageBatchRequestEntry
@@ -110,7 +110,7 @@ func (pl *planner) plan(items []*item) (moves, replays int) {
 						pl.replayLeft--
 					}
 				}
-			case pl.movesLeft > 0 && pl.policy.Expiring(it.facts, pl.now):
+			case pl.movesLeft > 0 && pl.policy.expiring(it.facts, pl.now):
 				it.park(ReasonExpiryRescue)
 			default:
 				it.to(OutcomeDeferred)
@@ -170,22 +170,22 @@ func (pl *planner) decide(it *item) {
 		count--
 		it.refund = true
 	}
-	it.facts = Facts{
+	it.facts = facts{
 		ReplayCount:    count,
 		DeadLetteredAt: it.msg.deadLetteredAt,
 		LastReplayAt:   it.msg.meta.LastReplayAt,
 		ExpiresAt:      pl.expiresAt(it.msg),
 		JitterKey:      it.msg.originalID(),
 	}
-	d := pl.policy.Decide(it.facts, pl.now)
+	d := pl.policy.decide(it.facts, pl.now)
 	if pl.blind && d.Reason == ReasonReplayExhausted && it.msg.meta.RunID != "" &&
-		pl.policy.refundable(it.msg.meta.Refunds) && !pl.policy.Expiring(it.facts, pl.now) {
+		pl.policy.refundable(it.msg.meta.Refunds) && !pl.policy.expiring(it.facts, pl.now) {
 		// The breaker is unknown: it may give this message's last replay
 		// back. Its park waits for a run that can read it.
 		it.to(OutcomeDeferred)
 		return
 	}
-	if pl.gated && !pl.policy.Expiring(it.facts, pl.now) && d.Reason != ReasonReplayExhausted {
+	if pl.gated && !pl.policy.expiring(it.facts, pl.now) && d.Reason != ReasonReplayExhausted {
 		// Nothing is replayed: only what is about to expire, or has had
 		// its replays (with any refund above: the park every later run
 		// would make, which a gate does not hold), needs a decision; the
@@ -224,7 +224,7 @@ func hide(until, now, receivedAt time.Time) int32 {
 // park for the expiry rescue when the message is about to expire; it
 // reports whether it did.
 func (pl *planner) rescue(it *item) bool {
-	if it.outcome != OutcomeReplayed || !pl.policy.Expiring(it.facts, pl.now) {
+	if it.outcome != OutcomeReplayed || !pl.policy.expiring(it.facts, pl.now) {
 		return false
 	}
 	it.park(ReasonExpiryRescue)

@@ -46,7 +46,7 @@ type Policy struct {
 }
 
 // Facts are what a decision depends on.
-type Facts struct {
+type facts struct {
 	ReplayCount    int       // the larger of the metadata's and the ledger's count
 	DeadLetteredAt time.Time // when the message was (first) dead-lettered, or an approximation
 	LastReplayAt   time.Time // zero when never replayed
@@ -55,7 +55,7 @@ type Facts struct {
 }
 
 // Decision is the verdict for one message.
-type Decision struct {
+type decision struct {
 	Outcome Outcome   // OutcomeReplayed, OutcomeParked or OutcomeDelayed
 	Reason  string    // parked only: the parking reason
 	Due     time.Time // when the message may be replayed (zero when parked for exhaustion)
@@ -89,10 +89,10 @@ func (p Policy) withDefaults() Policy {
 }
 
 // Decide returns what to do with a message described by f at now.
-func (p Policy) Decide(f Facts, now time.Time) Decision {
+func (p Policy) decide(f facts, now time.Time) decision {
 	p = p.withDefaults()
 	if f.ReplayCount >= p.MaxReplays {
-		return Decision{Outcome: OutcomeParked, Reason: ReasonReplayExhausted}
+		return decision{Outcome: OutcomeParked, Reason: ReasonReplayExhausted}
 	}
 	ref := f.LastReplayAt
 	if ref.IsZero() {
@@ -100,8 +100,8 @@ func (p Policy) Decide(f Facts, now time.Time) Decision {
 	}
 	due := ref.Add(p.Backoff(f.ReplayCount, f.JitterKey))
 	if now.Before(due) {
-		if p.Expiring(f, now) {
-			return Decision{Outcome: OutcomeParked, Reason: ReasonExpiryRescue, Due: due}
+		if p.expiring(f, now) {
+			return decision{Outcome: OutcomeParked, Reason: ReasonExpiryRescue, Due: due}
 		}
 		// A hide never reaches past the start of the rescue window: the
 		// message must be seen again before it can expire.
@@ -109,9 +109,9 @@ func (p Policy) Decide(f Facts, now time.Time) Decision {
 		if !f.ExpiresAt.IsZero() {
 			until = minTime(until, f.ExpiresAt.Add(-p.ExpiryRescueWindow))
 		}
-		return Decision{Outcome: OutcomeDelayed, Due: due, Until: until}
+		return decision{Outcome: OutcomeDelayed, Due: due, Until: until}
 	}
-	return Decision{Outcome: OutcomeReplayed, Due: due}
+	return decision{Outcome: OutcomeReplayed, Due: due}
 }
 
 // refundable reports whether a message whose replays were given back
@@ -125,7 +125,7 @@ func (p Policy) refundable(refunds int) bool {
 
 // Expiring reports whether the message is within the rescue window of its
 // expiry at now. Unknown expiry is never expiring.
-func (p Policy) Expiring(f Facts, now time.Time) bool {
+func (p Policy) expiring(f facts, now time.Time) bool {
 	p = p.withDefaults()
 	return !f.ExpiresAt.IsZero() && !now.Before(f.ExpiresAt.Add(-p.ExpiryRescueWindow))
 }
