@@ -37,7 +37,7 @@ func TestInfraWatchesTheNamesWritten(t *testing.T) {
 		"MetricInDoubtTakeovers":      settings.MetricInDoubtTakeovers,
 		"DimensionLane":               settings.DimensionLane,
 		"DimensionReason":             settings.DimensionReason,
-		// The replay's (replay.WriteLaneEMF writes them through emf).
+		// The replay's (the replay engine writes them through internal/emfline).
 		"DimensionRoute":            settings.DimensionRoute,
 		"MetricOldestDeadLetterAge": settings.MetricOldestDeadLetterAge,
 		"MetricSecondsToExpiry":     settings.MetricSecondsToExpiry,

@@ -140,7 +140,7 @@ func (e *Engine) record(ctx context.Context, sum Summary) []error {
 		errs = append(errs, fmt.Errorf("write run %s to the ledger: %w", sum.RunID, err))
 	}
 	if e.opts.Metrics != nil {
-		if err := writeEMF(e.opts.Metrics, e.opts.Namespace, sum); err != nil {
+		if err := writeEMF(e.opts.Metrics, e.opts.Namespace, e.opts.Lane, sum); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -91,6 +91,9 @@ type Options struct {
 	Metrics io.Writer
 	// Namespace of the metrics; default "Homing/Replay".
 	Namespace string
+	// Lane, when set, is the metrics' Lane dimension beside Route: it keeps
+	// the metrics of two lanes whose routes share a name apart.
+	Lane string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Sleep waits for the rate limit: d or until ctx ends, returning

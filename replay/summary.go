@@ -237,19 +237,14 @@ func emfMetrics(s Summary, r RouteSummary) []emfline.Metric {
 	return metrics
 }
 
-// writeEMF writes one Embedded Metric Format line per route of s to w, in
-// namespace ns with the dimension Route. Each line is one Write call. It is
-// WriteLaneEMF without a lane.
-func writeEMF(w io.Writer, ns string, s Summary) error { return WriteLaneEMF(w, ns, "", s) }
-
-// WriteLaneEMF writes one Embedded Metric Format line per route of s to w,
+// writeEMF writes one Embedded Metric Format line per route of s to w,
 // in namespace ns with the dimensions Lane and Route, or Route alone when
 // lane is empty. The lane (the function's POWERTOOLS_SERVICE_NAME) keeps
 // the metrics of two lanes whose routes share a name apart. Each line is
-// one Write call, through package emf, the consumer's writer too (a line
-// CloudWatch would reject is an error wrapping emfline.ErrInvalid). The run id
+// one Write call, through internal/emfline, the consumer's writer too (a
+// line CloudWatch would reject is an error wrapping emfline.ErrInvalid). The run id
 // is a property of the line, not a metric.
-func WriteLaneEMF(w io.Writer, ns, lane string, s Summary) error {
+func writeEMF(w io.Writer, ns, lane string, s Summary) error {
 	out := emfline.NewWriter(w)
 	for _, r := range s.Routes {
 		dimensions := []emfline.Dimension{{Name: settings.DimensionRoute, Value: r.Route}}

@@ -87,7 +87,7 @@ func TestMetricsAreOneEMFLinePerRoute(t *testing.T) {
 func TestWriteEMFOneWritePerLine(t *testing.T) {
 	var w countingWriter
 	s := replay.Summary{RunID: "r", FinishedAt: time.Unix(1, 0), Routes: []replay.RouteSummary{{Route: "a"}, {Route: "b"}}}
-	if err := replay.WriteEMF(&w, replay.Namespace, s); err != nil {
+	if err := replay.WriteEMF(&w, replay.Namespace, "", s); err != nil {
 		t.Fatal(err)
 	}
 	if w.writes != 2 || bytes.Count(w.buf.Bytes(), []byte("\n")) != 2 {

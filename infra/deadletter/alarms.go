@@ -30,7 +30,7 @@ const (
 	dimensionLane               = "Lane"
 	dimensionReason             = "Reason"
 	dimensionRoute              = "Route"
-	// The replay's report of each run, per route (replay.WriteLaneEMF).
+	// The replay's report of each run, per route (the replay engine, Options.Lane set).
 	metricOldestDeadLetterAge = "OldestDeadLetterAgeSeconds"
 	metricSecondsToExpiry     = "SecondsToExpiry"
 	metricInRescueWindow      = "InRescueWindow"

@@ -70,7 +70,7 @@ func TestEarlyAlarms(t *testing.T) {
 }
 
 // The alarms on the replay's report of each run (EMF, dimensions Lane and
-// Route, as replay.WriteLaneEMF writes them), over periods of two schedule
+// Route, as the replay engine writes them), over periods of two schedule
 // intervals: the oldest dead letter against 75% of the retention (in place
 // of the DLQ's own ApproximateAgeOfOldestMessage), dead letters in the
 // rescue window, and the heartbeat.

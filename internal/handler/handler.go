@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"time"
@@ -36,9 +35,8 @@ type Deps struct {
 // Handler turns an invocation into a replay run. It is safe for the
 // sequential invocations of one Lambda execution environment.
 type Handler struct {
-	engine  *replay.Engine
-	cfg     Config
-	metrics io.Writer
+	engine *replay.Engine
+	cfg    Config
 }
 
 // New returns the handler of cfg over d.
@@ -49,9 +47,8 @@ func New(cfg Config, d Deps) *Handler {
 	opts.Logger = d.Logger
 	opts.Now = d.Now
 	opts.Sleep = d.Sleep
-	// The handler writes the run's metrics itself, with the lane's
-	// dimension (the engine's Options.Metrics has the route's only).
-	return &Handler{engine: replay.New(d.Queue, d.Ledger, opts), cfg: cfg, metrics: d.Metrics}
+	opts.Metrics, opts.Namespace, opts.Lane = d.Metrics, cfg.MetricsNamespace, cfg.Lane
+	return &Handler{engine: replay.New(d.Queue, d.Ledger, opts), cfg: cfg}
 }
 
 // Invoke implements lambda.Handler, so that the handler sees the payload as
@@ -81,11 +78,5 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (replay.S
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		req.RunID = lc.AwsRequestID
 	}
-	s, err := h.engine.Run(ctx, req)
-	if h.metrics != nil && !s.DryRun {
-		if werr := replay.WriteLaneEMF(h.metrics, h.cfg.MetricsNamespace, h.cfg.Lane, s); werr != nil {
-			err = errors.Join(err, werr)
-		}
-	}
-	return s, err
+	return h.engine.Run(ctx, req)
 }

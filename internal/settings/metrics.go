@@ -2,7 +2,7 @@ package settings
 
 // The lane's CloudWatch metric and dimension names, declared once: the
 // functions write them as Embedded Metric Format lines (package emf for the
-// consumer, replay.WriteLaneEMF for the replay) and the construct's alarms
+// consumer, the replay engine for the replay) and the construct's alarms
 // and dashboard (infra/deadletter) watch them, in the namespace
 // [MetricsNamespace] with the Lane dimension from [ServiceName]. Alarms
 // name them: never rename one, only add.
