@@ -3,7 +3,6 @@ package replay
 import (
 	"testing"
 	"time"
-
 )
 
 func TestPolicyDecide(t *testing.T) {
