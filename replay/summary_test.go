@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homingdlq/homing/internal/emfline/emflinetest"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -21,27 +22,11 @@ func TestMetricsAreOneEMFLinePerRoute(t *testing.T) {
 	h.clock.Advance(due)
 	s := h.run(h.engine(), replay.Request{Routes: []replay.Route{h.route, other}, RunID: "run-emf"})
 
-	lines := strings.Split(strings.TrimSuffix(h.metrics.String(), "\n"), "\n")
+	lines := emflinetest.Parse(t, h.metrics.String())
 	if len(lines) != 2 {
 		t.Fatalf("%d metric lines, want one per route:\n%s", len(lines), h.metrics.String())
 	}
-	var line struct {
-		AWS struct {
-			Timestamp         int64
-			CloudWatchMetrics []struct {
-				Namespace  string
-				Dimensions [][]string
-				Metrics    []struct{ Name, Unit string }
-			}
-		} `json:"_aws"`
-	}
-	var values map[string]any
-	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal([]byte(lines[0]), &values); err != nil {
-		t.Fatal(err)
-	}
+	line, values := lines[0], lines[0].Members
 	if line.AWS.Timestamp != s.FinishedAt.UnixMilli() || len(line.AWS.CloudWatchMetrics) != 1 {
 		t.Fatalf("_aws = %+v", line.AWS)
 	}
@@ -79,8 +64,8 @@ func TestMetricsAreOneEMFLinePerRoute(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, values[k], v)
 		}
 	}
-	if !strings.Contains(lines[1], `"Route":"payments"`) {
-		t.Fatalf("second line: %s", lines[1])
+	if r := lines[1].Members["Route"]; r != "payments" {
+		t.Fatalf("second line's Route = %v, want payments", r)
 	}
 }
 
