@@ -1,9 +1,8 @@
 // Package dynamo holds the DynamoDB adapters of the project's stores:
-// [IdempotencyStore] (idempotency.Store), [Ledger] (replay.Ledger and
-// replay.BatchLedger) and [Completions] (replay.Completions, read from the
-// idempotency table). Each takes only the client methods it calls
-// ([IdempotencyAPI], [LedgerAPI], [CompletionsAPI]), so a *dynamodb.Client
-// or a fake fits; every type is safe for concurrent use.
+// [IdempotencyStore] (idempotency.Store), [Ledger] (replay.Ledger),
+// [Completions] (replay.Completions, read from the idempotency table) and
+// [GroupStore] (fifo.Store). Each takes an [API], which a *dynamodb.Client
+// or a fake has; every type is safe for concurrent use.
 //
 // Every state change is one conditional write, its expiry checked in the
 // condition, never left to TTL deletion. A failed condition is an answer:

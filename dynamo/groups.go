@@ -18,8 +18,8 @@ import (
 	"github.com/homingdlq/homing/internal/wait"
 )
 
-// GroupAPI is the part of the DynamoDB client [GroupStore] uses.
-type GroupAPI interface {
+// groupAPI is the part of API [GroupStore] calls.
+type groupAPI interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
@@ -32,14 +32,14 @@ type GroupAPI interface {
 // settings.GroupsPartition, one item per parked group (sort key: the
 // group), with no TTL. It is safe for concurrent use.
 type GroupStore struct {
-	api   GroupAPI
+	api   groupAPI
 	table string
 }
 
 var _ fifo.Store = (*GroupStore)(nil)
 
 // NewGroupStore returns the parks of the lane whose ledger is table.
-func NewGroupStore(api GroupAPI, table string) *GroupStore {
+func NewGroupStore(api API, table string) *GroupStore {
 	return &GroupStore{api: api, table: table}
 }
 

@@ -17,7 +17,7 @@ import (
 // parks, refusing a request that names a key twice (the emulators accept
 // it).
 type batchGetAPI struct {
-	dynamo.GroupAPI
+	dynamo.API
 	calls int
 }
 

@@ -25,8 +25,9 @@ const (
 	ttlAttribute = settings.TTLAttribute
 )
 
-// IdempotencyAPI is the part of the DynamoDB client the store uses.
-type IdempotencyAPI interface {
+// idempotencyAPI is the part of API the store calls (the lane grants
+// these actions on the idempotency table).
+type idempotencyAPI interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
@@ -36,12 +37,12 @@ type IdempotencyAPI interface {
 // IdempotencyStore is an idempotency.Store on one DynamoDB table. It is safe
 // for concurrent use.
 type IdempotencyStore struct {
-	api   IdempotencyAPI
+	api   idempotencyAPI
 	table string
 }
 
 // NewIdempotencyStore returns a store on table.
-func NewIdempotencyStore(api IdempotencyAPI, table string) *IdempotencyStore {
+func NewIdempotencyStore(api API, table string) *IdempotencyStore {
 	return &IdempotencyStore{api: api, table: table}
 }
 
@@ -76,24 +77,18 @@ func key(k string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{keyAttribute: &types.AttributeValueMemberS{Value: k}}
 }
 
-// ItemGetter is the read the audit needs: GetItem of the DynamoDB client.
-type ItemGetter interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-}
-
-// GetIdempotencyRecord reads the record of a full key (idempotency.Key(consumer, key))
-// from an idempotency table with a consistent read, as the store wrote it.
-// found is false when there is none. It does not judge expiry: compare
-// ExpiresAt with the clock.
-func GetIdempotencyRecord(ctx context.Context, api ItemGetter, table, fullKey string) (rec idempotency.Record, found bool, err error) {
-	out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key(fullKey), ConsistentRead: aws.Bool(true)})
+// Get reads the record of a full key (idempotency.Key(scope, key)) with a
+// consistent read. found is false when there is none. It does not judge
+// expiry: compare ExpiresAt with the clock.
+func (s *IdempotencyStore) Get(ctx context.Context, fullKey string) (rec idempotency.Record, found bool, err error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(fullKey), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return idempotency.Record{}, false, fmt.Errorf("get %s from %s: %w", fullKey, table, err)
+		return idempotency.Record{}, false, fmt.Errorf("get %s from %s: %w", fullKey, s.table, err)
 	}
 	if len(out.Item) == 0 {
 		return idempotency.Record{}, false, nil
 	}
-	rec, err = decodeIdempotency(out.Item, table)
+	rec, err = decodeIdempotency(out.Item, s.table)
 	return rec, err == nil, err
 }
 
@@ -147,7 +142,7 @@ func (s *IdempotencyStore) Claim(ctx context.Context, l idempotency.Lease) (idem
 			rec, err = decodeIdempotency(failed.Item, s.table)
 		} else {
 			// Not every implementation returns the item: read it.
-			rec, found, err = GetIdempotencyRecord(ctx, s.api, s.table, l.Key)
+			rec, found, err = s.Get(ctx, l.Key)
 		}
 		switch {
 		case err != nil:

@@ -19,6 +19,7 @@ import (
 // item, as some DynamoDB implementations do, so the store must read the
 // standing record itself.
 type fakeAPI struct {
+	dynamo.API
 	item map[string]types.AttributeValue
 	// updateOld is the item a failed UpdateItem's condition check returns.
 	updateOld map[string]types.AttributeValue

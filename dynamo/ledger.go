@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/wait"
 	"github.com/homingdlq/homing/replay"
@@ -28,8 +29,9 @@ const (
 	runTimeLayout    = "2006-01-02T15:04:05.000000000Z"
 )
 
-// LedgerAPI is the part of the DynamoDB client the ledger uses.
-type LedgerAPI interface {
+// ledgerAPI is the part of API the ledger calls (the lane grants these
+// actions on the ledger table).
+type ledgerAPI interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
@@ -46,12 +48,12 @@ type LedgerAPI interface {
 // Items of the ledger table:
 //
 //	one per DLQ message; the items of a key's partition are its history:
-//	pk                S  replay.HistoryKey: "order#<key>" (the stored prefix of every lane's keys),
+//	pk                S  the history key: "order#<key>" (the stored prefix of every lane's keys),
 //	                     or "message#<originalMessageId>" for a message without a key
 //	sk                S  "message#<DLQ message id>"
 //	state             S  SEEN | INTENT | SENT | PARKED | RESOLVED
 //	messageId, route, originalMessageId, runId  S
-//	orderId           S  the business key (replay.MessageRecord.Key; the attribute keeps its stored name)
+//	orderId           S  the business key (the record's Key; the attribute keeps its stored name)
 //	reason            S  PARKED: the parking reason; RESOLVED: why (already-applied)
 //	replayCount       N  SENT, PARKED: the count in the metadata sent
 //	firstSeenAt, at   N  epoch milliseconds
@@ -66,7 +68,7 @@ type LedgerAPI interface {
 //	summary           S  the replay.Summary as JSON
 //	expiresAt         N  epoch seconds
 type Ledger struct {
-	api   LedgerAPI
+	api   ledgerAPI
 	table string
 	now   func() time.Time
 	sleep func(context.Context, time.Duration) error
@@ -74,14 +76,14 @@ type Ledger struct {
 
 // NewLedger returns a ledger on table whose clock (for expiry) is now; nil
 // means time.Now.
-func NewLedger(api LedgerAPI, table string, now func() time.Time) *Ledger {
+func NewLedger(api API, table string, now func() time.Time) *Ledger {
 	if now == nil {
 		now = time.Now
 	}
 	return &Ledger{api: api, table: table, now: now, sleep: wait.Sleep}
 }
 
-var _ replay.BatchLedger = (*Ledger)(nil)
+var _ replay.Ledger = (*Ledger)(nil)
 
 type messageItem struct {
 	PK                string `dynamodbav:"pk"`
@@ -100,7 +102,7 @@ type messageItem struct {
 	ExpiresAt         int64  `dynamodbav:"expiresAt"`
 }
 
-func toItem(r replay.MessageRecord) messageItem {
+func toItem(r record.Message) messageItem {
 	it := messageItem{
 		PK: r.HistoryKey, SK: messagePrefix + r.MessageID, State: string(r.State), MessageID: r.MessageID,
 		Route: r.Route, Key: r.Key, OriginalMessageID: r.OriginalMessageID, RunID: r.RunID,
@@ -113,9 +115,9 @@ func toItem(r replay.MessageRecord) messageItem {
 	return it
 }
 
-func (it messageItem) record() replay.MessageRecord {
-	r := replay.MessageRecord{
-		HistoryKey: it.PK, MessageID: it.MessageID, State: replay.State(it.State), Route: it.Route, Key: it.Key,
+func (it messageItem) record() record.Message {
+	r := record.Message{
+		HistoryKey: it.PK, MessageID: it.MessageID, State: record.State(it.State), Route: it.Route, Key: it.Key,
 		OriginalMessageID: it.OriginalMessageID, RunID: it.RunID, Reason: it.Reason, ReplayCount: it.ReplayCount,
 		FirstSeenAt: time.UnixMilli(it.FirstSeenAt).UTC(), At: time.UnixMilli(it.At).UTC(), ExpiresAt: time.Unix(it.ExpiresAt, 0).UTC(),
 	}
@@ -138,7 +140,7 @@ func absentOrExpired(now time.Time) expression.ConditionBuilder {
 		Or(expression.Name(ttlAttribute).LessThanEqual(expression.Value(now.Unix())))
 }
 
-func stateIs(s replay.State) expression.ConditionBuilder {
+func stateIs(s record.State) expression.ConditionBuilder {
 	return expression.Name("state").Equal(expression.Value(string(s)))
 }
 
@@ -154,14 +156,14 @@ type change struct {
 // change returns the write of r at now under Mark's rule; fresh narrows an
 // INTENT's condition to "absent" (MarkBatch's first try, which tells a
 // first sighting without reading).
-func (l *Ledger) change(r replay.MessageRecord, now time.Time, fresh bool) (change, error) {
+func (l *Ledger) change(r record.Message, now time.Time, fresh bool) (change, error) {
 	c := change{it: toItem(r)}
 	switch r.State {
-	case replay.Seen:
+	case record.Seen:
 		c.put = true
 		c.cond = absentOrExpired(now)
-	case replay.Intent:
-		c.cond = absentOrExpired(now).Or(stateIs(replay.Seen)).Or(stateIs(replay.Intent).And(
+	case record.Intent:
+		c.cond = absentOrExpired(now).Or(stateIs(record.Seen)).Or(stateIs(record.Intent).And(
 			expression.Name("leaseUntil").LessThanEqual(expression.Value(c.it.At)).Or(expression.Name("runId").Equal(expression.Value(r.RunID)))))
 		if fresh {
 			// Absent (or expired): the whole item is written, which costs
@@ -174,8 +176,8 @@ func (l *Ledger) change(r replay.MessageRecord, now time.Time, fresh bool) (chan
 			Set(expression.Name("firstSeenAt"), expression.IfNotExists(expression.Name("firstSeenAt"), expression.Value(c.it.FirstSeenAt))).
 			Set(expression.Name("leaseUntil"), expression.Value(c.it.LeaseUntil)).
 			Remove(expression.Name("reason"))
-	case replay.Sent, replay.Parked, replay.Resolved:
-		c.cond = stateIs(replay.Intent).And(expression.Name("runId").Equal(expression.Value(r.RunID))).
+	case record.Sent, record.Parked, record.Resolved:
+		c.cond = stateIs(record.Intent).And(expression.Name("runId").Equal(expression.Value(r.RunID))).
 			And(expression.Name(ttlAttribute).GreaterThan(expression.Value(now.Unix())))
 		c.update = l.fields(c.it).Remove(expression.Name("leaseUntil"))
 		if r.Reason != "" {
@@ -190,11 +192,11 @@ func (l *Ledger) change(r replay.MessageRecord, now time.Time, fresh bool) (chan
 }
 
 // Mark implements replay.Ledger.
-func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (l *Ledger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	now := l.now()
 	c, err := l.change(r, now, false)
 	if err != nil {
-		return replay.MessageRecord{}, false, err
+		return record.Message{}, false, err
 	}
 	it := c.it
 	var old map[string]types.AttributeValue // the item replaced
@@ -208,23 +210,23 @@ func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 	case err == nil:
 		prev, derr := l.live(old, now)
 		if derr != nil {
-			return replay.MessageRecord{}, true, fmt.Errorf("decode the record %s replaced in %s: %w", r.MessageID, l.table, derr)
+			return record.Message{}, true, fmt.Errorf("decode the record %s replaced in %s: %w", r.MessageID, l.table, derr)
 		}
 		return prev, true, nil
 	case !errors.As(err, &failed):
-		return replay.MessageRecord{}, false, fmt.Errorf("mark %s %s in %s: %w", r.MessageID, r.State, l.table, err)
+		return record.Message{}, false, fmt.Errorf("mark %s %s in %s: %w", r.MessageID, r.State, l.table, err)
 	}
 	current := failed.Item
 	if len(current) == 0 { // not every implementation returns the item
 		out, gerr := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: l.key(it.PK, it.SK), ConsistentRead: aws.Bool(true)})
 		if gerr != nil {
-			return replay.MessageRecord{}, false, fmt.Errorf("get %s from %s: %w", r.MessageID, l.table, gerr)
+			return record.Message{}, false, fmt.Errorf("get %s from %s: %w", r.MessageID, l.table, gerr)
 		}
 		current = out.Item
 	}
 	cur, err := l.live(current, now)
 	if err != nil {
-		return replay.MessageRecord{}, false, fmt.Errorf("decode %s from %s: %w", r.MessageID, l.table, err)
+		return record.Message{}, false, fmt.Errorf("decode %s from %s: %w", r.MessageID, l.table, err)
 	}
 	return cur, false, nil
 }
@@ -232,15 +234,15 @@ func (l *Ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 // transactLimit is DynamoDB's limit of items per TransactWriteItems call.
 const transactLimit = 100
 
-// MarkBatch implements replay.BatchLedger with TransactWriteItems calls of
+// MarkBatch implements replay.Ledger's MarkBatch with TransactWriteItems calls of
 // up to 100 records, conditional as Mark's writes. A transaction is all or
 // nothing: when some conditions fail, the answer names them (with the
 // stored item), and the others are written again without them. An INTENT is
 // first tried as a first sighting (the record absent); one that finds a
 // record it may replace (SEEN, a passed lease, its own) is tried again
 // under the full rule, so the result says what it replaced without a read.
-func (l *Ledger) MarkBatch(ctx context.Context, records []replay.MessageRecord) []replay.Marked {
-	out := make([]replay.Marked, len(records))
+func (l *Ledger) MarkBatch(ctx context.Context, records []record.Message) []record.Marked {
+	out := make([]record.Marked, len(records))
 	for start := 0; start < len(records); start += transactLimit {
 		end := min(start+transactLimit, len(records))
 		l.markBatch(ctx, records[start:end], out[start:end])
@@ -249,16 +251,16 @@ func (l *Ledger) MarkBatch(ctx context.Context, records []replay.MessageRecord) 
 }
 
 // markBatch marks records (at most transactLimit) into out.
-func (l *Ledger) markBatch(ctx context.Context, records []replay.MessageRecord, out []replay.Marked) {
+func (l *Ledger) markBatch(ctx context.Context, records []record.Message, out []record.Marked) {
 	now := l.now()
 	pending := make([]int, 0, len(records))
-	fresh := make([]bool, len(records))                    // tried as a first sighting
-	replaced := make([]replay.MessageRecord, len(records)) // what a full-rule write replaces
+	fresh := make([]bool, len(records))              // tried as a first sighting
+	replaced := make([]record.Message, len(records)) // what a full-rule write replaces
 	for i, r := range records {
 		pending = append(pending, i)
-		fresh[i] = r.State == replay.Intent
+		fresh[i] = r.State == record.Intent
 		if r.State.Final() {
-			replaced[i] = replay.MessageRecord{HistoryKey: r.HistoryKey, MessageID: r.MessageID, State: replay.Intent, RunID: r.RunID}
+			replaced[i] = record.Message{HistoryKey: r.HistoryKey, MessageID: r.MessageID, State: record.Intent, RunID: r.RunID}
 		}
 	}
 	const attempts = 6
@@ -310,7 +312,7 @@ func (l *Ledger) markBatch(ctx context.Context, records []replay.MessageRecord, 
 				switch {
 				case err != nil:
 					out[i].Err = err
-				case fresh[i] && cur.State != "" && replay.Transition(&cur, records[i]):
+				case fresh[i] && cur.State != "" && record.Transition(&cur, records[i]):
 					// A record the INTENT may replace: try again under the
 					// full rule, which checks it again atomically.
 					fresh[i] = false
@@ -366,32 +368,32 @@ func (l *Ledger) transactItem(c change) (types.TransactWriteItem, error) {
 
 // standing is the live record a failed condition met: item, as the answer
 // gave it, or read when the answer had none.
-func (l *Ledger) standing(ctx context.Context, r replay.MessageRecord, item map[string]types.AttributeValue, now time.Time) (replay.MessageRecord, error) {
+func (l *Ledger) standing(ctx context.Context, r record.Message, item map[string]types.AttributeValue, now time.Time) (record.Message, error) {
 	if len(item) == 0 { // not every implementation returns the item
 		out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: l.key(r.HistoryKey, messagePrefix+r.MessageID), ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return replay.MessageRecord{}, fmt.Errorf("get %s from %s: %w", r.MessageID, l.table, err)
+			return record.Message{}, fmt.Errorf("get %s from %s: %w", r.MessageID, l.table, err)
 		}
 		item = out.Item
 	}
 	cur, err := l.live(item, now)
 	if err != nil {
-		return replay.MessageRecord{}, fmt.Errorf("decode %s from %s: %w", r.MessageID, l.table, err)
+		return record.Message{}, fmt.Errorf("decode %s from %s: %w", r.MessageID, l.table, err)
 	}
 	return cur, nil
 }
 
 // live decodes a message item; zero when there is none or it has expired.
-func (l *Ledger) live(item map[string]types.AttributeValue, now time.Time) (replay.MessageRecord, error) {
+func (l *Ledger) live(item map[string]types.AttributeValue, now time.Time) (record.Message, error) {
 	if len(item) == 0 {
-		return replay.MessageRecord{}, nil
+		return record.Message{}, nil
 	}
 	var it messageItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return replay.MessageRecord{}, err
+		return record.Message{}, err
 	}
 	if it.ExpiresAt <= now.Unix() {
-		return replay.MessageRecord{}, nil
+		return record.Message{}, nil
 	}
 	return it.record(), nil
 }
@@ -491,8 +493,8 @@ func (l *Ledger) query(ctx context.Context, pk, prefix string, newestFirst bool,
 
 // History implements replay.Ledger; the records come sorted by DLQ
 // message id.
-func (l *Ledger) History(ctx context.Context, historyKey string) ([]replay.MessageRecord, error) {
-	var out []replay.MessageRecord
+func (l *Ledger) History(ctx context.Context, historyKey string) ([]record.Message, error) {
+	var out []record.Message
 	var decodeErr error
 	err := l.query(ctx, historyKey, messagePrefix, false, 0, func(item map[string]types.AttributeValue) bool {
 		var it messageItem
@@ -573,8 +575,9 @@ func (l *Ledger) Runs(ctx context.Context, n int) ([]replay.Summary, error) {
 	return out, err
 }
 
-// CompletionsAPI is the part of the DynamoDB client [Completions] uses.
-type CompletionsAPI interface {
+// completionsAPI is the part of API [Completions] calls (the lane grants
+// it on the idempotency table).
+type completionsAPI interface {
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
@@ -586,7 +589,7 @@ const batchGetLimit = 100
 // idempotency.Receiver writes it) has status COMPLETED and has not expired.
 // It is safe for concurrent use.
 type Completions struct {
-	api   CompletionsAPI
+	api   completionsAPI
 	table string
 	scope string
 	now   func() time.Time
@@ -596,7 +599,7 @@ type Completions struct {
 // NewCompletions reads the idempotency table of the consumer scope (its
 // CONSUMER_NAME, the receiver's Scope); now is the clock for expiry (nil:
 // time.Now).
-func NewCompletions(api CompletionsAPI, table, scope string, now func() time.Time) *Completions {
+func NewCompletions(api API, table, scope string, now func() time.Time) *Completions {
 	if now == nil {
 		now = time.Now
 	}

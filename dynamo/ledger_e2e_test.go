@@ -15,6 +15,8 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/record"
+	"github.com/homingdlq/homing/internal/record/ledgertest"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
@@ -32,11 +34,11 @@ import (
 func TestLedgerContract(t *testing.T) {
 	emulatortest.OnEachEndpoint(t, emulatortest.DynamoDB, func(t *testing.T, e emulatortest.Endpoint) {
 		db := dynamodb.NewFromConfig(e.Config)
-		replaytest.RunLedger(t, replaytest.LedgerHarness{
+		ledgertest.Run(t, ledgertest.Harness{
 			NewLedger: func(t *testing.T, now func() time.Time) replay.Ledger {
 				return dynamo.NewLedger(db, emulatortest.LedgerTable(t, db), now)
 			},
-			Features: replaytest.LedgerFeatures{ConcurrentMarks: serialisesConditionalWrites(e.Name)},
+			Features: ledgertest.Features{ConcurrentMarks: serialisesConditionalWrites(e.Name)},
 		})
 	})
 }
@@ -62,7 +64,7 @@ func TestLedgerWritesTheTTLAttribute(t *testing.T) {
 	db := dynamodb.NewFromConfig(emulatortest.Config(t))
 	table := emulatortest.LedgerTable(t, db)
 	now := time.Now()
-	r := replay.MessageRecord{HistoryKey: "order#ORD-TTL", MessageID: "m-1", State: replay.Seen, Route: "orders", OriginalMessageID: "m-1",
+	r := record.Message{HistoryKey: "order#ORD-TTL", MessageID: "m-1", State: record.Seen, Route: "orders", OriginalMessageID: "m-1",
 		RunID: "run", FirstSeenAt: now, At: now, ExpiresAt: now.Add(settings.DefaultRecordLifetime)}
 	if _, ok, err := dynamo.NewLedger(db, table, nil).Mark(context.Background(), r); err != nil || !ok {
 		t.Fatalf("ok=%v err=%v", ok, err)

@@ -12,12 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/homingdlq/homing/replay"
+	"github.com/homingdlq/homing/internal/record"
 )
 
 // fakeLedgerAPI fails conditional writes without the standing item, as some
 // DynamoDB implementations do, and serves that item from GetItem.
 type fakeLedgerAPI struct {
+	API
 	standing  map[string]types.AttributeValue
 	queryErr  error
 	gets      int
@@ -70,22 +71,22 @@ func sentItem(expiresAt time.Time) map[string]types.AttributeValue {
 	}
 }
 
-func record(s replay.State) replay.MessageRecord {
-	return replay.MessageRecord{
+func recordIn(s record.State) record.Message {
+	return record.Message{
 		HistoryKey: "order#ORD-1", MessageID: "m-1", State: s, Route: "orders", Key: "ORD-1", OriginalMessageID: "m-0",
 		RunID: "run-b", FirstSeenAt: ledgerNow, At: ledgerNow, LeaseUntil: ledgerNow.Add(time.Minute), ExpiresAt: ledgerNow.Add(time.Hour),
 	}
 }
 
 func TestMarkReadsTheStandingRecordWhenTheFailureHasNone(t *testing.T) {
-	for _, s := range []replay.State{replay.Seen, replay.Intent, replay.Sent} {
+	for _, s := range []record.State{record.Seen, record.Intent, record.Sent} {
 		t.Run(string(s), func(t *testing.T) {
 			api := &fakeLedgerAPI{standing: sentItem(ledgerNow.Add(time.Hour))}
-			cur, ok, err := NewLedger(api, "ledger", func() time.Time { return ledgerNow }).Mark(context.Background(), record(s))
+			cur, ok, err := NewLedger(api, "ledger", func() time.Time { return ledgerNow }).Mark(context.Background(), recordIn(s))
 			if err != nil || ok || api.gets != 1 {
 				t.Fatalf("ok=%v err=%v gets=%d", ok, err, api.gets)
 			}
-			if cur.State != replay.Sent || cur.ReplayCount != 2 || cur.HistoryKey != "order#ORD-1" || cur.MessageID != "m-1" || !cur.At.Equal(ledgerNow) || !cur.LeaseUntil.IsZero() {
+			if cur.State != record.Sent || cur.ReplayCount != 2 || cur.HistoryKey != "order#ORD-1" || cur.MessageID != "m-1" || !cur.At.Equal(ledgerNow) || !cur.LeaseUntil.IsZero() {
 				t.Fatalf("current = %+v", cur)
 			}
 			for _, in := range api.updates {
@@ -102,14 +103,14 @@ func TestMarkReadsTheStandingRecordWhenTheFailureHasNone(t *testing.T) {
 
 func TestMarkTreatsAnExpiredStandingRecordAsAbsent(t *testing.T) {
 	api := &fakeLedgerAPI{standing: sentItem(ledgerNow)}
-	cur, ok, err := NewLedger(api, "ledger", func() time.Time { return ledgerNow }).Mark(context.Background(), record(replay.Sent))
+	cur, ok, err := NewLedger(api, "ledger", func() time.Time { return ledgerNow }).Mark(context.Background(), recordIn(record.Sent))
 	if err != nil || ok || cur.State != "" {
 		t.Fatalf("current = %+v ok=%v err=%v", cur, ok, err)
 	}
 }
 
 func TestMarkRejectsAnUnknownState(t *testing.T) {
-	if _, _, err := NewLedger(&fakeLedgerAPI{}, "ledger", nil).Mark(context.Background(), record("DONE")); err == nil {
+	if _, _, err := NewLedger(&fakeLedgerAPI{}, "ledger", nil).Mark(context.Background(), recordIn("DONE")); err == nil {
 		t.Fatal("want an error")
 	}
 }
@@ -128,6 +129,7 @@ func TestLedgerErrorsNameTheTableAndKeepTheCause(t *testing.T) {
 // fakeBatchGet serves COMPLETED items for the ids in done, but leaves half
 // of the keys of each call unprocessed the first `stingy` times.
 type fakeBatchGet struct {
+	API
 	done   map[string]bool
 	stingy int
 	calls  []int
@@ -210,7 +212,7 @@ func TestMarkBatchIsOneTransactionAndSortsOutItsCancellation(t *testing.T) {
 		{Code: aws.String("ConditionalCheckFailed"), Item: seen},
 	}}}}
 	l := NewLedger(api, "ledger", func() time.Time { return ledgerNow })
-	recs := []replay.MessageRecord{record(replay.Intent), record(replay.Intent), record(replay.Intent)}
+	recs := []record.Message{recordIn(record.Intent), recordIn(record.Intent), recordIn(record.Intent)}
 	recs[0].MessageID = "m-2"
 	recs[2].MessageID = "m-3"
 	got := l.MarkBatch(context.Background(), recs)
@@ -220,10 +222,10 @@ func TestMarkBatchIsOneTransactionAndSortsOutItsCancellation(t *testing.T) {
 	if !got[0].OK || got[0].Record.State != "" || got[0].Err != nil {
 		t.Errorf("m-2: %+v, want marked as a first sighting", got[0])
 	}
-	if got[1].OK || got[1].Record.State != replay.Sent || got[1].Err != nil {
+	if got[1].OK || got[1].Record.State != record.Sent || got[1].Err != nil {
 		t.Errorf("m-1: %+v, want refused with the SENT record", got[1])
 	}
-	if !got[2].OK || got[2].Record.State != replay.Seen || got[2].Err != nil {
+	if !got[2].OK || got[2].Record.State != record.Seen || got[2].Err != nil {
 		t.Errorf("m-3: %+v, want marked over its SEEN record", got[2])
 	}
 	cause := errors.New("throttled")

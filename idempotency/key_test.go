@@ -104,7 +104,7 @@ func TestKeyContractDoc(t *testing.T) {
 			t.Errorf("the idempotency row does not say %q:\n%s", want, pk)
 		}
 	}
-	if ledger := row("| replay ledger (`replay.HistoryKey`) |"); !strings.Contains(ledger, "the key is at most "+strconv.Itoa(replay.MaxKeyID)+" bytes and does not start with `sha256~`") {
+	if ledger := row("| replay ledger (history key) |"); !strings.Contains(ledger, "the key is at most "+strconv.Itoa(replay.MaxKeyID)+" bytes and does not start with `sha256~`") {
 		t.Errorf("the replay row does not name its bound, %d bytes:\n%s", replay.MaxKeyID, ledger)
 	}
 	start := strings.Index(doc, "\n| CONSUMER_NAME | key | `pk` |\n")

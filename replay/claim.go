@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/homingdlq/homing/internal/record"
 )
 
 // each runs f for the items want selects, concurrently (at most maxBatch).
@@ -62,12 +64,12 @@ func lookedUp(it *item) bool {
 // the INTENT write would.
 func (w *worker) lookUp(ctx context.Context, b *batch, it *item) {
 	r := w.r
-	history, err := r.e.ledger.History(ctx, HistoryKey(it.msg.key, it.msg.originalID()))
+	history, err := r.e.ledger.History(ctx, record.HistoryKey(it.msg.key, it.msg.originalID()))
 	if err != nil {
 		it.warn = fmt.Errorf("read the history of %s: %w", it.msg.id, err)
 		return
 	}
-	i := slices.IndexFunc(history, func(rec MessageRecord) bool { return rec.MessageID == it.msg.id })
+	i := slices.IndexFunc(history, func(rec record.Message) bool { return rec.MessageID == it.msg.id })
 	if i < 0 {
 		it.first = true
 		return
@@ -75,19 +77,18 @@ func (w *worker) lookUp(ctx context.Context, b *batch, it *item) {
 	switch own := history[i]; {
 	case own.State.Final():
 		it.to(OutcomeRecovered)
-	case own.State == Intent && b.plan.now.Before(own.LeaseUntil) && it.outcome.moves():
+	case own.State == record.Intent && b.plan.now.Before(own.LeaseUntil) && it.outcome.moves():
 		it.to(OutcomeDelayed) // a dry run holds it: no hide
 	}
 }
 
 // intend writes the INTENT records of the batch's movers, with the final
-// records of the previous batch that c carries, if any (in one call when
-// the ledger is a BatchLedger).
+// records of the previous batch that c carries, if any, in one call.
 func (w *worker) intend(ctx context.Context, b *batch, c *finals) {
 	r, p := w.r, w.p
 	now := b.plan.now
 	var movers []*item
-	var recs []MessageRecord
+	var recs []record.Message
 	if c != nil {
 		recs = c.records(r)
 		// What was sent must be recorded even when the run's context is
@@ -100,7 +101,7 @@ func (w *worker) intend(ctx context.Context, b *batch, c *finals) {
 		if !it.outcome.moves() {
 			continue
 		}
-		rec := r.record(p, it, Intent, now)
+		rec := r.record(p, it, record.Intent, now)
 		rec.LeaseUntil = b.receivedAt.Add(r.visibility)
 		it.lease = rec.LeaseUntil
 		it.claimed = true
@@ -126,7 +127,7 @@ func (w *worker) intend(ctx context.Context, b *batch, c *finals) {
 			it.first = cur.State == "" // it replaced no record
 		case cur.State.Final():
 			it.to(OutcomeRecovered)
-		case cur.State == Intent:
+		case cur.State == record.Intent:
 			it.delayFor(hide(cur.LeaseUntil, now, b.receivedAt))
 		default:
 			it.fail(fmt.Errorf("mark %s intent: the ledger holds %q", it.msg.id, cur.State))
@@ -134,30 +135,20 @@ func (w *worker) intend(ctx context.Context, b *batch, c *finals) {
 	}
 }
 
-func (r *run) record(p *pass, it *item, s State, now time.Time) MessageRecord {
-	return MessageRecord{
-		HistoryKey: HistoryKey(it.msg.key, it.msg.originalID()), MessageID: it.msg.id, State: s,
-		Route: p.route.Name, Key: boundedKey(it.msg.key), OriginalMessageID: boundedID(it.msg.originalID()), RunID: r.id,
+func (r *run) record(p *pass, it *item, s record.State, now time.Time) record.Message {
+	return record.Message{
+		HistoryKey: record.HistoryKey(it.msg.key, it.msg.originalID()), MessageID: it.msg.id, State: s,
+		Route: p.route.Name, Key: boundedKey(it.msg.key), OriginalMessageID: record.BoundedID(it.msg.originalID()), RunID: r.id,
 		FirstSeenAt: now, At: now, ExpiresAt: now.Add(r.e.opts.RecordLifetime),
 	}
 }
 
-// mark writes records: in one call when the ledger is a [BatchLedger],
-// else one Mark per record, concurrently.
-func (r *run) mark(ctx context.Context, recs []MessageRecord) []Marked {
+// mark writes records in one ledger call.
+func (r *run) mark(ctx context.Context, recs []record.Message) []record.Marked {
 	if len(recs) == 0 {
 		return nil
 	}
-	if bl, ok := r.e.ledger.(BatchLedger); ok {
-		return bl.MarkBatch(ctx, recs)
-	}
-	out := make([]Marked, len(recs))
-	var wg sync.WaitGroup
-	for i, rec := range recs {
-		wg.Go(func() { out[i].Record, out[i].OK, out[i].Err = r.e.ledger.Mark(ctx, rec) })
-	}
-	wg.Wait()
-	return out
+	return r.e.ledger.MarkBatch(ctx, recs)
 }
 
 // appliedCandidates returns the movers whose removal as already applied

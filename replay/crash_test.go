@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/homingdlq/homing/internal/crash"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -108,7 +109,7 @@ func TestACrashAtAnyCallLosesNothing(t *testing.T) {
 			for _, m := range h.stored(h.route.DLQURL) {
 				left++
 				id := aws.ToString(m.raw.MessageId)
-				history, err := h.ledger.History(context.Background(), replay.HistoryKey(keys[id], id))
+				history, err := h.ledger.History(context.Background(), record.HistoryKey(keys[id], id))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -20,6 +20,7 @@ import (
 	"github.com/homingdlq/homing/batch/batchtest"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -58,11 +59,11 @@ func (h *harness) seedReplays(orderID, original string, n int) {
 	ctx := context.Background()
 	now := h.clock.Now().Add(-time.Hour)
 	for i := range n {
-		r := replay.MessageRecord{
-			HistoryKey: replay.HistoryKey(orderID, ""), MessageID: fmt.Sprintf("old-%d", i), Route: "orders", Key: orderID,
+		r := record.Message{
+			HistoryKey: record.HistoryKey(orderID, ""), MessageID: fmt.Sprintf("old-%d", i), Route: "orders", Key: orderID,
 			OriginalMessageID: original, RunID: "old-run", FirstSeenAt: now, At: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(24 * time.Hour),
 		}
-		for _, s := range []replay.State{replay.Intent, replay.Sent} {
+		for _, s := range []record.State{record.Intent, record.Sent} {
 			r.State, r.ReplayCount = s, i+1
 			if _, ok, err := h.ledger.Mark(ctx, r); err != nil || !ok {
 				h.t.Fatalf("seed %s: ok=%v err=%v", s, ok, err)
@@ -120,12 +121,12 @@ func TestRunReplaysDueMessagesWithBodyAndAttributesUnchanged(t *testing.T) {
 			t.Errorf("metadata = %+v\n      want %+v", m.meta, wantMeta)
 		}
 	}
-	hist, err := h.ledger.History(context.Background(), replay.HistoryKey("ORD-1", ""))
-	if err != nil || len(hist) != 1 || hist[0].State != replay.Sent || hist[0].ReplayCount != 1 || hist[0].RunID != "run-1" || hist[0].MessageID != ids[sent[0].body] {
+	hist, err := h.ledger.History(context.Background(), record.HistoryKey("ORD-1", ""))
+	if err != nil || len(hist) != 1 || hist[0].State != record.Sent || hist[0].ReplayCount != 1 || hist[0].RunID != "run-1" || hist[0].MessageID != ids[sent[0].body] {
 		t.Fatalf("history = %+v, %v", hist, err)
 	}
-	hist, _ = h.ledger.History(context.Background(), replay.HistoryKey("", ids["not json at all"]))
-	if len(hist) != 1 || hist[0].State != replay.Sent {
+	hist, _ = h.ledger.History(context.Background(), record.HistoryKey("", ids["not json at all"]))
+	if len(hist) != 1 || hist[0].State != record.Sent {
 		t.Fatalf("history of the body without orderId = %+v", hist)
 	}
 	last, found, err := h.ledger.LastRun(context.Background())
@@ -324,12 +325,12 @@ func TestLifecycleUntilParked(t *testing.T) {
 	if len(parked) != 1 || parked[0].meta.ReplayCount != 3 || parked[0].meta.OriginalMessageID != original || parked[0].meta.Reason != replay.ReasonReplayExhausted {
 		t.Fatalf("parking = %+v", parked)
 	}
-	hist, _ := h.ledger.History(ctx, replay.HistoryKey("ORD-L", ""))
-	states := map[replay.State]int{}
+	hist, _ := h.ledger.History(ctx, record.HistoryKey("ORD-L", ""))
+	states := map[record.State]int{}
 	for _, r := range hist {
 		states[r.State]++
 	}
-	if states[replay.Sent] != 3 || states[replay.Parked] != 1 || len(hist) != 4 {
+	if states[record.Sent] != 3 || states[record.Parked] != 1 || len(hist) != 4 {
 		t.Fatalf("history = %+v", hist)
 	}
 }
@@ -355,8 +356,8 @@ func TestFailedSendEntryIsNotDeleted(t *testing.T) {
 	if n := len(h.q.Messages(h.route.SourceURL)); n != 2 {
 		t.Fatalf("%d in the source", n)
 	}
-	hist, _ := h.ledger.History(context.Background(), replay.HistoryKey("ORD-X-001", ""))
-	if len(hist) != 1 || hist[0].State != replay.Intent {
+	hist, _ := h.ledger.History(context.Background(), record.HistoryKey("ORD-X-001", ""))
+	if len(hist) != 1 || hist[0].State != record.Intent {
 		t.Fatalf("history = %+v", hist)
 	}
 
@@ -374,8 +375,8 @@ func TestFailedDeleteLeavesSentAndTheNextRunDeletesWithoutSending(t *testing.T) 
 	h.clock.Advance(due)
 	h.q.EntryFault = failBody("DeleteMessageBatch", "ORD-X-001")
 	checkCounts(t, h.run(h.engine(), replay.Request{}).Total, counts{Examined: 3, DeadLettered: 3, Replayed: 3, Errors: 1})
-	hist, _ := h.ledger.History(context.Background(), replay.HistoryKey("ORD-X-001", ""))
-	if len(hist) != 1 || hist[0].State != replay.Sent {
+	hist, _ := h.ledger.History(context.Background(), record.HistoryKey("ORD-X-001", ""))
+	if len(hist) != 1 || hist[0].State != record.Sent {
 		t.Fatalf("history = %+v", hist)
 	}
 	if n := len(h.q.Messages(h.route.DLQURL)); n != 1 {
@@ -417,9 +418,9 @@ func (q cancelAtSend) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMess
 // ctxLedger fails every call on a done context, as the DynamoDB ledger does.
 type ctxLedger struct{ *replaytest.MemoryLedger }
 
-func (l ctxLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (l ctxLedger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return replay.MessageRecord{}, false, err
+		return record.Message{}, false, err
 	}
 	return l.MemoryLedger.Mark(ctx, r)
 }
@@ -838,7 +839,7 @@ func TestDryRunMovesAndWritesNothing(t *testing.T) {
 	if _, found, _ := h.ledger.LastRun(context.Background()); found {
 		t.Fatal("a dry run wrote its summary")
 	}
-	if hist, _ := h.ledger.History(context.Background(), replay.HistoryKey("ORD-Y-000", "")); len(hist) != 0 {
+	if hist, _ := h.ledger.History(context.Background(), record.HistoryKey("ORD-Y-000", "")); len(hist) != 0 {
 		t.Fatalf("a dry run wrote %+v", hist)
 	}
 	if h.metrics.Len() != 0 {
@@ -884,8 +885,8 @@ func TestBodyWithoutOrderIDIsTrackedByItsOriginalMessage(t *testing.T) {
 	h.deadLetter(h.route, msg{body: back.body, attrs: back.raw.MessageAttributes})
 	h.clock.Advance(4 * time.Hour)
 	h.run(e, replay.Request{})
-	hist, _ := h.ledger.History(context.Background(), replay.HistoryKey("", id))
-	if len(hist) != 2 || hist[0].State != replay.Sent || hist[1].State != replay.Sent || hist[1].ReplayCount != 2 {
+	hist, _ := h.ledger.History(context.Background(), record.HistoryKey("", id))
+	if len(hist) != 2 || hist[0].State != record.Sent || hist[1].State != record.Sent || hist[1].ReplayCount != 2 {
 		t.Fatalf("history = %+v", hist)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/homingdlq/homing/internal/record"
 )
 
 // finishTimeout bounds the ledger marks and the delete that follow a send,
@@ -60,11 +62,11 @@ func (w *worker) finish(ctx context.Context, b *batch, c *finals) {
 func (w *worker) markSeen(ctx context.Context, b *batch) {
 	r, p := w.r, w.p
 	var stay []*item
-	var recs []MessageRecord
+	var recs []record.Message
 	for _, it := range b.items {
 		if !it.claimed && (it.outcome == OutcomeDelayed || it.outcome == OutcomeBlocked) {
 			stay = append(stay, it)
-			recs = append(recs, r.record(p, it, Seen, b.plan.now))
+			recs = append(recs, r.record(p, it, record.Seen, b.plan.now))
 		}
 	}
 	for k, m := range r.mark(ctx, recs) {
@@ -107,14 +109,14 @@ type finals struct {
 	p       *pass
 	now     time.Time // the batch's
 	items   []*item
-	written chan []Marked // the results, once written
+	written chan []record.Marked // the results, once written
 }
 
 // finalsOf returns the final records of b's movers that the
 // run holds.
 func (w *worker) finalsOf(b *batch) *finals {
 	p := w.p
-	c := &finals{p: p, now: b.plan.now, written: make(chan []Marked, 1)}
+	c := &finals{p: p, now: b.plan.now, written: make(chan []record.Marked, 1)}
 	for _, it := range b.items {
 		if it.sent && it.intent {
 			c.items = append(c.items, it)
@@ -124,12 +126,12 @@ func (w *worker) finalsOf(b *batch) *finals {
 }
 
 // records returns the final records of c's items, in their order.
-func (c *finals) records(r *run) []MessageRecord {
-	recs := make([]MessageRecord, len(c.items))
+func (c *finals) records(r *run) []record.Message {
+	recs := make([]record.Message, len(c.items))
 	for k, it := range c.items {
 		recs[k] = r.record(c.p, it, finalState(it), c.now)
 		recs[k].ReplayCount = it.count
-		if recs[k].State != Sent {
+		if recs[k].State != record.Sent {
 			recs[k].Reason = it.reason
 		}
 	}
@@ -137,14 +139,14 @@ func (c *finals) records(r *run) []MessageRecord {
 }
 
 // finalState is the state of the final record of a mover sent.
-func finalState(it *item) State {
+func finalState(it *item) record.State {
 	switch it.outcome {
 	case OutcomeParked:
-		return Parked
+		return record.Parked
 	case OutcomeApplied:
-		return Resolved
+		return record.Resolved
 	}
-	return Sent
+	return record.Sent
 }
 
 // flush writes the records of finals no claim took.
@@ -155,7 +157,7 @@ func (c *finals) flush(ctx context.Context, r *run) {
 }
 
 // apply notes what the ledger answered for the carried records.
-func (c *finals) apply(r *run, marked []Marked) {
+func (c *finals) apply(r *run, marked []record.Marked) {
 	for k, m := range marked {
 		it := c.items[k]
 		state := finalState(it)

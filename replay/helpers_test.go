@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -273,4 +274,16 @@ func sortedCopy(s []string) []string {
 	c := slices.Clone(s)
 	slices.Sort(c)
 	return c
+}
+
+// markEach marks each record with mark, concurrently: MarkBatch of the test
+// ledgers that wrap Mark.
+func markEach(ctx context.Context, mark func(context.Context, record.Message) (record.Message, bool, error), recs []record.Message) []record.Marked {
+	out := make([]record.Marked, len(recs))
+	var wg sync.WaitGroup
+	for i, r := range recs {
+		wg.Go(func() { out[i].Record, out[i].OK, out[i].Err = mark(ctx, r) })
+	}
+	wg.Wait()
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -195,8 +196,8 @@ func TestAlreadyAppliedOnEveryKey(t *testing.T) {
 			h.clock.Advance(due)
 			s := h.run(h.engine(func(o *replay.Options) { o.Completions = &replaytest.MemoryCompletions{Store: store, Scope: "invoice"} }), replay.Request{})
 			checkCounts(t, s.Total, counts{Examined: 3, DeadLettered: 3, Replayed: 2, Applied: 1})
-			hist, err := h.ledger.History(context.Background(), replay.HistoryKey("A-SAME", ""))
-			if err != nil || len(hist) != 1 || hist[0].State != replay.Resolved || hist[0].Key != "A-SAME" {
+			hist, err := h.ledger.History(context.Background(), record.HistoryKey("A-SAME", ""))
+			if err != nil || len(hist) != 1 || hist[0].State != record.Resolved || hist[0].Key != "A-SAME" {
 				t.Fatalf("history of A-SAME = %+v, %v", hist, err)
 			}
 			var back []string

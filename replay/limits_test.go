@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -208,14 +209,14 @@ type heldLeaseLedger struct {
 	bad []string
 }
 
-func (l *heldLeaseLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (l *heldLeaseLedger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	if r.State.Final() {
 		l.check(ctx, r)
 	}
 	return l.MemoryLedger.Mark(ctx, r)
 }
 
-func (l *heldLeaseLedger) MarkBatch(ctx context.Context, recs []replay.MessageRecord) []replay.Marked {
+func (l *heldLeaseLedger) MarkBatch(ctx context.Context, recs []record.Message) []record.Marked {
 	for _, r := range recs {
 		if r.State.Final() {
 			l.check(ctx, r)
@@ -224,14 +225,14 @@ func (l *heldLeaseLedger) MarkBatch(ctx context.Context, recs []replay.MessageRe
 	return l.MemoryLedger.MarkBatch(ctx, recs)
 }
 
-func (l *heldLeaseLedger) check(ctx context.Context, r replay.MessageRecord) {
+func (l *heldLeaseLedger) check(ctx context.Context, r record.Message) {
 	history, err := l.History(ctx, r.HistoryKey)
 	if err != nil {
 		l.t.Error(err)
 		return
 	}
 	for _, cur := range history {
-		if cur.MessageID == r.MessageID && cur.State == replay.Intent && !l.now().Before(cur.LeaseUntil) {
+		if cur.MessageID == r.MessageID && cur.State == record.Intent && !l.now().Before(cur.LeaseUntil) {
 			l.mu.Lock()
 			l.bad = append(l.bad, fmt.Sprintf("%s %s at %s, lease until %s", r.MessageID, r.State, l.now().Format(time.TimeOnly), cur.LeaseUntil.Format(time.TimeOnly)))
 			l.mu.Unlock()
@@ -360,9 +361,9 @@ func TestForeignMetadataIsNeverTrusted(t *testing.T) {
 // sealLedger fails the reads of the seal key.
 type sealLedger struct{ *replaytest.MemoryLedger }
 
-func (l sealLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (l sealLedger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	if r.HistoryKey == settings.SealKeyPartition {
-		return replay.MessageRecord{}, false, fmt.Errorf("throttled")
+		return record.Message{}, false, fmt.Errorf("throttled")
 	}
 	return l.MemoryLedger.Mark(ctx, r)
 }
@@ -426,7 +427,7 @@ func TestLedgerItemsAreBounded(t *testing.T) {
 		t.Fatal("no long key in the canary's sample: a lane of long keys would be judged by none (issue 30)")
 	}
 	long := keyOf(order("ORD-0000-" + strings.Repeat("9", 5<<10)))
-	history, err := h.ledger.History(context.Background(), replay.HistoryKey(long, ""))
+	history, err := h.ledger.History(context.Background(), record.HistoryKey(long, ""))
 	if err != nil || len(history) != 1 {
 		t.Fatalf("history %v, err %v", history, err)
 	}

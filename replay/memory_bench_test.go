@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
@@ -102,11 +103,18 @@ func (s *streamQueue) GetQueueAttributes(context.Context, *sqs.GetQueueAttribute
 // memory is the database's, not the engine's).
 type nopLedger struct{}
 
-func (nopLedger) Mark(context.Context, replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	return replay.MessageRecord{}, true, nil
+func (nopLedger) Mark(context.Context, record.Message) (record.Message, bool, error) {
+	return record.Message{}, true, nil
 }
-func (nopLedger) History(context.Context, string) ([]replay.MessageRecord, error) {
+func (nopLedger) History(context.Context, string) ([]record.Message, error) {
 	return nil, nil
+}
+func (nopLedger) MarkBatch(_ context.Context, recs []record.Message) []record.Marked {
+	out := make([]record.Marked, len(recs))
+	for i := range out {
+		out[i].OK = true
+	}
+	return out
 }
 func (nopLedger) PutRun(context.Context, replay.Summary, time.Time) error { return nil }
 func (nopLedger) LastRun(context.Context) (replay.Summary, bool, error) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/clip"
 	"github.com/homingdlq/homing/internal/envelope"
-	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/payload"
 )
@@ -84,54 +83,18 @@ func Attributes(producer map[string]types.MessageAttributeValue, meta Metadata) 
 	return attrs, nil
 }
 
-// HistoryKey is the ledger's partition key of the history of a business
-// key: "order#<key>", or "message#<originalMessageId>" for a message
-// without one (its route has no [Route.Key], or its body's key does not
-// evaluate). An id is bounded by boundedID, so a key never grows with the
-// input (DynamoDB rejects partition keys over 2,048 bytes).
-//
-// The prefix "order#" is the stored format of every lane's keys, whatever
-// the route's key names: it was written when the only key was the
-// sample's order id, and it stays, because a record is found by its key.
-// With another prefix, the records of the messages in flight at an upgrade
-// would be orphaned: a message a run sent before it but had not deleted
-// yet would find no SENT record and be sent again, an INTENT lease taken
-// before it would not hold off a run after it, and an audit would show
-// half a history.
-func HistoryKey(key, originalMessageID string) string {
-	if key != "" {
-		return settings.ScopedKey(historyPrefix, boundedID(key))
-	}
-	return settings.ScopedKey("message", boundedID(originalMessageID))
-}
-
-// historyPrefix is the stored prefix of a business key's history (see
-// [HistoryKey]): never change it.
-const historyPrefix = "order"
-
 // boundedKey is what a ledger record or a summary stores of a business
-// key: boundedID of it, "" for none.
+// key: record.BoundedID of it, "" for none.
 func boundedKey(key string) string {
 	if key == "" {
 		return ""
 	}
-	return boundedID(key)
+	return record.BoundedID(key)
 }
 
-// MaxKeyID is the longest id a key embeds as it is.
-const MaxKeyID = 128
-
-// boundedID returns id when it is at most [MaxKeyID] bytes long, and
-// "sha256~" plus the hex SHA-256 of id otherwise (or when id itself starts
-// with "sha256~", so a plain id never spells a hashed one).
-func boundedID(id string) string {
-	const marker = "sha256~"
-	if len(id) <= MaxKeyID && !strings.HasPrefix(id, marker) {
-		return id
-	}
-	sum := sha256.Sum256([]byte(id))
-	return marker + hex.EncodeToString(sum[:])
-}
+// MaxKeyID is the longest id a key embeds as it is; a longer one is
+// hashed (docs/CONTRACT.md).
+const MaxKeyID = record.MaxKeyID
 
 // deduplicationID is the FIFO deduplication id of the message sent for
 // replay number count (or, with a reason, the parking) of the message whose

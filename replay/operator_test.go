@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -48,11 +49,11 @@ func TestResetCountRestartsTheReplayCount(t *testing.T) {
 	const id = "ORD-RESET-1"
 	// Three replays in the ledger and in the metadata, then parked.
 	for i := range 3 {
-		rec := replay.MessageRecord{
-			HistoryKey: replay.HistoryKey(id, ""), MessageID: fmt.Sprintf("old-%d", i), State: replay.Intent, Route: "orders",
+		rec := record.Message{
+			HistoryKey: record.HistoryKey(id, ""), MessageID: fmt.Sprintf("old-%d", i), State: record.Intent, Route: "orders",
 			Key: id, RunID: "run-old", At: h.clock.Now(), LeaseUntil: h.clock.Now().Add(time.Minute), ExpiresAt: h.clock.Now().Add(24 * time.Hour),
 		}
-		for _, s := range []replay.State{replay.Intent, replay.Sent} {
+		for _, s := range []record.State{record.Intent, record.Sent} {
 			rec.State = s
 			if _, ok, err := h.ledger.Mark(ctx, rec); err != nil || !ok {
 				t.Fatalf("mark %s: ok %v, err %v", s, ok, err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/crash"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
@@ -174,14 +175,18 @@ type countingLedger struct {
 	histories atomic.Int64
 }
 
-func (c *countingLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (c *countingLedger) MarkBatch(ctx context.Context, recs []record.Message) []record.Marked {
+	return markEach(ctx, c.Mark, recs)
+}
+
+func (c *countingLedger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	if r.HistoryKey != settings.SealKeyPartition && r.HistoryKey != settings.SealPublicKeyPartition { // the run's reads of the seal keys are not about a message
 		c.marks.Add(1)
 	}
 	return c.Ledger.Mark(ctx, r)
 }
 
-func (c *countingLedger) History(ctx context.Context, key string) ([]replay.MessageRecord, error) {
+func (c *countingLedger) History(ctx context.Context, key string) ([]record.Message, error) {
 	c.histories.Add(1)
 	return c.Ledger.History(ctx, key)
 }
@@ -226,11 +231,15 @@ type failingLedger struct{ replay.Ledger }
 
 var errLedger = errors.New("ledger: ProvisionedThroughputExceededException")
 
-func (failingLedger) Mark(context.Context, replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	return replay.MessageRecord{}, false, errLedger
+func (failingLedger) Mark(context.Context, record.Message) (record.Message, bool, error) {
+	return record.Message{}, false, errLedger
 }
 
-func (failingLedger) History(context.Context, string) ([]replay.MessageRecord, error) {
+func (f failingLedger) MarkBatch(ctx context.Context, recs []record.Message) []record.Marked {
+	return markEach(ctx, f.Mark, recs)
+}
+
+func (failingLedger) History(context.Context, string) ([]record.Message, error) {
 	return nil, errLedger
 }
 
@@ -259,13 +268,13 @@ func TestRescueWithoutTheLedger(t *testing.T) {
 // DynamoDB's 2,048-byte partition key.
 func TestLongKeysHaveBoundedHistoryKeys(t *testing.T) {
 	long := strings.Repeat("Z", 5000)
-	if k := replay.HistoryKey(long, ""); len(k) > 256 {
+	if k := record.HistoryKey(long, ""); len(k) > 256 {
 		t.Fatalf("key of %d bytes", len(k))
 	}
-	if replay.HistoryKey(long, "") == replay.HistoryKey(long+"Y", "") {
+	if record.HistoryKey(long, "") == record.HistoryKey(long+"Y", "") {
 		t.Fatal("two long ids share a key")
 	}
-	if k := replay.HistoryKey("ORD-1", ""); k != "order#ORD-1" {
+	if k := record.HistoryKey("ORD-1", ""); k != "order#ORD-1" {
 		t.Fatalf("short ids stay readable: %q", k)
 	}
 	h := newHarness(t, false, nil)
@@ -282,9 +291,13 @@ type leaseLedger struct {
 	once func()
 }
 
-func (l *leaseLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (l *leaseLedger) MarkBatch(ctx context.Context, recs []record.Message) []record.Marked {
+	return markEach(ctx, l.Mark, recs)
+}
+
+func (l *leaseLedger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	cur, ok, err := l.Ledger.Mark(ctx, r)
-	if r.State == replay.Intent && l.once != nil {
+	if r.State == record.Intent && l.once != nil {
 		f := l.once
 		l.once = nil
 		f()
@@ -321,9 +334,13 @@ func TestNoSendAfterTheLeaseRanOut(t *testing.T) {
 // failSent fails the SENT and PARKED marks: a crash between send and mark.
 type failSent struct{ replay.Ledger }
 
-func (f failSent) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
-	if r.State == replay.Sent || r.State == replay.Parked {
-		return replay.MessageRecord{}, false, errLedger
+func (f failSent) MarkBatch(ctx context.Context, recs []record.Message) []record.Marked {
+	return markEach(ctx, f.Mark, recs)
+}
+
+func (f failSent) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
+	if r.State == record.Sent || r.State == record.Parked {
+		return record.Message{}, false, errLedger
 	}
 	return f.Ledger.Mark(ctx, r)
 }
@@ -394,7 +411,7 @@ func TestTheBudgetBelongsToTheMessage(t *testing.T) {
 		now := h.clock.Now()
 		for i := range 5 {
 			// earlier DLQ copies of the message whose sends never happened
-			r := replay.MessageRecord{HistoryKey: replay.HistoryKey("ORD-D", ""), MessageID: "copy-" + strconv.Itoa(i), State: replay.Intent, Route: "orders", Key: "ORD-D",
+			r := record.Message{HistoryKey: record.HistoryKey("ORD-D", ""), MessageID: "copy-" + strconv.Itoa(i), State: record.Intent, Route: "orders", Key: "ORD-D",
 				OriginalMessageID: id, RunID: "crashed", FirstSeenAt: now, At: now.Add(time.Duration(i) * time.Hour), LeaseUntil: now.Add(time.Duration(i)*time.Hour + time.Minute), ExpiresAt: now.Add(48 * time.Hour)}
 			if _, ok, err := h.ledger.Mark(context.Background(), r); err != nil || !ok {
 				t.Fatalf("seed: %v %v", ok, err)
@@ -450,8 +467,8 @@ func TestAlreadyAppliedIsRemoved(t *testing.T) {
 		o.Completions = &replaytest.MemoryCompletions{Store: store, Scope: "invoice"}
 	}), replay.Request{})
 	checkCounts(t, s.Total, counts{Examined: 3, DeadLettered: 3, Replayed: 2, Applied: 1})
-	hist, err := h.ledger.History(context.Background(), replay.HistoryKey("ORD-A", ""))
-	if err != nil || len(hist) != 1 || hist[0].State != replay.Resolved || hist[0].Reason != replay.ReasonAlreadyApplied {
+	hist, err := h.ledger.History(context.Background(), record.HistoryKey("ORD-A", ""))
+	if err != nil || len(hist) != 1 || hist[0].State != record.Resolved || hist[0].Reason != replay.ReasonAlreadyApplied {
 		t.Fatalf("history of ORD-A = %+v, %v", hist, err)
 	}
 	if visible, inFlight := h.depth(h.route.DLQURL); visible+inFlight != 0 {

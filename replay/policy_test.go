@@ -3,6 +3,8 @@ package replay
 import (
 	"testing"
 	"time"
+
+	"github.com/homingdlq/homing/internal/record"
 )
 
 func TestPolicyDecide(t *testing.T) {
@@ -63,37 +65,37 @@ func TestBackoffIsFullJitterCappedAndStable(t *testing.T) {
 
 func TestTransition(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
-	rec := func(s State, run string, lease time.Time) *MessageRecord {
-		return &MessageRecord{State: s, RunID: run, LeaseUntil: lease}
+	rec := func(s record.State, run string, lease time.Time) *record.Message {
+		return &record.Message{State: s, RunID: run, LeaseUntil: lease}
 	}
-	next := func(s State, run string) MessageRecord {
-		return MessageRecord{State: s, RunID: run, At: t0}
+	next := func(s record.State, run string) record.Message {
+		return record.Message{State: s, RunID: run, At: t0}
 	}
 	tests := []struct {
 		name string
-		cur  *MessageRecord
-		next MessageRecord
+		cur  *record.Message
+		next record.Message
 		want bool
 	}{
-		{"seen over nothing", nil, next(Seen, "a"), true},
-		{"seen over seen", rec(Seen, "a", time.Time{}), next(Seen, "b"), false},
-		{"intent over nothing", nil, next(Intent, "a"), true},
-		{"intent over seen", rec(Seen, "a", time.Time{}), next(Intent, "b"), true},
-		{"intent over a live intent", rec(Intent, "a", t0.Add(time.Second)), next(Intent, "b"), false},
-		{"intent over a passed intent", rec(Intent, "a", t0), next(Intent, "b"), true},
-		{"intent over the same run's", rec(Intent, "a", t0.Add(time.Hour)), next(Intent, "a"), true},
-		{"intent over sent", rec(Sent, "a", time.Time{}), next(Intent, "b"), false},
-		{"sent over own intent", rec(Intent, "a", t0.Add(time.Hour)), next(Sent, "a"), true},
-		{"parked over own intent", rec(Intent, "a", t0.Add(time.Hour)), next(Parked, "a"), true},
-		{"sent over another run's intent", rec(Intent, "b", t0.Add(time.Hour)), next(Sent, "a"), false},
-		{"sent over seen", rec(Seen, "a", time.Time{}), next(Sent, "a"), false},
-		{"sent over nothing", nil, next(Sent, "a"), false},
-		{"parked over parked", rec(Parked, "a", time.Time{}), next(Parked, "a"), false},
+		{"seen over nothing", nil, next(record.Seen, "a"), true},
+		{"seen over seen", rec(record.Seen, "a", time.Time{}), next(record.Seen, "b"), false},
+		{"intent over nothing", nil, next(record.Intent, "a"), true},
+		{"intent over seen", rec(record.Seen, "a", time.Time{}), next(record.Intent, "b"), true},
+		{"intent over a live intent", rec(record.Intent, "a", t0.Add(time.Second)), next(record.Intent, "b"), false},
+		{"intent over a passed intent", rec(record.Intent, "a", t0), next(record.Intent, "b"), true},
+		{"intent over the same run's", rec(record.Intent, "a", t0.Add(time.Hour)), next(record.Intent, "a"), true},
+		{"intent over sent", rec(record.Sent, "a", time.Time{}), next(record.Intent, "b"), false},
+		{"sent over own intent", rec(record.Intent, "a", t0.Add(time.Hour)), next(record.Sent, "a"), true},
+		{"parked over own intent", rec(record.Intent, "a", t0.Add(time.Hour)), next(record.Parked, "a"), true},
+		{"sent over another run's intent", rec(record.Intent, "b", t0.Add(time.Hour)), next(record.Sent, "a"), false},
+		{"sent over seen", rec(record.Seen, "a", time.Time{}), next(record.Sent, "a"), false},
+		{"sent over nothing", nil, next(record.Sent, "a"), false},
+		{"parked over parked", rec(record.Parked, "a", time.Time{}), next(record.Parked, "a"), false},
 		{"unknown state", nil, next("DONE", "a"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Transition(tt.cur, tt.next); got != tt.want {
+			if got := record.Transition(tt.cur, tt.next); got != tt.want {
 				t.Fatalf("Transition = %v, want %v", got, tt.want)
 			}
 		})

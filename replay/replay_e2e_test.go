@@ -20,6 +20,7 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/crash"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/replay"
 )
@@ -137,8 +138,8 @@ func TestReplayOnTheEmulator(t *testing.T) {
 	if err != nil || !found || last.RunID != s.RunID || last.Total.Replayed != 15 {
 		t.Fatalf("ledger run = %+v, %v, %v", last, found, err)
 	}
-	hist, err := l.ledger.History(context.Background(), replay.HistoryKey("ORD-E2E-00", ""))
-	if err != nil || len(hist) != 1 || hist[0].State != replay.Sent {
+	hist, err := l.ledger.History(context.Background(), record.HistoryKey("ORD-E2E-00", ""))
+	if err != nil || len(hist) != 1 || hist[0].State != record.Sent {
 		t.Fatalf("history = %+v, %v", hist, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/payload"
 )
@@ -90,8 +91,8 @@ func sealKey(ctx context.Context, l Ledger, now time.Time) (key []byte, note str
 func storedKey(ctx context.Context, l Ledger, now time.Time) ([]byte, error) {
 	key := make([]byte, sealKeyBytes)
 	_, _ = rand.Read(key) // crypto/rand.Read never fails
-	rec := MessageRecord{
-		HistoryKey: sealKeyPartition, MessageID: sealKeyMessageID, State: Seen, Route: "homing",
+	rec := record.Message{
+		HistoryKey: sealKeyPartition, MessageID: sealKeyMessageID, State: record.Seen, Route: "homing",
 		OriginalMessageID: hex.EncodeToString(key), FirstSeenAt: now, At: now, ExpiresAt: now.Add(sealKeyLifetime),
 	}
 	cur, ok, err := l.Mark(ctx, rec)
@@ -200,8 +201,8 @@ func denied(err error) bool {
 // publishKey writes pub to the ledger when it holds none, and returns what
 // operators should know when it holds another.
 func publishKey(ctx context.Context, l Ledger, pub ed25519.PublicKey, now time.Time) string {
-	rec := MessageRecord{
-		HistoryKey: settings.SealPublicKeyPartition, MessageID: sealKeyMessageID, State: Seen, Route: "homing",
+	rec := record.Message{
+		HistoryKey: settings.SealPublicKeyPartition, MessageID: sealKeyMessageID, State: record.Seen, Route: "homing",
 		OriginalMessageID: hex.EncodeToString(pub), FirstSeenAt: now, At: now, ExpiresAt: now.Add(sealKeyLifetime),
 	}
 	cur, ok, err := l.Mark(ctx, rec)
@@ -220,7 +221,7 @@ func readPublicKey(ctx context.Context, l Ledger) (ed25519.PublicKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the public seal key from the ledger: %w", err)
 	}
-	i := slices.IndexFunc(recs, func(r MessageRecord) bool { return r.MessageID == sealKeyMessageID })
+	i := slices.IndexFunc(recs, func(r record.Message) bool { return r.MessageID == sealKeyMessageID })
 	if i < 0 {
 		return nil, errors.New("the ledger holds no public seal key: the replay function writes it on its first run")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
@@ -31,14 +32,14 @@ type operatorLedger struct{ *replaytest.MemoryLedger }
 
 var errDenied = &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "explicit deny in an identity-based policy"}
 
-func (l operatorLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (l operatorLedger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	if r.HistoryKey == settings.SealKeyPartition || r.HistoryKey == settings.SealPublicKeyPartition {
-		return replay.MessageRecord{}, false, fmt.Errorf("put %s: %w", r.HistoryKey, errDenied)
+		return record.Message{}, false, fmt.Errorf("put %s: %w", r.HistoryKey, errDenied)
 	}
 	return l.MemoryLedger.Mark(ctx, r)
 }
 
-func (l operatorLedger) History(ctx context.Context, key string) ([]replay.MessageRecord, error) {
+func (l operatorLedger) History(ctx context.Context, key string) ([]record.Message, error) {
 	if key == settings.SealKeyPartition {
 		return nil, fmt.Errorf("query %s: %w", key, errDenied)
 	}
@@ -163,7 +164,7 @@ func TestSealsAreSignaturesUnderANewKey(t *testing.T) {
 	h := newHarness(t, false, nil)
 	now := h.clock.Now()
 	old := bytes.Repeat([]byte{7}, 32) // the key an operator read before the upgrade
-	if _, _, err := h.ledger.Mark(context.Background(), replay.MessageRecord{HistoryKey: settings.SealKeyPartition, MessageID: "v1", State: replay.Seen,
+	if _, _, err := h.ledger.Mark(context.Background(), record.Message{HistoryKey: settings.SealKeyPartition, MessageID: "v1", State: record.Seen,
 		Route: "homing", OriginalMessageID: hex.EncodeToString(old), FirstSeenAt: now, At: now, ExpiresAt: now.Add(24 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

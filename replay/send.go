@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/record"
 )
 
 // send sends the movers, 10 per SendMessageBatch call per destination. The
@@ -187,7 +188,7 @@ func (w *worker) renew(ctx context.Context, out []*item) {
 		}
 		lease := now.Add(r.visibility)
 		if it.intent {
-			rec := r.record(p, it, Intent, now)
+			rec := r.record(p, it, record.Intent, now)
 			rec.LeaseUntil = lease
 			if _, ok, err := r.e.ledger.Mark(ctx, rec); err != nil || !ok {
 				it.fail(fmt.Errorf("lease of %s ran out and could not be renewed: ok=%v: %w", it.msg.id, ok, errors.Join(err, errLeaseLost)))

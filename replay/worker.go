@@ -15,8 +15,8 @@ import (
 // A worker takes a batch through the phases, one file each, in this order:
 // receive (here), plan (plan.go), claim (claim.go), send (send.go), finish
 // (finish.go) and account (account.go). Each phase takes one round trip
-// per batch: the ledger marks of a batch go out together (one call with a
-// [BatchLedger]), the queue calls carry up to 10 messages each.
+// per batch: the ledger marks of a batch go out together in one call, the
+// queue calls carry up to 10 messages each.
 
 // worker is one receive loop of a route's pass. On a standard route,
 // unless Options.Lockstep, it pipelines: the finish of a batch (its

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -31,8 +32,8 @@ func TestWorkersMoveEachMessageOnce(t *testing.T) {
 		t.Fatalf("DLQ holds %d", visible+inFlight)
 	}
 	for _, i := range []int{0, 250, 499} {
-		hist, err := h.ledger.History(context.Background(), replay.HistoryKey(fmt.Sprintf("ORD-W-%03d", i), ""))
-		if err != nil || len(hist) != 1 || hist[0].State != replay.Sent {
+		hist, err := h.ledger.History(context.Background(), record.HistoryKey(fmt.Sprintf("ORD-W-%03d", i), ""))
+		if err != nil || len(hist) != 1 || hist[0].State != record.Sent {
 			t.Fatalf("history of ORD-W-%03d = %+v, %v", i, hist, err)
 		}
 	}

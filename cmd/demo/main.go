@@ -28,10 +28,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/sample/taxstub"
 	"github.com/homingdlq/homing/internal/tools/drill"
 	"github.com/homingdlq/homing/invalid"
-	"github.com/homingdlq/homing/replay"
 )
 
 func main() {
@@ -283,17 +283,17 @@ func (d *demo) report(ctx context.Context, s story, run string, invalidReasons m
 func (d *demo) replayTotals(ctx context.Context, s story) (replayed, applied, parked int, err error) {
 	orders := append(slices.Clone(s.valid), s.rejectID)
 	for _, id := range orders {
-		history, err := d.ledger.History(ctx, replay.HistoryKey(id, ""))
+		history, err := d.ledger.History(ctx, record.HistoryKey(id, ""))
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("history of %s: %w", id, err)
 		}
 		for _, r := range history {
 			switch r.State {
-			case replay.Sent:
+			case record.Sent:
 				replayed++
-			case replay.Resolved:
+			case record.Resolved:
 				applied++ // the other copy of a duplicate got there first
-			case replay.Parked:
+			case record.Parked:
 				parked++
 			}
 		}

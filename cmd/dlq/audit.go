@@ -14,16 +14,17 @@ import (
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/printable"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
 )
 
 // keyAudit is the output of dlq audit --key.
 type keyAudit struct {
-	Key        string                 `json:"key"`        // the business key
-	HistoryKey string                 `json:"historyKey"` // the ledger partition
-	History    []replay.MessageRecord `json:"history"`    // one record per DLQ message of the key, first seen first
-	Completion completionRecord       `json:"completion"`
+	Key        string           `json:"key"`        // the business key
+	HistoryKey string           `json:"historyKey"` // the ledger partition
+	History    []record.Message `json:"history"`    // one record per DLQ message of the key, first seen first
+	Completion completionRecord `json:"completion"`
 }
 
 // completionRecord is the consumer's completion record of a key: its
@@ -122,7 +123,7 @@ func (a *app) auditRuns(ctx context.Context, n int) ([]replay.Summary, error) {
 }
 
 func (a *app) auditKey(ctx context.Context, key, consumer string) (keyAudit, error) {
-	rep := keyAudit{Key: key, HistoryKey: replay.HistoryKey(key, "")}
+	rep := keyAudit{Key: key, HistoryKey: record.HistoryKey(key, "")}
 	s, ledger, _, err := a.ledger(ctx, outIdempotency)
 	if err != nil {
 		return rep, err
@@ -144,19 +145,19 @@ func (a *app) auditKey(ctx context.Context, key, consumer string) (keyAudit, err
 	if err != nil {
 		return rep, fmt.Errorf("read the history of %s from the ledger: %w", rep.HistoryKey, err)
 	}
-	slices.SortStableFunc(history, func(x, y replay.MessageRecord) int {
+	slices.SortStableFunc(history, func(x, y record.Message) int {
 		return cmp.Or(x.FirstSeenAt.Compare(y.FirstSeenAt), x.At.Compare(y.At), cmp.Compare(x.MessageID, y.MessageID))
 	})
-	rep.History = append([]replay.MessageRecord{}, history...)
-	rep.Completion, err = readCompletion(ctx, s.items, idem, idempotency.Key(consumer, key), a.now())
+	rep.History = append([]record.Message{}, history...)
+	rep.Completion, err = readCompletion(ctx, s.idempotency(idem), idempotency.Key(consumer, key), a.now())
 	return rep, err
 }
 
 // readCompletion reads a key's idempotency record: completed when
 // COMPLETED and not expired.
-func readCompletion(ctx context.Context, items dynamo.ItemGetter, table, key string, now time.Time) (completionRecord, error) {
+func readCompletion(ctx context.Context, store *dynamo.IdempotencyStore, key string, now time.Time) (completionRecord, error) {
 	rec := completionRecord{Key: key}
-	got, found, err := dynamo.GetIdempotencyRecord(ctx, items, table, key)
+	got, found, err := store.Get(ctx, key)
 	if err != nil {
 		return rec, fmt.Errorf("read the idempotency record %s: %w", key, err)
 	}
@@ -198,15 +199,15 @@ func writeKeyAudit(w io.Writer, rep keyAudit) error {
 }
 
 // stateText explains a ledger state in the operator's words.
-func stateText(s replay.State) string {
+func stateText(s record.State) string {
 	switch s {
-	case replay.Seen:
+	case record.Seen:
 		return "SEEN (dead-lettered)"
-	case replay.Intent:
+	case record.Intent:
 		return "INTENT (sending)"
-	case replay.Sent:
+	case record.Sent:
 		return "SENT (replayed)"
-	case replay.Parked:
+	case record.Parked:
 		return "PARKED"
 	}
 	return printable.String(string(s))

@@ -30,7 +30,8 @@ type backend struct {
 	queue       replay.Queue
 	ledger      func(table string) replay.Ledger
 	completions func(table, consumer string) replay.Completions
-	items       dynamo.ItemGetter
+	// idempotency reads an idempotency table's records.
+	idempotency func(table string) *dynamo.IdempotencyStore
 	// groupStore returns the parks of a FIFO lane whose ledger is table.
 	groupStore func(table string) fifo.Store
 	// releaseQueue moves a parked group's records back to the source.
@@ -59,14 +60,11 @@ func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend
 		tags  = taggingClient(cfg)
 	)
 	var (
-		_ replay.Queue          = queue
-		_ dynamo.LedgerAPI      = db
-		_ dynamo.CompletionsAPI = db
-		_ dynamo.ItemGetter     = db
-		_ fifo.ReleaseQueue     = queue
-		_ dynamo.GroupAPI       = db
-		_ resourceTagger        = tags
-		_ queueURLGetter        = queue
+		_ replay.Queue      = queue
+		_ dynamo.API        = db
+		_ fifo.ReleaseQueue = queue
+		_ resourceTagger    = tags
+		_ queueURLGetter    = queue
 	)
 	return &backend{
 		queue:  queue,
@@ -74,7 +72,7 @@ func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend
 		completions: func(table, consumer string) replay.Completions {
 			return dynamo.NewCompletions(db, table, consumer, nil)
 		},
-		items:        db,
+		idempotency:  func(table string) *dynamo.IdempotencyStore { return dynamo.NewIdempotencyStore(db, table) },
 		groupStore:   func(table string) fifo.Store { return dynamo.NewGroupStore(db, table) },
 		releaseQueue: queue,
 		functionEnv: func(ctx context.Context, name string) (map[string]string, error) {

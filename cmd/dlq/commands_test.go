@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 )
@@ -295,7 +296,7 @@ func TestAudit(t *testing.T) {
 		r := f.run("--json", "audit", flag, "ORD-1")
 		r.want(t, exitOK)
 		a := decode[keyAudit](t, r)
-		if a.Key != "ORD-1" || a.HistoryKey != "order#ORD-1" || len(a.History) != 1 || a.History[0].State != replay.Sent || a.History[0].ReplayCount != 1 ||
+		if a.Key != "ORD-1" || a.HistoryKey != "order#ORD-1" || len(a.History) != 1 || a.History[0].State != record.Sent || a.History[0].ReplayCount != 1 ||
 			a.History[0].Key != "ORD-1" || !strings.HasPrefix(a.History[0].RunID, "dlq-") {
 			t.Fatalf("audit %s = %+v", flag, a)
 		}
@@ -368,7 +369,7 @@ func TestLaneKeyedByItsOwnExpression(t *testing.T) {
 	}
 	r = f.run("--json", "audit", "--key", "S-1")
 	r.want(t, exitOK)
-	if a := decode[keyAudit](t, r); len(a.History) != 1 || a.History[0].State != replay.Sent || a.Completion.Key != "shipments#S-1" {
+	if a := decode[keyAudit](t, r); len(a.History) != 1 || a.History[0].State != record.Sent || a.Completion.Key != "shipments#S-1" {
 		t.Fatalf("audit = %+v", a)
 	}
 	// An orderId names nothing on this lane.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/tools/emulatortest"
 	"github.com/homingdlq/homing/invalid"
@@ -352,7 +353,7 @@ func TestE2EReplayAndAudit(t *testing.T) {
 		if a.HistoryKey != "order#"+id || a.Completion.Result == "" || a.Completion.Key != "invoice#"+id {
 			t.Fatalf("audit of %s = %+v", id, a)
 		}
-		if i := slices.IndexFunc(a.History, func(r replay.MessageRecord) bool { return r.State == replay.Sent && slices.Contains(runIDs, r.RunID) }); i < 0 || a.History[i].ReplayCount != 1 || a.History[i].Route != route {
+		if i := slices.IndexFunc(a.History, func(r record.Message) bool { return r.State == record.Sent && slices.Contains(runIDs, r.RunID) }); i < 0 || a.History[i].ReplayCount != 1 || a.History[i].Route != route {
 			t.Fatalf("history of %s = %+v, want SENT by one of %v", id, a.History, runIDs)
 		}
 		r := l.dlq(t, "audit", "--order", id) // --order: the alias of --key

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/fifo/fifotest"
 	"github.com/homingdlq/homing/idempotency"
@@ -226,7 +227,7 @@ func (f *fixture) runRaw(args ...string) result {
 				completions: func(_, consumer string) replay.Completions {
 					return &replaytest.MemoryCompletions{Store: idempotency.NewMemoryStore(), Scope: consumer}
 				},
-				items: f.items,
+				idempotency: func(table string) *dynamo.IdempotencyStore { return dynamo.NewIdempotencyStore(f.items, table) },
 				groupStore: func(table string) fifo.Store {
 					f.opened = append(f.opened, table)
 					return f.store
@@ -368,7 +369,8 @@ func (q releaseQueue) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageIn
 
 // fakeItems is the GetItem of an idempotency table.
 type fakeItems struct {
-	items map[string]map[string]dbtypes.AttributeValue
+	dynamo.API // GetItem alone
+	items      map[string]map[string]dbtypes.AttributeValue
 }
 
 func (f *fakeItems) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {

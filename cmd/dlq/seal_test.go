@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
@@ -27,14 +28,14 @@ type deniedAPIError struct{}
 func (deniedAPIError) Error() string     { return "AccessDeniedException: explicit deny" }
 func (deniedAPIError) ErrorCode() string { return "AccessDeniedException" }
 
-func (l operatorLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (l operatorLedger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	if r.HistoryKey == settings.SealKeyPartition || r.HistoryKey == settings.SealPublicKeyPartition {
-		return replay.MessageRecord{}, false, fmt.Errorf("put %s: %w", r.HistoryKey, deniedAPIError{})
+		return record.Message{}, false, fmt.Errorf("put %s: %w", r.HistoryKey, deniedAPIError{})
 	}
 	return l.MemoryLedger.Mark(ctx, r)
 }
 
-func (l operatorLedger) History(ctx context.Context, key string) ([]replay.MessageRecord, error) {
+func (l operatorLedger) History(ctx context.Context, key string) ([]record.Message, error) {
 	if key == settings.SealKeyPartition {
 		return nil, fmt.Errorf("query %s: %w", key, deniedAPIError{})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/replay"
 )
@@ -160,8 +161,8 @@ func TestHumanOutputShowsControlsEscaped(t *testing.T) {
 			name: "audit --key: the ledger's records and the completion record",
 			setup: func(f *fixture) []string {
 				now := f.clock.Now()
-				if _, _, err := f.ledger.Mark(f.t.Context(), replay.MessageRecord{HistoryKey: replay.HistoryKey("K-1", ""), MessageID: "m-1" + rtlOverride,
-					State: replay.Seen, Route: "orders" + c1CSI, Reason: hostile, FirstSeenAt: now, At: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+				if _, _, err := f.ledger.Mark(f.t.Context(), record.Message{HistoryKey: record.HistoryKey("K-1", ""), MessageID: "m-1" + rtlOverride,
+					State: record.Seen, Route: "orders" + c1CSI, Reason: hostile, FirstSeenAt: now, At: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
 					f.t.Fatal(err)
 				}
 				f.items.put("invoice#K-1", "COMPLETED", "invoice "+hostile, now.Add(time.Hour))

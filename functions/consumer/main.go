@@ -48,8 +48,8 @@ func run(ctx context.Context) error {
 		db    = dynamodb.NewFromConfig(awsCfg)
 	)
 	var (
-		_ batch.Sender          = queue
-		_ dynamo.IdempotencyAPI = db
+		_ batch.Sender = queue
+		_ dynamo.API   = db
 	)
 	p := consumer.New(cfg, consumer.Deps{
 		Sender:   queue,

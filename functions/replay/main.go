@@ -49,9 +49,8 @@ func run(ctx context.Context) error {
 		db    = dynamodb.NewFromConfig(awsCfg)
 	)
 	var (
-		_ replay.Queue          = queue
-		_ dynamo.LedgerAPI      = db
-		_ dynamo.CompletionsAPI = db
+		_ replay.Queue = queue
+		_ dynamo.API   = db
 	)
 	h := handler.New(cfg, handler.Deps{
 		Queue:       queue,

@@ -31,8 +31,9 @@ type dbCall struct {
 // asked for; with conflict, every conditional write fails, so that the
 // store takes its paths after a conflict.
 type recordingDB struct {
-	conflict bool
-	calls    []dbCall
+	dynamo.API // nil: a call the fake does not record panics, so none goes unseen
+	conflict   bool
+	calls      []dbCall
 }
 
 func (db *recordingDB) record(action string, table *string, keys ...map[string]dbtypes.AttributeValue) {

@@ -578,7 +578,7 @@ func (l *lane) addConsumer(code string) {
 
 // grantConsumer grants the consumer the calls of its ports, and no more
 // (least privilege): SendMessage on the invalid queue (batch.InvalidQueue),
-// four item actions on the idempotency table (dynamo.IdempotencyAPI); the
+// four item actions on the idempotency table (dynamo's idempotencyAPI); the
 // event source mapping grants consume on the source queue, which Lambda's
 // poller uses. Nothing on the DLQ; on the parking queue and the ledger
 // only on a lane that keeps group order (grantGroups). On a queue with a
@@ -648,8 +648,8 @@ func (l *lane) addReplay(code string) {
 // grantReplay grants the replay function the actions of its ports and no
 // more (least privilege): receive, hide and delete on the DLQ (and its
 // depth for the refill gate); send on the source and parking queues; the
-// ledger's item actions (dynamo.LedgerAPI); BatchGetItem on the
-// idempotency table for the canary gate (dynamo.CompletionsAPI). Nothing
+// ledger's item actions (dynamo's ledgerAPI); BatchGetItem on the
+// idempotency table for the canary gate (dynamo's completionsAPI). Nothing
 // on the invalid queue, no write on the consumer's records. On a
 // queue with a KMS key, the key actions its SQS actions need
 // (grantQueue).

@@ -412,7 +412,7 @@ func TestLeastPrivilege(t *testing.T) {
 		{"consumer", id.role, map[string][]string{
 			id.logs:        {"logs:CreateLogStream", "logs:PutLogEvents"},
 			id.invalid:     {"sqs:SendMessage"},                                                                    // invalid.Sender
-			id.idempotency: {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, // dynamo.IdempotencyAPI
+			id.idempotency: {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, // dynamo's idempotencyAPI
 			// The event source mapping's grant (awslambdaeventsources), used by Lambda's poller.
 			id.source: {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"},
 		}, []string{id.dlq, id.parking, id.ledger}},
@@ -424,8 +424,8 @@ func TestLeastPrivilege(t *testing.T) {
 			// SendMessageBatch; GetQueueAttributes for its MaximumMessageSize.
 			id.source:      {"sqs:GetQueueAttributes", "sqs:SendMessage"},
 			id.parking:     {"sqs:SendMessage"},
-			id.ledger:      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}, // dynamo.LedgerAPI
-			id.idempotency: {"dynamodb:BatchGetItem"},                                                         // dynamo.CompletionsAPI
+			id.ledger:      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}, // dynamo's ledgerAPI
+			id.idempotency: {"dynamodb:BatchGetItem"},                                                         // dynamo's completionsAPI
 		}, []string{id.invalid, id.logs}},
 	} {
 		t.Run(tc.function, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -90,13 +91,8 @@ func (c *Crash) enter(op string) error {
 // Queue wraps q.
 func (c *Crash) Queue(q replay.Queue) replay.Queue { return crashQueue{c, q} }
 
-// Ledger wraps l; the result is a [replay.BatchLedger] when l is one.
-func (c *Crash) Ledger(l replay.Ledger) replay.Ledger {
-	if bl, ok := l.(replay.BatchLedger); ok {
-		return crashBatchLedger{crashLedger{c, l}, bl}
-	}
-	return crashLedger{c, l}
-}
+// Ledger wraps l.
+func (c *Crash) Ledger(l replay.Ledger) replay.Ledger { return crashLedger{c, l} }
 
 type crashQueue struct {
 	c *Crash
@@ -150,14 +146,14 @@ type crashLedger struct {
 	l replay.Ledger
 }
 
-func (w crashLedger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (w crashLedger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	if err := w.c.enter("Mark"); err != nil {
-		return replay.MessageRecord{}, false, err
+		return record.Message{}, false, err
 	}
 	return w.l.Mark(ctx, r)
 }
 
-func (w crashLedger) History(ctx context.Context, historyKey string) ([]replay.MessageRecord, error) {
+func (w crashLedger) History(ctx context.Context, historyKey string) ([]record.Message, error) {
 	if err := w.c.enter("History"); err != nil {
 		return nil, err
 	}
@@ -185,18 +181,13 @@ func (w crashLedger) Runs(ctx context.Context, n int) ([]replay.Summary, error) 
 	return w.l.Runs(ctx, n)
 }
 
-type crashBatchLedger struct {
-	crashLedger
-	bl replay.BatchLedger
-}
-
-func (w crashBatchLedger) MarkBatch(ctx context.Context, records []replay.MessageRecord) []replay.Marked {
-	out := make([]replay.Marked, len(records))
+func (w crashLedger) MarkBatch(ctx context.Context, records []record.Message) []record.Marked {
+	out := make([]record.Marked, len(records))
 	if err := w.c.enter("MarkBatch"); err != nil {
 		for i := range out {
 			out[i].Err = err
 		}
 		return out
 	}
-	return w.bl.MarkBatch(ctx, records)
+	return w.l.MarkBatch(ctx, records)
 }

@@ -84,3 +84,12 @@ func CheckTable[F any](t *testing.T, harness string, table []F) {
 		t.Errorf("the table of %s lists %v, the package declares %v", harness, listed, declared)
 	}
 }
+
+// Key is t's own business key (its name), or a second one of t's when
+// other is not empty: a contract's tests share one store without meeting.
+func Key(t *testing.T, other string) string {
+	if other == "" {
+		return t.Name()
+	}
+	return t.Name() + "/" + other
+}

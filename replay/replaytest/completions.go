@@ -103,9 +103,9 @@ func wantCompleted(t *testing.T, got, want map[string]string, asked int) {
 // another scope.
 func testOnlyCompletedKeysAreCompleted(t *testing.T, h CompletionsHarness) {
 	store, c := h.NewPair(t)
-	done := businessKey(t, "done")
-	running := businessKey(t, "running")
-	otherScope := businessKey(t, "other-scope")
+	done := suite.Key(t, "done")
+	running := suite.Key(t, "running")
+	otherScope := suite.Key(t, "other-scope")
 	completeKey(t, store, CompletionsScope, done)
 	completeKey(t, store, "other", otherScope)
 	now := time.Now()
@@ -113,7 +113,7 @@ func testOnlyCompletedKeysAreCompleted(t *testing.T, h CompletionsHarness) {
 	if _, claimed, err := store.Claim(t.Context(), lease); err != nil || !claimed {
 		t.Fatalf("claim: claimed=%v err=%v", claimed, err)
 	}
-	ask := []string{done, running, businessKey(t, "absent"), otherScope, done}
+	ask := []string{done, running, suite.Key(t, "absent"), otherScope, done}
 	got, err := c.Completed(t.Context(), ask)
 	if err != nil {
 		t.Fatal(err)
@@ -129,11 +129,11 @@ func testCompletedAnswersMoreKeysThanOneBatch(t *testing.T, h CompletionsHarness
 	many := make([]string, 120)
 	want := map[string]string{}
 	for i := range many {
-		many[i] = businessKey(t, fmt.Sprintf("%03d", i))
+		many[i] = suite.Key(t, fmt.Sprintf("%03d", i))
 		completeKey(t, store, CompletionsScope, many[i])
 		want[many[i]] = "hash-" + many[i]
 	}
-	ask := append([]string{businessKey(t, "absent"), many[0]}, many...)
+	ask := append([]string{suite.Key(t, "absent"), many[0]}, many...)
 	got, err := c.Completed(t.Context(), ask)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -19,8 +20,8 @@ type MemoryLedger struct {
 	now func() time.Time
 
 	mu        sync.Mutex
-	histories map[string]map[string]replay.MessageRecord // history key -> DLQ message id -> record
-	runs      []storedRun                                // sorted by StartedAt, then RunID
+	histories map[string]map[string]record.Message // history key -> DLQ message id -> record
+	runs      []storedRun                          // sorted by StartedAt, then RunID
 }
 
 type storedRun struct {
@@ -36,10 +37,10 @@ func NewMemoryLedger(now func() time.Time) *MemoryLedger {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryLedger{now: now, histories: map[string]map[string]replay.MessageRecord{}}
+	return &MemoryLedger{now: now, histories: map[string]map[string]record.Message{}}
 }
 
-var _ replay.BatchLedger = (*MemoryLedger)(nil)
+var _ replay.Ledger = (*MemoryLedger)(nil)
 
 // maxPartitionKey is DynamoDB's limit on a partition key, in bytes; the
 // memory ledger enforces it too, so that a key that grows with its input
@@ -54,43 +55,43 @@ func checkKey(key string) error {
 }
 
 // Mark implements [replay.Ledger].
-func (m *MemoryLedger) Mark(_ context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (m *MemoryLedger) Mark(_ context.Context, r record.Message) (record.Message, bool, error) {
 	if err := checkKey(r.HistoryKey); err != nil {
-		return replay.MessageRecord{}, false, err
+		return record.Message{}, false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	msgs := m.histories[r.HistoryKey]
-	var cur *replay.MessageRecord
+	var cur *record.Message
 	if c, ok := msgs[r.MessageID]; ok && m.now().Before(c.ExpiresAt) {
 		cur = &c
 	}
-	if !replay.Transition(cur, r) {
+	if !record.Transition(cur, r) {
 		if cur == nil {
-			return replay.MessageRecord{}, false, nil
+			return record.Message{}, false, nil
 		}
 		return *cur, false, nil
 	}
 	if cur != nil && !cur.FirstSeenAt.IsZero() {
 		r.FirstSeenAt = cur.FirstSeenAt
 	}
-	if r.State != replay.Intent {
+	if r.State != record.Intent {
 		r.LeaseUntil = time.Time{}
 	}
 	if msgs == nil {
-		msgs = map[string]replay.MessageRecord{}
+		msgs = map[string]record.Message{}
 		m.histories[r.HistoryKey] = msgs
 	}
 	msgs[r.MessageID] = r
 	if cur == nil {
-		return replay.MessageRecord{}, true, nil
+		return record.Message{}, true, nil
 	}
 	return *cur, true, nil
 }
 
-// MarkBatch implements [replay.BatchLedger].
-func (m *MemoryLedger) MarkBatch(ctx context.Context, records []replay.MessageRecord) []replay.Marked {
-	out := make([]replay.Marked, len(records))
+// MarkBatch implements replay.Ledger's MarkBatch.
+func (m *MemoryLedger) MarkBatch(ctx context.Context, records []record.Message) []record.Marked {
+	out := make([]record.Marked, len(records))
 	for i, r := range records {
 		out[i].Record, out[i].OK, out[i].Err = m.Mark(ctx, r)
 	}
@@ -98,20 +99,20 @@ func (m *MemoryLedger) MarkBatch(ctx context.Context, records []replay.MessageRe
 }
 
 // History implements [replay.Ledger]; the records come sorted by FirstSeenAt.
-func (m *MemoryLedger) History(_ context.Context, historyKey string) ([]replay.MessageRecord, error) {
+func (m *MemoryLedger) History(_ context.Context, historyKey string) ([]record.Message, error) {
 	if err := checkKey(historyKey); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	var out []replay.MessageRecord
+	var out []record.Message
 	for _, r := range m.histories[historyKey] {
 		if now.Before(r.ExpiresAt) {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b replay.MessageRecord) int {
+	slices.SortFunc(out, func(a, b record.Message) int {
 		return cmp.Or(a.FirstSeenAt.Compare(b.FirstSeenAt), cmp.Compare(a.MessageID, b.MessageID))
 	})
 	return out, nil

@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/internal/suite"
@@ -14,7 +13,6 @@ import (
 // Every exported test function of a suite is in its table, once: a test
 // left out of the table would never run.
 func TestTablesListEveryTestFunction(t *testing.T) {
-	suite.CheckTable(t, "LedgerHarness", ledgerRules())
 	suite.CheckTable(t, "QueueHarness", queueRules())
 	suite.CheckTable(t, "CompletionsHarness", completionsRules())
 }
@@ -42,26 +40,6 @@ func TestQueueFeaturesCoverEveryField(t *testing.T) {
 		if !reflect.ValueOf(SQSFeatures()).Field(i).Bool() {
 			t.Errorf("SQSFeatures does not declare %s", field.Name)
 		}
-	}
-}
-
-// The tests of message records use keys of their own: they pass on one
-// ledger shared by all of them (testRunsComeBackLatestFirst needs it empty).
-func TestLedgerTestsShareOneLedger(t *testing.T) {
-	now := time.Now
-	shared := NewMemoryLedger(func() time.Time { return now() })
-	h := LedgerHarness{
-		NewLedger: func(_ *testing.T, clock func() time.Time) replay.Ledger {
-			now = clock
-			return shared
-		},
-		Features: LedgerFeatures{ConcurrentMarks: true},
-	}
-	for _, test := range ledgerRules() {
-		if suite.Name(test) == "testRunsComeBackLatestFirst" {
-			continue
-		}
-		t.Run(suite.Name(test), func(t *testing.T) { test(t, h) })
 	}
 }
 
@@ -99,12 +77,6 @@ func TestQueueNameIsTheTests(t *testing.T) {
 // the feature, before it touches the implementation.
 func TestUndeclaredFeatureSkips(t *testing.T) {
 	for name, test := range map[string]func(t *testing.T){
-		"ConcurrentMarks": func(t *testing.T) {
-			testConcurrentIntentsOneWins(t, LedgerHarness{NewLedger: func(*testing.T, func() time.Time) replay.Ledger {
-				t.Error("the ledger was made: the test ran without its feature")
-				return NewMemoryLedger(nil)
-			}})
-		},
 		"AttributeLimit": func(t *testing.T) {
 			testMoreThanTenAttributesAreRefused(t, QueueHarness{NewQueue: func(*testing.T, string) string {
 				t.Error("a queue was made: the test ran without its feature")

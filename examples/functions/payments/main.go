@@ -61,11 +61,10 @@ func run(ctx context.Context) error {
 		db    = dynamodb.NewFromConfig(awsCfg)
 	)
 	var (
-		_ batch.Sender          = queue
-		_ dynamo.IdempotencyAPI = db
-		_ ledger.TableAPI       = db
-		_ fifo.Queue            = queue
-		_ dynamo.GroupAPI       = db
+		_ batch.Sender    = queue
+		_ dynamo.API      = db
+		_ ledger.TableAPI = db
+		_ fifo.Queue      = queue
 	)
 	logger := lambdacontext.NewLogger(lambdacontext.WithFunctionARN())
 	p := posting.NewProcessor(cfg, posting.Deps{

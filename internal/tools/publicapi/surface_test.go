@@ -12,7 +12,7 @@ import (
 // the public packages and the construct (issue 31: 330 when counted first,
 // the target half of that, 165). Lower it as names leave; never raise it
 // without a reason in the CHANGELOG.
-const maxSurface = 177
+const maxSurface = 162
 
 // TestSurface prints each public package's size, as `go doc -short`
 // counts it, and fails when their sum passes maxSurface.

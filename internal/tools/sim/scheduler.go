@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/envelope"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -113,14 +114,14 @@ type lease struct {
 	until time.Time
 }
 
-func (l *leases) mark(r replay.MessageRecord) {
+func (l *leases) mark(r record.Message) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r.State == replay.Intent {
+	if r.State == record.Intent {
 		l.holder[r.MessageID] = lease{run: r.RunID, until: r.LeaseUntil}
 		return
 	}
-	if r.State != replay.Seen {
+	if r.State != record.Seen {
 		delete(l.holder, r.MessageID)
 	}
 }

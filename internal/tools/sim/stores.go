@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
 )
@@ -282,23 +283,23 @@ func checkKeys(pk, sk string) error {
 }
 
 // Mark implements replay.Ledger.
-func (l *ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.MessageRecord, bool, error) {
+func (l *ledger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	err := l.fault(ctx, "mark", r.HistoryKey+"/"+r.MessageID+"/"+string(r.State), true)
 	if err == nil {
 		err = checkKeys(r.HistoryKey, r.MessageID)
 	}
 	if err != nil {
-		if r.State == replay.Intent && r.RunID == l.run.id {
+		if r.State == record.Intent && r.RunID == l.run.id {
 			l.run.mu.Lock()
 			l.run.unintended[r.MessageID] = true
 			l.run.mu.Unlock()
 		}
-		return replay.MessageRecord{}, false, err
+		return record.Message{}, false, err
 	}
 	cur, ok, err := l.Ledger.Mark(ctx, r)
 	if err == nil && ok {
 		l.s.leases.mark(r)
-		if r.State == replay.Intent && r.RunID == l.run.id {
+		if r.State == record.Intent && r.RunID == l.run.id {
 			l.run.mu.Lock()
 			l.run.intended[r.MessageID] = true
 			l.run.mu.Unlock()
@@ -307,10 +308,10 @@ func (l *ledger) Mark(ctx context.Context, r replay.MessageRecord) (replay.Messa
 	return cur, ok, err
 }
 
-// MarkBatch implements replay.BatchLedger: each record as Mark, with its
+// MarkBatch implements replay.Ledger's MarkBatch: each record as Mark, with its
 // faults, so that the engine's batched path runs in the simulation.
-func (l *ledger) MarkBatch(ctx context.Context, records []replay.MessageRecord) []replay.Marked {
-	out := make([]replay.Marked, len(records))
+func (l *ledger) MarkBatch(ctx context.Context, records []record.Message) []record.Marked {
+	out := make([]record.Marked, len(records))
 	for i, r := range records {
 		out[i].Record, out[i].OK, out[i].Err = l.Mark(ctx, r)
 	}
@@ -318,7 +319,7 @@ func (l *ledger) MarkBatch(ctx context.Context, records []replay.MessageRecord) 
 }
 
 // History implements replay.Ledger.
-func (l *ledger) History(ctx context.Context, historyKey string) ([]replay.MessageRecord, error) {
+func (l *ledger) History(ctx context.Context, historyKey string) ([]record.Message, error) {
 	if err := l.fault(ctx, "history", historyKey, false); err != nil {
 		return nil, err
 	}
