@@ -197,8 +197,8 @@ func (r *Releaser) send(ctx context.Context, p Park) (Step, bool, error) {
 
 // sendCopies sends copies p.Sent+1... of the round, from msgs (the
 // group's first records in the parking queue), in order, and shows msgs
-// again. It reports gone when msgs has records of the group but not the
-// next one to send.
+// again. It reports whether the next one to send, which msgs lacks, is
+// gone from the parking queue.
 func (r *Releaser) sendCopies(ctx context.Context, p Park, msgs []types.Message) (Step, bool, error) {
 	defer r.show(ctx, msgs)
 	byID := map[string]types.Message{}
@@ -208,9 +208,10 @@ func (r *Releaser) sendCopies(ctx context.Context, p Park, msgs []types.Message)
 	moved := 0
 	for n := p.Sent + 1; n <= len(p.Batch); n++ {
 		m, ok := byID[p.Batch[n-1]]
-		if !ok { // hidden by a scan (the next step sends it), or gone
-			return Step{Moved: moved, Pending: p.Sent - p.Settled}, len(msgs) > 0, nil
+		if !ok {
+			return Step{Moved: moved, Pending: p.Sent - p.Settled}, r.gone(p, n, msgs), nil
 		}
+		delete(r.quiet, p.Group+"\x00"+p.Batch[n-1])
 		if err := r.sendCopy(ctx, p, n, m); err != nil {
 			return Step{Moved: moved, Pending: p.Sent - p.Settled}, false, err
 		}
@@ -221,6 +222,26 @@ func (r *Releaser) sendCopies(ctx context.Context, p Park, msgs []types.Message)
 		moved++
 	}
 	return Step{Moved: moved, Pending: p.Sent - p.Settled}, false, nil
+}
+
+// gone reports whether the round's record n, which msgs (a scan) lacks, is
+// gone from the parking queue: msgs holds a record after it (only the
+// round's records before it come before it), or the scans have missed it
+// for quiet. Otherwise it is hidden by a scan, or this scan saw only the
+// group's first records (a receive may return fewer than it could), and a
+// later step sends it: a copy sent by a step that could not count it is
+// sent again, never taken for settled.
+func (r *Releaser) gone(p Park, n int, msgs []types.Message) bool {
+	before := map[string]bool{}
+	for _, id := range p.Batch[:n-1] {
+		before[id] = true
+	}
+	for _, m := range msgs {
+		if !before[aws.ToString(m.MessageId)] {
+			return true
+		}
+	}
+	return len(msgs) > 0 && !r.hides(p.Group) && r.quietFor(p.Group+"\x00"+p.Batch[n-1])
 }
 
 // sendCopy sends m to the source as copy n of p's round. A step that sends

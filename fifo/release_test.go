@@ -1,6 +1,7 @@
 package fifo_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -356,5 +357,84 @@ func TestReleaseOfARecordGoneByHand(t *testing.T) {
 	}
 	if got := bodiesOf(l.lane.Queue.Messages(l.lane.Route.SourceURL)); !slices.Equal(got, []string{"g/1", "g/3"}) {
 		t.Fatalf("source holds %q, want g/1 and g/3", got)
+	}
+}
+
+// failingSent is a park store whose next Sent of copy n fails: the copy
+// went to the source, the park does not know.
+type failingSent struct {
+	*fifotest.Memory
+	n int
+}
+
+func (s *failingSent) Sent(ctx context.Context, group, round string, n int) error {
+	if n == s.n {
+		s.n = 0
+		return errors.New("ProvisionedThroughputExceededException")
+	}
+	return s.Memory.Sent(ctx, group, round, n)
+}
+
+// firstOnly is a parking queue whose receives return one message, as SQS
+// may return fewer than it has.
+type firstOnly struct{ fifo.ReleaseQueue }
+
+func (q firstOnly) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	out, err := q.ReleaseQueue.ReceiveMessage(ctx, in, optFns...)
+	if err == nil && len(out.Messages) > 1 {
+		for _, m := range out.Messages[1:] {
+			if _, err := q.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: in.QueueUrl, ReceiptHandle: m.ReceiptHandle}); err != nil {
+				return nil, err
+			}
+		}
+		out.Messages = out.Messages[:1]
+	}
+	return out, err
+}
+
+// A step that sent a copy but could not count it, then a scan that sees
+// only the round's first record: the round does not end while that copy
+// is in the source (the consumer would take it for settled in an ended
+// round and never park it); it is sent again, and the release goes on.
+// Sim seed 1981.
+func TestReleaseThatCannotCountASendEndsNoRoundEarly(t *testing.T) {
+	l := newReleaseLane(t)
+	l.park("g", "g/1", "g/2", "g/3")
+	store := &failingSent{Memory: l.parks, n: 2}
+	r := l.lane.Releaser(store)
+	if _, err := r.Release(t.Context(), "g"); err == nil {
+		t.Fatal("a step that could not count a send returned no error")
+	}
+	round, _ := l.parkOf("g")
+	if round.Sent != 1 || len(round.Batch) != 3 {
+		t.Fatalf("park = %+v, want 1 sent of 3", round)
+	}
+	l.settle("g", 1)
+	l.lane.Clock.Advance(6 * time.Minute) // past SQS's deduplication window
+	partial := l.lane.Releaser(l.parks)
+	partial.Queue = firstOnly{partial.Queue}
+	if _, err := partial.Release(t.Context(), "g"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := l.parkOf("g"); p.Releasing != round.Releasing {
+		t.Fatalf("park = %+v: the round ended with copy 2 in the source, uncounted", p)
+	}
+	if s := l.step("g"); s.Moved != 2 {
+		t.Fatalf("step = %+v, want copies 2 and 3 sent", s)
+	}
+	p, _ := l.parkOf("g")
+	if p.Releasing != round.Releasing || p.Sent != 3 {
+		t.Fatalf("park = %+v, want round %s with 3 sent", p, round.Releasing)
+	}
+	var copies []int
+	for _, m := range l.lane.Queue.Messages(l.lane.Route.SourceURL) {
+		copies = append(copies, parking.Released(m.MessageAttributes, aws.ToString(m.Body), round.Releasing))
+	}
+	if !slices.Equal(copies, []int{1, 2, 2, 3}) {
+		t.Fatalf("the source holds copies %v of the round, want 1, 2 (uncounted), 2 (sent again) and 3", copies)
+	}
+	l.settle("g", 2)
+	if s := l.step("g"); !s.Done {
+		t.Fatalf("step = %+v, want Done", s)
 	}
 }
