@@ -54,13 +54,10 @@ func NewInvalidQueue(s Sender, queueURL, consumer string, now func() time.Time) 
 
 var _ InvalidChannel = (*InvalidQueue)(nil)
 
-// Publish sends msg with r to the invalid queue. A message too large to
-// carry the verdict beside its body (a body near SQS's 1 MiB, from a source
-// queue sized larger than the lane sizes it) is sent in parts: its body cut
-// on rune boundaries, each part with the verdict numbered (invalid.Metadata
-// Part and Parts), the first with the producer's attributes, so nothing is
-// lost. It returns an error, and the caller must then treat the record as
-// not processed, unless SQS accepted every message.
+// Publish sends msg with r to the invalid queue, in numbered parts when the
+// body is too large to carry the verdict beside it (docs/PACKAGES.md#batch).
+// It returns an error unless SQS accepted every message; the caller must then
+// treat the record as not processed.
 func (q *InvalidQueue) Publish(ctx context.Context, msg events.SQSMessage, r Rejection) error {
 	meta := invalid.Metadata{
 		Reason:      r.Reason,

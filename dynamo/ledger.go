@@ -40,33 +40,10 @@ type ledgerAPI interface {
 }
 
 // Ledger is a replay.Ledger on one DynamoDB table with the String partition
-// key "pk" and the String sort key "sk", whose TTL attribute is
-// "expiresAt" (epoch seconds). Every state change is one
-// conditional write; expiry is checked in the conditions and query filters,
-// never left to TTL deletion. It is safe for concurrent use.
-//
-// Items of the ledger table:
-//
-//	one per DLQ message; the items of a key's partition are its history:
-//	pk                S  the history key: "order#<key>" (the stored prefix of every lane's keys),
-//	                     or "message#<originalMessageId>" for a message without a key
-//	sk                S  "message#<DLQ message id>"
-//	state             S  SEEN | INTENT | SENT | PARKED | RESOLVED
-//	messageId, route, originalMessageId, runId  S
-//	orderId           S  the business key (the record's Key; the attribute keeps its stored name)
-//	reason            S  PARKED: the parking reason; RESOLVED: why (already-applied)
-//	replayCount       N  SENT, PARKED: the count in the metadata sent
-//	firstSeenAt, at   N  epoch milliseconds
-//	leaseUntil        N  INTENT: epoch milliseconds
-//	expiresAt         N  epoch seconds
-//
-//	one per run:
-//	pk                S  "run"
-//	sk                S  "<startedAt, UTC, fixed-width nanoseconds>#<runId>"
-//	runId, startedAt  S
-//	dryRun            BOOL
-//	summary           S  the replay.Summary as JSON
-//	expiresAt         N  epoch seconds
+// key "pk", the String sort key "sk" and the TTL attribute "expiresAt"
+// (epoch seconds). Every state change is one conditional write; expiry is
+// checked in the conditions and query filters, never left to TTL deletion.
+// It is safe for concurrent use. Its items: docs/PACKAGES.md#dynamo.
 type Ledger struct {
 	api   ledgerAPI
 	table string
@@ -234,13 +211,11 @@ func (l *Ledger) Mark(ctx context.Context, r record.Message) (record.Message, bo
 // transactLimit is DynamoDB's limit of items per TransactWriteItems call.
 const transactLimit = 100
 
-// MarkBatch implements replay.Ledger's MarkBatch with TransactWriteItems calls of
-// up to 100 records, conditional as Mark's writes. A transaction is all or
-// nothing: when some conditions fail, the answer names them (with the
-// stored item), and the others are written again without them. An INTENT is
-// first tried as a first sighting (the record absent); one that finds a
-// record it may replace (SEEN, a passed lease, its own) is tried again
-// under the full rule, so the result says what it replaced without a read.
+// MarkBatch implements replay.Ledger's MarkBatch with TransactWriteItems calls
+// of up to 100 records, conditional as Mark's writes. It returns one result
+// per record, in order: a failed condition is OK false with the stored item,
+// not an error; any other failure is the record's Err. How a transaction
+// that fails in part is retried: docs/PACKAGES.md#dynamo.
 func (l *Ledger) MarkBatch(ctx context.Context, records []record.Message) []record.Marked {
 	out := make([]record.Marked, len(records))
 	for start := 0; start < len(records); start += transactLimit {

@@ -121,15 +121,11 @@ type Store interface {
 	Release(ctx context.Context, l Lease) error
 }
 
-// Resolver is the optional port that resolves an in-doubt takeover: it asks
-// the downstream whether it applied the effect of key (the business key,
-// the one the caller sent the downstream as its idempotency key). It returns
-// the effect's result and applied=true when it was applied, applied=false
-// when it never was, and an error when it cannot tell (the receiver then
-// keeps the claim it holds, if any, so that the doubt survives until a
-// lookup can answer, and returns the error: a transient failure). It
-// answers for the key, whichever payload applied it. It must be safe for
-// concurrent use.
+// Resolver asks the downstream whether it applied the effect of key (the
+// business key, the downstream's idempotency key), whichever payload applied
+// it. It returns the result and applied=true, applied=false when never
+// applied, or an error when it cannot tell: the receiver then keeps its claim
+// and fails with [ErrInProgress]. It must be safe for concurrent use.
 type Resolver interface {
 	Lookup(ctx context.Context, key string) (result string, applied bool, err error)
 }
@@ -195,25 +191,11 @@ const storeTimeout = 2 * time.Second
 // so the caller can still report its batch.
 const completeMargin = 250 * time.Millisecond
 
-// Receiver runs an effect at most once per key. Its zero value is not
-// usable; set Store and Scope, and call [Receiver.Validate] where the
-// configuration is read (Do refuses an invalid receiver as well, without
-// touching the store). It is safe for concurrent use.
-//
-// An effect's error says whether the effect was applied through a
-// behaviour, found with errors.As:
-//
-//	interface{ NotApplied() bool }
-//
-// NotApplied() true means the effect certainly did not happen (the
-// downstream answered with a failure, or the request never left): the claim
-// is released for a retry. An error without the method, or whose method
-// says false, is ambiguous (a timeout, a connection reset after the request
-// was sent, the context's deadline): the effect may have happened, and with
-// a [Resolver] the key is looked up before anything is released (see
-// [Receiver.DoResolving]). The client of the downstream gives the method to
-// the errors that prove the effect did not happen (a refusal, a request
-// that never left).
+// Receiver runs an effect at most once per key. Set Store and Scope, and call
+// [Receiver.Validate] where the configuration is read; Do refuses an invalid
+// receiver, touching nothing. It is safe for concurrent use. An effect's
+// error whose NotApplied() bool method says true (errors.As) releases the
+// claim for a retry; any other is ambiguous (docs/PACKAGES.md#idempotency).
 type Receiver struct {
 	Store    Store
 	Scope    string              // the consumer's name: non-empty, without '#'; keys are Key(Scope, key)
@@ -252,20 +234,13 @@ func (r *Receiver) Do(ctx context.Context, key, payloadHash string, effect func(
 	return r.DoResolving(ctx, key, payloadHash, nil, effect)
 }
 
-// DoResolving runs effect unless key has run before, as [Receiver.Do]
-// does, and asks resolver (nil: none) whether an effect in doubt was
-// applied: after taking over an expired lock, after an ambiguous failure,
-// and before claiming a key whose expired lock is of another payload.
-// payloadHash is [payload.Hash.Sum] of the body. The lock expires at ctx's
-// deadline (or after 15 minutes). An effect that ran is never
-// redone: a completion not recorded in time sets Outcome.Unrecorded.
-//
-// Before anything runs it refuses an empty key ([ErrEmptyKey]) and a
-// receiver that [Receiver.Validate] refuses. It returns [ErrConflict]
-// (wrapped) for a key applied with another payload; [ErrInProgress]
-// (wrapped, with the resolver's error if any) for a key held or a doubt
-// unresolved; the effect's error once the claim is released; or a store
-// error. Case by case: docs/PACKAGES.md#receiverdoresolving-case-by-case.
+// DoResolving runs effect unless key has run before, asking resolver (nil:
+// none) whether an effect in doubt was applied. payloadHash is
+// [payload.Hash.Sum] of the body; the lock expires at ctx's deadline (in 15
+// minutes without one). It refuses an empty key ([ErrEmptyKey]) and an
+// invalid receiver; it returns [ErrConflict], [ErrInProgress] (transient),
+// the effect's error or a store error
+// (docs/PACKAGES.md#receiverdoresolving-case-by-case).
 func (r *Receiver) DoResolving(ctx context.Context, key, payloadHash string, resolver Resolver, effect func(context.Context) (string, error)) (Outcome, error) {
 	if err := r.Validate(); err != nil {
 		return Outcome{}, err

@@ -16,17 +16,12 @@ const MaxKeyBytes = 256
 // the marker is hashed too, so a plain id can never spell a hashed key.
 const hashedMarker = "sha256~"
 
-// Key is the one format of an idempotency key, used wherever a key is built
-// or read (the receiver, the replay engine's completion check, the audit):
-// settings.ScopedKey, "<scope>#<id>", when that fits in [MaxKeyBytes] (an
-// id of up to 128 bytes that does not start with "sha256~" does, for a
-// scope of up to 127 bytes), otherwise "<scope>#sha256~<hex SHA-256 of
-// id>", or "sha256~<hex SHA-256 of scope, NUL, id>" when even that would
-// not fit (a very long scope). The result never exceeds MaxKeyBytes
-// whatever the input; two different (scope, id) pairs get different keys
-// (up to SHA-256 collisions) provided scope contains no
-// settings.KeySeparator. docs/CONTRACT.md states this format for other
-// runtimes. It is pure and safe for concurrent use.
+// Key returns the idempotency key of id in scope: "<scope>#<id>" when that
+// fits in [MaxKeyBytes] and id does not start with "sha256~", otherwise a
+// form hashed with SHA-256 (docs/CONTRACT.md#keys-in-the-records). It never
+// exceeds MaxKeyBytes; distinct (scope, id) pairs get distinct keys, up to
+// SHA-256 collisions, when scope contains no '#'. It is pure and safe for
+// concurrent use.
 func Key(scope, id string) string {
 	if len(scope)+len(settings.KeySeparator)+len(id) <= MaxKeyBytes && !strings.HasPrefix(id, hashedMarker) {
 		return settings.ScopedKey(scope, id)

@@ -58,14 +58,11 @@ func (h Hash) versionOf() string {
 	return h.version
 }
 
-// Sum is the body's hash: its version, ":", and 64 lowercase hex digits.
-// The version is [HashVersion] for the whole body; for a part it is
-// HashVersion + "p" + the first 11 hex digits of the SHA-256 of the part
-// expression's text ("jcs1p" and 11 digits), so that hashes under two
-// parts never compare. The error wraps ErrNotJSON when the body is not
-// JSON (or is larger than MaxBody, not valid UTF-8, or has a duplicate
-// member name), and ErrNoPart when the part expression evaluates to null or
-// nothing, or fails (a function given the wrong type). Sum never panics.
+// Sum returns the body's hash: its version ([HashVersion] for the whole body,
+// "jcs1p" and 11 hex digits for a part), ":", and 64 lowercase hex digits
+// (docs/CONTRACT.md#payload-hash). The error wraps ErrNotJSON when the body
+// is not I-JSON or is larger than MaxBody, and ErrNoPart when the part
+// expression yields null or nothing, or fails. Sum never panics.
 func (h Hash) Sum(body []byte) (string, error) {
 	if len(body) > MaxBody {
 		return "", fmt.Errorf("hash a body of %d bytes (at most %d): %w", len(body), MaxBody, ErrNotJSON)

@@ -39,15 +39,11 @@ func (k Key) Expr() string { return k.e.text }
 // IsZero reports whether k has no expression.
 func (k Key) IsZero() bool { return k.e.jp == nil }
 
-// Of evaluates k over body. A string result, trimmed of space, tab, line
-// feed and carriage return and then non-empty, is the key; so is a number
-// that is, as written in the body, an integer of at most 2^53 in magnitude
-// (its decimal text, "12" for 12, 12.0 or 1.2e1), or such an integer the
-// expression computes. Anything else is ok=false: the zero Key, an absent
-// field, null, an object, an array, a bool, a fraction, a number past 2^53
-// or one a double rounds to an integer (9007199254740993), an empty string,
-// a body that is not JSON, escapes a lone UTF-16 surrogate or is larger
-// than MaxBody. Of never panics.
+// Of returns the key of body: k's result, a string trimmed of JSON white
+// space and non-empty, or a number that is as written an integer of at most
+// 2^53 in magnitude, as its decimal text ("12" for 12.0). Otherwise
+// ok=false: another result, the zero Key, a body not JSON or over MaxBody
+// (docs/CONTRACT.md#business-key). Of never panics.
 func (k Key) Of(body []byte) (key string, ok bool) {
 	if k.IsZero() {
 		return "", false

@@ -6,16 +6,11 @@ import (
 	"time"
 )
 
-// Breaker is a route's circuit breaker, as a run left it in its
-// [RouteSummary]; the next run starts from the route's latest. It opens
-// when almost every key a run replayed failed ([SignalCompletions], or
-// [SignalDLQ] on a route without completion records): an outage the health
-// probe does not see. While it is open the route replays only a probe of
-// CanaryLimit messages once ProbeAt has passed, the wait doubling with each
-// probe that fails, and it closes when enough of a probe's keys complete.
-// The failed runs' replays are given back to their messages
-// ([Metadata.Refunds]), at most MaxReplays each. The thresholds and their
-// reasons: docs/PACKAGES.md#replay-the-breaker.
+// Breaker is a route's circuit breaker, as the route's latest [RouteSummary]
+// left it. It opens when almost every key a run replayed failed; while open,
+// the route replays only a probe of CanaryLimit messages once ProbeAt has
+// passed, and it closes when enough of a probe's keys complete. Thresholds
+// and refunds: docs/PACKAGES.md#replay-the-breaker.
 type Breaker struct {
 	Open    bool      `json:"open"`
 	Trips   int       `json:"trips"`            // probes since it opened, the opening included

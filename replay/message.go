@@ -49,16 +49,12 @@ type Metadata struct {
 	Refunds int `json:"refunds,omitempty"`
 }
 
-// Read returns the metadata of a message and the producer's attributes as
-// they were before we added ours. found is false when the message carries no
-// metadata. Read decodes; it does not verify the seal (the engine does, see
-// seal.go), so what it returns describes a message, it is not evidence. An
-// attribute of our name that does not decode, or whose metadata is not what
-// the engine writes (no original message id, a count out of 0..10,000, an
-// id over 128 bytes, a name, reason or seal over the engine's bounds), is an
-// error wrapping envelope.ErrCorrupt: it is not ours (the engine keeps such
-// an attribute as the producer's data). What Read returns, [Attributes]
-// writes again.
+// Read returns a message's metadata and the producer's attributes before
+// ours were added; found is false when it carries no metadata. It does not
+// verify the seal ([Verifier] does). An attribute of our name that does not
+// decode, or holds what the engine never writes, is an error wrapping
+// invalid.ErrCorrupt (docs/PACKAGES.md#replay). What Read returns,
+// [Attributes] writes again.
 func Read(attrs map[string]types.MessageAttributeValue) (meta Metadata, producer map[string]types.MessageAttributeValue, found bool, err error) {
 	producer, found, err = envelope.Unpack(attrs, attributeName, &meta)
 	if err == nil && found && !meta.readable() {

@@ -36,15 +36,11 @@ type LaneOptions struct {
 	PayloadHash     string        // the route's payload hash expression (replay.Route.PayloadHash)
 }
 
-// Lane is a lane in memory, on a manual clock: a source queue whose
-// redrive moves a message to the DLQ after MaxReceiveCount receives, an
-// invalid queue, a parking queue, the event source mapping that invokes a
-// consumer with partial batch failures ([Lane.Poll], [Lane.Drain]), and the
-// replay engine over the DLQ ([Lane.Replay]). A FIFO lane keeps SQS's
-// group lock, visibility changes, receive counts and retention, so a
-// consumer with [Lane.Keeper] and an operator's [Lane.Releaser] run end to
-// end. It is not safe for concurrent use, but the consumer it invokes may
-// call the queues from several goroutines.
+// Lane is a lane in memory, on a manual clock: a source queue redriven to a
+// DLQ after MaxReceiveCount receives, invalid and parking queues, the event
+// source mapping ([Lane.Poll], [Lane.Drain]) and the replay engine
+// ([Lane.Replay]). It is not safe for concurrent use; the consumer it
+// invokes may call the queues concurrently (docs/PACKAGES.md#batch).
 type Lane struct {
 	Queue      *replaytest.MemoryQueue  // every queue of the lane
 	Clock      *replaytest.Clock        // the clock of the queues, the ledger and the engine

@@ -115,26 +115,10 @@ func (l *lane) consumerFailureRate(label string) awscloudwatch.MathExpression {
 
 // Alarms are the lane's CloudWatch alarms. Each fires on one breaching
 // period and notifies the lane's alarm topic, and the props' Alarms.Actions,
-// of both ALARM and OK. No alarm uses metric math but ConsumerFailures
-// with MetricMath (the default; emulators reject it). Missing data is not
-// breaching, except where a field says otherwise.
-//
-// A downstream outage pages within PageWithinSeconds on the default
-// props: ConsumerFailures fires on the first minute in which more than
-// ConsumerFailureRateThreshold percent of the records failed, which for a
-// lone order is its first failure. Waiting for a second failure would
-// tell a transient failure from an outage, but SQS redelivers a failed
-// record only after the visibility timeout (180 s on AWS), too late for
-// the promise. SourceAge is the backstop for a consumer that does not
-// consume at all; DeadLetterDepth sees an outage only after
-// maxReceiveCount x visibility.
-//
-// The DLQ's own ApproximateAgeOfOldestMessage cannot guard its expiry: it
-// counts from the move to the DLQ, not from the original send, and leaves
-// out messages received three times or more, as the replay receives every
-// dead letter on every run. So DeadLetterAge, RescueWindow and
-// ReplayHeartbeat watch the replay's report of each run (its EMF metrics
-// per route, over periods of reportPeriodIntervals schedule intervals).
+// on ALARM and on OK. Only ConsumerFailures uses metric math, and only with
+// MetricMath (the default; emulators reject it). Missing data is not
+// breaching unless a field says otherwise. How soon they page, and why:
+// docs/OPERATIONS.md#alarm-by-alarm.
 type Alarms struct {
 	// DeadLetterDepth: the DLQ holds at least one visible message.
 	DeadLetterDepth awscloudwatch.Alarm

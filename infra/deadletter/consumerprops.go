@@ -52,15 +52,12 @@ var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.Idempoten
 	envKeyExpression, envPayloadHashExpression, settings.GroupOrder.Env, settings.SourceQueueURL.Env, settings.ParkingQueueURL.Env, settings.ParksTable.Env,
 	settings.SourceRetention.Env, settings.MaxReceives.Env}
 
-// ConsumerProps configures the lane's consumer: the lane builds a
-// provided.al2023 function from a Go bootstrap (CodeDir, by default
-// LaneProps.CodeDir/consumer), or takes the team's own function (Function),
-// in any runtime. Either way it wires the source queue to it (an event
-// source mapping with ReportBatchItemFailures, BatchSize, MaxConcurrency,
-// MaxBatchingWindow) and grants it: consume the source queue, SendMessage on
-// the invalid queue, GetItem, PutItem, UpdateItem and DeleteItem on the
-// idempotency table (and, on a FIFO lane that keeps group order, what
-// GroupOrder says). Every field is optional but Records.
+// ConsumerProps configures the lane's consumer: a Go bootstrap the lane
+// deploys on provided.al2023 (CodeDir), or the team's own Function. The lane
+// maps the source queue to it with ReportBatchItemFailures and grants it:
+// consume the source queue, SendMessage on the invalid queue, GetItem,
+// PutItem, UpdateItem and DeleteItem on the idempotency table, and what
+// GroupOrder needs. Only Records is required.
 type ConsumerProps struct {
 	// Function is the team's own consumer function, in any runtime. It
 	// must report partial batch failures (batchItemFailures); its role gets

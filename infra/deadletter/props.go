@@ -23,23 +23,12 @@ const DefaultCodeDir = "../bin"
 // and so by the value [NewLane] panics with.
 var ErrInvalidProps = errors.New("invalid deadletter.LaneProps")
 
-// LaneProps configures one [Lane]. Every field is optional but
-// Consumer.Records; a nil (or zero) field takes the default named in its
-// comment. The fields here are the lane's own and those both of its
-// functions share; the rest come in groups, each with its defaults, its
-// resolution and its checks in a file of its own: [QueuesProps],
-// [ConsumerProps], [AlarmProps] and [ReplayProps].
-//
-// Numbers are *float64 and durations awscdk.Duration, as in the CDK's own
-// props (jsii.Number(3), awscdk.Duration_Seconds(jsii.Number(5))), so that an
-// explicit 0 is told apart from "unset" and rejected where it is invalid.
-//
-// The groups also take pass-through overrides of the CDK props the lane
-// builds its own resources from (QueuesProps.QueueProps,
-// ConsumerProps.FunctionProps, ReplayProps.FunctionProps...): the lane's
-// own settings win, and an override that sets one of them is refused at
-// synth with what sets it instead; the override wins over the lane's
-// defaults; every other field passes through (see overrides.go).
+// LaneProps configures one [Lane]: the lane-wide fields, and one group per
+// part of the lane ([QueuesProps], [ConsumerProps], [AlarmProps],
+// [ReplayProps]). Every field is optional but Consumer.Records; a nil (or
+// zero) field takes the default its comment names. Numbers are *float64 and
+// durations awscdk.Duration, so an explicit 0 is refused where invalid.
+// Overrides: infra/README.md#overrides-of-the-cdk-props.
 type LaneProps struct {
 	// Name is the lane's name: the value of its settings.TagLane tag, the
 	// prefix of its stack outputs (settings.OutputID(Name, key)), the
@@ -188,15 +177,12 @@ func (p *LaneProps) resolve(id string) resolved {
 	return r
 }
 
-// Validate reports every invalid field at once, each error naming the field
-// (Queues.MaxReceiveCount, Replay.Timeout), its value and the accepted
-// range (durations as people write them: 15d, 4h, 90s); the error wraps
-// [ErrInvalidProps]. It checks the props as [NewLane] does, but without the
-// lane's scope: NewLane also checks the default Name (from its construct
-// id), that a Consumer.Function, a Queues.SourceQueue and an Alarms.Topic
-// can be wired from the lane's stack, and that the bootstraps exist.
-//
-// A duration that is an unresolved token makes Validate panic.
+// Validate reports every invalid field at once, by its path, its value and
+// the accepted range (durations as 15d, 4h, 90s); the error wraps
+// [ErrInvalidProps]. [NewLane] also checks the default Name, that
+// Consumer.Function, Queues.SourceQueue and Alarms.Topic can be wired from
+// the lane's stack, and that the bootstraps exist. It panics on a duration
+// that is an unresolved token.
 func (p *LaneProps) Validate() error {
 	if p == nil {
 		p = &LaneProps{}

@@ -39,28 +39,12 @@ const (
 
 var entryIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
 
-// MemoryQueue is an in-memory SQS implementing replay.Queue (plus SendMessage
-// and test helpers), faithful in what the replay engine relies on:
-//
-//   - messages are invisible for the visibility timeout after a receive,
-//     measured on the injected clock; receive counts and the first receive
-//     time are kept; every receive issues a new receipt handle and only the
-//     latest one is valid; deleting a message deleted already succeeds;
-//   - batch calls take 1..10 entries with distinct, well-formed ids and
-//     report each entry in Successful or Failed; at most 10 message
-//     attributes and 1 MiB per message;
-//   - visibility changes need a message in flight and stay within 12 hours
-//     of its receive;
-//   - FIFO queues (names ending in ".fifo") need a MessageGroupId and a
-//     MessageDeduplicationId, drop a duplicate sent within 5 minutes, deliver
-//     a group in order and not while one of its messages is in flight;
-//   - a RedrivePolicy moves a message to its DLQ, keeping its id, body,
-//     attributes and SentTimestamp, when a receive finds it received
-//     maxReceiveCount times already (FIFO DLQs restart the retention clock);
-//   - messages older than MessageRetentionPeriod disappear.
-//
-// Receives return messages in enqueue order; SQS standard queues promise no
-// order. It is safe for concurrent use. Set the fault hooks before use.
+// MemoryQueue is an in-memory SQS implementing replay.Queue, plus
+// SendMessage and test helpers, as SQS behaves where the replay engine relies
+// on it: visibility on the injected clock, receipt handles, receive counts,
+// batch limits, FIFO groups and deduplication, redrive, retention
+// (docs/PACKAGES.md#replaytest). Receives return messages in enqueue order.
+// It is safe for concurrent use; set the fault hooks before use.
 type MemoryQueue struct {
 	now func() time.Time
 

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -169,6 +170,179 @@ func TestPackageDocsAreShort(t *testing.T) {
 		if !seen[dir] {
 			t.Errorf("longPackageDocs lists %s, which holds no package", dir)
 		}
+	}
+}
+
+// maxDocWords bounds the doc comment of an exported name: what it does,
+// returns and refuses; the reasons, history and comparisons go in docs/.
+const maxDocWords = 100
+
+// TestDocCommentsAreShort keeps the doc comment of every exported name of
+// the public packages and the construct at most maxDocWords words.
+func TestDocCommentsAreShort(t *testing.T) {
+	root := "../../.."
+	for _, dir := range append(publicPackages(t), "infra/deadletter") {
+		files := parseDir(t, filepath.Join(root, dir), false, parser.ParseComments)
+		if len(files) == 0 {
+			t.Errorf("%s holds no Go file", dir)
+		}
+		for _, path := range slices.Sorted(maps.Keys(files)) {
+			for _, d := range docWords(files[path]) {
+				if d.words > maxDocWords {
+					t.Errorf("%s.%s (%s): its doc comment is %d words, more than %d: say what it does, returns and refuses; move the reasons to docs/",
+						dir, d.name, filepath.Base(path), d.words, maxDocWords)
+				}
+			}
+		}
+	}
+}
+
+// documented is an exported name, or a group of them, and the number of
+// words of its doc comment.
+type documented struct {
+	name  string
+	words int
+}
+
+// docWords returns the exported top-level names of f and the exported
+// methods of its exported types that have a doc comment, with the comment's
+// word count. A declaration's doc counts for its one spec; a group's shared
+// doc counts once, for the group, and each spec's own doc for that spec.
+func docWords(f *ast.File) []documented {
+	var out []documented
+	add := func(name string, doc *ast.CommentGroup) {
+		if doc != nil {
+			out = append(out, documented{name, len(strings.Fields(doc.Text()))})
+		}
+	}
+	for _, decl := range f.Decls {
+		switch d := decl.(type) {
+		case *ast.FuncDecl:
+			if !d.Name.IsExported() {
+				continue
+			}
+			if d.Recv == nil {
+				add(d.Name.Name, d.Doc)
+			} else if recv := receiverName(d.Recv.List[0].Type); ast.IsExported(recv) {
+				add(recv+"."+d.Name.Name, d.Doc)
+			}
+		case *ast.GenDecl:
+			var all []string
+			shared := d.Doc // the declaration's doc, unless its one spec takes it
+			for _, spec := range d.Specs {
+				var names []string
+				var doc *ast.CommentGroup
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					names, doc = []string{s.Name.Name}, s.Doc
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						names = append(names, n.Name)
+					}
+					doc = s.Doc
+				}
+				names = slices.DeleteFunc(names, func(n string) bool { return !ast.IsExported(n) })
+				if len(names) == 0 {
+					continue
+				}
+				all = append(all, names...)
+				if len(d.Specs) == 1 && doc == nil {
+					doc, shared = d.Doc, nil
+				}
+				add(strings.Join(names, ", "), doc)
+			}
+			if len(all) > 0 {
+				add(d.Tok.String()+" ("+strings.Join(all, ", ")+")", shared)
+			}
+		}
+	}
+	return out
+}
+
+// receiverName returns the name of a method's receiver type: T of T, *T,
+// T[P] and *T[P, Q].
+func receiverName(x ast.Expr) string {
+	for {
+		switch e := x.(type) {
+		case *ast.StarExpr:
+			x = e.X
+		case *ast.IndexExpr:
+			x = e.X
+		case *ast.IndexListExpr:
+			x = e.X
+		case *ast.ParenExpr:
+			x = e.X
+		case *ast.Ident:
+			return e.Name
+		default:
+			return ""
+		}
+	}
+}
+
+func TestDocWords(t *testing.T) {
+	src := `package p
+
+// F does one two three.
+func F() {}
+
+// f is unexported.
+func f() {}
+
+// T is a type.
+type T struct{}
+
+// M is a method of T.
+func (*T) M() {}
+
+// M is a method of an unexported type.
+func (u) M() {}
+
+// N is a method of a generic type.
+func (G[K, V]) N() {}
+
+// The group's doc, once.
+const (
+	// A is one.
+	A = 1
+	B, c = 2, 3
+	d = 4
+)
+
+// One var, its doc on the declaration.
+var V = 1
+
+// Only unexported names.
+var (
+	x = 1
+	y = 2
+)
+
+type (
+	// U is grouped.
+	U int
+	W int
+)
+
+// A group of one.
+var (
+	// Z has its own doc.
+	Z = 1
+)
+`
+	f, err := parser.ParseFile(token.NewFileSet(), "p.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []documented{
+		{"F", 5}, {"T", 4}, {"T.M", 6}, {"G.N", 8},
+		{"A", 3}, {"const (A, B)", 4},
+		{"V", 7},
+		{"U", 3},
+		{"Z", 5}, {"var (Z)", 4},
+	}
+	if got := docWords(f); !slices.Equal(got, want) {
+		t.Errorf("docWords = %v, want %v", got, want)
 	}
 }
 
