@@ -215,6 +215,14 @@ func (g *groupRun) head(ctx context.Context, msg events.SQSMessage, n int) (Outc
 		// again (idempotent) and is acknowledged whatever its deliveries.
 		return g.p.runRecord(ctx, msg)
 	}
+	if n > 0 && n > g.park.Sent {
+		// A copy the release sent but could not count: counted here, its
+		// round does not end before it settles.
+		if err := g.k.Store.Sent(ctx, g.group, g.park.Releasing, n); err != nil {
+			return g.fail(ctx, msg, fmt.Errorf("count a copy the release sent: %w", err))
+		}
+		g.park.Sent = n
+	}
 	if why := g.parkReason(msg, receives, false); why != "" {
 		return g.parkFor(ctx, msg, n, why)
 	}

@@ -342,3 +342,48 @@ func TestACopyDeliveredAgainAfterItsRound(t *testing.T) {
 	l.wantApplied("a", 2, 3)
 	l.settled(false, "a/1", "a/4")
 }
+
+// sentFailsOnce is a park store whose Sent of copy n fails once: the
+// release sent the copy and could not count it.
+type sentFailsOnce struct {
+	fifo.Store
+	n int
+}
+
+func (s *sentFailsOnce) Sent(ctx context.Context, group, round string, n int) error {
+	if n == s.n {
+		s.n = 0
+		return errStore
+	}
+	return s.Store.Sent(ctx, group, round, n)
+}
+
+// 15. A release step sends copy 2 and cannot count it; copy 2 fails once.
+// The consumer counts the copy it receives, so the round waits for it
+// (before, a step that then missed the record in a partial scan ended the
+// round, and the consumer took the copy for settled: it never backed off
+// nor parked; sim seeds 1981 and 1569). Every record is applied, in order.
+func TestACopyTheReleaseCouldNotCountHoldsItsRound(t *testing.T) {
+	l := newFIFOLane(t, laneSetup{})
+	l.set(l.invalids, true, "a/1")
+	l.publish("a", 1, 2, 3)
+	l.drain() // a/1 invalid; a/2 and a/3 parked
+	r := l.lane.Releaser(&sentFailsOnce{Store: l.store, n: 2})
+	if _, err := r.Release(t.Context(), "a"); err == nil {
+		t.Fatal("a step that could not count its send returned no error")
+	}
+	if p := l.park("a"); p.Sent != 1 {
+		t.Fatalf("park = %+v, want 1 copy counted sent", p)
+	}
+	l.fail("a/3", 1)
+	l.poll() // a/2 applied, a/3 fails
+	if p := l.park("a"); p.Sent != 2 || p.Settled != 1 {
+		t.Fatalf("park = %+v, want copy 2 counted by the consumer, 1 settled", p)
+	}
+	if st, err := r.Release(t.Context(), "a"); err != nil || st.Done || st.Pending != 1 {
+		t.Fatalf("step with copy 2 in the source = %+v, %v; want to wait for it", st, err)
+	}
+	l.drain()
+	l.release("a")
+	l.wantApplied("a", 2, 3)
+}

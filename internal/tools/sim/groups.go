@@ -539,8 +539,10 @@ func (s *Sim) lookAtParks() {
 
 // maxReleaseRounds bounds the operator's last looks at the parks: each
 // releases every group parked then and lets the system quiesce, which can
-// park a group again (a released head that can never succeed).
-const maxReleaseRounds = 10
+// park a group again (a released head that can never succeed). Each
+// invalid or hopeless head a group meets costs one look: seed 1384's group
+// needs 11 once a round waits for a copy it could not count.
+const maxReleaseRounds = 20
 
 // releaseParked is the operator's last look at the parks, once the system
 // is quiet: the orders that can never succeed are set aside (see
