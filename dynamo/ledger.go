@@ -24,7 +24,7 @@ import (
 // Key attributes and key values of the ledger table.
 const (
 	sortKeyAttribute = settings.SortKeyAttribute         // the String sort key of the ledger
-	messagePrefix    = "message" + settings.KeySeparator // sort key of a message record: "message#<DLQ message id>"
+	messagePrefix    = "message" + settings.KeySeparator // sort key of a message record: "message#<record.Message.ID>"
 	runPartition     = "run"                             // partition of the run records
 	runTimeLayout    = "2006-01-02T15:04:05.000000000Z"
 )
@@ -67,6 +67,7 @@ type messageItem struct {
 	SK                string `dynamodbav:"sk"`
 	State             string `dynamodbav:"state"`
 	MessageID         string `dynamodbav:"messageId"`
+	Step              string `dynamodbav:"step,omitempty"`
 	Route             string `dynamodbav:"route"`
 	Key               string `dynamodbav:"orderId,omitempty"` // the stored name of the business key: records in flight carry it
 	OriginalMessageID string `dynamodbav:"originalMessageId"`
@@ -81,7 +82,7 @@ type messageItem struct {
 
 func toItem(r record.Message) messageItem {
 	it := messageItem{
-		PK: r.HistoryKey, SK: messagePrefix + r.MessageID, State: string(r.State), MessageID: r.MessageID,
+		PK: r.HistoryKey, SK: messagePrefix + r.ID(), State: string(r.State), MessageID: r.MessageID, Step: r.Step,
 		Route: r.Route, Key: r.Key, OriginalMessageID: r.OriginalMessageID, RunID: r.RunID,
 		Reason: r.Reason, ReplayCount: r.ReplayCount, FirstSeenAt: r.FirstSeenAt.UnixMilli(), At: r.At.UnixMilli(),
 		ExpiresAt: r.ExpiresAt.Unix(),
@@ -94,7 +95,7 @@ func toItem(r record.Message) messageItem {
 
 func (it messageItem) record() record.Message {
 	r := record.Message{
-		HistoryKey: it.PK, MessageID: it.MessageID, State: record.State(it.State), Route: it.Route, Key: it.Key,
+		HistoryKey: it.PK, MessageID: it.MessageID, Step: it.Step, State: record.State(it.State), Route: it.Route, Key: it.Key,
 		OriginalMessageID: it.OriginalMessageID, RunID: it.RunID, Reason: it.Reason, ReplayCount: it.ReplayCount,
 		FirstSeenAt: time.UnixMilli(it.FirstSeenAt).UTC(), At: time.UnixMilli(it.At).UTC(), ExpiresAt: time.Unix(it.ExpiresAt, 0).UTC(),
 	}
@@ -141,7 +142,7 @@ func (l *Ledger) change(r record.Message, now time.Time, fresh bool) (change, er
 		c.cond = absentOrExpired(now)
 	case record.Intent:
 		c.cond = absentOrExpired(now).Or(stateIs(record.Seen)).Or(stateIs(record.Intent).And(
-			expression.Name("leaseUntil").LessThanEqual(expression.Value(c.it.At)).Or(expression.Name("runId").Equal(expression.Value(r.RunID)))))
+			expression.Name("leaseUntil").LessThanEqual(expression.Value(c.it.At)).Or(expression.Name("runId").Equal(expression.Value(r.RunID)).And(expression.Name("messageId").Equal(expression.Value(r.MessageID))))))
 		if fresh {
 			// Absent (or expired): the whole item is written, which costs
 			// DynamoDB less than an update expression.
@@ -235,7 +236,7 @@ func (l *Ledger) markBatch(ctx context.Context, records []record.Message, out []
 		pending = append(pending, i)
 		fresh[i] = r.State == record.Intent
 		if r.State.Final() {
-			replaced[i] = record.Message{HistoryKey: r.HistoryKey, MessageID: r.MessageID, State: record.Intent, RunID: r.RunID}
+			replaced[i] = record.Message{HistoryKey: r.HistoryKey, MessageID: r.MessageID, Step: r.Step, State: record.Intent, RunID: r.RunID}
 		}
 	}
 	const attempts = 6
@@ -345,7 +346,7 @@ func (l *Ledger) transactItem(c change) (types.TransactWriteItem, error) {
 // gave it, or read when the answer had none.
 func (l *Ledger) standing(ctx context.Context, r record.Message, item map[string]types.AttributeValue, now time.Time) (record.Message, error) {
 	if len(item) == 0 { // not every implementation returns the item
-		out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: l.key(r.HistoryKey, messagePrefix+r.MessageID), ConsistentRead: aws.Bool(true)})
+		out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: l.key(r.HistoryKey, messagePrefix+r.ID()), ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return record.Message{}, fmt.Errorf("get %s from %s: %w", r.MessageID, l.table, err)
 		}
@@ -375,7 +376,11 @@ func (l *Ledger) live(item map[string]types.AttributeValue, now time.Time) (reco
 
 // fields sets what every transition writes.
 func (l *Ledger) fields(it messageItem) expression.UpdateBuilder {
-	return expression.Set(expression.Name("state"), expression.Value(it.State)).
+	u := expression.Set(expression.Name("state"), expression.Value(it.State))
+	if it.Step != "" {
+		u = u.Set(expression.Name("step"), expression.Value(it.Step))
+	}
+	return u.
 		Set(expression.Name("messageId"), expression.Value(it.MessageID)).
 		Set(expression.Name("route"), expression.Value(it.Route)).
 		Set(expression.Name("orderId"), expression.Value(it.Key)).

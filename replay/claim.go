@@ -69,7 +69,8 @@ func (w *worker) lookUp(ctx context.Context, b *batch, it *item) {
 		it.warn = fmt.Errorf("read the history of %s: %w", it.msg.id, err)
 		return
 	}
-	i := slices.IndexFunc(history, func(rec record.Message) bool { return rec.MessageID == it.msg.id })
+	id := record.Message{MessageID: it.msg.id, Step: it.msg.step}.ID()
+	i := slices.IndexFunc(history, func(rec record.Message) bool { return rec.ID() == id })
 	if i < 0 {
 		it.first = true
 		return
@@ -97,12 +98,19 @@ func (w *worker) intend(ctx context.Context, b *batch, c *finals) {
 		defer cancel()
 		ctx = fctx
 	}
+	ids := map[string]bool{}
+	for _, rec := range recs {
+		ids[rec.ID()] = true
+	}
 	for _, it := range b.items {
 		if !it.outcome.moves() {
 			continue
 		}
 		rec := r.record(p, it, record.Intent, now)
 		rec.LeaseUntil = b.receivedAt.Add(r.visibility)
+		if twin(ids, it, rec, b) {
+			continue
+		}
 		it.lease = rec.LeaseUntil
 		it.claimed = true
 		movers = append(movers, it)
@@ -135,9 +143,28 @@ func (w *worker) intend(ctx context.Context, b *batch, c *finals) {
 	}
 }
 
+// twin reports whether the call that writes the records in ids (true: a
+// sent message's final record) already writes rec, the INTENT of it: one
+// write per record in a call. A copy of a step (see stepOf) is then
+// recovered when its twin was sent, and waits for its twin's lease
+// otherwise. Else it adds rec to ids.
+func twin(ids map[string]bool, it *item, rec record.Message, b *batch) bool {
+	sent, dup := ids[rec.ID()]
+	switch {
+	case !dup:
+		ids[rec.ID()] = false
+		return false
+	case sent:
+		it.to(OutcomeRecovered)
+	default:
+		it.delayFor(hide(rec.LeaseUntil, b.plan.now, b.receivedAt))
+	}
+	return true
+}
+
 func (r *run) record(p *pass, it *item, s record.State, now time.Time) record.Message {
 	return record.Message{
-		HistoryKey: record.HistoryKey(it.msg.key, it.msg.originalID()), MessageID: it.msg.id, State: s,
+		HistoryKey: record.HistoryKey(it.msg.key, it.msg.originalID()), MessageID: it.msg.id, Step: it.msg.step, State: s,
 		Route: p.route.Name, Key: boundedKey(it.msg.key), OriginalMessageID: record.BoundedID(it.msg.originalID()), RunID: r.id,
 		FirstSeenAt: now, At: now, ExpiresAt: now.Add(r.e.opts.RecordLifetime),
 	}

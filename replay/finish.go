@@ -63,10 +63,16 @@ func (w *worker) markSeen(ctx context.Context, b *batch) {
 	r, p := w.r, w.p
 	var stay []*item
 	var recs []record.Message
+	ids := map[string]bool{} // one write per record: copies of one step share it
 	for _, it := range b.items {
 		if !it.claimed && (it.outcome == OutcomeDelayed || it.outcome == OutcomeBlocked) {
+			rec := r.record(p, it, record.Seen, b.plan.now)
+			if ids[rec.ID()] {
+				continue
+			}
+			ids[rec.ID()] = true
 			stay = append(stay, it)
-			recs = append(recs, r.record(p, it, record.Seen, b.plan.now))
+			recs = append(recs, rec)
 		}
 	}
 	for k, m := range r.mark(ctx, recs) {

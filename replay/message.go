@@ -111,6 +111,7 @@ type message struct {
 	producer          map[string]types.MessageAttributeValue
 	foreign           bool      // an attribute of our name that is not our metadata: kept as data
 	key               string    // the business key: its route's Key of the body; "" for none
+	step              string    // the ledger's identity of the send that made it: see stepOf
 	reason            string    // the filter reason: see reason
 	sentAt            time.Time // SentTimestamp; zero when absent
 	// deadLetteredAt approximates when the message reached the DLQ: its
@@ -148,12 +149,34 @@ func readMessage(m types.Message, now time.Time, t trust, key payload.Key) messa
 		msg.producer[envelope.Neutral(attributeName, m.MessageAttributes)] = m.MessageAttributes[attributeName]
 	}
 	msg.key, _ = key.Of([]byte(msg.body))
+	msg.step = stepOf(msg, t.reads)
 	msg.reason = reason(msg.meta, m.MessageAttributes, t.invalid)
 	msg.deadLetteredAt = msg.sentAt
 	if msg.deadLetteredAt.IsZero() {
 		msg.deadLetteredAt = now
 	}
 	return msg
+}
+
+// stepOf is the ledger's identity of m in its key's history, when m
+// carries metadata the engine sealed: the queue it is read from, its original
+// id, replay count, refunds, reset and park reason. Two copies of one send
+// (a run that crashed between its send and its record is retried) share
+// it, so the copy that comes second is recovered, not sent again. It is ""
+// for a message without our metadata: its record is its own id's.
+func stepOf(m message, queue string) string {
+	if !m.hasMeta {
+		return ""
+	}
+	step := "step~" + queue + "~" + record.BoundedID(m.meta.OriginalMessageID) + "~" +
+		strconv.Itoa(m.meta.ReplayCount) + "~" + strconv.Itoa(m.meta.Refunds)
+	if !m.meta.ResetAt.IsZero() {
+		step += "~reset~" + m.meta.ResetAt.UTC().Format(time.RFC3339Nano)
+	}
+	if m.meta.Reason != "" {
+		step += "~parked~" + m.meta.Reason
+	}
+	return step
 }
 
 // errNotOurs says a well-formed metadata attribute does not verify.

@@ -33,8 +33,12 @@ func (s State) Final() bool { return s == Sent || s == Parked || s == Resolved }
 // Message is the ledger record of one DLQ message. The records of the
 // messages of one business key together are the key's history.
 type Message struct {
-	HistoryKey        string    `json:"historyKey"` // see HistoryKey
-	MessageID         string    `json:"messageId"`  // the DLQ message id
+	HistoryKey string `json:"historyKey"` // see HistoryKey
+	MessageID  string `json:"messageId"`  // the DLQ message id
+	// Step, when set, is the record's identity in its history instead of
+	// MessageID: the replay step that sent the message (see replay's
+	// step), so that two copies of one send share one record.
+	Step              string    `json:"step,omitempty"`
 	State             State     `json:"state"`
 	Route             string    `json:"route"`
 	Key               string    `json:"key,omitempty"` // the business key, bounded by BoundedID; "" for none
@@ -46,6 +50,14 @@ type Message struct {
 	At                time.Time `json:"at"`                  // when State was written
 	LeaseUntil        time.Time `json:"leaseUntil,omitzero"` // INTENT: the run holds it until then
 	ExpiresAt         time.Time `json:"expiresAt"`           // the record counts as absent from then on
+}
+
+// ID is the record's identity in its history: Step, or MessageID.
+func (m Message) ID() string {
+	if m.Step != "" {
+		return m.Step
+	}
+	return m.MessageID
 }
 
 // Marked is what a ledger's MarkBatch did with one record: what Mark
@@ -60,14 +72,15 @@ type Marked struct {
 
 // Transition reports whether the ledger allows writing next over cur (nil:
 // no live record). Ledger implementations use it, or the same rule as a
-// write condition.
+// write condition. A run takes over an INTENT only once its lease ended, or
+// renews its own of the same DLQ message.
 func Transition(cur *Message, next Message) bool {
 	switch next.State {
 	case Seen:
 		return cur == nil
 	case Intent:
 		return cur == nil || cur.State == Seen ||
-			cur.State == Intent && (!next.At.Before(cur.LeaseUntil) || cur.RunID == next.RunID)
+			cur.State == Intent && (!next.At.Before(cur.LeaseUntil) || cur.RunID == next.RunID && cur.MessageID == next.MessageID)
 	case Sent, Parked, Resolved:
 		return cur != nil && cur.State == Intent && cur.RunID == next.RunID
 	}

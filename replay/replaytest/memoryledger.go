@@ -63,7 +63,7 @@ func (m *MemoryLedger) Mark(_ context.Context, r record.Message) (record.Message
 	defer m.mu.Unlock()
 	msgs := m.histories[r.HistoryKey]
 	var cur *record.Message
-	if c, ok := msgs[r.MessageID]; ok && m.now().Before(c.ExpiresAt) {
+	if c, ok := msgs[r.ID()]; ok && m.now().Before(c.ExpiresAt) {
 		cur = &c
 	}
 	if !record.Transition(cur, r) {
@@ -82,7 +82,7 @@ func (m *MemoryLedger) Mark(_ context.Context, r record.Message) (record.Message
 		msgs = map[string]record.Message{}
 		m.histories[r.HistoryKey] = msgs
 	}
-	msgs[r.MessageID] = r
+	msgs[r.ID()] = r
 	if cur == nil {
 		return record.Message{}, true, nil
 	}

@@ -57,6 +57,7 @@ func rules() []rule {
 		testMarkBatchAppliesTheRuleToEachRecord,
 		testLiveIntentStandsAndAPassedOneIsTakenOver,
 		testFinalStatesOnlyOverTheOwnIntent,
+		testCopiesOfOneStepShareItsRecord,
 		testHistoryHoldsTheRecordsOfTheKeyOnly,
 		testExpiredRecordsCountAsAbsent,
 		testConcurrentIntentsOneWins,
@@ -230,6 +231,35 @@ func testLiveIntentStandsAndAPassedOneIsTakenOver(t *testing.T, h Harness) {
 	mark(t, l, b, true)
 	sent := rec(t, record.Sent, "run-a", b.At)
 	mark(t, l, sent, false) // run-a lost its claim
+}
+
+// testCopiesOfOneStepShareItsRecord: records with a Step are the step's,
+// whatever their MessageID: a copy's INTENT sees its twin's, even in the
+// twin's run, and the twin's final record; the record keeps the MessageID
+// that wrote it.
+func testCopiesOfOneStepShareItsRecord(t *testing.T, h Harness) {
+	l, _ := newLedger(t, h)
+	twin := rec(t, record.Intent, "run-a", ledgerStart)
+	twin.Step, twin.LeaseUntil = "step~orders-dlq~orig-1~1~0", ledgerStart.Add(time.Minute)
+	mark(t, l, twin, true)
+	cp := twin
+	cp.MessageID, cp.At = "dlq-2", ledgerStart.Add(time.Second)
+	if cur := mark(t, l, cp, false); cur.State != record.Intent || cur.MessageID != "dlq-1" || cur.Step != twin.Step {
+		t.Fatalf("the copy's INTENT in its twin's run saw %+v, want the twin's INTENT", cur)
+	}
+	sent := twin
+	sent.State, sent.At = record.Sent, ledgerStart.Add(2*time.Second)
+	mark(t, l, sent, true)
+	cp.RunID, cp.At, cp.LeaseUntil = "run-b", ledgerStart.Add(time.Hour), ledgerStart.Add(time.Hour+time.Minute)
+	if cur := mark(t, l, cp, false); cur.State != record.Sent || cur.MessageID != "dlq-1" {
+		t.Fatalf("the copy's INTENT after its twin's send saw %+v, want the SENT record", cur)
+	}
+	own := rec(t, record.Intent, "run-b", ledgerStart.Add(time.Hour))
+	own.MessageID, own.LeaseUntil = "dlq-2", ledgerStart.Add(time.Hour+time.Minute)
+	mark(t, l, own, true) // a record without a step is its message's
+	if got := history(t, l, twin.HistoryKey); len(got) != 2 || got["dlq-1"].Step != twin.Step || got["dlq-2"].Step != "" {
+		t.Fatalf("history = %+v, want the step's record and dlq-2's own", got)
+	}
 }
 
 // testFinalStatesOnlyOverTheOwnIntent: SENT, PARKED and RESOLVED are

@@ -286,7 +286,7 @@ func checkKeys(pk, sk string) error {
 func (l *ledger) Mark(ctx context.Context, r record.Message) (record.Message, bool, error) {
 	err := l.fault(ctx, "mark", r.HistoryKey+"/"+r.MessageID+"/"+string(r.State), true)
 	if err == nil {
-		err = checkKeys(r.HistoryKey, r.MessageID)
+		err = checkKeys(r.HistoryKey, r.ID())
 	}
 	if err != nil {
 		if r.State == record.Intent && r.RunID == l.run.id {
