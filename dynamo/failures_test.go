@@ -2,6 +2,9 @@ package dynamo_test
 
 import (
 	"context"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // failureTable is a table in memory that applies the failure log's one
@@ -120,3 +124,47 @@ func TestFailureLogSkipsExpired(t *testing.T) {
 	}
 }
 
+
+// TestContractDocFailureRecords holds docs/CONTRACT.md's table of the
+// failure record to the item FailureLog writes: the same attributes, the
+// same key, the same bounds.
+func TestContractDocFailureRecords(t *testing.T) {
+	doc, err := os.ReadFile("../docs/CONTRACT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(doc), "\n## Failure records\n")
+	if !ok {
+		t.Fatal("docs/CONTRACT.md has no section Failure records")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	var listed []string
+	for line := range strings.Lines(sec) {
+		if m := regexp.MustCompile("^\\| `([a-zA-Z]+)` \\|").FindStringSubmatch(line); m != nil {
+			listed = append(listed, m[1])
+		}
+	}
+	table := &failureTable{items: map[string]map[string]types.AttributeValue{}}
+	now := time.Now()
+	if err := dynamo.NewFailureLog(table, "idem", "invoice").RecordFailures(context.Background(), []batch.Failure{
+		{MessageID: "m-1", Class: "timeout", Message: "m", Failures: 1, FirstAt: now, LastAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	var written []string
+	for name := range table.items["#failure#invoice#m-1"] {
+		written = append(written, name)
+	}
+	slices.Sort(listed)
+	slices.Sort(written)
+	if !slices.Equal(listed, written) {
+		t.Errorf("the doc lists %v, the log writes %v", listed, written)
+	}
+	for _, want := range []string{"`" + settings.FailurePrefix + "<CONSUMER_NAME>#<message id>`", "1..64 bytes of `[a-z0-9-]`", "cut to 512 bytes", "at most 515 bytes", "30 days (720 h"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("the section does not say %q", want)
+		}
+	}
+	if settings.DefaultRecordLifetime != 720*time.Hour {
+		t.Errorf("the record lifetime is %v, the doc says 720 h", settings.DefaultRecordLifetime)
+	}
+}
