@@ -75,7 +75,9 @@ func (l *FailureLog) RecordFailures(ctx context.Context, fs []batch.Failure) err
 
 func (l *FailureLog) write(ctx context.Context, f batch.Failure) error {
 	k := l.key(f.MessageID)
-	n := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+	n := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
 	_, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.table), Key: key(k), UpdateExpression: aws.String(failureUpdate),
 		ExpressionAttributeNames: map[string]string{"#class": "class", "#message": "message", "#failures": "failures",

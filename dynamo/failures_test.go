@@ -124,7 +124,6 @@ func TestFailureLogSkipsExpired(t *testing.T) {
 	}
 }
 
-
 // TestContractDocFailureRecords holds docs/CONTRACT.md's table of the
 // failure record to the item FailureLog writes: the same attributes, the
 // same key, the same bounds.

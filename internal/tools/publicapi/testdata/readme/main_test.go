@@ -153,4 +153,3 @@ type carrierDown struct{}
 
 func (carrierDown) Error() string        { return "carrier answered 503" }
 func (carrierDown) FailureClass() string { return "carrier-503" }
-
