@@ -85,9 +85,9 @@ type Options struct {
 	Now func() time.Time
 	// OnOutcome, when set, is called once per record when its outcome is
 	// decided, with the ctx of Process and, for an Invalid record, its
-	// reason ("" otherwise); for metrics (emf.CountOutcome). It is
-	// called concurrently from the records' goroutines and must return
-	// quickly.
+	// reason, for a batch item failure its failure class ("" otherwise);
+	// for metrics (emf.CountOutcome). It is called concurrently from the
+	// records' goroutines and must return quickly.
 	OnOutcome func(ctx context.Context, o Outcome, reason string)
 	// Groups, on a FIFO source, keeps each message group in publication
 	// order through any failure of that group (package fifo): a record
@@ -96,6 +96,13 @@ type Options struct {
 	// batch keeps order within itself only (Blocked). New panics when
 	// Groups does not validate.
 	Groups *fifo.Keeper
+	// Failures, when set, records why messages fail: one [Failure] per
+	// failed message, written after the batch ran, at its delivery number
+	// MaxReceiveCount (every failed delivery when MaxReceiveCount is 0).
+	Failures FailureLog
+	// MaxReceiveCount is the source queue's redrive maxReceiveCount
+	// (MAX_RECEIVE_COUNT); 0 unknown.
+	MaxReceiveCount int
 }
 
 // Processor runs a [Handler] over SQS batches. It is safe for concurrent use.
@@ -144,6 +151,8 @@ func New(h Handler, invalid InvalidChannel, opts Options) *Processor {
 // record only. Its signature is the one lambda.Start expects for SQS.
 func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	outcomes := make([]Outcome, len(ev.Records))
+	failed := &failureSet{byID: map[string]Failure{}}
+	ctx = context.WithValue(ctx, failureSetKey{}, failed)
 	units := p.units(ev.Records)
 	parks, perr := p.readParks(ctx, ev.Records)
 	if len(units) == 1 || p.opts.Concurrency == 1 {
@@ -162,6 +171,7 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQS
 		}
 		wg.Wait()
 	}
+	p.writeFailures(ctx, ev.Records, failed)
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for i, o := range outcomes {
 		if !o.acknowledged() {
@@ -212,6 +222,9 @@ func (p *Processor) runUnit(ctx context.Context, records []events.SQSMessage, un
 			p.log(ctx, msg, NotStarted, nil, nil, slog.String("reason", "invocation deadline too close"))
 		default:
 			outcomes[i], reason = p.runRecord(ctx, msg)
+		}
+		if !outcomes[i].acknowledged() {
+			reason = classOf(ctx, msg)
 		}
 		if p.opts.OnOutcome != nil {
 			p.opts.OnOutcome(ctx, outcomes[i], reason)
@@ -289,6 +302,7 @@ func (p *Processor) log(ctx context.Context, msg events.SQSMessage, o Outcome, n
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	p.opts.Logger.LogAttrs(ctx, level, "record", attrs...)
+	p.note(ctx, msg, o, err)
 }
 
 type invalider interface {

@@ -264,8 +264,9 @@ func TestProcessLogsOneLinePerRecord(t *testing.T) {
 	}
 }
 
-// OnOutcome sees every record once, with the Process ctx and the reason of
-// an invalid record: what the consumer's metrics count.
+// OnOutcome sees every record once, with the Process ctx, the reason of
+// an invalid record and the failure class of a failed one: what the
+// consumer's metrics count.
 func TestProcessReportsEveryOutcome(t *testing.T) {
 	type key struct{}
 	var (
@@ -285,7 +286,7 @@ func TestProcessReportsEveryOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(got)
-	want := []string{"blocked::invocation", "failed::invocation", "invalid:missing-tax-id:invocation", "panicked::invocation", "succeeded::invocation"}
+	want := []string{"blocked:blocked:invocation", "failed:errors-errorstring:invocation", "invalid:missing-tax-id:invocation", "panicked:panic:invocation", "succeeded::invocation"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("outcomes = %v, want %v", got, want)
 	}

@@ -17,13 +17,16 @@ type Config struct {
 	Hash             payload.Hash // PAYLOAD_HASH_EXPRESSION: the hashed part ("" the whole body)
 	IdempotencyTable string       // IDEMPOTENCY_TABLE
 	InvalidQueueURL  string       // INVALID_QUEUE_URL
-	// Options has Concurrency (CONCURRENCY) and DeadlineMargin
-	// (DEADLINE_MARGIN) set; on a FIFO lane with GROUP_ORDER, Groups too,
+	// Options has Concurrency (CONCURRENCY), DeadlineMargin
+	// (DEADLINE_MARGIN) and MaxReceiveCount (MAX_RECEIVE_COUNT) set; on a FIFO lane with GROUP_ORDER, Groups too,
 	// but for its Store and Queue, which the caller sets.
 	Options Options
 	// ParksTable (LEDGER_TABLE) holds the parked groups with GROUP_ORDER
 	// "hold": the table of Options.Groups.Store.
 	ParksTable string
+	// FailureRecords (FAILURE_RECORDS, default "on") says whether the
+	// consumer sets Options.Failures, on IdempotencyTable.
+	FailureRecords bool
 }
 
 // consumerName is CONSUMER_NAME as every lane's construct sets it: no default.
@@ -41,16 +44,22 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Consumer:         env.String(consumerName),
 		IdempotencyTable: env.String(settings.IdempotencyTable),
 		InvalidQueueURL:  env.String(settings.InvalidQueueURL),
-		Options:          Options{Concurrency: env.Int(settings.Concurrency), DeadlineMargin: env.Duration(settings.ConsumerDeadlineMargin)},
-		ParksTable:       env.String(settings.ParksTable),
+		Options: Options{Concurrency: env.Int(settings.Concurrency), DeadlineMargin: env.Duration(settings.ConsumerDeadlineMargin),
+			MaxReceiveCount: env.Int(settings.MaxReceiveCount)},
+		ParksTable: env.String(settings.ParksTable),
 	}
+	failures := env.String(settings.FailureRecords)
+	c.FailureRecords = failures == "on"
 	key, keyErr := payload.NewKey(env.String(settings.KeyExpression))
 	hash, hashErr := payload.NewHash(env.String(settings.PayloadHashExpression))
 	c.Key, c.Hash = key, hash
 	errs := []error{env.Err(), named(settings.KeyExpression.Env, keyErr), named(settings.PayloadHashExpression.Env, hashErr),
 		consumerName.Check(c.Consumer), settings.IdempotencyTable.Check(c.IdempotencyTable),
 		settings.InvalidQueueURL.Check(c.InvalidQueueURL), settings.Concurrency.Check(c.Options.Concurrency),
-		settings.ConsumerDeadlineMargin.Check(c.Options.DeadlineMargin)}
+		settings.ConsumerDeadlineMargin.Check(c.Options.DeadlineMargin), settings.MaxReceiveCount.Check(c.Options.MaxReceiveCount)}
+	if failures != "on" && failures != "off" {
+		errs = append(errs, fmt.Errorf("%s=%q: want on or off", settings.FailureRecords.Env, failures))
+	}
 	if order := env.String(settings.GroupOrder); order != "" {
 		errs = append(errs, c.groups(env, order))
 	}

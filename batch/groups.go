@@ -112,6 +112,9 @@ func (g *groupRun) run(ctx context.Context, records []events.SQSMessage, unit []
 		default:
 			outcomes[i], reason = g.head(ctx, msg, n)
 		}
+		if !outcomes[i].acknowledged() {
+			reason = classOf(ctx, msg)
+		}
 		if g.p.opts.OnOutcome != nil {
 			g.p.opts.OnOutcome(ctx, outcomes[i], reason)
 		}

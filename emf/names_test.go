@@ -69,6 +69,7 @@ func TestTheConsumerTableListsTheNamesWritten(t *testing.T) {
 	}
 	want := slices.Clone(settings.ConsumerMetrics)
 	want = slices.Insert(want, slices.Index(want, settings.MetricRecordsInvalid)+1, settings.DimensionReason) // "(also by `Reason`)"
+	want = append(want, settings.MetricRecordsFailed, settings.DimensionErrorClass)                           // "`RecordsFailed` by `ErrorClass`"
 	if !slices.Equal(names, want) {
 		t.Fatalf("the consumer table lists %v, want %v", names, want)
 	}

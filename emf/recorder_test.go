@@ -115,8 +115,8 @@ func runEveryOutcome(t *testing.T, invocations int) string {
 
 func TestRecorderOverEveryOutcome(t *testing.T) {
 	lines := emflinetest.Parse(t, runEveryOutcome(t, 1))
-	if len(lines) != 3 {
-		t.Fatalf("%d lines, want the lane's and one per reason", len(lines))
+	if len(lines) != 7 {
+		t.Fatalf("%d lines, want the lane's, one per reason and one per failure class", len(lines))
 	}
 	lane := lines[0]
 	d := lane.AWS.CloudWatchMetrics[0]
@@ -157,6 +157,52 @@ func TestRecorderOverEveryOutcome(t *testing.T) {
 			t.Errorf("reason line %v, want %v", without(l.Members, "_aws"), w)
 		}
 	}
+	classes := map[string]any{}
+	for _, l := range lines[3:] {
+		if dims := l.AWS.CloudWatchMetrics[0].Dimensions[0]; !slices.Equal(dims, []string{settings.DimensionLane, settings.DimensionErrorClass}) {
+			t.Errorf("class line dimensions %v", dims)
+		}
+		classes[l.Members[settings.DimensionErrorClass].(string)] = l.Members[settings.MetricRecordsFailed]
+	}
+	if want := map[string]any{"errors-errorstring": 2.0, "panic": 1.0, "blocked": 1.0, "deadline": 1.0}; !maps.Equal(classes, want) {
+		t.Errorf("failures by class %v, want %v", classes, want)
+	}
+}
+
+// Ten thousand distinct failure classes give each invocation at most six
+// class lines and the lane at most 21 class values: 20 named, "other".
+func TestFailureClassesAreBounded(t *testing.T) {
+	var out bytes.Buffer
+	rec := emf.NewRecorder(&out, emf.Config{Namespace: "Homing", Lane: "shipments"})
+	const perInvocation = 10
+	seen := map[string]bool{}
+	for i := 0; i < 10_000; i += perInvocation {
+		process := emf.Wrap(rec, func(ctx context.Context, _ struct{}) (struct{}, error) {
+			for j := range perInvocation {
+				emf.CountOutcome(ctx, "failed", fmt.Sprintf("class-%d", i+j))
+			}
+			return struct{}{}, nil
+		})
+		out.Reset()
+		if _, err := process(context.Background(), struct{}{}); err != nil {
+			t.Fatal(err)
+		}
+		lines := emflinetest.Parse(t, out.String())
+		if len(lines) > 1+6 {
+			t.Fatalf("invocation %d: %d lines", i, len(lines))
+		}
+		total := 0.0
+		for _, l := range lines[1:] {
+			seen[l.Members[settings.DimensionErrorClass].(string)] = true
+			total += l.Members[settings.MetricRecordsFailed].(float64)
+		}
+		if total != perInvocation {
+			t.Fatalf("invocation %d: %v failures by class, want %d", i, total, perInvocation)
+		}
+	}
+	if len(seen) > 21 || !seen["other"] {
+		t.Fatalf("%d class values: %v", len(seen), seen)
+	}
 }
 
 func without(m map[string]any, key string) map[string]any {
@@ -169,10 +215,10 @@ func without(m map[string]any, key string) map[string]any {
 // a sum.
 func TestRecorderWritesEachInvocation(t *testing.T) {
 	lines := emflinetest.Parse(t, runEveryOutcome(t, 2))
-	if len(lines) != 6 {
-		t.Fatalf("%d lines, want 3 per invocation", len(lines))
+	if len(lines) != 14 {
+		t.Fatalf("%d lines, want 7 per invocation", len(lines))
 	}
-	for _, i := range []int{0, 3} {
+	for _, i := range []int{0, 7} {
 		if lines[i].Members["RecordsProcessed"] != 12.0 || lines[i].Members["RecordsFailed"] != 5.0 {
 			t.Errorf("invocation line %d: %v", i, lines[i].Members)
 		}

@@ -21,6 +21,7 @@ const (
 type totals struct {
 	Processed  int            // every record with an outcome
 	Failed     int            // reported back to SQS as batch item failures
+	Classes    map[string]int // the failures by class (batch's failure class)
 	Invalid    map[string]int // sent to the invalid queue, by reason
 	Duplicates int            // the receiver returned a stored result
 	Unrecorded int            // the effect happened, its completion was not recorded
@@ -45,7 +46,7 @@ type tally struct {
 
 // Outcome counts one record's outcome, in the words of batch.Outcome:
 // "succeeded", "parked", "invalid" (with its reason), anything else a
-// failure.
+// failure (with its class).
 func (t *tally) Outcome(outcome, reason string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -59,6 +60,12 @@ func (t *tally) Outcome(outcome, reason string) {
 		t.c.Invalid[reason]++
 	default:
 		t.c.Failed++
+		if reason != "" {
+			if t.c.Classes == nil {
+				t.c.Classes = map[string]int{}
+			}
+			t.c.Classes[reason]++
+		}
 	}
 }
 
@@ -92,6 +99,7 @@ func (t *tally) Counts() totals {
 	defer t.mu.Unlock()
 	c := t.c
 	c.Invalid = maps.Clone(c.Invalid)
+	c.Classes = maps.Clone(c.Classes)
 	return c
 }
 

@@ -51,6 +51,10 @@ func run(ctx context.Context) error {
 		_ batch.Sender = queue
 		_ dynamo.API   = db
 	)
+	var failures batch.FailureLog
+	if cfg.FailureRecords {
+		failures = dynamo.NewFailureLog(db, cfg.IdempotencyTable, cfg.ConsumerName)
+	}
 	p := consumer.New(cfg, consumer.Deps{
 		Sender:   queue,
 		Store:    dynamo.NewIdempotencyStore(db, cfg.IdempotencyTable),
@@ -58,6 +62,7 @@ func run(ctx context.Context) error {
 		Lookup:   taxClient,
 		Logger:   lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
 		Metrics:  os.Stdout,
+		Failures: failures,
 	})
 	lambda.StartWithOptions(p, lambda.WithContext(ctx))
 	return nil

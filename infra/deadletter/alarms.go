@@ -463,13 +463,20 @@ func (l *lane) recordsRow(graph func(string, float64, []awscloudwatch.IMetric, .
 		Period: seconds2duration(l.props.alarms.period),
 		Label:  jsii.String(""),
 	})
+	byClass := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s" %s="%s"', 'Sum', %.0f)`,
+			l.props.namespace, dimensionLane, settings.DimensionErrorClass, MetricRecordsFailed, dimensionLane, l.serviceName(), a.period)),
+		Period: seconds2duration(l.props.alarms.period),
+		Label:  jsii.String(""),
+	})
 	return &[]awscloudwatch.IWidget{
-		graph("Consumer records (EMF)", 6, records),
-		graph("Consumer failure rate (%)", 6, []awscloudwatch.IMetric{l.consumerFailureRate("failed / processed")}, &awscloudwatch.HorizontalAnnotation{
+		graph("Consumer records (EMF)", 4, records),
+		graph("Failed records by error class (EMF)", 5, []awscloudwatch.IMetric{byClass}),
+		graph("Consumer failure rate (%)", 5, []awscloudwatch.IMetric{l.consumerFailureRate("failed / processed")}, &awscloudwatch.HorizontalAnnotation{
 			Label: jsii.String("failure alarm"), Value: jsii.Number(a.failureRate),
 		}),
-		graph("Invalid records by reason (EMF)", 6, []awscloudwatch.IMetric{byReason}),
-		graph("Idempotent receiver (EMF)", 6, receiver),
+		graph("Invalid records by reason (EMF)", 5, []awscloudwatch.IMetric{byReason}),
+		graph("Idempotent receiver (EMF)", 5, receiver),
 	}
 }
 

@@ -87,6 +87,8 @@ func TestAnyConsumer(t *testing.T) {
 				"IDEMPOTENCY_TABLE":            refTo(s.ref(s.lane.IdempotencyTable().TableName())),
 				"CONSUMER_NAME":                "payments",
 				"KEY_EXPRESSION":               "orderId",
+				"MAX_RECEIVE_COUNT":            "10", // the redrive's: the failure record's delivery
+				"FAILURE_RECORDS":              "on", // by default
 				"POWERTOOLS_SERVICE_NAME":      "Test/Payments",
 				"POWERTOOLS_METRICS_NAMESPACE": "Homing",
 			})},

@@ -48,7 +48,8 @@ const (
 
 // wiredEnvironment are the consumer variables the construct sets from its
 // own resources; ConsumerProps.Environment must not set them.
-var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env,
+var wiredEnvironment = []string{settings.InvalidQueueURL.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env,
+	settings.MaxReceiveCount.Env, settings.FailureRecords.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env,
 	envKeyExpression, envPayloadHashExpression, settings.GroupOrder.Env, settings.SourceQueueURL.Env, settings.ParkingQueueURL.Env, settings.ParksTable.Env,
 	settings.SourceRetention.Env, settings.MaxReceives.Env}
 
@@ -93,6 +94,10 @@ type ConsumerProps struct {
 	// whose consumer does not write them must say so, or the canary would
 	// hold it forever. See [ConsumerRecords].
 	Records ConsumerRecords
+	// FailureRecords says whether the consumer records why each dead
+	// letter failed, in the idempotency table (FAILURE_RECORDS; the item
+	// actions it has already). Default true.
+	FailureRecords *bool
 	// Key is the JMESPath expression of a message body's business key
 	// (Powertools' eventKeyJmesPath): "orderId" for the sample's orders.
 	// The replay route's "key" and the consumer's KEY_EXPRESSION. Default
@@ -193,6 +198,7 @@ type consumerResolved struct {
 	memory           float64
 	name             string
 	records          ConsumerRecords
+	failureRecords   bool
 	key, payloadHash *string
 	// groupOrderProp is GroupOrder as given; groupOrder the order in
 	// effect (see groupOrder), set once the lane's queue type is known.
@@ -218,6 +224,7 @@ func (p *ConsumerProps) resolve(lane, codeDir string) consumerResolved {
 		memory:              number(p.MemorySize, defaultConsumerMemoryMB),
 		name:                lane,
 		records:             p.Records,
+		failureRecords:      p.FailureRecords == nil || *p.FailureRecords,
 		key:                 p.Key,
 		payloadHash:         p.PayloadHash,
 		groupOrderProp:      p.GroupOrder,

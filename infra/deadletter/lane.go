@@ -3,6 +3,7 @@ package deadletter
 import (
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -514,6 +515,11 @@ func (l *lane) ConsumerEnvironment() map[string]*string {
 		settings.InvalidQueueURL.Env:  l.invalid.QueueUrl(),
 		settings.IdempotencyTable.Env: l.idempotency.TableName(),
 		settings.ConsumerName.Env:     jsii.String(l.props.consumer.name),
+		settings.MaxReceiveCount.Env:  jsii.String(strconv.Itoa(int(l.props.queues.maxReceiveCount))),
+		settings.FailureRecords.Env:   jsii.String("off"),
+	}
+	if l.props.consumer.failureRecords {
+		env[settings.FailureRecords.Env] = jsii.String("on")
 	}
 	maps.Copy(env, l.props.consumer.contractEnvironment())
 	maps.Copy(env, l.groupEnvironment())

@@ -271,6 +271,10 @@ func TestConsumerFunction(t *testing.T) {
 				// The route's key (LaneProps.Key); no PayloadHash, so no
 				// PAYLOAD_HASH_EXPRESSION.
 				"KEY_EXPRESSION": "orderId",
+				// The redrive's maxReceiveCount, at which a failure is
+				// recorded, and failure records on by default.
+				"MAX_RECEIVE_COUNT": "10",
+				"FAILURE_RECORDS":   "on",
 				// The lane's construct path and the default namespace.
 				"POWERTOOLS_SERVICE_NAME":      "Test/Orders",
 				"POWERTOOLS_METRICS_NAMESPACE": "Homing",

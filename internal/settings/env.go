@@ -58,6 +58,10 @@ var (
 		Doc: "with `GROUP_ORDER` `hold`: the lane's replay ledger, whose partition `" + GroupsPartition + "` keeps the parked groups"}
 	SourceRetention = Duration{Env: "SOURCE_RETENTION", Default: DefaultSourceRetention, Min: time.Minute, Max: 14 * 24 * time.Hour,
 		Doc: "with `GROUP_ORDER`: the source queue's message retention; a failing head is parked (`expiring`) an eighth of it (at most 6h) before it would expire"}
+	MaxReceiveCount = Int{Env: "MAX_RECEIVE_COUNT", Min: 0, Max: 1000, Unit: "deliveries",
+		Doc: "the source queue's redrive `maxReceiveCount`: a failed message's failure record is written once, at this delivery; unset (0): at every failed delivery"}
+	FailureRecords = String{Env: "FAILURE_RECORDS", Default: "on", MaxBytes: 3,
+		Doc: "`on`: the consumer records why each dead letter failed in the idempotency table (docs/CONTRACT.md#failure-records); `off`: it does not"}
 	MaxReceives = Int{Env: "MAX_RECEIVES", Default: DefaultMaxReceives, Min: 2, Max: 1000, Unit: "deliveries",
 		Doc: "with `GROUP_ORDER`: a head delivered this often parks its group (`delivered-too-often`); below the source's `maxReceiveCount`, whose redrive is only the backstop"}
 )
@@ -109,8 +113,10 @@ var Consumer = []Setting{
 	ParksTable,
 	SourceRetention,
 	MaxReceives,
+	MaxReceiveCount,
+	FailureRecords,
 	ServiceName,
-	Note(MetricsNamespace, ": `RecordsProcessed`, `RecordsFailed`, `RecordsInvalid` (also by `Reason`), `DuplicatesAbsorbed`, `CompletionsUnrecorded`, `InDoubtTakeovers`"),
+	Note(MetricsNamespace, ": `RecordsProcessed`, `RecordsFailed`, `RecordsInvalid` (also by `Reason`), `DuplicatesAbsorbed`, `CompletionsUnrecorded`, `InDoubtTakeovers`, `RecordsFailed` by `ErrorClass`"),
 }
 
 // Replay lists the replay function's settings, in the order of its

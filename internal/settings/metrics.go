@@ -17,6 +17,9 @@ const (
 	DimensionReason = "Reason"
 	// DimensionRoute is the replay route of the replay's metrics.
 	DimensionRoute = "Route"
+	// DimensionErrorClass is the failure class of [MetricRecordsFailed]'s
+	// lines by class: an invocation's top classes, the rest "other".
+	DimensionErrorClass = "ErrorClass"
 )
 
 // The consumer's metrics, per invocation, all of unit Count, with the

@@ -29,3 +29,9 @@ const (
 // groups (package fifo), one item per group, its sort key the group id:
 // the consumer writes it, the operator releases a group from it.
 const GroupsPartition = "homing#groups"
+
+// FailurePrefix starts the partition key of a consumer's failure records
+// in the idempotency table: `#failure#<CONSUMER_NAME>#<message id>`. No
+// idempotency key starts with "#" (a consumer name is not empty and has no
+// "#"; a hashed key starts with "sha256~"), so the two never meet.
+const FailurePrefix = "#failure#"

@@ -21,6 +21,8 @@ var Settings = []settings.Setting{
 	settings.TaxBudget,
 	settings.RecordLifetime,
 	settings.MaxPayloadBytes,
+	settings.MaxReceiveCount,
+	settings.FailureRecords,
 	settings.ServiceName,
 	settings.MetricsNamespace,
 }
@@ -37,6 +39,8 @@ type Config struct {
 	TaxBudget        time.Duration // TAX_BUDGET
 	RecordLifetime   time.Duration // RECORD_LIFETIME
 	MaxPayloadBytes  int           // MAX_PAYLOAD_BYTES
+	MaxReceiveCount  int           // MAX_RECEIVE_COUNT: the delivery at which a failure is recorded (0: each)
+	FailureRecords   bool          // FAILURE_RECORDS: record why orders fail
 	Metrics          emf.Config    // POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_SERVICE_NAME (default CONSUMER_NAME)
 }
 
@@ -54,9 +58,16 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		TaxBudget:        env.Duration(settings.TaxBudget),
 		RecordLifetime:   env.Duration(settings.RecordLifetime),
 		MaxPayloadBytes:  env.Int(settings.MaxPayloadBytes),
+		MaxReceiveCount:  env.Int(settings.MaxReceiveCount),
 	}
+	failures := env.String(settings.FailureRecords)
+	c.FailureRecords = failures == "on"
 	c.Metrics = emf.LoadConfig(getenv, c.ConsumerName)
-	if err := errors.Join(env.Err(), c.Validate()); err != nil {
+	var onOff error
+	if failures != "on" && failures != "off" {
+		onOff = fmt.Errorf("%s=%q: want on or off", settings.FailureRecords.Env, failures)
+	}
+	if err := errors.Join(env.Err(), c.Validate(), onOff); err != nil {
 		return Config{}, fmt.Errorf("consumer configuration: %w", err)
 	}
 	return c, nil
@@ -74,6 +85,7 @@ func (c Config) Validate() error {
 		settings.TaxBudget.Check(c.TaxBudget),
 		settings.RecordLifetime.Check(c.RecordLifetime),
 		settings.MaxPayloadBytes.Check(c.MaxPayloadBytes),
+		settings.MaxReceiveCount.Check(c.MaxReceiveCount),
 		c.Metrics.Validate(),
 	}
 	return errors.Join(errs...)

@@ -22,6 +22,7 @@ type Deps struct {
 	Lookup   invoicing.InvoiceLookup // may be nil: in-doubt takeovers call again
 	Logger   *slog.Logger            // required
 	Metrics  io.Writer               // EMF lines; nil writes none
+	Failures batch.FailureLog        // why orders fail; nil records none
 	Now      func() time.Time        // default time.Now
 	// Sleep waits between the idempotent receiver's attempts to record a
 	// completion, on the clock of Now: a test with a manual clock passes
@@ -59,7 +60,7 @@ func New(cfg Config, d Deps) func(context.Context, events.SQSEvent) (events.SQSE
 	p := batch.New(h.Handle,
 		batch.NewInvalidQueue(d.Sender, cfg.InvalidQueueURL, cfg.ConsumerName, d.Now),
 		batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.Logger, Now: d.Now,
-			OnOutcome: emf.CountOutcome[batch.Outcome]})
+			OnOutcome: emf.CountOutcome[batch.Outcome], Failures: d.Failures, MaxReceiveCount: cfg.MaxReceiveCount})
 	w := d.Metrics
 	if w == nil {
 		w = io.Discard

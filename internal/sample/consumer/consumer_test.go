@@ -378,7 +378,7 @@ func TestLoadConfig(t *testing.T) {
 				}
 				want := consumer.Config{InvalidQueueURL: base["INVALID_QUEUE_URL"], IdempotencyTable: "idem", TaxServiceURL: base["TAX_SERVICE_URL"],
 					ConsumerName: "invoice", Concurrency: 10, DeadlineMargin: 2 * time.Second, TaxBudget: 10 * time.Second,
-					RecordLifetime: 720 * time.Hour, MaxPayloadBytes: 256 << 10,
+					RecordLifetime: 720 * time.Hour, MaxPayloadBytes: 256 << 10, FailureRecords: true,
 					Metrics: emf.Config{Namespace: "Homing", Lane: "invoice"}}
 				if cfg != want {
 					t.Fatalf("cfg = %+v, want %+v", cfg, want)

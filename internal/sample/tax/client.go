@@ -506,6 +506,10 @@ func (e *statusError) Error() string {
 	return "tax service answered " + e.text + ": " + e.detail
 }
 
+// FailureClass is "tax-service-<status>", the failure class a consumer
+// records for the order (batch.Failure).
+func (e *statusError) FailureClass() string { return "tax-service-" + strconv.Itoa(e.status) }
+
 // NotApplied reports whether the answer proves the request was not applied:
 // any status from 300 up, but 409 (under the Idempotency-Key convention, a
 // request with the same key is still being processed: it may yet apply) and

@@ -7,10 +7,15 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/batch/batchtest"
+	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/idempotency"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/payload"
@@ -80,3 +85,71 @@ func (c *counting) Ship(ctx context.Context, key, body string) (string, error) {
 func (c *counting) Lookup(ctx context.Context, key string) (string, bool, error) {
 	return "", false, nil
 }
+
+// A shipment the downstream keeps refusing reaches the DLQ after the
+// lane's three receives, and the consumer, configured as main configures
+// it from the construct's environment, records why: one UpdateItem, at the
+// last delivery, keyed by the message id, with the error's own class.
+func TestFailureRecordedOnTheLane(t *testing.T) {
+	ctx := context.Background()
+	lane := batchtest.NewLane("shipments", batchtest.LaneOptions{Key: "detail.shipmentId", MaxReceiveCount: 3})
+	cfg, err := batch.LoadConfig(func(k string) string {
+		return map[string]string{"CONSUMER_NAME": "shipping", "KEY_EXPRESSION": "detail.shipmentId", "IDEMPOTENCY_TABLE": "idem",
+			"INVALID_QUEUE_URL": lane.InvalidURL, "MAX_RECEIVE_COUNT": "3"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &updates{}
+	if cfg.FailureRecords { // as main does
+		cfg.Options.Failures = dynamo.NewFailureLog(db, cfg.IdempotencyTable, cfg.Consumer)
+	}
+	cfg.Options.Logger, cfg.Options.Now = slog.New(slog.DiscardHandler), lane.Clock.Now
+	once := &idempotency.Receiver{Store: idempotency.NewMemoryStore(), Scope: cfg.Consumer, Now: lane.Clock.Now}
+	p := batch.New(Handler(cfg.Key, cfg.Hash, once, refusing{}), lane.Invalid(cfg.Consumer), cfg.Options)
+	id, err := lane.Publish(ctx, `{"detail":{"shipmentId":"SHP-9","to":"Braga"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lane.Drain(ctx, p.Process); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(lane.Queue.Messages(lane.Route.DLQURL)); n != 1 {
+		t.Fatalf("%d messages in the DLQ, want 1", n)
+	}
+	if len(db.got) != 1 {
+		t.Fatalf("%d failure writes, want 1", len(db.got))
+	}
+	in := db.got[0]
+	pk := in.Key["pk"].(*types.AttributeValueMemberS).Value
+	class := in.ExpressionAttributeValues[":class"].(*types.AttributeValueMemberS).Value
+	failures := in.ExpressionAttributeValues[":failures"].(*types.AttributeValueMemberN).Value
+	if pk != "#failure#shipping#"+id || class != "carrier-503" || failures != strconv.Itoa(3) {
+		t.Fatalf("wrote %s: class %s, failures %s", pk, class, failures)
+	}
+}
+
+// updates is the DynamoDB client's UpdateItem, noted.
+type updates struct {
+	dynamo.API
+	got []*dynamodb.UpdateItemInput
+}
+
+func (u *updates) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	u.got = append(u.got, in)
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+// refusing is a downstream that is down: its error names its class.
+type refusing struct{}
+
+func (refusing) Ship(ctx context.Context, key, body string) (string, error) {
+	return "", carrierDown{}
+}
+
+func (refusing) Lookup(ctx context.Context, key string) (string, bool, error) { return "", false, nil }
+
+type carrierDown struct{}
+
+func (carrierDown) Error() string        { return "carrier answered 503" }
+func (carrierDown) FailureClass() string { return "carrier-503" }
