@@ -145,7 +145,9 @@ func (w *worker) intend(ctx context.Context, b *batch, c *finals) {
 }
 
 // recordID is the ID of it's ledger record: its step, or its message id.
-func (it *item) recordID() string { return record.Message{MessageID: it.msg.id, Step: it.msg.step}.ID() }
+func (it *item) recordID() string {
+	return record.Message{MessageID: it.msg.id, Step: it.msg.step}.ID()
+}
 
 // dryTwins holds, as a real run's claim would (see twin), the movers whose
 // step an earlier mover of the batch shares.
