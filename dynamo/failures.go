@@ -105,35 +105,21 @@ func (l *FailureLog) Failures(ctx context.Context, messageIDs []string) (map[str
 	ids := slices.Compact(slices.Sorted(slices.Values(messageIDs)))
 	out := make(map[string]batch.Failure, len(ids))
 	now := l.now().Unix()
-	for start := 0; start < len(ids); start += batchGetLimit {
-		keys := make([]map[string]types.AttributeValue, 0, batchGetLimit)
-		byKey := map[string]string{}
-		for _, id := range ids[start:min(start+batchGetLimit, len(ids))] {
-			byKey[l.key(id)] = id
-			keys = append(keys, key(l.key(id)))
+	byKey := make(map[string]string, len(ids))
+	keys := make([]map[string]types.AttributeValue, 0, len(ids))
+	for _, id := range ids {
+		byKey[l.key(id)] = id
+		keys = append(keys, key(l.key(id)))
+	}
+	err := batchGet(ctx, l.api, l.sleep, l.table, "failure records", keys, types.KeysAndAttributes{}, func(item map[string]types.AttributeValue) error {
+		id, ok := byKey[str(item, keyAttribute)]
+		if f := failureOf(item, id); ok && num(item, ttlAttribute) > now {
+			out[id] = f
 		}
-		for attempt := 0; len(keys) > 0; attempt++ {
-			if attempt > 0 {
-				if attempt == 6 {
-					return nil, fmt.Errorf("read failure records from %s: %d keys still unprocessed", l.table, len(keys))
-				}
-				if err := l.sleep(ctx, time.Duration(25<<attempt)*time.Millisecond); err != nil {
-					return nil, fmt.Errorf("read failure records from %s: %w", l.table, err)
-				}
-			}
-			res, err := l.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-				l.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}})
-			if err != nil {
-				return nil, fmt.Errorf("read failure records from %s: %w", l.table, err)
-			}
-			for _, item := range res.Responses[l.table] {
-				id, ok := byKey[str(item, keyAttribute)]
-				if f := failureOf(item, id); ok && num(item, ttlAttribute) > now {
-					out[id] = f
-				}
-			}
-			keys = res.UnprocessedKeys[l.table].Keys
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
