@@ -141,7 +141,7 @@ func (l *FailureLog) Failures(ctx context.Context, messageIDs []string) (map[str
 // failureOf decodes a failure record, its strings bounded.
 func failureOf(item map[string]types.AttributeValue, id string) batch.Failure {
 	class := str(item, "class")
-	if !validClass(class) {
+	if !settings.ValidFailureClass(class) {
 		class = "other"
 	}
 	return batch.Failure{
@@ -152,19 +152,6 @@ func failureOf(item map[string]types.AttributeValue, id string) batch.Failure {
 		FirstAt:   time.UnixMilli(num(item, "firstAt")).UTC(),
 		LastAt:    time.UnixMilli(num(item, "lastAt")).UTC(),
 	}
-}
-
-// validClass reports whether c is 1..64 bytes of [a-z0-9-].
-func validClass(c string) bool {
-	if c == "" || len(c) > 64 {
-		return false
-	}
-	for _, r := range c {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
-			return false
-		}
-	}
-	return true
 }
 
 func str(item map[string]types.AttributeValue, name string) string {
@@ -180,4 +167,18 @@ func num(item map[string]types.AttributeValue, name string) int64 {
 		return n
 	}
 	return 0
+}
+
+// Classes returns the failure class of each id among messageIDs that has a
+// record, as Failures reads them: replay.Options.Failures.
+func (l *FailureLog) Classes(ctx context.Context, messageIDs []string) (map[string]string, error) {
+	recs, err := l.Failures(ctx, messageIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(recs))
+	for id, f := range recs {
+		out[id] = f.Class
+	}
+	return out, nil
 }

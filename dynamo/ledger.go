@@ -156,6 +156,7 @@ func (l *Ledger) change(r record.Message, now time.Time, fresh bool) (change, er
 			Remove(expression.Name("reason"))
 	case record.Sent, record.Parked, record.Resolved:
 		c.cond = stateIs(record.Intent).And(expression.Name("runId").Equal(expression.Value(r.RunID))).
+			And(expression.Name("messageId").Equal(expression.Value(r.MessageID))).
 			And(expression.Name(ttlAttribute).GreaterThan(expression.Value(now.Unix())))
 		c.update = l.fields(c.it).Remove(expression.Name("leaseUntil"))
 		if r.Reason != "" {
