@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -355,4 +356,72 @@ func TestAuditKeyShowsFailures(t *testing.T) {
 	if !strings.Contains(r.stdout, "Failures: no failure records for these messages") {
 		t.Fatalf("audit table:\n%s", r.stdout)
 	}
+}
+
+// replay --error replays the messages of one error class (or several): a
+// dry run shows what it would move, a run moves them and nothing else, a
+// class with no messages moves nothing; the engine reads the records.
+func TestReplayByErrorClass(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters()
+	ids := f.ids(f.dlq)
+	t0 := f.clock.Now().Add(-time.Hour)
+	f.failure(ids["ORD-1"], "http-503", "downstream answered 503", 3, t0, t0)
+	f.failure(ids["ORD-2"], "panic", "runtime error", 3, t0, t0)
+	f.forget()
+
+	r := f.run("--json", "replay", "--dry-run", "--error", "http-503")
+	r.want(t, exitOK)
+	s := decode[replay.Summary](t, r)
+	if !s.DryRun || s.Total.Replayed != 1 || s.Total.Skipped != 2 || s.Filter == nil || !slices.Equal(s.Filter.ErrorClasses, []string{"http-503"}) {
+		t.Fatalf("dry run = %+v", s)
+	}
+	if !strings.Contains(r.stdout, `"errorClasses": [`) || f.visible(f.source) != 0 || f.visible(f.dlq) != 3 || len(f.items.batchGets) == 0 {
+		t.Fatalf("a dry run moved something, or read no records:\n%s", r.stdout)
+	}
+	r = f.run("replay", "--dry-run", "--error", "timeout")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "Replay dry run (nothing moved, nothing written)") || !strings.Contains(r.stdout, "filter error class timeout") ||
+		!regexp.MustCompile(`orders +3 +3 +0 +0 +0 +3 `).MatchString(r.stdout) {
+		t.Fatalf("dry run of a class without messages:\n%s", r.stdout)
+	}
+	// Two classes, as a comma list and repeated; "unknown" is the one
+	// without a record.
+	r = f.run("--json", "replay", "--dry-run", "--error", "panic,unknown", "--error", "http-503")
+	r.want(t, exitOK)
+	if s := decode[replay.Summary](t, r); s.Total.Replayed != 3 || !slices.Equal(s.Filter.ErrorClasses, []string{"panic", "unknown", "http-503"}) {
+		t.Fatalf("dry run of three classes = %+v", s)
+	}
+
+	r = f.run("--json", "replay", "--error", "http-503", "--yes")
+	r.want(t, exitOK)
+	if s := decode[replay.Summary](t, r); s.Total.Replayed != 1 || f.visible(f.source) != 1 || f.visible(f.dlq) != 2 {
+		t.Fatalf("run = %+v; source %d, DLQ %d", s, f.visible(f.source), f.visible(f.dlq))
+	}
+}
+
+// --error takes error classes only, checked before any AWS call.
+func TestReplayErrorFlagChecked(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--error", "HTTP 503"}, `--error "HTTP 503": want an error class, 1..64 bytes of a-z, 0-9 and -`},
+		{[]string{"--error", "a,,b"}, `--error "": want an error class`},
+		{[]string{"--error", strings.Repeat("x", 65)}, "want an error class"},
+		{[]string{"--error", "\x1b[2Jx"}, `--error "\x1b[2Jx"`},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			f := newFixture(t)
+			f.noAWS = true
+			f.run(append([]string{"replay", "--dry-run"}, tt.args...)...).want(t, exitUsage, tt.want)
+		})
+	}
+	f := newFixture(t)
+	f.noAWS = true
+	many := make([]string, replay.MaxFilterValues+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("c%d", i)
+	}
+	f.run("replay", "--dry-run", "--error", strings.Join(many, ",")).want(t, exitUsage, fmt.Sprintf("--error: %d classes, want at most %d", len(many), replay.MaxFilterValues))
 }
