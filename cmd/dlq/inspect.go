@@ -99,12 +99,11 @@ route's consumer consumes its replays without writing completion records,
 with what to check.
 
 Error classes: each sampled message is counted under the error class of its
-failure record (why the consumer failed it: payments-api-503, timeout,
-panic, http-503...; docs/CONTRACT.md#failure-records), with the oldest first
-failure of each class ("412 http-503 since 09:12, 3 panic"). A
-dead letter's own message id finds its latest round's record; the original
-message id of its verified replay metadata finds its first round's, whose
-first failure it keeps. Messages without a record count as "unknown", and
+failure record (why the consumer failed it: http-503, timeout, throttled,
+panic...; docs/CONTRACT.md#failure-records), with the oldest first failure of
+each class ("412 http-503 since 09:12, 3 panic"). A dead letter's own message
+id finds its latest round's record; the original message id of its verified
+replay metadata finds its first round's, whose first failure it keeps. Messages without a record count as "unknown", and
 inspect says why none was found (FAILURE_RECORDS=off, an older consumer, or
 expired after 30 days). The consumer's scope is the replay function's
 CONSUMER_NAME unless --consumer names it. The invalid queue has no failure

@@ -74,9 +74,10 @@ characters in the table; whole with -o json), the producer's attributes and our
 metadata (homing-replay: replay count, first dead-lettered, last replay, run;
 homing-invalid: reason, detail, consumer), then releases them at once.
 
-Each message's failure record says why it failed (docs/CONTRACT.md#failure-records):
-its error class (http-503, timeout, panic...), the error's message
-(control characters escaped, at most 515 bytes; cut to --width in the table),
+Each message's failure record says why it failed
+(docs/CONTRACT.md#failure-records): its error class (http-503, timeout,
+panic...), the error's message (control characters escaped, at most 515
+bytes; cut to --width in the table),
 its failed deliveries in its latest round, its replays before it (verified
 metadata only), and the times of its first and last failure. The latest
 round's record is found by the message's own id, the first round's by the
@@ -85,10 +86,10 @@ original id of its verified replay metadata. A message without one shows
 consumer, or expired after 30 days). The consumer's scope is the replay
 function's CONSUMER_NAME unless --consumer names it.
 
-Replay metadata whose seal does not verify under the lane's public seal key (in the
-ledger) is shown "unverified": a producer's copy or a forgery, it is not
-history, and the replay count and reason ignore it as the engine does. It never
-deletes. Messages are invisible for a few seconds while peek runs, and each
+Replay metadata whose seal does not verify under the lane's public seal key
+(in the ledger) is shown "unverified": a producer's copy or a forgery, it is
+not history, and the replay count and reason ignore it as the engine does. It
+never deletes. Messages are invisible for a few seconds while peek runs, and each
 peek adds one to their ApproximateReceiveCount.
 
 peek refuses a queue that has a RedrivePolicy (a source queue: every receive
