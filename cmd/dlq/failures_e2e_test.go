@@ -19,14 +19,14 @@ import (
 const taxClass = "tax-service-503"
 
 // An outage of the tax service dead-letters orders, each with the failure
-// record its last delivery wrote: inspect counts every one under the tax
+// record its last delivery wrote: inspect counts them under the tax
 // client's class, peek shows each one's class, message and failures, and
 // replay --error replays that class and no other.
 func TestE2EFailureClasses(t *testing.T) {
 	l := deployedLane(t)
-	tax := emulatortest.NewTaxAdmin(t, emulatortest.Output(t, l.stack, "TaxServiceAdminUrl"))
-	tax.SetMode("down")
-	t.Cleanup(func() { tax.SetMode("up") })
+	admin := emulatortest.NewTaxAdmin(t, emulatortest.Output(t, l.stack, "TaxServiceAdminUrl"))
+	admin.SetMode("down")
+	t.Cleanup(func() { admin.SetMode("up") })
 	ids := []string{"ORD-" + l.run + "-F1", "ORD-" + l.run + "-F2", "ORD-" + l.run + "-F3"}
 	for _, id := range ids {
 		l.send(t, l.out[outSource], l.orderBody(t, id), nil)
@@ -46,19 +46,36 @@ func TestE2EFailureClasses(t *testing.T) {
 		}
 		return len(mine) == len(ids), fmt.Sprintf("%d of %d orders dead-lettered with a failure record", len(mine), len(ids))
 	})
+	// A delivery that outlives the consumer's timeout (the tax client's
+	// retries, on a loaded machine) leaves its claim locked, and the next
+	// delivery fails on the lock: the record is of the last delivery, so
+	// such an order's class is the idempotency store's. Each order has a
+	// record of its 3 deliveries; the tax outage's are the tax class.
+	var tax []string
 	for id, m := range mine {
 		f := m.Failure
-		if f.Class != taxClass || f.Failures != 3 || f.Replays != 0 || !strings.Contains(f.Message, "503") || f.FirstAt.IsZero() || f.LastAt.Before(f.FirstAt) {
-			t.Errorf("%s: failure %+v, want %s after 3 deliveries", id, f, taxClass)
+		if f.Failures != 3 || f.Replays != 0 || f.FirstAt.IsZero() || f.LastAt.Before(f.FirstAt) {
+			t.Errorf("%s: failure %+v, want 3 deliveries", id, f)
 		}
+		switch {
+		case f.Class == taxClass && strings.Contains(f.Message, "503"):
+			tax = append(tax, id)
+		case strings.Contains(f.Message, "being processed by another invocation"):
+			t.Logf("%s: its last delivery failed on the claim of a delivery that outlived its timeout: %s: %s", id, f.Class, f.Message)
+		default:
+			t.Errorf("%s: failure %+v, want %s", id, f, taxClass)
+		}
+	}
+	if len(tax) == 0 {
+		t.Fatalf("none of the orders failed with %s: %+v", taxClass, mine)
 	}
 
 	r := l.dlq(t, "--json", "inspect", "--sample", "1000")
 	r.want(t, exitOK)
 	rep := decode[inspectReport](t, r)
 	i := slices.IndexFunc(rep.Sample.ByClass, func(c classCount) bool { return c.Class == taxClass })
-	if !rep.FailureRecords.Read || i < 0 || rep.Sample.ByClass[i].Messages < len(ids) || rep.Sample.ByClass[i].OldestFailedAt.IsZero() {
-		t.Fatalf("inspect: byClass %+v, failure records %+v; want at least %d %s", rep.Sample.ByClass, rep.FailureRecords, len(ids), taxClass)
+	if !rep.FailureRecords.Read || i < 0 || rep.Sample.ByClass[i].Messages < len(tax) || rep.Sample.ByClass[i].OldestFailedAt.IsZero() {
+		t.Fatalf("inspect: byClass %+v, failure records %+v; want at least %d %s", rep.Sample.ByClass, rep.FailureRecords, len(tax), taxClass)
 	}
 	r = l.dlq(t, "inspect", "--sample", "1000")
 	r.want(t, exitOK)
@@ -73,11 +90,11 @@ func TestE2EFailureClasses(t *testing.T) {
 	}
 
 	// replay --error: a dry run of another class replays none of them, a
-	// dry run of the tax class all three; once the service is back a run
+	// dry run of the tax class every one of it; once the service is back a run
 	// of the tax class replays them and the consumer invoices them. The
 	// run's own route name keeps the scheduled runs' gates out of it.
 	base := []string{"--json", "replay", "--route", "e2e-" + l.run}
-	for _, id := range ids {
+	for _, id := range tax {
 		base = append(base, "--order", id)
 	}
 	r = l.dlq(t, append(base, "--dry-run", "--no-health-gate", "--error", "panic")...)
@@ -89,9 +106,9 @@ func TestE2EFailureClasses(t *testing.T) {
 		r := l.dlq(t, append(base, "--dry-run", "--no-health-gate", "--error", taxClass)...)
 		r.want(t, exitOK)
 		s := decode[replay.Summary](t, r)
-		return s.Total.Replayed == len(ids), fmt.Sprintf("dry run of %s: %+v", taxClass, s.Total)
+		return s.Total.Replayed == len(tax), fmt.Sprintf("dry run of %s: %+v", taxClass, s.Total)
 	})
-	tax.SetMode("up")
+	admin.SetMode("up")
 	replayed := 0
 	emulatortest.Eventually(t, 90*time.Second, func() (bool, string) {
 		r := l.dlq(t, append(base, "--yes", "--error", taxClass)...)
@@ -103,11 +120,11 @@ func TestE2EFailureClasses(t *testing.T) {
 		left := 0
 		r = l.dlq(t, "--json", "peek", "-n", "1000")
 		for _, m := range decode[peekReport](t, r).Messages {
-			if slices.Contains(ids, m.Key) {
+			if slices.Contains(tax, m.Key) {
 				left++
 			}
 		}
-		return left == 0, fmt.Sprintf("replayed %d, %d of the orders still in the DLQ", replayed, left)
+		return left == 0, fmt.Sprintf("replayed %d, %d of the %s orders still in the DLQ", replayed, left, taxClass)
 	})
 	// The schedule may have taken one meanwhile: the class's run took
 	// the others, and every order is invoiced once.
@@ -115,11 +132,11 @@ func TestE2EFailureClasses(t *testing.T) {
 		t.Fatal("dlq replay --error replayed none of the orders")
 	}
 	emulatortest.Eventually(t, 60*time.Second, func() (bool, string) {
-		inv := tax.Invoices()
+		inv := admin.Invoices()
 		n := 0
-		for _, id := range ids {
+		for _, id := range tax {
 			n += inv[id]
 		}
-		return n == len(ids), fmt.Sprintf("invoices %v", inv)
+		return n == len(tax), fmt.Sprintf("invoices %v", inv)
 	})
 }
