@@ -24,7 +24,11 @@ type keyAudit struct {
 	Key        string           `json:"key"`        // the business key
 	HistoryKey string           `json:"historyKey"` // the ledger partition
 	History    []record.Message `json:"history"`    // one record per DLQ message of the key, first seen first
-	Completion completionRecord `json:"completion"`
+	// Failures are the failure records of the history's messages (their
+	// ids and original ids): why each round failed, first failure first.
+	Failures       []failureRecord  `json:"failures"`
+	FailureRecords failureStatus    `json:"failureRecords"`
+	Completion     completionRecord `json:"completion"`
 }
 
 // completionRecord is the consumer's completion record of a key: its
@@ -46,7 +50,7 @@ func (a *app) auditCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "A key's history in the replay ledger and its completion record, or the last replay runs",
+		Short: "A key's history in the replay ledger, its failures and its completion record, or the last replay runs",
 		Long: `audit --key KEY shows what the replay ledger holds about a business key (the
 key that the key expression of the lane's route gives a message's body): one
 record per DLQ message of the key (SEEN: dead-lettered and seen by a run;
@@ -149,8 +153,35 @@ func (a *app) auditKey(ctx context.Context, key, consumer string) (keyAudit, err
 		return cmp.Or(x.FirstSeenAt.Compare(y.FirstSeenAt), x.At.Compare(y.At), cmp.Compare(x.MessageID, y.MessageID))
 	})
 	rep.History = append([]record.Message{}, history...)
+	rep.Failures, rep.FailureRecords = historyFailures(ctx, failureSource{log: s.failures(idem, consumer)}, history)
 	rep.Completion, err = readCompletion(ctx, s.idempotency(idem), idempotency.Key(consumer, key), a.now())
 	return rep, err
+}
+
+// historyFailures reads the failure records of the messages of a key's
+// ledger history, by their ids and original ids (the ledger holds only
+// what the replay verified), first failure first.
+func historyFailures(ctx context.Context, src failureSource, history []record.Message) ([]failureRecord, failureStatus) {
+	var ids []string
+	for _, r := range history {
+		ids = append(ids, r.MessageID)
+		if r.OriginalMessageID != "" {
+			ids = append(ids, r.OriginalMessageID)
+		}
+	}
+	got, st := src.read(ctx, ids)
+	out := []failureRecord{}
+	for _, f := range got {
+		out = append(out, recordOf(f))
+	}
+	slices.SortFunc(out, func(x, y failureRecord) int {
+		return cmp.Or(x.FirstAt.Compare(y.FirstAt), x.LastAt.Compare(y.LastAt), cmp.Compare(x.MessageID, y.MessageID))
+	})
+	st.Found = len(out)
+	if st.Read && len(out) == 0 && len(history) > 0 {
+		st.Detail = "no failure records for these messages: the lane's consumer writes none (" + settings.FailureRecords.Env + "=off, or a consumer older than failure records), or they expired"
+	}
+	return out, st
 }
 
 // readCompletion reads a key's idempotency record: completed when
@@ -186,6 +217,9 @@ func writeKeyAudit(w io.Writer, rep keyAudit) error {
 			return err
 		}
 	}
+	if err := writeFailureRecords(w, rep.Failures, rep.FailureRecords); err != nil {
+		return err
+	}
 	c := rep.Completion
 	switch {
 	case c.Completed:
@@ -196,6 +230,25 @@ func writeKeyAudit(w io.Writer, rep keyAudit) error {
 		fmt.Fprintf(w, "\nNot completed: no idempotency record %s.\n", printable.String(c.Key))
 	}
 	return nil
+}
+
+// writeFailureRecords writes the failures of a key's messages, or why
+// there are none to show.
+func writeFailureRecords(w io.Writer, fs []failureRecord, st failureStatus) error {
+	if st.Detail != "" {
+		_, err := fmt.Fprintf(w, "\nFailures: %s.\n", printable.String(st.Detail))
+		return err
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nFAILED MESSAGE\tCLASS\tFAILURES\tFIRST\tLAST\tMESSAGE")
+	for _, f := range fs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", printable.String(f.MessageID), printable.String(f.Class), f.Failures,
+			f.FirstAt.Format(time.RFC3339), f.LastAt.Format(time.RFC3339), cutShown(f.Message, 120))
+	}
+	return tw.Flush()
 }
 
 // stateText explains a ledger state in the operator's words.

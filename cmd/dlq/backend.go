@@ -32,6 +32,9 @@ type backend struct {
 	completions func(table, consumer string) replay.Completions
 	// idempotency reads an idempotency table's records.
 	idempotency func(table string) *dynamo.IdempotencyStore
+	// failures reads the failure records of a consumer in an idempotency
+	// table.
+	failures func(table, consumer string) *dynamo.FailureLog
 	// groupStore returns the parks of a FIFO lane whose ledger is table.
 	groupStore func(table string) fifo.Store
 	// releaseQueue moves a parked group's records back to the source.
@@ -73,6 +76,7 @@ func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend
 			return dynamo.NewCompletions(db, table, consumer, nil)
 		},
 		idempotency:  func(table string) *dynamo.IdempotencyStore { return dynamo.NewIdempotencyStore(db, table) },
+		failures:     func(table, consumer string) *dynamo.FailureLog { return dynamo.NewFailureLog(db, table, consumer) },
 		groupStore:   func(table string) fifo.Store { return dynamo.NewGroupStore(db, table) },
 		releaseQueue: queue,
 		functionEnv: func(ctx context.Context, name string) (map[string]string, error) {

@@ -19,6 +19,9 @@ import (
 // groupsReport is the output of dlq groups.
 type groupsReport struct {
 	Groups []parkedGroup `json:"groups"`
+	// FailureRecords says whether the heads' failure records were read,
+	// and why not or why none was found.
+	FailureRecords failureStatus `json:"failureRecords"`
 }
 
 // parkedGroup is one parked message group (a fifo.Park) as dlq shows it.
@@ -34,6 +37,10 @@ type parkedGroup struct {
 	// back in the source that the consumer has not applied yet.
 	Releasing bool `json:"releasing"`
 	Pending   int  `json:"pending"`
+	// HeadFailure is the failure record of the head, by its message id in
+	// the source (the park's, which the consumer wrote in the ledger):
+	// why it failed; absent without one.
+	HeadFailure *failureRecord `json:"headFailure,omitempty"`
 }
 
 func parkedOf(p fifo.Park) parkedGroup {
@@ -88,7 +95,9 @@ until an operator releases the group (on a lane whose consumer skips, no group
 is parked).
 
 For each group: why it is parked, its head (the message id) and the queue it
-is in, when it was parked, how many of its records wait in the parking queue,
+is in, the error class of the head's failure record (the consumer's, by the
+head's message id: docs/CONTRACT.md#failure-records; -o json has its message,
+failures and times), when it was parked, how many of its records wait in the parking queue,
 and a release in progress with the records it sent back that the consumer has
 not applied yet.
 
@@ -228,9 +237,32 @@ func (a *app) groups(ctx context.Context) (groupsReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("list the parked groups in %s: %w", where, err)
 	}
+	heads := make([]string, 0, len(parks))
 	for _, p := range parks {
 		rep.Groups = append(rep.Groups, parkedOf(p))
+		heads = append(heads, p.Head)
 	}
+	if len(parks) == 0 {
+		return rep, nil
+	}
+	src := failureSource{}
+	if lc, err := s.laneConfig(ctx, "", false, s.res.optional(outDLQ)); err != nil {
+		src.why = err.Error()
+	} else {
+		src = s.failureSource(lc, "")
+	}
+	got, st := src.read(ctx, heads)
+	for i := range rep.Groups {
+		if f, ok := got[rep.Groups[i].Head]; ok {
+			r := recordOf(f)
+			rep.Groups[i].HeadFailure = &r
+			st.Found++
+		}
+	}
+	if st.Read && st.Found == 0 {
+		st.Detail = "no failure records for the heads: the lane's consumer writes none (" + settings.FailureRecords.Env + "=off, or a consumer older than failure records), or they expired"
+	}
+	rep.FailureRecords = st
 	return rep, nil
 }
 
@@ -240,17 +272,24 @@ func writeGroups(w io.Writer, rep groupsReport, now time.Time) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tREASON\tHEAD\tIN\tWAITING\tSINCE\tRELEASE")
+	fmt.Fprintln(tw, "GROUP\tREASON\tHEAD\tHEAD FAILED\tIN\tWAITING\tSINCE\tRELEASE")
 	for _, g := range rep.Groups {
 		release := ""
 		if g.Releasing {
 			release = fmt.Sprintf("in progress, %d pending", g.Pending)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s ago\t%s\n", printable.String(g.Group), printable.String(g.Reason), printable.String(g.Head),
-			printable.String(g.Queue), g.Waiting, duration(now.Sub(g.Since)), release)
+		failed := "-"
+		if f := g.HeadFailure; f != nil {
+			failed = fmt.Sprintf("%s (%d failures)", printable.String(f.Class), f.Failures)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s ago\t%s\n", printable.String(g.Group), printable.String(g.Reason), printable.String(g.Head),
+			failed, printable.String(g.Queue), g.Waiting, duration(now.Sub(g.Since)), release)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if d := rep.FailureRecords.Detail; d != "" {
+		fmt.Fprintf(w, "\nHead failures: %s.\n", printable.String(d))
 	}
 	_, err := fmt.Fprintf(w, "\n%d parked group(s): dlq groups release GROUP sends one's parked records back to the source, in sequence, and lets it go on.\n", len(rep.Groups))
 	return err

@@ -154,13 +154,23 @@ func TestGroups(t *testing.T) {
 	f := newFixture(t)
 	f.fifoLane()
 	f.threeParks()
+	// The head of g-3 failed: its failure record, by its message id.
+	headFailed := f.clock.Now().Add(-2 * time.Hour)
+	f.failure("m-30", "ledger-frozen", "account\x1b[2J is frozen", 5, headFailed, headFailed.Add(time.Hour))
 
 	r := f.run("--json", "groups")
 	r.want(t, exitOK)
 	rep := decode[groupsReport](t, r)
-	if len(rep.Groups) != 3 {
+	if len(rep.Groups) != 3 || rep.FailureRecords != (failureStatus{Read: true, Found: 1}) {
 		t.Fatalf("report = %+v", rep)
 	}
+	if h := rep.Groups[2].HeadFailure; h == nil || h.MessageID != "m-30" || h.Class != "ledger-frozen" || h.Failures != 5 || !h.FirstAt.Equal(headFailed) {
+		t.Fatalf("g-3's head failure = %+v", h)
+	}
+	if rep.Groups[0].HeadFailure != nil || rep.Groups[1].HeadFailure != nil {
+		t.Fatalf("heads without records show one: %+v", rep.Groups)
+	}
+	rep.Groups[2].HeadFailure = nil
 	hourAgo := f.clock.Now().Add(-time.Hour)
 	want := []parkedGroup{
 		{Group: "g-1", Reason: "expiring", Head: "m-10", Queue: "parking", Since: hourAgo, Waiting: 3},
@@ -176,7 +186,7 @@ func TestGroups(t *testing.T) {
 			t.Errorf("group %d = %+v, want %+v", i, g, want[i])
 		}
 	}
-	for _, field := range []string{`"groups"`, `"group"`, `"reason"`, `"head"`, `"queue"`, `"since"`, `"waiting"`, `"releasing"`, `"pending"`} {
+	for _, field := range []string{`"groups"`, `"group"`, `"reason"`, `"head"`, `"queue"`, `"since"`, `"waiting"`, `"releasing"`, `"pending"`, `"headFailure"`, `"failureRecords"`} {
 		if !strings.Contains(r.stdout, field) {
 			t.Errorf("JSON lacks %s", field)
 		}
@@ -189,10 +199,10 @@ func TestGroups(t *testing.T) {
 	r = f.run("groups")
 	r.want(t, exitOK)
 	for _, line := range []string{
-		"GROUP  REASON               HEAD  IN       WAITING  SINCE      RELEASE\n",
-		"g-1    expiring             m-10  parking  3        1h0m ago   \n",
-		"g-2    invalid: bad-amount  m-20  invalid  1        10m0s ago  \n",
-		"g-3    delivered-too-often  m-30  parking  3        1h0m ago   in progress, 1 pending\n",
+		"GROUP  REASON               HEAD  HEAD FAILED                 IN       WAITING  SINCE      RELEASE\n",
+		"g-1    expiring             m-10  -                           parking  3        1h0m ago   \n",
+		"g-2    invalid: bad-amount  m-20  -                           invalid  1        10m0s ago  \n",
+		"g-3    delivered-too-often  m-30  ledger-frozen (5 failures)  parking  3        1h0m ago   in progress, 1 pending\n",
 		"\n3 parked group(s): dlq groups release GROUP sends one's parked records back to the source, in sequence, and lets it go on.\n",
 	} {
 		if !strings.Contains(r.stdout, line) {

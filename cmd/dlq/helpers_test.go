@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/fifo/fifotest"
@@ -228,6 +229,7 @@ func (f *fixture) runRaw(args ...string) result {
 					return &replaytest.MemoryCompletions{Store: idempotency.NewMemoryStore(), Scope: consumer}
 				},
 				idempotency: func(table string) *dynamo.IdempotencyStore { return dynamo.NewIdempotencyStore(f.items, table) },
+				failures:    func(table, consumer string) *dynamo.FailureLog { return dynamo.NewFailureLog(f.items, table, consumer) },
 				groupStore: func(table string) fifo.Store {
 					f.opened = append(f.opened, table)
 					return f.store
@@ -367,10 +369,46 @@ func (q releaseQueue) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageIn
 	return &sqs.DeleteMessageOutput{}, nil
 }
 
-// fakeItems is the GetItem of an idempotency table.
+// fakeItems is the GetItem and BatchGetItem of an idempotency table;
+// batchGets records the keys of each BatchGetItem, and batchGetErr fails
+// them.
 type fakeItems struct {
-	dynamo.API // GetItem alone
-	items      map[string]map[string]dbtypes.AttributeValue
+	dynamo.API  // GetItem and BatchGetItem alone
+	items       map[string]map[string]dbtypes.AttributeValue
+	batchGets   [][]string
+	batchGetErr error
+}
+
+func (f *fakeItems) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	if f.batchGetErr != nil {
+		return nil, f.batchGetErr
+	}
+	out := &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]dbtypes.AttributeValue{}}
+	for table, ka := range in.RequestItems {
+		var keys []string
+		for _, k := range ka.Keys {
+			key := k[settings.PartitionKeyAttribute].(*dbtypes.AttributeValueMemberS).Value
+			keys = append(keys, key)
+			if item, ok := f.items[key]; ok {
+				out.Responses[table] = append(out.Responses[table], item)
+			}
+		}
+		f.batchGets = append(f.batchGets, keys)
+	}
+	return out, nil
+}
+
+// fail puts the failure record of consumer's message id, as the
+// consumer's dynamo.FailureLog writes it.
+func (f *fakeItems) fail(consumer string, r batch.Failure) {
+	key := settings.FailurePrefix + consumer + settings.KeySeparator + r.MessageID
+	n := func(v int64) dbtypes.AttributeValue { return &dbtypes.AttributeValueMemberN{Value: fmt.Sprint(v)} }
+	f.items[key] = map[string]dbtypes.AttributeValue{
+		"pk": &dbtypes.AttributeValueMemberS{Value: key}, "class": &dbtypes.AttributeValueMemberS{Value: r.Class},
+		"message": &dbtypes.AttributeValueMemberS{Value: r.Message}, "failures": n(int64(r.Failures)),
+		"firstAt": n(r.FirstAt.UnixMilli()), "lastAt": n(r.LastAt.UnixMilli()),
+		"expiresAt": n(r.LastAt.Add(settings.DefaultRecordLifetime).Unix()),
+	}
 }
 
 func (f *fakeItems) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {

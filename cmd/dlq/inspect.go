@@ -15,6 +15,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/printable"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -36,6 +37,9 @@ type inspectReport struct {
 	// RoutesError says why Routes could not be read; the queues are
 	// reported anyway.
 	RoutesError string `json:"routesError,omitempty"`
+	// FailureRecords says whether the sample's failure records were read
+	// (sample.byClass), and why not or why none was found.
+	FailureRecords failureStatus `json:"failureRecords"`
 }
 
 // routeState is a route as the latest replay run that read it left it.
@@ -65,17 +69,21 @@ type sampleStats struct {
 	ByReplayCount    map[string]int `json:"byReplayCount"`    // replay count (our verified metadata; 0 without) -> messages; unverified ones apart
 	ByReason         map[string]int `json:"byReason"`         // reason, as the replay engine decides it -> messages
 	Unverified       int            `json:"unverified"`       // messages whose replay metadata did not verify: no replay count
+	// ByClass counts the messages by the error class of their failure
+	// records, the most first; "unknown" (last) counts those without one.
+	ByClass []classCount `json:"byClass"`
 }
 
 func (a *app) inspectCommand() *cobra.Command {
 	var (
-		sample int
-		queue  string
-		force  bool
+		sample   int
+		queue    string
+		force    bool
+		consumer string
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect",
-		Short: "Depth, age of the oldest message, time to expiry, and counts by reason and replay count",
+		Short: "Depth, age of the oldest message, time to expiry, and counts by error class, reason and replay count",
 		Long: `inspect reports on the DLQ (or --queue parking|invalid): its depth (visible,
 in flight, delayed), the age of its oldest message and the time left before
 that message expires by the queue's MessageRetentionPeriod, and counts by
@@ -90,6 +98,17 @@ it (from the ledger): its gates, its breaker and the signal it reads
 route's consumer consumes its replays without writing completion records,
 with what to check.
 
+Error classes: each sampled message is counted under the error class of its
+failure record (why the consumer failed it: http-503, timeout, throttled,
+panic...; docs/CONTRACT.md#failure-records), with the oldest first failure of
+each class ("412 http-503 since 09:12, 3 panic"). A dead letter's own message
+id finds its latest round's record; the original message id of its verified
+replay metadata finds its first round's, whose first failure it keeps. Messages without a record count as "unknown", and
+inspect says why none was found (FAILURE_RECORDS=off, an older consumer, or
+expired after 30 days). The consumer's scope is the replay function's
+CONSUMER_NAME unless --consumer names it. The invalid queue has no failure
+records: its messages carry their reason.
+
 Age, expiry and counts come from a sample of at most --sample visible messages
 (the oldest SentTimestamp among them): they are approximate. The sample is
 received without deleting anything and released at once; the messages are
@@ -99,7 +118,8 @@ inspect refuses to sample a queue that has a RedrivePolicy (a source queue:
 every receive burns a delivery attempt) unless --force.`,
 		Example: `  dlq inspect
   dlq inspect --queue parking --sample 500
-  dlq inspect -o json | jq .sample.byReason`,
+  dlq inspect -o json | jq .sample.byReason
+  dlq inspect -o json | jq '.sample.byClass[] | "\(.messages) \(.class)"'`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if sample < 1 {
 				return usageError("--sample %d: want at least 1", sample)
@@ -107,17 +127,23 @@ every receive burns a delivery attempt) unless --force.`,
 			if err := checkRole("queue", queue); err != nil {
 				return err
 			}
-			rep, err := a.inspect(cmd.Context(), queue, sample, force)
+			if cmd.Flags().Changed("consumer") {
+				if err := checkConsumer(consumer); err != nil {
+					return err
+				}
+			}
+			rep, err := a.inspect(cmd.Context(), queue, sample, force, consumer)
 			return show(a, rep, err, func(w io.Writer, rep inspectReport) error { return writeInspect(w, rep, a.now()) })
 		}),
 	}
 	cmd.Flags().IntVar(&sample, "sample", 100, "sample at most this many messages")
 	cmd.Flags().StringVar(&queue, "queue", roleDLQ, "the queue to sample: dlq, parking or invalid")
 	cmd.Flags().BoolVar(&force, "force", false, "sample even a queue with a RedrivePolicy (burns delivery attempts)")
+	cmd.Flags().StringVar(&consumer, "consumer", "", "the consumer whose failure records to read (default: the replay function's "+settings.ConsumerName.Env+")")
 	return cmd
 }
 
-func (a *app) inspect(ctx context.Context, role string, limit int, force bool) (inspectReport, error) {
+func (a *app) inspect(ctx context.Context, role string, limit int, force bool, consumer string) (inspectReport, error) {
 	s, url, attrs, err := a.browsableRole(ctx, role, "sample", force)
 	if err != nil {
 		return inspectReport{}, err
@@ -141,6 +167,9 @@ func (a *app) inspect(ctx context.Context, role string, limit int, force bool) (
 	}
 	v := a.verifier(ctx, s, role, url)
 	rep.Sample = summarize(msgs, v, limit, time.Duration(rep.Queues[0].RetentionSeconds)*time.Second, a.now())
+	var views []*failureView
+	views, rep.FailureRecords = a.laneFailures(ctx, s, role, consumer, msgs, v)
+	rep.Sample.ByClass = byClass(views)
 	rep.Routes = []routeState{}
 	if table := s.res.optional(outLedger); table != "" {
 		sums, err := s.ledger(table).Runs(ctx, inspectRuns)
@@ -249,7 +278,36 @@ func writeInspect(w io.Writer, rep inspectReport, now time.Time) error {
 	if err := writeCounts(w, "REASON", slices.Sorted(maps.Keys(st.ByReason)), st.ByReason); err != nil {
 		return err
 	}
+	if err := writeClasses(w, rep, now); err != nil {
+		return err
+	}
 	return writeRoutes(w, rep)
+}
+
+// writeClasses writes the sample's counts by error class, with the oldest
+// first failure of each, and why records are missing when they are.
+func writeClasses(w io.Writer, rep inspectReport, now time.Time) error {
+	fr := rep.FailureRecords
+	if fr.Read && fr.Found > 0 {
+		fmt.Fprintf(w, "\nBy error class: %s.\n", classLine(rep.Sample.ByClass, now))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ERROR CLASS\tMESSAGES\tOLDEST FIRST FAILURE")
+		for _, c := range rep.Sample.ByClass {
+			oldest := "no failure record"
+			if !c.OldestFailedAt.IsZero() {
+				oldest = fmt.Sprintf("%s (%s ago)", c.OldestFailedAt.Format(time.RFC3339), duration(now.Sub(c.OldestFailedAt)))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", printable.String(c.Class), c.Messages, oldest)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if fr.Detail != "" {
+		_, err := fmt.Fprintf(w, "\nError classes: %s.\n", printable.String(fr.Detail))
+		return err
+	}
+	return nil
 }
 
 // writeRoutes writes the routes as the latest runs left them, and under

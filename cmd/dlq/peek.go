@@ -22,6 +22,7 @@ import (
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/envelope"
 	"github.com/homingdlq/homing/internal/printable"
+	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/invalid"
 	"github.com/homingdlq/homing/payload"
 	"github.com/homingdlq/homing/replay"
@@ -32,6 +33,9 @@ type peekReport struct {
 	Queue    string          `json:"queue"` // dlq, parking or invalid
 	URL      string          `json:"url"`
 	Messages []peekedMessage `json:"messages"`
+	// FailureRecords says whether the messages' failure records were read,
+	// and why not or why none was found.
+	FailureRecords failureStatus `json:"failureRecords"`
 }
 
 // peekedMessage is one message as peek shows it.
@@ -49,35 +53,51 @@ type peekedMessage struct {
 	Verified     bool              `json:"verified"`             // the replay function sealed Replay: only then is it history
 	Invalid      *invalid.Metadata `json:"invalid,omitempty"`    // the invalid lane's metadata (homing-invalid)
 	Problem      string            `json:"problem,omitempty"`    // metadata that could not be decoded
+	Failure      *failureView      `json:"failure,omitempty"`    // why it failed: its failure records; absent without one
 }
 
 func (a *app) peekCommand() *cobra.Command {
 	var (
-		n     int
-		width int
-		queue string
-		force bool
+		n        int
+		width    int
+		queue    string
+		force    bool
+		consumer string
 	)
 	cmd := &cobra.Command{
 		Use:   "peek",
-		Short: "Show messages with their attributes and metadata, without deleting them",
+		Short: "Show messages with why they failed, their attributes and metadata, without deleting them",
 		Long: `peek receives up to -n (--limit) messages of the DLQ (or --queue parking|invalid), shows
 each one's id, business key (by the key expression of the lane's route in the
 replay function's REPLAY_ROUTES), reason, replay count, sent time, body (cut to --width
 characters in the table; whole with -o json), the producer's attributes and our
 metadata (homing-replay: replay count, first dead-lettered, last replay, run;
-homing-invalid: reason, detail, consumer), then releases them at once. Replay
-metadata whose seal does not verify under the lane's public seal key (in the
-ledger) is shown "unverified": a producer's copy or a forgery, it is not
-history, and the replay count and reason ignore it as the engine does. It never
-deletes. Messages are invisible for a few seconds while peek runs, and each
+homing-invalid: reason, detail, consumer), then releases them at once.
+
+Each message's failure record says why it failed
+(docs/CONTRACT.md#failure-records): its error class (http-503, timeout,
+panic...), the error's message (control characters escaped, at most 515
+bytes; cut to --width in the table),
+its failed deliveries in its latest round, its replays before it (verified
+metadata only), and the times of its first and last failure. The latest
+round's record is found by the message's own id, the first round's by the
+original id of its verified replay metadata. A message without one shows
+"no failure record", and peek says why (FAILURE_RECORDS=off, an older
+consumer, or expired after 30 days). The consumer's scope is the replay
+function's CONSUMER_NAME unless --consumer names it.
+
+Replay metadata whose seal does not verify under the lane's public seal key
+(in the ledger) is shown "unverified": a producer's copy or a forgery, it is
+not history, and the replay count and reason ignore it as the engine does. It
+never deletes. Messages are invisible for a few seconds while peek runs, and each
 peek adds one to their ApproximateReceiveCount.
 
 peek refuses a queue that has a RedrivePolicy (a source queue: every receive
 burns a delivery attempt) unless --force.`,
 		Example: `  dlq peek
   dlq peek -n 20 --queue invalid --width 200
-  dlq peek --queue parking -o json | jq -r '.messages[].key'`,
+  dlq peek --queue parking -o json | jq -r '.messages[].key'
+  dlq peek -n 50 -o json | jq -r '.messages[] | [.messageId, .failure.class] | @tsv'`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			if n < 1 || width < 10 {
 				return usageError("--limit %d, --width %d: want --limit >= 1 and --width >= 10", n, width)
@@ -85,7 +105,12 @@ burns a delivery attempt) unless --force.`,
 			if err := checkRole("queue", queue); err != nil {
 				return err
 			}
-			rep, err := a.peek(cmd.Context(), queue, n, force)
+			if cmd.Flags().Changed("consumer") {
+				if err := checkConsumer(consumer); err != nil {
+					return err
+				}
+			}
+			rep, err := a.peek(cmd.Context(), queue, n, force, consumer)
 			return show(a, rep, err, func(w io.Writer, rep peekReport) error { return writePeek(w, rep, width, a.now()) })
 		}),
 	}
@@ -95,10 +120,11 @@ burns a delivery attempt) unless --force.`,
 	cmd.Flags().IntVar(&width, "width", 120, "cut bodies to this many characters in the table")
 	cmd.Flags().StringVar(&queue, "queue", roleDLQ, "the queue to peek at: dlq, parking or invalid")
 	cmd.Flags().BoolVar(&force, "force", false, "peek even at a queue with a RedrivePolicy (burns delivery attempts)")
+	cmd.Flags().StringVar(&consumer, "consumer", "", "the consumer whose failure records to read (default: the replay function's "+settings.ConsumerName.Env+")")
 	return cmd
 }
 
-func (a *app) peek(ctx context.Context, role string, n int, force bool) (peekReport, error) {
+func (a *app) peek(ctx context.Context, role string, n int, force bool, consumer string) (peekReport, error) {
 	s, url, _, err := a.browsableRole(ctx, role, "peek at", force)
 	if err != nil {
 		return peekReport{}, err
@@ -106,11 +132,20 @@ func (a *app) peek(ctx context.Context, role string, n int, force bool) (peekRep
 	key := a.laneKey(ctx, s)
 	v := a.verifier(ctx, s, role, url)
 	rep := peekReport{Queue: role, URL: url, Messages: []peekedMessage{}}
-	_, err = browse.All(ctx, s.queue, url, browse.Options{Hide: browseHide, Max: n}, func(m types.Message) bool {
+	var msgs []types.Message
+	if _, err = browse.All(ctx, s.queue, url, browse.Options{Hide: browseHide, Max: n}, func(m types.Message) bool {
+		msgs = append(msgs, m)
 		rep.Messages = append(rep.Messages, describe(m, key, v))
 		return false
-	})
-	return rep, err
+	}); err != nil {
+		return rep, err
+	}
+	var views []*failureView
+	views, rep.FailureRecords = a.laneFailures(ctx, s, role, consumer, msgs, v)
+	for i, fv := range views {
+		rep.Messages[i].Failure = fv
+	}
+	return rep, nil
 }
 
 // laneKey is the business key of the lane's route in its replay function's
@@ -199,6 +234,9 @@ func writePeek(w io.Writer, rep peekReport, width int, now time.Time) error {
 		return err
 	}
 	fmt.Fprintf(w, "%d message(s) of %s (%s), released again:\n", len(rep.Messages), rep.Queue, rep.URL)
+	if rep.FailureRecords.Detail != "" {
+		fmt.Fprintf(w, "Failure records: %s.\n", printable.String(rep.FailureRecords.Detail))
+	}
 	for _, m := range rep.Messages {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "\nmessage\t%s\n", printable.String(m.MessageID))
@@ -207,6 +245,7 @@ func writePeek(w io.Writer, rep peekReport, width int, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "reason\t%s\n", printable.String(m.Reason))
 		fmt.Fprintf(tw, "replays\t%d\n", m.ReplayCount)
+		writeFailure(tw, m, rep.FailureRecords, width, now)
 		if !m.SentAt.IsZero() {
 			fmt.Fprintf(tw, "sent\t%s (%s ago), received %d time(s)\n", m.SentAt.Format(time.RFC3339), duration(now.Sub(m.SentAt)), m.ReceiveCount)
 		}
@@ -239,11 +278,37 @@ func writePeek(w io.Writer, rep peekReport, width int, now time.Time) error {
 	return nil
 }
 
+// writeFailure writes the lines of m's failure record: its class, the
+// error's message cut to width, its failures and their times.
+func writeFailure(w io.Writer, m peekedMessage, st failureStatus, width int, now time.Time) {
+	f := m.Failure
+	switch {
+	case f == nil && st.Read:
+		fmt.Fprintln(w, "failed\tno failure record (class unknown)")
+		return
+	case f == nil:
+		return
+	}
+	fmt.Fprintf(w, "failed\t%s: %s\n", printable.String(f.Class), cutShown(f.Message, width))
+	rounds := ""
+	if f.Replays > 0 {
+		rounds = fmt.Sprintf(", after %d replay(s)", f.Replays)
+	}
+	fmt.Fprintf(w, "failures\t%d in its latest round%s; first %s (%s ago), last %s (%s ago)\n", f.Failures, rounds,
+		f.FirstAt.Format(time.RFC3339), duration(now.Sub(f.FirstAt)), f.LastAt.Format(time.RFC3339), duration(now.Sub(f.LastAt)))
+}
+
 // cut puts s on one line, its white space folded, shows it by
 // printable.String and cuts that to width characters, marking a cut with
 // "…".
 func cut(s string, width int) string {
-	s = printable.String(strings.Join(strings.Fields(s), " "))
+	return cutShown(printable.String(strings.Join(strings.Fields(s), " ")), width)
+}
+
+// cutShown cuts s, already shown by printable.String (a failure record's
+// message as dynamo.FailureLog reads it), to width characters, marking a
+// cut with "…".
+func cutShown(s string, width int) string {
 	if utf8.RuneCountInString(s) <= width {
 		return s
 	}

@@ -42,6 +42,7 @@ type replayFlags struct {
 	max                                 int
 	rate                                float64
 	reasons, keys, orders               []string
+	errorClasses                        []string // --error
 	olderThan                           time.Duration
 }
 
@@ -64,8 +65,13 @@ ReplayFunctionName output), so an on-demand run decides as the scheduled one
 does; --replay-function "" uses the engine's defaults and a route without a
 key or completion records (messages are decided by their message id).
 
-Filters (--reason, --older-than, --key) select messages; the others are
-skipped and left in place. --order is an alias of --key. --max caps the
+Filters (--reason, --older-than, --key, --error) select messages; the others
+are skipped and left in place. --order is an alias of --key. --error CLASS
+(repeatable, or a comma list) selects the messages whose failure record has
+that error class, as dlq inspect counts them ("unknown": no record): the
+engine reads the consumer's records (CONSUMER_NAME's, in the lane's
+idempotency table) by each message's own id. --dry-run --error CLASS shows
+what a replay of one class would move. --max caps the
 messages moved, --rate spaces the sends. --dry-run decides and reports but
 moves and writes nothing.
 
@@ -100,6 +106,8 @@ prints the engine's run summary.`,
 		Example: `  dlq replay --dry-run
   dlq replay --older-than 2h --max 100 --rate 10
   dlq replay --key KEY-1 --key KEY-2 --yes     # the messages of two business keys
+  dlq replay --error http-503 --dry-run       # what a replay of one error class would move
+  dlq replay --error http-503,timeout --yes
   dlq replay --reason dead-lettered -o json --yes > summary.json
   dlq replay --from parking --reset-count --reason replay-exhausted
   dlq replay --from invalid --reason REASON --to https://sqs.us-east-1.amazonaws.com/123456789012/my-lane-retry`,
@@ -126,6 +134,7 @@ prints the engine's run summary.`,
 	fl.DurationVar(&f.olderThan, "older-than", 0, "only messages first dead-lettered at least this long ago (e.g. 90m, 24h)")
 	fl.StringArrayVar(&f.keys, "key", nil, "only the messages of this business key (repeatable; the key is the lane's route's key expression of the body)")
 	fl.StringArrayVar(&f.orders, "order", nil, "alias of --key")
+	fl.StringSliceVar(&f.errorClasses, "error", nil, `only messages whose failure record has this error class (repeatable, or a comma list; "unknown": no record), as dlq inspect counts them`)
 	fl.BoolVar(&f.resetCount, "reset-count", false, "restart the replay count of the messages (only with --from parking|invalid)")
 	fl.StringVar(&f.healthURL, "health-url", "", "base URL of the downstream service whose /health gates the run (default: the function's HEALTH_URL)")
 	fl.BoolVar(&f.noHealth, "no-health-gate", false, "skip the health gate (when the downstream's /health is not reachable from here)")
@@ -191,6 +200,14 @@ func (f *replayFlags) check() error {
 	}
 	if len(f.reasons) > replay.MaxFilterValues {
 		errs = append(errs, fmt.Sprintf("--reason: %d reasons, want at most %d", len(f.reasons), replay.MaxFilterValues))
+	}
+	for _, c := range f.errorClasses {
+		if !settings.ValidFailureClass(c) {
+			errs = append(errs, fmt.Sprintf("--error %s: want an error class, 1..64 bytes of a-z, 0-9 and - (as dlq inspect shows them)", shown(c)))
+		}
+	}
+	if len(f.errorClasses) > replay.MaxFilterValues {
+		errs = append(errs, fmt.Sprintf("--error: %d classes, want at most %d", len(f.errorClasses), replay.MaxFilterValues))
 	}
 	if len(errs) > 0 {
 		return usageError("%s", strings.Join(errs, "; "))
@@ -290,7 +307,7 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	}
 	req := replay.Request{
 		Routes: cfg.Routes, DryRun: f.dryRun, Max: f.max, Rate: f.rate, ResetCount: f.resetCount,
-		Filter: replay.Filter{Reasons: f.reasons, OlderThan: f.olderThan, Keys: keysOf(f.keys, f.orders)},
+		Filter: replay.Filter{Reasons: f.reasons, OlderThan: f.olderThan, Keys: keysOf(f.keys, f.orders), ErrorClasses: f.errorClasses},
 		RunID:  runID(a.now()),
 	}
 	if err := req.Validate(); err != nil {
@@ -305,6 +322,7 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 		return err
 	}
 	opts.Completions = s.completions(cfg.IdempotencyTable, cfg.ConsumerName)
+	opts.Failures = s.failures(cfg.IdempotencyTable, cfg.ConsumerName).Classes
 	opts.Logger, opts.Now = a.logger(), a.now
 	bar := a.progress()
 	opts.OnProgress = bar.update
@@ -476,6 +494,9 @@ func filterText(f replay.Filter) string {
 	if len(f.Keys) > 0 {
 		parts = append(parts, "keys "+strings.Join(f.Keys, ","))
 	}
+	if len(f.ErrorClasses) > 0 {
+		parts = append(parts, "error class "+strings.Join(f.ErrorClasses, ","))
+	}
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -550,6 +571,11 @@ func writeSummary(w io.Writer, s replay.Summary) error {
 			}
 		}
 	}
+	for _, r := range s.Routes {
+		if len(r.BackClasses) > 0 {
+			fmt.Fprintf(w, "  %s: replays back in the DLQ by error class: %s\n", printable.String(r.Route), backText(r.BackClasses))
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROUTE\tDEPTH\tEXAMINED\tREPLAYED\tPARKED\tDELAYED\tSKIPPED\tDEFERRED\tBLOCKED\tRECOVERED\tAPPLIED\tERRORS\tSTOP")
 	for _, r := range s.Routes {
@@ -561,6 +587,16 @@ func writeSummary(w io.Writer, s replay.Summary) error {
 			r.Delayed, r.Skipped, r.Deferred, r.Blocked, r.Recovered, r.Applied, r.Errors, stop)
 	}
 	return tw.Flush()
+}
+
+// backText lists classes, the most messages first: "19 http-503, 1 panic".
+func backText(classes map[string]int) string {
+	names := slices.SortedFunc(maps.Keys(classes), func(a, b string) int { return cmp.Or(cmp.Compare(classes[b], classes[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(names))
+	for i, c := range names {
+		parts[i] = fmt.Sprintf("%d %s", classes[c], printable.String(c))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func filterPtrText(f *replay.Filter) string {

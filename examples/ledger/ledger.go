@@ -67,6 +67,19 @@ func (e *NotAppliedError) Unwrap() error { return e.Err }
 // NotApplied reports true.
 func (e *NotAppliedError) NotApplied() bool { return true }
 
+// FailureClass is the failure class homing's batch processor records for
+// the payment: "ledger-frozen" or "ledger-contended" for those causes,
+// "ledger-not-applied" otherwise.
+func (e *NotAppliedError) FailureClass() string {
+	switch {
+	case errors.Is(e.Err, ErrFrozen):
+		return "ledger-frozen"
+	case errors.Is(e.Err, ErrContended):
+		return "ledger-contended"
+	}
+	return "ledger-not-applied"
+}
+
 func notApplied(format string, args ...any) error {
 	return &NotAppliedError{Err: fmt.Errorf(format, args...)}
 }

@@ -47,7 +47,7 @@ func withDoc(s settings.String, doc string) settings.String {
 var Settings = []settings.Setting{
 	InvalidQueueURL, settings.IdempotencyTable, EntriesTable, ConsumerName, settings.Concurrency,
 	settings.ConsumerDeadlineMargin, settings.RecordLifetime, MaxPayloadBytes, settings.GroupOrder, settings.SourceQueueURL, settings.ParkingQueueURL,
-	settings.ParksTable, settings.SourceRetention, settings.MaxReceives,
+	settings.ParksTable, settings.SourceRetention, settings.MaxReceives, settings.MaxReceiveCount, settings.FailureRecords,
 }
 
 // Config is the consumer's configuration, read from the environment
@@ -75,6 +75,13 @@ type Config struct {
 	LedgerTable     string
 	SourceRetention time.Duration
 	MaxReceives     int
+	// MaxReceiveCount is the source's redrive maxReceiveCount (the
+	// construct sets it): a failure is recorded at the last delivery before
+	// the redrive, or the park; 0 records every failed delivery.
+	MaxReceiveCount int
+	// FailureRecords is FAILURE_RECORDS=on: the consumer records why each
+	// payment failed, for dlq (homing's docs/CONTRACT.md#failure-records).
+	FailureRecords bool
 }
 
 // LoadConfig reads the configuration through getenv and validates it; the
@@ -96,8 +103,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		LedgerTable:      env.String(settings.ParksTable),
 		SourceRetention:  env.Duration(settings.SourceRetention),
 		MaxReceives:      env.Int(settings.MaxReceives),
+		MaxReceiveCount:  env.Int(settings.MaxReceiveCount),
 	}
-	if err := errors.Join(env.Err(), c.Validate()); err != nil {
+	failures := env.String(settings.FailureRecords)
+	c.FailureRecords = failures == "on"
+	var onOff error
+	if failures != "on" && failures != "off" {
+		onOff = fmt.Errorf("%s=%q: want on or off", settings.FailureRecords.Env, failures)
+	}
+	if err := errors.Join(env.Err(), c.Validate(), onOff); err != nil {
 		return Config{}, fmt.Errorf("posting configuration: %w", err)
 	}
 	return c, nil
@@ -114,6 +128,7 @@ func (c Config) Validate() error {
 		settings.ConsumerDeadlineMargin.Check(c.DeadlineMargin),
 		settings.RecordLifetime.Check(c.RecordLifetime),
 		MaxPayloadBytes.Check(c.MaxPayloadBytes),
+		settings.MaxReceiveCount.Check(c.MaxReceiveCount),
 		c.checkGroups(),
 	)
 }
@@ -144,10 +159,13 @@ type Deps struct {
 	// Queue sets a failed head's visibility and parks records, Parks keeps
 	// the accounts' parks (with GroupOrder "hold"): both when
 	// cfg.GroupOrder is set.
-	Queue  fifo.Queue
-	Parks  fifo.Store
-	Logger *slog.Logger     // default slog.Default()
-	Now    func() time.Time // default time.Now
+	Queue fifo.Queue
+	Parks fifo.Store
+	// Failures records why payments failed (with cfg.FailureRecords: the
+	// lane's dynamo.FailureLog); nil records none.
+	Failures batch.FailureLog
+	Logger   *slog.Logger     // default slog.Default()
+	Now      func() time.Time // default time.Now
 }
 
 // NewProcessor returns the consumer: batch's processor over a [Handler],
@@ -173,7 +191,8 @@ func NewProcessor(cfg Config, d Deps) *batch.Processor {
 	}
 	h := &Handler{Receiver: receiver, Ledger: d.Ledger, MaxBytes: cfg.MaxPayloadBytes}
 	opts := batch.Options{Concurrency: cfg.Concurrency, DeadlineMargin: cfg.DeadlineMargin, Logger: d.Logger, Now: d.Now,
-		OnOutcome: emf.CountOutcome[batch.Outcome]} // the lane's metrics, when Process runs under emf.Wrap
+		OnOutcome: emf.CountOutcome[batch.Outcome], // the lane's metrics, when Process runs under emf.Wrap
+		Failures:  d.Failures, MaxReceiveCount: cfg.MaxReceiveCount}
 	if cfg.GroupOrder != "" {
 		opts.Groups = &fifo.Keeper{Store: d.Parks, Queue: d.Queue, SourceURL: cfg.SourceQueueURL, ParkingURL: cfg.ParkingQueueURL,
 			OnError: fifo.OnError(cfg.GroupOrder), Retention: cfg.SourceRetention, MaxReceives: cfg.MaxReceives}

@@ -3,12 +3,15 @@ package posting_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/idempotency"
 
 	"github.com/homingdlq/homing/examples/ledger"
@@ -161,5 +164,54 @@ func TestLoadConfigGroups(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("LoadConfig error %v: want %q among the problems", err, want)
 		}
+	}
+}
+
+// noInvalid is an invalid queue that no test here sends to.
+type noInvalid struct{}
+
+func (noInvalid) SendMessage(context.Context, *sqs.SendMessageInput, ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	return nil, errors.New("no invalid message expected")
+}
+
+// failureLog is a batch.FailureLog in memory.
+type failureLog struct{ got []batch.Failure }
+
+func (l *failureLog) RecordFailures(_ context.Context, fs []batch.Failure) error {
+	l.got = append(l.got, fs...)
+	return nil
+}
+
+// With FAILURE_RECORDS on (the default) and the source's
+// MAX_RECEIVE_COUNT, the processor records why a payment failed at its
+// last delivery before the redrive, in the ledger's words: a frozen
+// account is ledger-frozen.
+func TestFailureRecords(t *testing.T) {
+	env := map[string]string{"INVALID_QUEUE_URL": "q", "IDEMPOTENCY_TABLE": "i", "ENTRIES_TABLE": "e", "MAX_RECEIVE_COUNT": "3"}
+	cfg, err := posting.LoadConfig(func(k string) string { return env[k] })
+	if err != nil || !cfg.FailureRecords || cfg.MaxReceiveCount != 3 {
+		t.Fatalf("LoadConfig = %+v, %v; want failure records on, at delivery 3", cfg, err)
+	}
+	env["FAILURE_RECORDS"] = "maybe"
+	if _, err := posting.LoadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), `FAILURE_RECORDS="maybe": want on or off`) {
+		t.Fatalf("LoadConfig with FAILURE_RECORDS=maybe: %v", err)
+	}
+	book := &ledger.Memory{}
+	_ = book.Freeze(context.Background(), "A", true)
+	log := &failureLog{}
+	p := posting.NewProcessor(cfg, posting.Deps{Sender: noInvalid{}, Store: idempotency.NewMemoryStore(), Ledger: book, Failures: log})
+	for delivery := 1; delivery <= 3; delivery++ {
+		msg := record(body("P1", "A", "1.00"), "A")
+		msg.Attributes["ApproximateReceiveCount"] = strconv.Itoa(delivery)
+		resp, err := p.Process(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg}})
+		if err != nil || len(resp.BatchItemFailures) != 1 {
+			t.Fatalf("delivery %d: %+v, %v; want the payment failed", delivery, resp, err)
+		}
+		if want := delivery / 3; len(log.got) != want {
+			t.Fatalf("delivery %d: %d failure records, want %d", delivery, len(log.got), want)
+		}
+	}
+	if f := log.got[0]; f.MessageID != "m-A" || f.Class != "ledger-frozen" || f.Failures != 3 || !strings.Contains(f.Message, "frozen") {
+		t.Fatalf("failure record %+v", f)
 	}
 }

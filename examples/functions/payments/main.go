@@ -67,14 +67,18 @@ func run(ctx context.Context) error {
 		_ fifo.Queue      = queue
 	)
 	logger := lambdacontext.NewLogger(lambdacontext.WithFunctionARN())
-	p := posting.NewProcessor(cfg, posting.Deps{
+	deps := posting.Deps{
 		Sender: queue,
 		Store:  dynamo.NewIdempotencyStore(db, cfg.IdempotencyTable),
 		Ledger: ledger.NewTable(db, cfg.EntriesTable),
 		Queue:  queue,
 		Parks:  parks(db, cfg),
 		Logger: logger,
-	})
+	}
+	if cfg.FailureRecords { // why each payment failed, for dlq
+		deps.Failures = dynamo.NewFailureLog(db, cfg.IdempotencyTable, cfg.ConsumerName)
+	}
+	p := posting.NewProcessor(cfg, deps)
 	lambda.StartWithOptions(newHandler(p, metrics, os.Stdout, logger), lambda.WithContext(ctx))
 	return nil
 }

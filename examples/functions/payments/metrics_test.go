@@ -30,7 +30,7 @@ type metricLine struct {
 			Dimensions [][]string
 		}
 	} `json:"_aws"`
-	Lane, Reason                                                string
+	Lane, Reason, ErrorClass                                    string
 	RecordsProcessed, RecordsFailed, RecordsInvalid             int
 	DuplicatesAbsorbed, CompletionsUnrecorded, InDoubtTakeovers int
 }
@@ -97,6 +97,7 @@ func TestHandlerWritesTheLanesMetrics(t *testing.T) {
 		invalidSent := len(queue.sent) - sentBefore
 		var lane *metricLine
 		byReason := map[string]int{}
+		byClass := map[string]int{}
 		for _, raw := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 			var l metricLine
 			if err := json.Unmarshal([]byte(raw), &l); err != nil {
@@ -107,6 +108,10 @@ func TestHandlerWritesTheLanesMetrics(t *testing.T) {
 			}
 			if l.Reason != "" {
 				byReason[l.Reason] += l.RecordsInvalid
+				continue
+			}
+			if l.ErrorClass != "" {
+				byClass[l.ErrorClass] += l.RecordsFailed
 				continue
 			}
 			if lane != nil {
@@ -130,6 +135,13 @@ func TestHandlerWritesTheLanesMetrics(t *testing.T) {
 			if byReason[r] != n {
 				t.Errorf("delivery %d: reason lines %v, want %v", delivery, byReason, reasons)
 			}
+		}
+		failed := 0
+		for _, n := range byClass {
+			failed += n
+		}
+		if failed != lane.RecordsFailed || byClass["ledger-frozen"] == 0 {
+			t.Errorf("delivery %d: failed records by class %v, want %d in all, the frozen account's as ledger-frozen", delivery, byClass, lane.RecordsFailed)
 		}
 		acknowledgedValid := lane.RecordsProcessed - lane.RecordsFailed - lane.RecordsInvalid
 		if delivery == 1 && (acknowledgedValid == 0 || lane.DuplicatesAbsorbed != acknowledgedValid) {

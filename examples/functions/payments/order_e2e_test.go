@@ -181,8 +181,8 @@ func (s *stack) parked(t *testing.T, group string) int {
 // until its MAX_RECEIVES-th delivery parks the account: the head goes to
 // the parking queue (delivered-too-often) and the account's later
 // payments, the one waiting and one sent after the park, follow it there
-// in order. `dlq groups` lists the account with its reason and the three
-// records waiting; once the account is thawed, `dlq groups release` sends
+// in order. `dlq groups` lists the account with its reason, its head's
+// failure class (ledger-frozen) and the three records waiting; once the account is thawed, `dlq groups release` sends
 // them back, and the consumer posts the three in order, exactly once, and
 // ends the park.
 func TestAPoisonHeadIsParkedAndReleased(t *testing.T) {
@@ -224,8 +224,17 @@ func TestAPoisonHeadIsParkedAndReleased(t *testing.T) {
 	if got := s.parked(t, acct); got == 0 {
 		t.Fatal("the parking queue holds none of the account's payments")
 	}
-	if list := dlq(t, "groups"); !strings.Contains(list, acct) || !strings.Contains(list, fifo.ReasonDeliveredTooOften) {
-		t.Fatalf("dlq groups lists:\n%s\nwant %s, parked %s", list, acct, fifo.ReasonDeliveredTooOften)
+	// The head's failure record (FAILURE_RECORDS, on by default), written
+	// at its last delivery before the park: the ledger's class.
+	list := dlq(t, "groups")
+	line := ""
+	for _, l := range strings.Split(list, "\n") {
+		if strings.HasPrefix(l, acct+" ") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, fifo.ReasonDeliveredTooOften) || !strings.Contains(line, "ledger-frozen (") {
+		t.Fatalf("dlq groups lists:\n%s\nwant %s, parked %s, its head failed ledger-frozen", list, acct, fifo.ReasonDeliveredTooOften)
 	}
 	if dls := s.deadLettersOf(t, acct); len(dls) != 0 {
 		t.Fatalf("%d dead letters of the account: the redrive is a backstop the consumer stays ahead of", len(dls))
