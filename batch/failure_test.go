@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/homingdlq/homing/batch"
+	"github.com/homingdlq/homing/idempotency"
 )
 
 // memoryFailures is a FailureLog in memory: one record per message id,
@@ -93,6 +94,7 @@ func TestFailureClass(t *testing.T) {
 		{"a panic", func(context.Context, events.SQSMessage) error { panic("boom") }, "panic"},
 		{"a class too long", failing(classedError{long}), strings.Repeat("ab-", 21) + "a"},
 		{"a class of nothing", failing(classedError{"###"}), "other"},
+		{"a locked key", failing(fmt.Errorf("invoice ORD-1: %w", idempotency.ErrInProgress)), "in-progress"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

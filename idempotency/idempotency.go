@@ -29,6 +29,13 @@ const (
 // a replay 14 days later is still recognised.
 const defaultLifetime = settings.DefaultRecordLifetime
 
+// inProgress is ErrInProgress: a failure class of its own, so that a
+// delivery that found the key locked is not recorded under Go's type name.
+type inProgress struct{}
+
+func (inProgress) Error() string        { return "idempotency: key is being processed by another invocation" }
+func (inProgress) FailureClass() string { return "in-progress" }
+
 // defaultLockTimeout bounds a lock when ctx has no deadline.
 const defaultLockTimeout = 15 * time.Minute
 
@@ -37,8 +44,9 @@ var (
 	// ErrInProgress: another live invocation holds the key, or an expired
 	// one of another payload does whose effect could not be resolved, or
 	// this call keeps its claim because its own effect is in doubt and the
-	// resolver could not tell (see [Receiver.DoResolving]). Transient.
-	ErrInProgress = errors.New("idempotency: key is being processed by another invocation")
+	// resolver could not tell (see [Receiver.DoResolving]). Transient; its
+	// failure record's class (package batch) is "in-progress".
+	ErrInProgress error = inProgress{}
 	// ErrConflict: the key completed (or was found applied) before with a
 	// different payload: a different payload hash of the same version.
 	ErrConflict = errors.New("idempotency: key completed before with a different payload")
