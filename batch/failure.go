@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/homingdlq/homing/internal/clip"
-	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/internal/settings"
 )
 
@@ -46,6 +45,7 @@ const (
 	classBlocked  = "blocked"  // FIFO: behind a failed record of its group
 	classTimeout  = "timeout"
 	classCanceled = "canceled"
+	classUnknown  = "unknown" // reserved: no record
 )
 
 // failureSet collects the failures of one Process call.
@@ -115,7 +115,11 @@ func (p *Processor) writeFailures(ctx context.Context, records []events.SQSMessa
 	}
 	due := make([]Failure, 0, len(set.byID))
 	for _, r := range records {
-		if f, ok := set.byID[r.MessageId]; ok && f.Failures >= p.writeAt(r) {
+		f, ok := set.byID[r.MessageId]
+		if ok && f.Class == classBlocked && p.opts.Groups != nil {
+			continue // held behind its group's head, whose record says why; never dead-lettered alone
+		}
+		if ok && f.Failures >= p.writeAt(r) {
 			due = append(due, f)
 			delete(set.byID, r.MessageId) // a message id twice in a batch: one write
 		}
@@ -169,7 +173,10 @@ func errorClass(err error) string {
 	case err == nil:
 		return "none"
 	case errors.As(err, &c):
-		return sanitize(c.FailureClass())
+		if class := sanitize(c.FailureClass()); class != classUnknown {
+			return class
+		}
+		return "x-" + classUnknown // "unknown" is a message without a record, to dlq and the replay
 	case errors.Is(err, context.DeadlineExceeded):
 		return classTimeout
 	case errors.Is(err, context.Canceled):
@@ -216,8 +223,7 @@ func sanitize(s string) string {
 	return b.String()
 }
 
-// clipMessage bounds an error's text: at most 512 bytes cut on a rune
-// boundary, control and format characters escaped, then cut again.
-func clipMessage(s string) string {
-	return clip.String(printable.String(clip.String(s, maxMessageBytes)), maxMessageBytes)
-}
+// clipMessage bounds an error's text: at most 512 bytes of valid UTF-8, cut
+// on a rune boundary. It is stored as the error said it: a reader escapes
+// it for display (escaped here too, it would be escaped twice).
+func clipMessage(s string) string { return clip.String(s, maxMessageBytes) }

@@ -79,6 +79,7 @@ type laneSetup struct {
 	lane        batchtest.LaneOptions
 	concurrency int
 	keeper      func(k *fifo.Keeper)
+	failures    batch.FailureLog
 }
 
 func newFIFOLane(t *testing.T, s laneSetup) *fifoLane {
@@ -96,7 +97,7 @@ func newFIFOLane(t *testing.T, s laneSetup) *fifoLane {
 		s.keeper(l.keeper)
 	}
 	l.p = batch.New(l.handle, l.lane.Invalid("orders"), batch.Options{Groups: l.keeper, Concurrency: s.concurrency,
-		Logger: slog.New(slog.DiscardHandler), Now: l.lane.Clock.Now})
+		Logger: slog.New(slog.DiscardHandler), Now: l.lane.Clock.Now, Failures: s.failures})
 	return l
 }
 
@@ -1155,4 +1156,25 @@ func TestARoundStoppedKeepsTheParkingQueuesOrder(t *testing.T) {
 		l.wantApplied("a", 3, 4)
 		l.settled(false, "a/1", "a/2")
 	})
+}
+
+// A head that fails until it parks its group has one failure record, of
+// its own class, written at its last delivery; the records held behind it
+// have none (they are parked with the group, never dead-lettered alone).
+func TestAParkedHeadsFailureIsRecordedOnce(t *testing.T) {
+	log := &memoryFailures{}
+	l := newFIFOLane(t, laneSetup{keeper: func(k *fifo.Keeper) { k.MaxReceives = 3 }, failures: log})
+	l.publish("a", 1, 2, 3)
+	l.fail("a/1", 100)
+	l.drain()
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.byID) != 1 || log.writes != 1 {
+		t.Fatalf("%d records in %d writes: %+v; want the head's alone, once", len(log.byID), log.writes, log.byID)
+	}
+	for _, f := range log.byID {
+		if f.Class == "blocked" || f.Failures != 2 {
+			t.Fatalf("record %+v: want the head's own class at its last delivery (2 of MaxReceives 3)", f)
+		}
+	}
 }

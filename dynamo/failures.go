@@ -15,7 +15,6 @@ import (
 
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/internal/clip"
-	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/internal/wait"
 )
@@ -99,8 +98,9 @@ func (l *FailureLog) write(ctx context.Context, f batch.Failure) error {
 
 // Failures reads the live failure records of messageIDs with consistent
 // BatchGetItems of up to 100 ids, retrying unprocessed ids a few times;
-// an id without one is absent from the map. Class and Message are bounded
-// again as the consumer bounds them: another runtime may have written them.
+// an id without one is absent from the map. Another runtime may have
+// written them: a class out of the grammar reads as "other", Message is cut
+// to 512 bytes and, as read from a message, shown escaped by its reader.
 func (l *FailureLog) Failures(ctx context.Context, messageIDs []string) (map[string]batch.Failure, error) {
 	ids := slices.Compact(slices.Sorted(slices.Values(messageIDs)))
 	out := make(map[string]batch.Failure, len(ids))
@@ -133,7 +133,7 @@ func failureOf(item map[string]types.AttributeValue, id string) batch.Failure {
 	return batch.Failure{
 		MessageID: id,
 		Class:     class,
-		Message:   clip.String(printable.String(clip.String(str(item, "message"), 512)), 512),
+		Message:   clip.String(str(item, "message"), 512), // shown escaped by its reader: escaped here, it would be twice
 		Failures:  int(num(item, "failures")),
 		FirstAt:   time.UnixMilli(num(item, "firstAt")).UTC(),
 		LastAt:    time.UnixMilli(num(item, "lastAt")).UTC(),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +19,12 @@ type failureRecords struct {
 	byID  map[string]string
 	class string
 	reads int
+	asked []string // every id read
 }
 
 func (f *failureRecords) classes(_ context.Context, ids []string) (map[string]string, error) {
 	f.reads++
+	f.asked = append(f.asked, ids...)
 	out := map[string]string{}
 	for _, id := range ids {
 		if c := cmp.Or(f.byID[id], f.class); c != "" {
@@ -123,5 +126,48 @@ func TestBackClassesAreBounded(t *testing.T) {
 	m = replay.Tally(m, "class-3")
 	if len(m) != 11 || m["other"] != 9990 || m["class-3"] != 2 {
 		t.Fatalf("%d classes, other %d, class-3 %d: want 10 named and 9,990 other", len(m), m["other"], m["class-3"])
+	}
+}
+
+// The class of a message whose own id has no record is its verified
+// original id's (a parked message's first round): the rule dlq counts by.
+// A forged original id is never read, nor is a forged attribute a reason to
+// read.
+func TestTheClassOfAReplayIsItsOriginalsWhenItHasNone(t *testing.T) {
+	h := newHarness(t, false, nil)
+	back := h.copyOfOneSend("ORD-O-1")
+	backID := h.deadLetter(h.route, back)
+	forged := h.copyOfOneSend("ORD-O-2")
+	forged.forged = true
+	forged.meta.OriginalMessageID = "orig-ORD-O-1"
+	h.deadLetter(h.route, forged)
+	recs := &failureRecords{byID: map[string]string{"orig-ORD-O-1": "tax-service-503"}}
+	h.clock.Advance(due)
+	s := h.run(h.engine(func(o *replay.Options) { o.Failures = recs.classes }), replay.Request{DryRun: true})
+	if got := s.Routes[0].BackClasses; len(got) != 1 || got["tax-service-503"] != 1 || !slices.Equal(recs.asked, []string{backID, "orig-ORD-O-1"}) {
+		t.Fatalf("back classes %v, read %q: want the verified replay's original's class alone, read for it alone", got, recs.asked)
+	}
+	recs.reads = 0
+	s = h.run(h.engine(func(o *replay.Options) { o.Failures = recs.classes }), replay.Request{DryRun: true,
+		Filter: replay.Filter{ErrorClasses: []string{"tax-service-503"}}})
+	if s.Total.Replayed != 1 || s.Total.Skipped != 1 {
+		t.Fatalf("filtered %+v: want the verified replay replayed, the forged one skipped", countsOf(s.Total))
+	}
+}
+
+// A run filtered by class whose records cannot be read stops with the
+// error: it selects nothing it cannot tell, and says so.
+func TestAFilterByClassThatCannotReadStops(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.orders("F", 3)
+	h.clock.Advance(due)
+	broken := func(context.Context, []string) (map[string]string, error) { return nil, errors.New("throttled") }
+	s, err := h.tryRun(context.Background(), h.engine(func(o *replay.Options) { o.Failures = broken }),
+		replay.Request{Filter: replay.Filter{ErrorClasses: []string{"panic"}}})
+	if err == nil || s.Routes[0].StopReason != replay.StopError || !strings.Contains(s.Routes[0].Error, "throttled") || s.Total.Replayed+s.Total.Skipped != 0 {
+		t.Fatalf("err %v, route %+v: want the route stopped on the read's error, nothing skipped or sent", err, s.Routes[0])
+	}
+	if v, f := h.depth(h.route.DLQURL); v+f != 3 {
+		t.Fatalf("%d in the DLQ, want 3", v+f)
 	}
 }

@@ -228,20 +228,31 @@ func (w *worker) noteBatchTime(started time.Time) {
 // nothing is left to examine.
 func (w *worker) prepare(ctx context.Context, msgs []types.Message, receivedAt time.Time) *batch {
 	r, p := w.r, w.p
-	classes := w.classes(ctx, msgs)
 	now := r.now()
+	read := make([]message, len(msgs))
+	for i, m := range msgs {
+		read[i] = readMessage(m, now, p.trust, p.lane.key)
+	}
+	if err := w.classify(ctx, read); err != nil {
+		// A run filtered by class cannot tell which messages it selects:
+		// it stops with the error and leaves the batch to a later run.
+		r.end(p, StopError, err)
+		r.mu.Lock()
+		early := w.deferMessages(ctx, msgs, receivedAt)
+		r.mu.Unlock()
+		r.changeVisibility(ctx, p, early, slog.LevelDebug)
+		return nil
+	}
 	items := make([]*item, 0, len(msgs))
 	var again []types.Message
 	r.mu.Lock()
 	p.budget -= len(msgs)
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if r.seen.add(aws.ToString(m.MessageId)) {
 			again = append(again, m)
 			continue
 		}
-		it := &item{msg: readMessage(m, now, p.trust, p.lane.key)}
-		it.msg.class = classes[it.msg.id]
-		items = append(items, it)
+		items = append(items, &item{msg: read[i]})
 	}
 	early := w.deferMessages(ctx, again, receivedAt)
 	var b *batch
@@ -270,12 +281,15 @@ func (w *worker) prepare(ctx context.Context, msgs []types.Message, receivedAt t
 // failure of.
 const classUnknown = "unknown"
 
-// classes reads the failure classes of msgs by message id, when the run
-// needs them: every message's for a filter by class, else those that carry
-// the metadata attribute (replays that came back). One read per batch,
-// outside the run's lock; when it fails the messages have no class (a
-// filter by class skips them) and the run logs a warning.
-func (w *worker) classes(ctx context.Context, msgs []types.Message) map[string]string {
+// classify sets the failure class of each message, when the run needs
+// them: every message's for a filter by class, else those of the engine's
+// replays that came back. The class is the record's of the message's own id
+// (its latest round: the DLQ keeps the id), else of the original id its
+// verified metadata names (its first round: a parked message's), else
+// classUnknown; dlq reads them by the same rule. One read per batch. A read
+// that fails is an error for a filter by class, else a warning: the
+// messages have no class.
+func (w *worker) classify(ctx context.Context, msgs []message) error {
 	r := w.r
 	if r.e.opts.Failures == nil {
 		return nil
@@ -283,24 +297,36 @@ func (w *worker) classes(ctx context.Context, msgs []types.Message) map[string]s
 	all := len(r.req.Filter.ErrorClasses) > 0
 	var ids []string
 	for _, m := range msgs {
-		if _, back := m.MessageAttributes[attributeName]; all || back {
-			ids = append(ids, aws.ToString(m.MessageId))
+		if all || m.hasMeta && m.meta.Reason == "" {
+			ids = append(ids, m.id)
+			if m.hasMeta && m.meta.OriginalMessageID != m.id {
+				ids = append(ids, m.meta.OriginalMessageID)
+			}
 		}
 	}
 	if len(ids) == 0 {
 		return nil
 	}
 	got, err := r.e.opts.Failures(ctx, ids)
-	if err != nil {
+	switch {
+	case err != nil && all:
+		return fmt.Errorf("read the failure records of a run filtered by error class: %w", err)
+	case err != nil:
 		r.e.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "replay failure records", slog.String("runId", r.id), slog.String("error", err.Error()))
 		return nil
 	}
-	out := make(map[string]string, len(ids))
-	for _, id := range ids {
-		out[id] = classUnknown
-		if c := got[id]; settings.ValidFailureClass(c) {
-			out[id] = c
+	for i := range msgs {
+		m := &msgs[i]
+		if !all && !(m.hasMeta && m.meta.Reason == "") {
+			continue
+		}
+		m.class = classUnknown
+		for _, id := range []string{m.id, m.meta.OriginalMessageID} {
+			if c := got[id]; id != "" && settings.ValidFailureClass(c) {
+				m.class = c
+				break
+			}
 		}
 	}
-	return out
+	return nil
 }

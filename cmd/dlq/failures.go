@@ -81,8 +81,9 @@ func (s *session) failureSource(lc laneConfig, consumer string) failureSource {
 	return failureSource{log: s.failures(table, consumer)}
 }
 
-// read reads the records of ids; a failure to read is reported in the
-// status, never returned: the records only explain.
+// read reads the records of ids, their messages escaped (as written, they
+// are the errors' own text); a failure to read is reported in the status,
+// never returned: the records only explain.
 func (src failureSource) read(ctx context.Context, ids []string) (map[string]batch.Failure, failureStatus) {
 	if src.log == nil {
 		return map[string]batch.Failure{}, failureStatus{Detail: "failure records not read: " + src.why}
@@ -93,6 +94,10 @@ func (src failureSource) read(ctx context.Context, ids []string) (map[string]bat
 	got, err := src.log.Failures(ctx, ids)
 	if err != nil {
 		return map[string]batch.Failure{}, failureStatus{Detail: fmt.Sprintf("failure records not read: %v", err)}
+	}
+	for id, f := range got {
+		f.Message = printable.String(f.Message)
+		got[id] = f
 	}
 	return got, failureStatus{Read: true}
 }

@@ -48,9 +48,11 @@ func (r *queuesResolved) adoptSourceRedrive(p *QueuesProps, q awssqs.Queue, cfn 
 			*own.Queue.Node().Path(), *p.DeadLetterQueue.Node().Path()))
 		return
 	}
-	if own != nil && p.MaxReceiveCount == nil && !*awscdk.Token_IsUnresolved(own.MaxReceiveCount) {
+	if own != nil && p.MaxReceiveCount == nil {
 		// The team's own count stays unless the props say otherwise.
-		r.maxReceiveCount = *own.MaxReceiveCount
+		if r.receivesUnknown = *awscdk.Token_IsUnresolved(own.MaxReceiveCount); !r.receivesUnknown {
+			r.maxReceiveCount = *own.MaxReceiveCount
+		}
 	}
 	if p.DeadLetterQueue != nil {
 		r.adoptDeadLetter(p)

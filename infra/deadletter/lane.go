@@ -515,11 +515,15 @@ func (l *lane) ConsumerEnvironment() map[string]*string {
 		settings.InvalidQueueURL.Env:  l.invalid.QueueUrl(),
 		settings.IdempotencyTable.Env: l.idempotency.TableName(),
 		settings.ConsumerName.Env:     jsii.String(l.props.consumer.name),
-		settings.MaxReceiveCount.Env:  jsii.String(strconv.Itoa(int(l.props.queues.maxReceiveCount))),
 		settings.FailureRecords.Env:   jsii.String("off"),
 	}
 	if l.props.consumer.failureRecords {
 		env[settings.FailureRecords.Env] = jsii.String("on")
+	}
+	if !l.props.queues.receivesUnknown {
+		// Unknown (an adopted queue's token): the consumer writes a record
+		// at every failed delivery rather than at a count it is not.
+		env[settings.MaxReceiveCount.Env] = jsii.String(strconv.Itoa(int(l.props.queues.maxReceiveCount)))
 	}
 	maps.Copy(env, l.props.consumer.contractEnvironment())
 	maps.Copy(env, l.groupEnvironment())

@@ -215,7 +215,10 @@ type queuesResolved struct {
 	sourceRetention     float64
 	deadLetterRetention float64
 	maxReceiveCount     float64
-	visibility          float64
+	// receivesUnknown: an adopted source redrives after a count that is a
+	// token, so maxReceiveCount is not the redrive's.
+	receivesUnknown bool
+	visibility      float64
 	// sourceMaxBytes is an adopted SourceQueue's MaximumMessageSize, NaN
 	// when it is a token, nil when the queue leaves it unset (SQS's default,
 	// maxMessageBytes) and the lane sets it to SourceMaxMessageBytes.
