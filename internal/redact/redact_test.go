@@ -60,6 +60,9 @@ func FuzzURL(f *testing.F) {
 			// escapes URL.String writes; or it is outside the user info.
 			return // the password is also outside the user information
 		}
+		if other := redact.URL("https://user:" + strings.Repeat("~", len(password)) + "@" + prefix); strings.Contains(other, password) {
+			return // the rest of the URL spells it (an escape beside the text: "# 0000X" shows as "#%200000X")
+		}
 		if strings.Contains(redact.URL(raw), password) {
 			t.Fatalf("URL(%q) keeps the password", raw)
 		}
