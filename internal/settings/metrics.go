@@ -20,6 +20,9 @@ const (
 	// DimensionErrorClass is the failure class of [MetricRecordsFailed]'s
 	// lines by class: an invocation's top classes, the rest "other".
 	DimensionErrorClass = "ErrorClass"
+	// DimensionQueue is the queue role ("parking", "invalid") of the
+	// archive's metrics.
+	DimensionQueue = "Queue"
 )
 
 // The consumer's metrics, per invocation, all of unit Count, with the
@@ -76,4 +79,15 @@ const (
 	// MetricSecondsToExpiry is how long that dead letter has left before
 	// the DLQ's retention drops it; absent when unknown.
 	MetricSecondsToExpiry = "SecondsToExpiry"
+)
+
+// The archive's metrics, one line per queue and run, with the dimensions
+// Lane and Queue, of unit Count.
+const (
+	// MetricArchived: messages written to the archive and deleted from
+	// their queue.
+	MetricArchived = "Archived"
+	// MetricArchiveFailed: messages whose write or delete failed, and
+	// receives that failed; each message is left in its queue.
+	MetricArchiveFailed = "ArchiveFailed"
 )
