@@ -43,8 +43,8 @@ type Object struct {
 	System map[string]string `json:"system,omitempty"`
 	// Reason is why the message is where it was: the park reason or the
 	// invalid verdict's reason.
-	Reason  string           `json:"reason,omitempty"`
-	Replay  *replay.Metadata `json:"replay,omitempty"`  // our replay metadata, when it carries some
+	Reason  string            `json:"reason,omitempty"`
+	Replay  *replay.Metadata  `json:"replay,omitempty"`  // our replay metadata, when it carries some
 	Invalid *invalid.Metadata `json:"invalid,omitempty"` // the invalid verdict, when it carries one
 	// Failure is the consumer's failure record of the original message,
 	// when one was found.
