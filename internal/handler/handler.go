@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/homingdlq/homing/internal/archive"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -30,6 +31,12 @@ type Deps struct {
 	Metrics io.Writer
 	Now     func() time.Time                           // default time.Now
 	Sleep   func(context.Context, time.Duration) error // default a timer
+	// Archive is the client of the lane's archive bucket; nil, or no
+	// ARCHIVE_BUCKET: no archive.
+	Archive archive.S3
+	// Failures adds the consumer's failure records to archived objects;
+	// nil: none.
+	Failures archive.Failures
 }
 
 // Handler turns an invocation into a replay run. It is safe for the
@@ -37,6 +44,8 @@ type Deps struct {
 type Handler struct {
 	engine *replay.Engine
 	cfg    Config
+	// archive, when set, archives queues before each run (see archive.go).
+	archive *archiver
 }
 
 // New returns the handler of cfg over d.
@@ -48,7 +57,7 @@ func New(cfg Config, d Deps) *Handler {
 	opts.Now = d.Now
 	opts.Sleep = d.Sleep
 	opts.Metrics, opts.Namespace, opts.Lane = d.Metrics, cfg.MetricsNamespace, cfg.Lane
-	return &Handler{engine: replay.New(d.Queue, d.Ledger, opts), cfg: cfg}
+	return &Handler{engine: replay.New(d.Queue, d.Ledger, opts), cfg: cfg, archive: newArchiver(cfg, d)}
 }
 
 // Invoke implements lambda.Handler, so that the handler sees the payload as
@@ -63,7 +72,11 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 }
 
 // Handle runs one invocation and returns the run summary. A payload
-// [Config.ParseInvocation] refuses is an error and nothing runs. The run's
+// [Config.ParseInvocation] refuses is an error and nothing runs. With an
+// archive, a run that is not a dry run first archives the due messages of
+// the routes' parking queues and the invalid queue, whatever the gates
+// say; an archive failure is logged and counted (EMF ArchiveFailed, by
+// Queue), never the invocation's error. The run's
 // id is the Lambda request id. A run whose route stopped on an error (a
 // queue or the ledger failed) returns the engine's error, which the
 // function's Errors metric counts; failures of single messages are counted
@@ -77,6 +90,9 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (replay.S
 	}
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		req.RunID = lc.AwsRequestID
+	}
+	if h.archive != nil && !req.DryRun {
+		h.archive.run(ctx)
 	}
 	return h.engine.Run(ctx, req)
 }
