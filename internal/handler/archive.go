@@ -83,19 +83,21 @@ func (a *archiver) run(ctx context.Context) {
 	if a.metrics == nil {
 		return
 	}
-	w := emfline.NewWriter(a.metrics)
+	var archived, failed int
 	for _, c := range counts {
-		err := w.Write(emfline.Line{
-			Namespace:  a.ns,
-			Timestamp:  a.now(),
-			Dimensions: []emfline.Dimension{{Name: settings.DimensionLane, Value: a.lane}, {Name: settings.DimensionQueue, Value: c.Queue}},
-			Metrics: []emfline.Metric{
-				{Name: settings.MetricArchived, Unit: emfline.Count, Value: float64(c.Archived)},
-				{Name: settings.MetricArchiveFailed, Unit: emfline.Count, Value: float64(c.Failed)},
-			},
-		})
-		if err != nil {
-			a.logger.ErrorContext(ctx, "archive metrics", "error", err)
-		}
+		archived += c.Archived
+		failed += c.Failed
+	}
+	err = emfline.NewWriter(a.metrics).Write(emfline.Line{
+		Namespace:  a.ns,
+		Timestamp:  a.now(),
+		Dimensions: []emfline.Dimension{{Name: settings.DimensionLane, Value: a.lane}},
+		Metrics: []emfline.Metric{
+			{Name: settings.MetricArchived, Unit: emfline.Count, Value: float64(archived)},
+			{Name: settings.MetricArchiveFailed, Unit: emfline.Count, Value: float64(failed)},
+		},
+	})
+	if err != nil {
+		a.logger.ErrorContext(ctx, "archive metrics", "error", err)
 	}
 }

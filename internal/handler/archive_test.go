@@ -50,17 +50,17 @@ func TestArchiveRunsBeforeTheGates(t *testing.T) {
 	if objects != 3 {
 		t.Fatalf("%d objects, want 3: %q", objects, f.s3.Keys("archive"))
 	}
-	archived := map[string]float64{}
+	var lines int
 	for _, l := range emflinetest.Parse(t, f.metrics.String()) {
 		if v, ok := l.Members[settings.MetricArchived].(float64); ok {
-			if l.Members[settings.DimensionLane] != "orders" {
-				t.Fatalf("archive line without the lane: %+v", l.Members)
+			lines++
+			if l.Members[settings.DimensionLane] != "orders" || v != 3 || l.Members[settings.MetricArchiveFailed] != 0.0 {
+				t.Fatalf("archive line %+v, want Archived 3, ArchiveFailed 0, Lane orders", l.Members)
 			}
-			archived[l.Members[settings.DimensionQueue].(string)] += v
 		}
 	}
-	if archived["parking"] != 2 || archived["invalid"] != 1 {
-		t.Fatalf("Archived by queue %v, want parking 2, invalid 1", archived)
+	if lines != 1 {
+		t.Fatalf("%d archive lines, want 1:\n%s", lines, f.metrics.String())
 	}
 }
 

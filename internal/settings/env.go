@@ -159,7 +159,7 @@ var Replay = []Setting{
 	ArchiveMargin,
 	ArchiveBudget,
 	Note(ServiceName, ", beside `Route`"),
-	Note(MetricsNamespace, ": `Replayed`, `Parked`, `Delayed`, `GateClosed`, `DeadLettered`, `Errors`; `Archived`, `ArchiveFailed` by `Queue`"),
+	Note(MetricsNamespace, ": `Replayed`, `Parked`, `Delayed`, `GateClosed`, `DeadLettered`, `Errors`; `Archived`, `ArchiveFailed` (by `Lane` alone)"),
 }
 
 // Note returns s with note added to its doc, for one function's table (a

@@ -20,9 +20,6 @@ const (
 	// DimensionErrorClass is the failure class of [MetricRecordsFailed]'s
 	// lines by class: an invocation's top classes, the rest "other".
 	DimensionErrorClass = "ErrorClass"
-	// DimensionQueue is the queue role ("parking", "invalid") of the
-	// archive's metrics.
-	DimensionQueue = "Queue"
 )
 
 // The consumer's metrics, per invocation, all of unit Count, with the
@@ -81,8 +78,8 @@ const (
 	MetricSecondsToExpiry = "SecondsToExpiry"
 )
 
-// The archive's metrics, one line per queue and run, with the dimensions
-// Lane and Queue, of unit Count.
+// The archive's metrics, one line per run, with the dimension Lane alone,
+// of unit Count (the run's log line has them per queue).
 const (
 	// MetricArchived: messages written to the archive and deleted from
 	// their queue.
