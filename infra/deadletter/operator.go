@@ -59,17 +59,17 @@ const warnSealKeyDenial = "homing-deadletter:OperatorSealKeyDenial"
 // replay function reads (an operator's `dlq replay` verifies seals with the
 // public key and seals nothing), and every write of its public key.
 var operatorActions = map[string][]string{
-	"stack": {"cloudformation:DescribeStacks"},
-	"source":          {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"},
-	"dead-letter":     {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"},
-	"invalid":         {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"},
-	"parking":         {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage"},
-	"ledger":          {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
-	"idempotency":     {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
-	"replay":          {"lambda:InvokeFunction", "lambda:GetFunctionConfiguration"},
-	"consumer":        {"lambda:GetFunctionConfiguration", "lambda:GetFunctionConcurrency"},
-	"schedule":        {"events:DescribeRule", "events:DisableRule", "events:EnableRule"},
-	"alarm-topic":     {"sns:Subscribe"},
+	"stack":       {"cloudformation:DescribeStacks"},
+	"source":      {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"},
+	"dead-letter": {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"},
+	"invalid":     {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"},
+	"parking":     {"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage"},
+	"ledger":      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
+	"idempotency": {"dynamodb:GetItem", "dynamodb:BatchGetItem"},
+	"replay":      {"lambda:InvokeFunction", "lambda:GetFunctionConfiguration"},
+	"consumer":    {"lambda:GetFunctionConfiguration", "lambda:GetFunctionConcurrency"},
+	"schedule":    {"events:DescribeRule", "events:DisableRule", "events:EnableRule"},
+	"alarm-topic": {"sns:Subscribe"},
 }
 
 // sealDenials are the operator's explicit denials on the ledger, by the
