@@ -105,35 +105,21 @@ func (l *FailureLog) Failures(ctx context.Context, messageIDs []string) (map[str
 	ids := slices.Compact(slices.Sorted(slices.Values(messageIDs)))
 	out := make(map[string]batch.Failure, len(ids))
 	now := l.now().Unix()
-	for start := 0; start < len(ids); start += batchGetLimit {
-		keys := make([]map[string]types.AttributeValue, 0, batchGetLimit)
-		byKey := map[string]string{}
-		for _, id := range ids[start:min(start+batchGetLimit, len(ids))] {
-			byKey[l.key(id)] = id
-			keys = append(keys, key(l.key(id)))
+	byKey := make(map[string]string, len(ids))
+	keys := make([]map[string]types.AttributeValue, 0, len(ids))
+	for _, id := range ids {
+		byKey[l.key(id)] = id
+		keys = append(keys, key(l.key(id)))
+	}
+	err := batchGet(ctx, l.api, l.sleep, l.table, "failure records", keys, types.KeysAndAttributes{}, func(item map[string]types.AttributeValue) error {
+		id, ok := byKey[str(item, keyAttribute)]
+		if f := failureOf(item, id); ok && num(item, ttlAttribute) > now {
+			out[id] = f
 		}
-		for attempt := 0; len(keys) > 0; attempt++ {
-			if attempt > 0 {
-				if attempt == 6 {
-					return nil, fmt.Errorf("read failure records from %s: %d keys still unprocessed", l.table, len(keys))
-				}
-				if err := l.sleep(ctx, time.Duration(25<<attempt)*time.Millisecond); err != nil {
-					return nil, fmt.Errorf("read failure records from %s: %w", l.table, err)
-				}
-			}
-			res, err := l.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-				l.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}})
-			if err != nil {
-				return nil, fmt.Errorf("read failure records from %s: %w", l.table, err)
-			}
-			for _, item := range res.Responses[l.table] {
-				id, ok := byKey[str(item, keyAttribute)]
-				if f := failureOf(item, id); ok && num(item, ttlAttribute) > now {
-					out[id] = f
-				}
-			}
-			keys = res.UnprocessedKeys[l.table].Keys
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -141,7 +127,7 @@ func (l *FailureLog) Failures(ctx context.Context, messageIDs []string) (map[str
 // failureOf decodes a failure record, its strings bounded.
 func failureOf(item map[string]types.AttributeValue, id string) batch.Failure {
 	class := str(item, "class")
-	if !validClass(class) {
+	if !settings.ValidFailureClass(class) {
 		class = "other"
 	}
 	return batch.Failure{
@@ -152,19 +138,6 @@ func failureOf(item map[string]types.AttributeValue, id string) batch.Failure {
 		FirstAt:   time.UnixMilli(num(item, "firstAt")).UTC(),
 		LastAt:    time.UnixMilli(num(item, "lastAt")).UTC(),
 	}
-}
-
-// validClass reports whether c is 1..64 bytes of [a-z0-9-].
-func validClass(c string) bool {
-	if c == "" || len(c) > 64 {
-		return false
-	}
-	for _, r := range c {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
-			return false
-		}
-	}
-	return true
 }
 
 func str(item map[string]types.AttributeValue, name string) string {
@@ -180,4 +153,18 @@ func num(item map[string]types.AttributeValue, name string) int64 {
 		return n
 	}
 	return 0
+}
+
+// Classes returns the failure class of each id among messageIDs that has a
+// record, as Failures reads them: replay.Options.Failures.
+func (l *FailureLog) Classes(ctx context.Context, messageIDs []string) (map[string]string, error) {
+	recs, err := l.Failures(ctx, messageIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(recs))
+	for id, f := range recs {
+		out[id] = f.Class
+	}
+	return out, nil
 }

@@ -111,6 +111,10 @@ func TestFailureLogRecordsAndReads(t *testing.T) {
 	if table.gets != 2 {
 		t.Fatalf("%d BatchGetItem calls, want 2 (one retry of the unprocessed key)", table.gets)
 	}
+	classes, err := log.Classes(ctx, []string{"m-1", "m-3", "m-4"})
+	if err != nil || len(classes) != 2 || classes["m-1"] != "tax-service-503" || classes["m-3"] != "other" {
+		t.Fatalf("Classes = %v, %v; want m-1's and m-3's (bounded), none for m-4", classes, err)
+	}
 }
 
 // An expired record is read as absent.

@@ -85,34 +85,20 @@ var (
 func (s *GroupStore) Parked(ctx context.Context, groups []string) (map[string]fifo.Park, error) {
 	groups = slices.Compact(slices.Sorted(slices.Values(groups))) // BatchGetItem refuses a key named twice
 	out := map[string]fifo.Park{}
-	for start := 0; start < len(groups); start += 100 {
-		keys := make([]map[string]types.AttributeValue, 0, 100)
-		for _, g := range groups[start:min(start+100, len(groups))] {
-			keys = append(keys, s.key(g))
+	keys := make([]map[string]types.AttributeValue, 0, len(groups))
+	for _, g := range groups {
+		keys = append(keys, s.key(g))
+	}
+	err := batchGet(ctx, s.api, wait.Sleep, s.table, "the parks", keys, types.KeysAndAttributes{}, func(item map[string]types.AttributeValue) error {
+		var it parkItem
+		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+			return fmt.Errorf("decode a park: %w", err)
 		}
-		for attempt := 0; len(keys) > 0; attempt++ {
-			if attempt > 0 {
-				if attempt == 6 {
-					return nil, fmt.Errorf("read the parks: %d keys still unprocessed", len(keys))
-				}
-				if err := wait.Sleep(ctx, time.Duration(25<<attempt)*time.Millisecond); err != nil {
-					return nil, fmt.Errorf("read the parks: %w", err)
-				}
-			}
-			res, err := s.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-				s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}})
-			if err != nil {
-				return nil, fmt.Errorf("read the parks of %d groups: %w", len(keys), err)
-			}
-			for _, item := range res.Responses[s.table] {
-				var it parkItem
-				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-					return nil, fmt.Errorf("decode a park: %w", err)
-				}
-				out[it.SK] = it.park()
-			}
-			keys = res.UnprocessedKeys[s.table].Keys
-		}
+		out[it.SK] = it.park()
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

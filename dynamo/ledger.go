@@ -156,6 +156,7 @@ func (l *Ledger) change(r record.Message, now time.Time, fresh bool) (change, er
 			Remove(expression.Name("reason"))
 	case record.Sent, record.Parked, record.Resolved:
 		c.cond = stateIs(record.Intent).And(expression.Name("runId").Equal(expression.Value(r.RunID))).
+			And(expression.Name("messageId").Equal(expression.Value(r.MessageID))).
 			And(expression.Name(ttlAttribute).GreaterThan(expression.Value(now.Unix())))
 		c.update = l.fields(c.it).Remove(expression.Name("leaseUntil"))
 		if r.Reason != "" {
@@ -561,9 +562,6 @@ type completionsAPI interface {
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
-// batchGetLimit is DynamoDB's limit of keys per BatchGetItem call.
-const batchGetLimit = 100
-
 // Completions implements replay.Completions on the idempotency table: a
 // business key is completed when its item (idempotency.Key(scope, key), as
 // idempotency.Receiver writes it) has status COMPLETED and has not expired.
@@ -599,41 +597,26 @@ func (c *Completions) Completed(ctx context.Context, keys []string) (map[string]
 		return nil, fmt.Errorf("build projection: %w", err)
 	}
 	now := c.now().Unix()
-	for start := 0; start < len(ids); start += batchGetLimit {
-		keys := make([]map[string]types.AttributeValue, 0, batchGetLimit)
-		byKey := map[string]string{}
-		for _, id := range ids[start:min(start+batchGetLimit, len(ids))] {
-			k := idempotency.Key(c.scope, id)
-			byKey[k] = id
-			keys = append(keys, map[string]types.AttributeValue{keyAttribute: &types.AttributeValueMemberS{Value: k}})
+	byKey := make(map[string]string, len(ids))
+	items := make([]map[string]types.AttributeValue, 0, len(ids))
+	for _, id := range ids {
+		k := idempotency.Key(c.scope, id)
+		byKey[k] = id
+		items = append(items, map[string]types.AttributeValue{keyAttribute: &types.AttributeValueMemberS{Value: k}})
+	}
+	in := types.KeysAndAttributes{ProjectionExpression: proj.Projection(), ExpressionAttributeNames: proj.Names()}
+	err = batchGet(ctx, c.api, c.sleep, c.table, "completions", items, in, func(item map[string]types.AttributeValue) error {
+		var it idempotencyItem
+		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+			return fmt.Errorf("decode completion from %s: %w", c.table, err)
 		}
-		for attempt := 0; len(keys) > 0; attempt++ {
-			if attempt > 0 {
-				if attempt == 6 {
-					return nil, fmt.Errorf("read completions from %s: %d keys still unprocessed", c.table, len(keys))
-				}
-				if err := c.sleep(ctx, time.Duration(25<<attempt)*time.Millisecond); err != nil {
-					return nil, fmt.Errorf("read completions from %s: %w", c.table, err)
-				}
-			}
-			res, err := c.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{c.table: {
-				Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: proj.Projection(), ExpressionAttributeNames: proj.Names(),
-			}}})
-			if err != nil {
-				return nil, fmt.Errorf("read completions from %s: %w", c.table, err)
-			}
-			for _, item := range res.Responses[c.table] {
-				var it idempotencyItem
-				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-					return nil, fmt.Errorf("decode completion from %s: %w", c.table, err)
-				}
-				id, ok := byKey[it.Key]
-				if ok && it.Status == string(idempotency.Completed) && it.ExpiresAt > now {
-					out[id] = it.PayloadHash
-				}
-			}
-			keys = res.UnprocessedKeys[c.table].Keys
+		if id, ok := byKey[it.Key]; ok && it.Status == string(idempotency.Completed) && it.ExpiresAt > now {
+			out[id] = it.PayloadHash
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

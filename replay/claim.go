@@ -38,6 +38,7 @@ func (w *worker) claim(ctx context.Context, b *batch, c *finals) {
 	check := w.appliedCandidates(b) // before the claims change outcomes
 	wg.Go(func() { w.applied(ctx, check) })
 	if r.req.DryRun {
+		dryTwins(b.items)
 		each(b.items, lookedUp, func(it *item) { w.lookUp(ctx, b, it) })
 	} else {
 		w.intend(ctx, b, c)
@@ -69,7 +70,7 @@ func (w *worker) lookUp(ctx context.Context, b *batch, it *item) {
 		it.warn = fmt.Errorf("read the history of %s: %w", it.msg.id, err)
 		return
 	}
-	id := record.Message{MessageID: it.msg.id, Step: it.msg.step}.ID()
+	id := it.recordID()
 	i := slices.IndexFunc(history, func(rec record.Message) bool { return rec.ID() == id })
 	if i < 0 {
 		it.first = true
@@ -143,6 +144,26 @@ func (w *worker) intend(ctx context.Context, b *batch, c *finals) {
 	}
 }
 
+// recordID is the ID of it's ledger record: its step, or its message id.
+func (it *item) recordID() string {
+	return record.Message{MessageID: it.msg.id, Step: it.msg.step}.ID()
+}
+
+// dryTwins holds, as a real run's claim would (see twin), the movers whose
+// step an earlier mover of the batch shares.
+func dryTwins(items []*item) {
+	ids := map[string]bool{}
+	for _, it := range items {
+		switch id := it.recordID(); {
+		case !it.outcome.moves():
+		case ids[id]:
+			it.to(OutcomeDelayed) // a dry run holds it: no hide
+		default:
+			ids[id] = true
+		}
+	}
+}
+
 // twin reports whether the call that writes the records in ids (true: a
 // sent message's final record) already writes rec, the INTENT of it: one
 // write per record in a call. A copy of a step (see stepOf) is then
@@ -158,6 +179,7 @@ func twin(ids map[string]bool, it *item, rec record.Message, b *batch) bool {
 		it.to(OutcomeRecovered)
 	default:
 		it.delayFor(hide(rec.LeaseUntil, b.plan.now, b.receivedAt))
+		it.claimed = true // its twin's record stands for it: no SEEN beside it
 	}
 	return true
 }

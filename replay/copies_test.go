@@ -1,9 +1,12 @@
 package replay_test
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/homingdlq/homing/internal/record"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -81,5 +84,63 @@ func TestAParkedCopyIsNotItsDeadLetter(t *testing.T) {
 	}
 	if n := len(h.q.Messages(h.route.SourceURL)); n != 1 {
 		t.Fatalf("%d in the source, want 1", n)
+	}
+}
+
+// overlapLedger notes two MarkBatch calls in flight at once that write one
+// record (HistoryKey, ID): on DynamoDB, two transactions on one item, one
+// of which is cancelled.
+type overlapLedger struct {
+	replay.Ledger
+	mu       sync.Mutex
+	inflight map[string]int
+	overlaps []string
+}
+
+func (l *overlapLedger) MarkBatch(ctx context.Context, recs []record.Message) []record.Marked {
+	l.mu.Lock()
+	for _, r := range recs {
+		k := r.HistoryKey + "|" + r.ID()
+		if l.inflight[k] > 0 {
+			l.overlaps = append(l.overlaps, k+" "+string(r.State))
+		}
+		l.inflight[k]++
+	}
+	l.mu.Unlock()
+	time.Sleep(20 * time.Millisecond) // a transaction's round trip, wall time
+	out := l.Ledger.MarkBatch(ctx, recs)
+	l.mu.Lock()
+	for _, r := range recs {
+		l.inflight[r.HistoryKey+"|"+r.ID()]--
+	}
+	l.mu.Unlock()
+	return out
+}
+
+// A copy that waits for its twin writes no record of its own: the ledger
+// never gets two writes of the step's record at once (the twin's SENT and
+// the copy's SEEN), and a dry run counts the copy as a real run does.
+func TestACopyBesideItsTwinWritesNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		mod  func(*replay.Options)
+	}{{"lockstep", func(*replay.Options) {}}, {"pipelined", pipelined}} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, false, nil)
+			h.deadLetter(h.route, h.copyOfOneSend("ORD-C-1"))
+			h.deadLetter(h.route, h.copyOfOneSend("ORD-C-1"))
+			h.clock.Advance(due)
+			dry := h.run(h.engine(tt.mod), replay.Request{DryRun: true}).Total
+			l := &overlapLedger{Ledger: h.ledger, inflight: map[string]int{}}
+			o := h.options()
+			tt.mod(&o)
+			got := h.run(replay.New(h.q, l, o), replay.Request{}).Total
+			if len(l.overlaps) > 0 {
+				t.Fatalf("one record in two ledger calls at once: %q", l.overlaps)
+			}
+			if got.Replayed != 1 || got.Delayed != 1 || dry.Replayed != got.Replayed || dry.Delayed != got.Delayed {
+				t.Fatalf("dry run %+v, run %+v: want one replayed and its copy delayed, in both", countsOf(dry), countsOf(got))
+			}
+		})
 	}
 }

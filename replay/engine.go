@@ -63,6 +63,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (Summary, error) {
 	if err := e.opts.Validate(); err != nil {
 		return Summary{}, fmt.Errorf("%w: options: %w", ErrInvalidRequest, err)
 	}
+	if len(req.Filter.ErrorClasses) > 0 && e.opts.Failures == nil {
+		return Summary{}, fmt.Errorf("%w: filter errorClasses: the engine reads no failure records (Options.Failures)", ErrInvalidRequest)
+	}
 	r := e.newRun(req)
 	sum, recent, prevErr := r.begin(ctx)
 	var errs []error

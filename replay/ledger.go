@@ -18,14 +18,14 @@ const defaultRecordLifetime = 30 * 24 * time.Hour
 // a record whose ExpiresAt has passed counts as absent (TTL deletion is not
 // relied on), and the ledger is safe for concurrent use.
 type Ledger interface {
-	// Mark writes r as the record of (r.HistoryKey, r.MessageID) when the
+	// Mark writes r as the record of (r.HistoryKey, r.ID()) when the
 	// stored record allows the transition to r.State at r.At:
 	//
 	//	SEEN           when absent;
 	//	INTENT         when absent, SEEN, or INTENT whose lease has passed
-	//	               or whose RunID is r.RunID (FirstSeenAt is kept);
+	//	               or whose RunID and MessageID are r's (FirstSeenAt is kept);
 	//	SENT, PARKED,
-	//	RESOLVED       when INTENT with RunID r.RunID (FirstSeenAt is kept).
+	//	RESOLVED       when INTENT with r's RunID and MessageID (FirstSeenAt is kept).
 	//
 	// It returns ok=true and the record it replaced (zero when there was
 	// none: the message is seen for the first time), otherwise ok=false
@@ -34,8 +34,8 @@ type Ledger interface {
 	// History returns the records of a history key (see HistoryKey), in
 	// no particular order.
 	History(ctx context.Context, historyKey string) ([]record.Message, error)
-	// MarkBatch applies Mark's rule to each record (records of distinct
-	// messages): each transition is atomic on its own, not the set. It
+	// MarkBatch applies Mark's rule to each record (distinct records: no
+	// two share an ID): each transition is atomic on its own, not the set. It
 	// returns one result per record, in order.
 	MarkBatch(ctx context.Context, records []record.Message) []record.Marked
 	// PutRun stores a run summary, keeping it until expiresAt.

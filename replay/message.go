@@ -112,6 +112,7 @@ type message struct {
 	foreign           bool      // an attribute of our name that is not our metadata: kept as data
 	key               string    // the business key: its route's Key of the body; "" for none
 	step              string    // the ledger's identity of the send that made it: see stepOf
+	class             string    // its failure class (classUnknown: no record); "" when not read
 	reason            string    // the filter reason: see reason
 	sentAt            time.Time // SentTimestamp; zero when absent
 	// deadLetteredAt approximates when the message reached the DLQ: its

@@ -79,6 +79,13 @@ type Options struct {
 	// by its route's [Route.PayloadHash], is removed instead of replayed,
 	// counted as applied). Nil skips them on every route.
 	Completions Completions
+	// Failures returns the class of the consumer's failure record of each
+	// message id among ids that has one (the DLQ keeps a message's id):
+	// dynamo.FailureLog.Classes. A run filtered by class
+	// ([Filter.ErrorClasses]) reads every message's, other runs those of
+	// the replays that came back, whose classes the summary counts
+	// ([RouteSummary.BackClasses]). One call per batch; nil reads none.
+	Failures func(ctx context.Context, ids []string) (map[string]string, error)
 	// Consumer is the consumer scope Completions reads (the lane's
 	// CONSUMER_NAME), named in the report of a route whose replays are
 	// consumed but never recorded ([RouteSummary.RecordsMissing]).

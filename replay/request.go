@@ -131,12 +131,16 @@ type Filter struct {
 	Reasons   []string      // the message's reason: see [Verifier.Check]
 	OlderThan time.Duration // dead-lettered at least this long ago
 	Keys      []string      // the message's business key (its route's [Route.Key])
+	// ErrorClasses: the class of the consumer's failure record of the
+	// message ("unknown" for none); needs [Options.Failures].
+	ErrorClasses []string
 }
 
 type filterJSON struct {
-	Reasons   []string `json:"reasons,omitempty"`
-	OlderThan string   `json:"olderThan,omitempty"`
-	Keys      []string `json:"keys,omitempty"`
+	Reasons      []string `json:"reasons,omitempty"`
+	OlderThan    string   `json:"olderThan,omitempty"`
+	Keys         []string `json:"keys,omitempty"`
+	ErrorClasses []string `json:"errorClasses,omitempty"`
 	// OrderIDs is the deprecated name of Keys, read and never written.
 	OrderIDs []string `json:"orderIds,omitempty"`
 }
@@ -144,7 +148,7 @@ type filterJSON struct {
 // MarshalJSON writes OlderThan as a Go duration string ("1h0m0s") and Keys
 // as "keys".
 func (f Filter) MarshalJSON() ([]byte, error) {
-	j := filterJSON{Reasons: f.Reasons, Keys: f.Keys}
+	j := filterJSON{Reasons: f.Reasons, Keys: f.Keys, ErrorClasses: f.ErrorClasses}
 	if f.OlderThan != 0 {
 		j.OlderThan = f.OlderThan.String()
 	}
@@ -165,7 +169,7 @@ func (f *Filter) UnmarshalJSON(b []byte) error {
 	if j.Keys != nil && j.OrderIDs != nil {
 		return errors.New("filter: keys and orderIds (its deprecated name) both given: want keys")
 	}
-	*f = Filter{Reasons: j.Reasons, Keys: j.Keys}
+	*f = Filter{Reasons: j.Reasons, Keys: j.Keys, ErrorClasses: j.ErrorClasses}
 	if j.OrderIDs != nil {
 		f.Keys = j.OrderIDs
 	}
@@ -179,12 +183,15 @@ func (f *Filter) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (f Filter) empty() bool { return len(f.Reasons) == 0 && f.OlderThan == 0 && len(f.Keys) == 0 }
+func (f Filter) empty() bool {
+	return len(f.Reasons) == 0 && f.OlderThan == 0 && len(f.Keys) == 0 && len(f.ErrorClasses) == 0
+}
 
 func (f Filter) match(m message, now time.Time) bool {
 	return (len(f.Reasons) == 0 || slices.Contains(f.Reasons, m.reason)) &&
 		(f.OlderThan == 0 || now.Sub(m.firstDeadLettered()) >= f.OlderThan) &&
-		(len(f.Keys) == 0 || m.key != "" && slices.Contains(f.Keys, m.key))
+		(len(f.Keys) == 0 || m.key != "" && slices.Contains(f.Keys, m.key)) &&
+		(len(f.ErrorClasses) == 0 || m.class != "" && slices.Contains(f.ErrorClasses, m.class))
 }
 
 // MaxFilterValues bounds each list of a [Filter].
@@ -249,7 +256,7 @@ func (r Request) Validate() error {
 	}
 	// The filter is part of the run's summary, a DynamoDB item of at most
 	// 400 KB: its lists are bounded.
-	for name, list := range map[string][]string{"keys": r.Filter.Keys, "reasons": r.Filter.Reasons} {
+	for name, list := range map[string][]string{"keys": r.Filter.Keys, "reasons": r.Filter.Reasons, "errorClasses": r.Filter.ErrorClasses} {
 		if len(list) > MaxFilterValues {
 			errs = append(errs, fmt.Errorf("filter %s: %d values, want at most %d", name, len(list), MaxFilterValues))
 		}
@@ -261,6 +268,9 @@ func (r Request) Validate() error {
 	}
 	if i := slices.IndexFunc(r.Filter.Reasons, func(v string) bool { return len(v) > MaxKeyID }); i >= 0 {
 		errs = append(errs, fmt.Errorf("filter reasons: value %d is %d bytes, want at most %d", i, len(r.Filter.Reasons[i]), MaxKeyID))
+	}
+	if i := slices.IndexFunc(r.Filter.ErrorClasses, func(v string) bool { return !settings.ValidFailureClass(v) }); i >= 0 {
+		errs = append(errs, fmt.Errorf("filter errorClasses: value %d is no failure class: want 1 to 64 of a-z, 0-9 and -", i))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)

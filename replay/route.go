@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -135,7 +136,18 @@ func (r *run) route(ctx context.Context, rt Route, recent []Summary, prevErr err
 			e.end(ctx, p)
 		}
 	}
+	sayBackClasses(&rs)
 	return rs, nil
+}
+
+// sayBackClasses adds to the canary gate's detail, when the route's breaker
+// is open, the failure classes of the replays the pass saw back.
+func sayBackClasses(rs *RouteSummary) {
+	i := slices.IndexFunc(rs.Gates, func(g Gate) bool { return g.Name == GateCanary })
+	if i < 0 || rs.Breaker == nil || !rs.Breaker.Open || len(rs.BackClasses) == 0 {
+		return
+	}
+	rs.Gates[i].Detail += "; back by failure class: " + topClasses(rs.BackClasses, 3)
 }
 
 // open starts the pass of route rt, summarized in rs: it compiles the

@@ -1,8 +1,12 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -122,6 +126,9 @@ func backFrom(m message, knownRuns []string) bool {
 // that were no known failures then. It holds the run's lock.
 func (p *pass) countBack(items []*item) {
 	for _, it := range items {
+		if m := it.msg; m.hasMeta && m.meta.Reason == "" && m.class != "" {
+			p.rs.BackClasses = tally(p.rs.BackClasses, m.class)
+		}
 		if !backFrom(it.msg, p.knownRuns) {
 			continue
 		}
@@ -299,4 +306,36 @@ func (s dlqSignal) judge(p *pass) {
 	}
 	b.Trips++
 	b.ProbeAt = s.o.Now().Add(max(s.o.Policy.ceiling(b.Trips-1), b.ReturnAfter))
+}
+
+// maxBackClasses bounds the classes a summary names: the rest count as
+// classOther.
+const (
+	maxBackClasses = 10
+	classOther     = "other"
+)
+
+// tally counts class in m (made when nil): by name while m names fewer
+// than maxBackClasses, else as classOther.
+func tally(m map[string]int, class string) map[string]int {
+	if m == nil {
+		m = map[string]int{}
+	}
+	if _, named := m[class]; !named && len(m)-min(m[classOther], 1) >= maxBackClasses {
+		class = classOther
+	}
+	m[class]++
+	return m
+}
+
+// topClasses says the most frequent classes of m, at most n: "19
+// tax-service-503, 1 panic".
+func topClasses(m map[string]int, n int) string {
+	names := slices.Collect(maps.Keys(m))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
+	parts := make([]string, 0, n)
+	for _, c := range names[:min(n, len(names))] {
+		parts = append(parts, strconv.Itoa(m[c])+" "+c)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -48,6 +48,10 @@ type RouteSummary struct {
 	// more (they failed after a replay that the breaker did not give
 	// back). The gates judge the run by its other keys.
 	RetriedKeys []string `json:"retriedKeys,omitempty"`
+	// BackClasses counts the failure classes of the engine's replays this
+	// pass saw back in the DLQ ([Options.Failures]; "unknown": no record):
+	// at most 10 classes by name, the rest as "other".
+	BackClasses map[string]int `json:"backClasses,omitempty"`
 	// Retried counts the replays of known failures among Replayed.
 	Retried int `json:"retried,omitempty"`
 	// Probe is true when this run's replays on the route probed an open

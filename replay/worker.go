@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/settings"
 )
 
 // A worker takes a batch through the phases, one file each, in this order:
@@ -226,6 +228,7 @@ func (w *worker) noteBatchTime(started time.Time) {
 // nothing is left to examine.
 func (w *worker) prepare(ctx context.Context, msgs []types.Message, receivedAt time.Time) *batch {
 	r, p := w.r, w.p
+	classes := w.classes(ctx, msgs)
 	now := r.now()
 	items := make([]*item, 0, len(msgs))
 	var again []types.Message
@@ -237,6 +240,7 @@ func (w *worker) prepare(ctx context.Context, msgs []types.Message, receivedAt t
 			continue
 		}
 		it := &item{msg: readMessage(m, now, p.trust, p.lane.key)}
+		it.msg.class = classes[it.msg.id]
 		items = append(items, it)
 	}
 	early := w.deferMessages(ctx, again, receivedAt)
@@ -260,4 +264,43 @@ func (w *worker) prepare(ctx context.Context, msgs []types.Message, receivedAt t
 	r.mu.Unlock()
 	r.changeVisibility(ctx, p, early, slog.LevelDebug)
 	return b
+}
+
+// classUnknown is the failure class of a message the consumer recorded no
+// failure of.
+const classUnknown = "unknown"
+
+// classes reads the failure classes of msgs by message id, when the run
+// needs them: every message's for a filter by class, else those that carry
+// the metadata attribute (replays that came back). One read per batch,
+// outside the run's lock; when it fails the messages have no class (a
+// filter by class skips them) and the run logs a warning.
+func (w *worker) classes(ctx context.Context, msgs []types.Message) map[string]string {
+	r := w.r
+	if r.e.opts.Failures == nil {
+		return nil
+	}
+	all := len(r.req.Filter.ErrorClasses) > 0
+	var ids []string
+	for _, m := range msgs {
+		if _, back := m.MessageAttributes[attributeName]; all || back {
+			ids = append(ids, aws.ToString(m.MessageId))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	got, err := r.e.opts.Failures(ctx, ids)
+	if err != nil {
+		r.e.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "replay failure records", slog.String("runId", r.id), slog.String("error", err.Error()))
+		return nil
+	}
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
+		out[id] = classUnknown
+		if c := got[id]; settings.ValidFailureClass(c) {
+			out[id] = c
+		}
+	}
+	return out
 }

@@ -61,6 +61,7 @@ func run(ctx context.Context) error {
 		Queue:       queue,
 		Ledger:      dynamo.NewLedger(db, cfg.LedgerTable, nil),
 		Completions: dynamo.NewCompletions(db, cfg.IdempotencyTable, cfg.ConsumerName, nil),
+		Failures:    dynamo.NewFailureLog(db, cfg.IdempotencyTable, cfg.ConsumerName).Classes,
 		Health:      health,
 		Logger:      lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
 		Metrics:     os.Stdout,

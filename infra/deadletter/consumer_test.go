@@ -261,3 +261,21 @@ func TestConsumerCodeDir(t *testing.T) {
 		t.Errorf("a missing Consumer.CodeDir bootstrap: %v", err)
 	}
 }
+
+// A lane that asks for no failure records tells its consumer so; by
+// default it records them.
+func TestFailureRecordsOff(t *testing.T) {
+	for _, tt := range []struct {
+		records *bool
+		want    string
+	}{{nil, "on"}, {jsii.Bool(true), "on"}, {jsii.Bool(false), "off"}} {
+		stack := newStack()
+		p := baseProps()
+		p.Consumer.Function = nodeConsumer(stack)
+		p.Consumer.FailureRecords = tt.records
+		env := deadletter.NewLane(stack, "Payments", p).ConsumerEnvironment()
+		if got := env[settings.FailureRecords.Env]; got == nil || *got != tt.want {
+			t.Fatalf("FailureRecords %v: %s = %v, want %q", tt.records, settings.FailureRecords.Env, got, tt.want)
+		}
+	}
+}

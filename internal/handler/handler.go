@@ -23,6 +23,10 @@ type Deps struct {
 	// on the routes whose consumer writes them (replay.Route.Records, with
 	// each route's key and payload hash); nil skips them on every route.
 	Completions replay.Completions
+	// Failures reads the consumer's failure records: a run filtered by
+	// error class, and the classes of the replays that came back; nil
+	// reads none.
+	Failures func(ctx context.Context, ids []string) (map[string]string, error)
 	// Health probes the downstream ([Config.Health]); nil: no health gate.
 	Health func(context.Context) error
 	Logger *slog.Logger // default slog.Default()
@@ -53,6 +57,7 @@ func New(cfg Config, d Deps) *Handler {
 	opts := cfg.Options()
 	opts.Health = d.Health
 	opts.Completions = d.Completions
+	opts.Failures = d.Failures
 	opts.Logger = d.Logger
 	opts.Now = d.Now
 	opts.Sleep = d.Sleep

@@ -73,7 +73,8 @@ type Marked struct {
 // Transition reports whether the ledger allows writing next over cur (nil:
 // no live record). Ledger implementations use it, or the same rule as a
 // write condition. A run takes over an INTENT only once its lease ended, or
-// renews its own of the same DLQ message.
+// renews its own of the same DLQ message; only that run, for that message,
+// writes the final record over it.
 func Transition(cur *Message, next Message) bool {
 	switch next.State {
 	case Seen:
@@ -82,7 +83,7 @@ func Transition(cur *Message, next Message) bool {
 		return cur == nil || cur.State == Seen ||
 			cur.State == Intent && (!next.At.Before(cur.LeaseUntil) || cur.RunID == next.RunID && cur.MessageID == next.MessageID)
 	case Sent, Parked, Resolved:
-		return cur != nil && cur.State == Intent && cur.RunID == next.RunID
+		return cur != nil && cur.State == Intent && cur.RunID == next.RunID && cur.MessageID == next.MessageID
 	}
 	return false
 }

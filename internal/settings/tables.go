@@ -35,3 +35,17 @@ const GroupsPartition = "homing#groups"
 // idempotency key starts with "#" (a consumer name is not empty and has no
 // "#"; a hashed key starts with "sha256~"), so the two never meet.
 const FailurePrefix = "#failure#"
+
+// ValidFailureClass reports whether c is a failure class: 1 to 64 bytes of
+// a-z, 0-9 and "-".
+func ValidFailureClass(c string) bool {
+	if c == "" || len(c) > 64 {
+		return false
+	}
+	for _, r := range c {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
+}
