@@ -61,7 +61,7 @@ func run(ctx context.Context) error {
 		Queue:       queue,
 		Ledger:      dynamo.NewLedger(db, cfg.LedgerTable, nil),
 		Completions: dynamo.NewCompletions(db, cfg.IdempotencyTable, cfg.ConsumerName, nil),
-		Failures:    dynamo.NewFailureLog(db, cfg.IdempotencyTable, cfg.ConsumerName).Classes,
+		Failures:    dynamo.NewFailureLog(db, cfg.IdempotencyTable, cfg.ConsumerName),
 		Health:      health,
 		Logger:      lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
 		Metrics:     os.Stdout,
@@ -70,7 +70,6 @@ func run(ctx context.Context) error {
 		bucket := s3.NewFromConfig(awsCfg)
 		var _ archive.S3 = bucket
 		deps.Archive = bucket
-		deps.Failures = dynamo.NewFailureLog(db, cfg.IdempotencyTable, cfg.ConsumerName)
 	}
 	h := handler.New(cfg, deps)
 	lambda.StartWithOptions(h, lambda.WithContext(ctx))

@@ -23,10 +23,13 @@ type Deps struct {
 	// on the routes whose consumer writes them (replay.Route.Records, with
 	// each route's key and payload hash); nil skips them on every route.
 	Completions replay.Completions
-	// Failures reads the consumer's failure records: a run filtered by
-	// error class, and the classes of the replays that came back; nil
-	// reads none.
-	Failures func(ctx context.Context, ids []string) (map[string]string, error)
+	// Failures reads the consumer's failure records (dynamo.FailureLog):
+	// their classes for a run filtered by error class and for the replays
+	// that came back, the records for the archived objects; nil reads none.
+	Failures interface {
+		archive.Failures
+		Classes(ctx context.Context, ids []string) (map[string]string, error)
+	}
 	// Health probes the downstream ([Config.Health]); nil: no health gate.
 	Health func(context.Context) error
 	Logger *slog.Logger // default slog.Default()
@@ -38,9 +41,6 @@ type Deps struct {
 	// Archive is the client of the lane's archive bucket; nil, or no
 	// ARCHIVE_BUCKET: no archive.
 	Archive archive.S3
-	// Failures adds the consumer's failure records to archived objects;
-	// nil: none.
-	Failures archive.Failures
 }
 
 // Handler turns an invocation into a replay run. It is safe for the
@@ -57,7 +57,9 @@ func New(cfg Config, d Deps) *Handler {
 	opts := cfg.Options()
 	opts.Health = d.Health
 	opts.Completions = d.Completions
-	opts.Failures = d.Failures
+	if d.Failures != nil {
+		opts.Failures = d.Failures.Classes
+	}
 	opts.Logger = d.Logger
 	opts.Now = d.Now
 	opts.Sleep = d.Sleep
