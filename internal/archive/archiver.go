@@ -23,6 +23,7 @@ type Receiver interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 }
 
 // Failures reads the consumer's failure records by original message id
@@ -47,8 +48,8 @@ type Options struct {
 	// 0: DefaultMargin.
 	Margin time.Duration
 	// Budget bounds a run's time; 0: DefaultBudget. A message received and
-	// not archived stays hidden until the budget and a minute have passed,
-	// so that a run sees each message once.
+	// not archived is hidden while the run lasts, so that it sees each
+	// message once, and visible again when it ends.
 	Budget time.Duration
 	// Max bounds the messages a run receives from each queue; 0:
 	// DefaultMax.
@@ -138,6 +139,8 @@ func (a *Archiver) runQueue(ctx context.Context, q Queue) (Counts, error) {
 		return c, err
 	}
 	hide := int32((a.opts.Budget + time.Minute) / time.Second)
+	var kept []string // the receipts of the messages left in the queue
+	defer func() { a.release(ctx, q, kept) }()
 	for c.Examined < a.opts.Max && ctx.Err() == nil {
 		out, err := a.queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(q.URL),
@@ -157,9 +160,10 @@ func (a *Archiver) runQueue(ctx context.Context, q Queue) (Counts, error) {
 			break
 		}
 		c.Examined += len(out.Messages)
-		archived, failed := a.batch(ctx, q, out.Messages, keep)
+		archived, failed, left := a.batch(ctx, q, out.Messages, keep)
 		c.Archived += archived
 		c.Failed += failed
+		kept = append(kept, left...)
 	}
 	return c, nil
 }
@@ -185,8 +189,9 @@ func (a *Archiver) keep(ctx context.Context, q Queue) (time.Duration, error) {
 }
 
 // batch archives the due messages of one receive and deletes those
-// written; it returns how many were archived and how many failed.
-func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, keep time.Duration) (archived, failed int) {
+// written; it returns how many were archived and how many failed, and the
+// receipts of the messages it left in the queue.
+func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, keep time.Duration) (archived, failed int, left []string) {
 	now := a.opts.Now()
 	due := dueOf(msgs, keep, now, settings.IsFIFO(q.URL))
 	objects := make([]Object, len(msgs))
@@ -217,8 +222,17 @@ func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, kee
 			failed++
 		}
 	}
+	deleting := make([]bool, len(msgs))
+	for _, i := range del {
+		deleting[i] = true
+	}
+	for i, m := range msgs {
+		if !deleting[i] {
+			left = append(left, aws.ToString(m.ReceiptHandle))
+		}
+	}
 	if len(del) == 0 {
-		return 0, failed
+		return 0, failed, left
 	}
 	entries := make([]types.DeleteMessageBatchRequestEntry, len(del))
 	for j, i := range del {
@@ -227,13 +241,38 @@ func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, kee
 	out, err := a.queue.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
 	if err != nil {
 		a.opts.Logger.ErrorContext(ctx, "delete archived messages failed", "queue", q.URL, "error", err)
-		return 0, failed + len(del)
+		return 0, failed + len(del), left
 	}
 	for _, f := range out.Failed {
 		a.opts.Logger.ErrorContext(ctx, "delete an archived message failed", "queue", q.URL, "error", aws.ToString(f.Code)+": "+aws.ToString(f.Message))
 	}
-	return len(out.Successful), failed + len(del) - len(out.Successful)
+	return len(out.Successful), failed + len(del) - len(out.Successful), left
 }
+
+// release makes the messages of receipts visible again, ten a call, even
+// when ctx is done: a run leaves the queue as it found it but for what it
+// archived. A failure is logged: the messages reappear when their hide ends.
+func (a *Archiver) release(ctx context.Context, q Queue, receipts []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	for start := 0; start < len(receipts); start += 10 {
+		var entries []types.ChangeMessageVisibilityBatchRequestEntry
+		for i, r := range receipts[start:min(start+10, len(receipts))] {
+			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(r), VisibilityTimeout: 0})
+		}
+		out, err := a.queue.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
+		if err != nil {
+			a.opts.Logger.WarnContext(ctx, "release messages not archived", "queue", q.URL, "error", err)
+			return
+		}
+		for _, f := range out.Failed {
+			a.opts.Logger.WarnContext(ctx, "release a message not archived", "queue", q.URL, "error", aws.ToString(f.Code)+": "+aws.ToString(f.Message))
+		}
+	}
+}
+
+// releaseTimeout bounds a run's release of what it did not archive.
+const releaseTimeout = 30 * time.Second
 
 // addFailures adds the failure records of the due objects; a failed read
 // leaves them without.

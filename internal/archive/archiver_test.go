@@ -167,8 +167,15 @@ func TestArchivesNearRetention(t *testing.T) {
 	if got := f.s3.Keys(bucket); len(got) != 0 {
 		t.Fatalf("archived before the margin: %q", got)
 	}
+	for _, url := range []string{f.parking.URL, f.invalid.URL} {
+		// What a run does not archive it leaves visible: an operator's
+		// dlq replay or peek right after it sees the whole queue.
+		if out, err := f.q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), VisibilityTimeout: 0}); err != nil || len(out.Messages) != 1 {
+			t.Fatalf("%s after a run: %v, %v; want its message visible", url, out, err)
+		}
+	}
 
-	f.clock.Advance(2 * time.Minute) // and the hidden ones are back
+	f.clock.Advance(2 * time.Minute)
 	c = f.run(t, a)
 	if c[0].Archived != 1 || c[1].Archived != 1 || c[0].Failed+c[1].Failed != 0 {
 		t.Fatalf("after the margin: %+v", c)
