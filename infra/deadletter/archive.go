@@ -122,12 +122,12 @@ func (l *lane) addArchive() {
 }
 
 // grantArchive grants the replay function what the archive needs: receive,
-// delete and the retention of the parking and invalid queues, and
+// release, delete and the retention of the parking and invalid queues, and
 // s3:PutObject in the bucket (with its key's kms:GenerateDataKey).
 func (l *lane) grantArchive() {
 	replay := l.replay.fn
 	for _, q := range []awssqs.IQueue{l.parking, l.invalid} {
-		grantQueue(q, replay, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
+		grantQueue(q, replay, "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 	}
 	// A policy of its own, so that the suppression of its one wildcard
 	// (the bucket's objects) applies to it alone.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ type Receiver interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 }
 
 // Failures reads the consumer's failure records by original message id
@@ -47,11 +49,12 @@ type Options struct {
 	// 0: DefaultMargin.
 	Margin time.Duration
 	// Budget bounds a run's time; 0: DefaultBudget. A message received and
-	// not archived stays hidden until the budget and a minute have passed,
-	// so that a run sees each message once.
+	// not archived is hidden for the budget, so that a run sees each message
+	// once, and made visible again when the run has looked through its
+	// queue.
 	Budget time.Duration
-	// Max bounds the messages a run receives from each queue; 0:
-	// DefaultMax.
+	// Max bounds the messages a run receives from each queue, and so the
+	// receipts it keeps to make visible again; 0: DefaultMax.
 	Max int
 	// Failures adds the failure records to the objects; nil: none.
 	Failures Failures
@@ -137,7 +140,9 @@ func (a *Archiver) runQueue(ctx context.Context, q Queue) (Counts, error) {
 	if err != nil {
 		return c, err
 	}
-	hide := int32((a.opts.Budget + time.Minute) / time.Second)
+	hide := int32(max(time.Second, a.opts.Budget) / time.Second)
+	var kept []*string // receipts of the messages left in the queue
+	defer func() { a.release(ctx, q, kept) }()
 	for c.Examined < a.opts.Max && ctx.Err() == nil {
 		out, err := a.queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(q.URL),
@@ -157,11 +162,32 @@ func (a *Archiver) runQueue(ctx context.Context, q Queue) (Counts, error) {
 			break
 		}
 		c.Examined += len(out.Messages)
-		archived, failed := a.batch(ctx, q, out.Messages, keep)
-		c.Archived += archived
+		deleted, failed := a.batch(ctx, q, out.Messages, keep)
+		c.Archived += len(deleted)
 		c.Failed += failed
+		for i, m := range out.Messages {
+			if !slices.Contains(deleted, i) {
+				kept = append(kept, m.ReceiptHandle)
+			}
+		}
 	}
 	return c, nil
+}
+
+// release makes the messages of receipts visible again, ten a call; what
+// fails stays hidden until the budget has passed.
+func (a *Archiver) release(ctx context.Context, q Queue, receipts []*string) {
+	ctx = context.WithoutCancel(ctx)
+	for start := 0; start < len(receipts); start += 10 {
+		part := receipts[start:min(start+10, len(receipts))]
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(part))
+		for i, r := range part {
+			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: r, VisibilityTimeout: 0}
+		}
+		if _, err := a.queue.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries}); err != nil {
+			a.opts.Logger.WarnContext(ctx, "messages left hidden until the budget passes", "queue", q.URL, "error", err)
+		}
+	}
 }
 
 // keep is how long q keeps a message before the archive is due: its
@@ -185,8 +211,9 @@ func (a *Archiver) keep(ctx context.Context, q Queue) (time.Duration, error) {
 }
 
 // batch archives the due messages of one receive and deletes those
-// written; it returns how many were archived and how many failed.
-func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, keep time.Duration) (archived, failed int) {
+// written; it returns the indexes of the messages archived and deleted,
+// and how many failed.
+func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, keep time.Duration) (deleted []int, failed int) {
 	now := a.opts.Now()
 	due := dueOf(msgs, keep, now, settings.IsFIFO(q.URL))
 	objects := make([]Object, len(msgs))
@@ -218,7 +245,7 @@ func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, kee
 		}
 	}
 	if len(del) == 0 {
-		return 0, failed
+		return nil, failed
 	}
 	entries := make([]types.DeleteMessageBatchRequestEntry, len(del))
 	for j, i := range del {
@@ -227,12 +254,17 @@ func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, kee
 	out, err := a.queue.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
 	if err != nil {
 		a.opts.Logger.ErrorContext(ctx, "delete archived messages failed", "queue", q.URL, "error", err)
-		return 0, failed + len(del)
+		return nil, failed + len(del)
 	}
 	for _, f := range out.Failed {
 		a.opts.Logger.ErrorContext(ctx, "delete an archived message failed", "queue", q.URL, "error", aws.ToString(f.Code)+": "+aws.ToString(f.Message))
 	}
-	return len(out.Successful), failed + len(del) - len(out.Successful)
+	for _, ok := range out.Successful {
+		if i, err := strconv.Atoi(aws.ToString(ok.Id)); err == nil && i >= 0 && i < len(msgs) {
+			deleted = append(deleted, i)
+		}
+	}
+	return deleted, failed + len(del) - len(deleted)
 }
 
 // addFailures adds the failure records of the due objects; a failed read
