@@ -39,7 +39,9 @@ func newArchiver(cfg Config, d Deps) *archiver {
 	if now == nil {
 		now = time.Now
 	}
-	a, err := archive.New(d.Queue, archive.NewStore(d.Archive, cfg.Archive.Bucket), cfg.Lane, cfg.Routes[0].Key, archive.Options{
+	// The keys name the lane by its route's name (the construct's lane
+	// name), the metrics by the Lane dimension.
+	a, err := archive.New(d.Queue, archive.NewStore(d.Archive, cfg.Archive.Bucket), cfg.Routes[0].Name, cfg.Routes[0].Key, archive.Options{
 		OnArrival: cfg.Archive.Mode == settings.ArchiveOnArrival,
 		Margin:    cfg.Archive.Margin,
 		Budget:    cfg.Archive.Budget,
