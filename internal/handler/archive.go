@@ -79,9 +79,7 @@ func (a *archiver) run(ctx context.Context) {
 	if err != nil {
 		a.logger.ErrorContext(ctx, "archive failed", "error", err)
 	}
-	for _, c := range counts {
-		a.logger.InfoContext(ctx, "archive", "queue", c.Queue, "examined", c.Examined, "archived", c.Archived, "failed", c.Failed)
-	}
+	a.logger.InfoContext(ctx, "archive", "queues", counts)
 	if a.metrics == nil {
 		return
 	}
