@@ -161,9 +161,9 @@ func (a *app) archiveCommand() *cobra.Command {
 the lane's S3 archive before SQS's retention would delete it, one object per
 message, then deletes it from its queue (docs/OPERATIONS.md#the-archive).
 
-archive ls lists them, archive show prints one, archive restore sends them
-back to the queue they were archived from; from there, dlq replay --from
-parking --reset-count (or --from invalid) takes them on as any message.`,
+archive ls lists them, archive show prints one, archive restore sends parked
+ones back to the parking queue; from there, dlq replay --from parking
+--reset-count takes them on as any parked message.`,
 		Example: `  dlq archive ls --queue parking --day 2026-12-03
   dlq archive ls --key KEY -o json
   dlq archive show LANE/parking/2026/12/03/NAME.json
@@ -277,14 +277,18 @@ func (a *app) archiveRestoreCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "restore",
-		Short: "Send archived messages back to the queue they were archived from, in sequence",
-		Long: `restore sends the selected archived messages back to the queue each was
-archived from (parking or invalid), body and attributes as they were, in the
-sequence of their keys (a FIFO group's in its sequence, with its group id), at
-most --max, at most --rate a second. Objects stay in the archive. A restored parked message is
+		Short: "Send archived parked messages back to the parking queue, in sequence",
+		Long: `restore sends the selected archived messages of the parking queue back to
+it, body and attributes as they were, in the sequence of their keys (a FIFO
+group's in its sequence, with its group id), at most --max, at most --rate a
+second. An invalid message is fixed at its producer, never restored. Objects stay in the archive. A restored parked message is
 taken on by dlq replay --from parking --reset-count as any parked message: back
 to the source, and applied once by the idempotent consumer.`,
 		RunE: runE(func(cmd *cobra.Command) error {
+			if sel.queue == archive.Invalid {
+				return usageError("--queue invalid: an invalid message is fixed at its producer, never restored as it was (archive show prints its body)")
+			}
+			sel.queue = archive.Parking
 			day, err := sel.check()
 			if err != nil {
 				return err
@@ -297,9 +301,9 @@ to the source, and applied once by the idempotent consumer.`,
 			if err != nil {
 				return err
 			}
-			targets := map[string]string{}
-			for _, k := range []struct{ queue, key string }{{archive.Parking, outParking}, {archive.Invalid, outInvalid}} {
-				targets[k.queue] = s.res.optional(k.key)
+			parking, err := s.res.get(outParking)
+			if err != nil {
+				return err
 			}
 			var picked []archive.Object
 			rep := restoreReport{DryRun: dryRun, Restored: []archived{}}
@@ -321,7 +325,7 @@ to the source, and applied once by the idempotent consumer.`,
 							return err
 						}
 					}
-					if err := restoreOne(ctx, s.queue, targets[o.Queue], o); err != nil {
+					if err := restoreOne(ctx, s.queue, parking, o); err != nil {
 						rep.Restored = rep.Restored[:i]
 						_ = show(a, rep, nil, writeRestore)
 						return err
@@ -347,7 +351,7 @@ func (a *app) confirmRestore(n int, yes bool) error {
 	if !a.isTerminal(a.stdin) {
 		return refused("not restoring without confirmation: stdin is not a terminal — pass --yes (or --dry-run)")
 	}
-	fmt.Fprintf(a.stderr, "Restore %d archived message(s) to the queues they were archived from? [y/N] ", n)
+	fmt.Fprintf(a.stderr, "Restore %d archived message(s) to the parking queue? [y/N] ", n)
 	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 	if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
 		return refused("restore not confirmed: nothing sent")
@@ -358,9 +362,6 @@ func (a *app) confirmRestore(n int, yes bool) error {
 // restoreOne sends o to url as it was received: body, attributes, and on a
 // FIFO queue its group, deduplicated by its message id.
 func restoreOne(ctx context.Context, q replay.Queue, url string, o archive.Object) error {
-	if url == "" {
-		return fmt.Errorf("restore %s: the lane's %s queue is unknown (pass --%s-url)", o.MessageID, o.Queue, o.Queue)
-	}
 	e := types.SendMessageBatchRequestEntry{Id: aws.String("m0"), MessageBody: aws.String(o.Body), MessageAttributes: o.MessageAttributes()}
 	if settings.IsFIFO(url) {
 		group := o.System[string(types.MessageSystemAttributeNameMessageGroupId)]

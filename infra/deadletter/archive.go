@@ -7,7 +7,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/homingdlq/homing/internal/settings"
 )
@@ -144,4 +146,26 @@ func (l *lane) grantArchive() {
 	}
 	suppress(write, "AwsSolutions-IAM5", "s3:PutObject on the archive bucket's objects: the archive writes one object per message, "+
 		"under keys by lane, queue, day and message id (docs/OPERATIONS.md#the-archive).")
+}
+
+// grantArchiveRead grants principal the archive's reads (dlq archive):
+// list the bucket, read its objects (and decrypt with its key). The one
+// wildcard, the objects of the bucket the lane created, is suppressed on
+// principal when it is a construct of the app.
+func (l *lane) grantArchiveRead(principal awsiam.IGrantable) {
+	for key, arn := range map[string]*string{"archive-bucket": l.archive.BucketArn(), "archive-objects": l.archive.ArnForObjects(jsii.String("*"))} {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: principal, Actions: jsii.Strings(operatorActions[key]...), ResourceArns: &[]*string{arn}})
+	}
+	if key := l.archive.EncryptionKey(); key != nil {
+		key.Grant(principal, jsii.String("kms:Decrypt"))
+	}
+	bucket, own := l.archive.(awss3.Bucket)
+	if c, ok := principal.(constructs.IConstruct); ok && own && l.props.archive.bucket == nil {
+		id := awscdk.Stack_Of(bucket).GetLogicalId(bucket.Node().DefaultChild().(awscdk.CfnElement))
+		cdknag.NagSuppressions_AddResourceSuppressions(c, &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String("s3:GetObject on the lane's archive objects, for dlq archive ls and show (docs/OPERATIONS.md#the-archive)."),
+			AppliesTo: &[]any{"Resource::<" + *id + ".Arn>/*"},
+		}}, jsii.Bool(true))
+	}
 }
