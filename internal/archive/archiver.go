@@ -67,6 +67,8 @@ const (
 	DefaultMargin = settings.DefaultArchiveMargin
 	DefaultBudget = settings.DefaultArchiveBudget
 	DefaultMax    = 10000
+	// deleteTimeout bounds the delete of a batch whose objects are written.
+	deleteTimeout = 5 * time.Second
 )
 
 // Counts are what a run did on one queue.
@@ -116,8 +118,9 @@ func New(q Receiver, s *Store, lane, keyExpr string, opts Options) (*Archiver, e
 
 // Run archives the due messages of each queue, within the budget and ctx,
 // and returns what it did per queue. It holds one batch of at most ten
-// messages at a time. The error joins each queue's receive or attribute
-// error; a message's failure is only counted.
+// messages at a time, and the receipts of those it leaves (at most Max).
+// The error joins each queue's receive or attribute error; a message's
+// failure is only counted, and one the budget's end cut short is not one.
 func (a *Archiver) Run(ctx context.Context, queues []Queue) ([]Counts, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.opts.Budget)
 	defer cancel()
@@ -231,7 +234,9 @@ func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, kee
 		}
 		wg.Go(func() {
 			if _, err := a.store.Put(ctx, objects[i]); err != nil {
-				a.opts.Logger.ErrorContext(ctx, "archive failed", "queue", q.URL, "messageId", objects[i].MessageID, "error", err)
+				if ctx.Err() == nil {
+					a.opts.Logger.ErrorContext(ctx, "archive failed", "queue", q.URL, "messageId", objects[i].MessageID, "error", err)
+				}
 				return
 			}
 			written[i] = true
@@ -240,7 +245,7 @@ func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, kee
 	wg.Wait()
 	del := deletable(msgs, due, written, settings.IsFIFO(q.URL))
 	for i := range msgs {
-		if due[i] && !written[i] {
+		if due[i] && !written[i] && ctx.Err() == nil {
 			failed++
 		}
 	}
@@ -251,7 +256,10 @@ func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, kee
 	for j, i := range del {
 		entries[j] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msgs[i].ReceiptHandle}
 	}
-	out, err := a.queue.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
+	// What is written is deleted even when the budget has just run out.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	defer cancel()
+	out, err := a.queue.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
 	if err != nil {
 		a.opts.Logger.ErrorContext(ctx, "delete archived messages failed", "queue", q.URL, "error", err)
 		return nil, failed + len(del)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -391,5 +392,34 @@ func TestRetentionOverTwentyDays(t *testing.T) {
 				t.Fatal("nothing expired without the archive: the model of retention is not exercised")
 			}
 		})
+	}
+}
+
+// slowS3 answers no PutObject before its caller gives up.
+type slowS3 struct{ archive.S3 }
+
+func (s slowS3) PutObject(ctx context.Context, _ *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A budget that runs out while objects are written is no archive failure:
+// nothing was deleted, everything is visible again for the next run.
+func TestBudgetEndIsNoFailure(t *testing.T) {
+	f := newFixture(t, false)
+	for i := range 3 {
+		f.park(t, fmt.Sprintf("o-%d", i), "")
+	}
+	a, err := archive.New(f.q, archive.NewStore(slowS3{f.s3}, bucket), "orders", "orderId", archive.Options{OnArrival: true, Budget: 50 * time.Millisecond, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.Run(context.Background(), []archive.Queue{f.parking})
+	if err != nil || c[0].Failed != 0 || c[0].Archived != 0 {
+		t.Fatalf("%+v, %v; want nothing archived, nothing failed", c, err)
+	}
+	out, err := f.q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(f.parking.URL), MaxNumberOfMessages: 10})
+	if err != nil || len(out.Messages) != 3 {
+		t.Fatalf("%d visible after the run (%v), want 3", len(out.Messages), err)
 	}
 }
