@@ -7,7 +7,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/homingdlq/homing/internal/settings"
 )
@@ -122,12 +124,12 @@ func (l *lane) addArchive() {
 }
 
 // grantArchive grants the replay function what the archive needs: receive,
-// delete and the retention of the parking and invalid queues, and
+// release, delete and the retention of the parking and invalid queues, and
 // s3:PutObject in the bucket (with its key's kms:GenerateDataKey).
 func (l *lane) grantArchive() {
 	replay := l.replay.fn
 	for _, q := range []awssqs.IQueue{l.parking, l.invalid} {
-		grantQueue(q, replay, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
+		grantQueue(q, replay, "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 	}
 	// A policy of its own, so that the suppression of its one wildcard
 	// (the bucket's objects) applies to it alone.
@@ -144,4 +146,26 @@ func (l *lane) grantArchive() {
 	}
 	suppress(write, "AwsSolutions-IAM5", "s3:PutObject on the archive bucket's objects: the archive writes one object per message, "+
 		"under keys by lane, queue, day and message id (docs/OPERATIONS.md#the-archive).")
+}
+
+// grantArchiveRead grants principal the archive's reads (dlq archive):
+// list the bucket, read its objects (and decrypt with its key). The one
+// wildcard, the objects of the bucket the lane created, is suppressed on
+// principal when it is a construct of the app.
+func (l *lane) grantArchiveRead(principal awsiam.IGrantable) {
+	for key, arn := range map[string]*string{"archive-bucket": l.archive.BucketArn(), "archive-objects": l.archive.ArnForObjects(jsii.String("*"))} {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: principal, Actions: jsii.Strings(operatorActions[key]...), ResourceArns: &[]*string{arn}})
+	}
+	if key := l.archive.EncryptionKey(); key != nil {
+		key.Grant(principal, jsii.String("kms:Decrypt"))
+	}
+	bucket, own := l.archive.(awss3.Bucket)
+	if c, ok := principal.(constructs.IConstruct); ok && own && l.props.archive.bucket == nil {
+		id := awscdk.Stack_Of(bucket).GetLogicalId(bucket.Node().DefaultChild().(awscdk.CfnElement))
+		cdknag.NagSuppressions_AddResourceSuppressions(c, &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String("s3:GetObject on the lane's archive objects, for dlq archive ls and show (docs/OPERATIONS.md#the-archive)."),
+			AppliesTo: &[]any{"Resource::<" + *id + ".Arn>/*"},
+		}}, jsii.Bool(true))
+	}
 }

@@ -273,6 +273,9 @@ func TestGrantOperator(t *testing.T) {
 		mustJSON(getAtt(id.schedule, "Arn")):    {"events:DescribeRule", "events:DisableRule", "events:EnableRule"},
 		mustJSON(refTo(id.topic)):               {"sns:Subscribe"},
 		mustJSON(refTo("AWS::StackId")):         {"cloudformation:DescribeStacks"},
+		// dlq archive ls and show.
+		mustJSON(getAtt(id.archive, "Arn")):                                      {"s3:ListBucket"},
+		mustJSON(obj{"Fn::Join": arr{"", arr{getAtt(id.archive, "Arn"), "/*"}}}): {"s3:GetObject"},
 	}
 	// Both log groups, by their ARN and the ARN of the group itself (without
 	// ":*"), as LogGroup.GrantRead names them.

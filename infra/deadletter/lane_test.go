@@ -450,11 +450,11 @@ func TestLeastPrivilege(t *testing.T) {
 			id.dlq: {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},
 			// SendMessageBatch; GetQueueAttributes for its MaximumMessageSize.
 			id.source:         {"sqs:GetQueueAttributes", "sqs:SendMessage"},
-			id.parking:        {"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"}, // SendMessageBatch; archive.Receiver
-			id.invalid:        {"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},                    // archive.Receiver
-			id.archive + "/*": {"s3:PutObject"},                                                                         // archive.S3's PutObject
-			id.ledger:         {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},        // dynamo's ledgerAPI
-			id.idempotency:    {"dynamodb:BatchGetItem"},                                                                // dynamo's completionsAPI, dynamo.FailureLog
+			id.parking:        {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"}, // SendMessageBatch; archive.Receiver
+			id.invalid:        {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},                    // archive.Receiver
+			id.archive + "/*": {"s3:PutObject"},                                                                                                        // archive.S3's PutObject
+			id.ledger:         {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},                                       // dynamo's ledgerAPI
+			id.idempotency:    {"dynamodb:BatchGetItem"},                                                                                               // dynamo's completionsAPI, dynamo.FailureLog
 		}, []string{id.logs}},
 	} {
 		t.Run(tc.function, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -48,11 +49,12 @@ type Options struct {
 	// 0: DefaultMargin.
 	Margin time.Duration
 	// Budget bounds a run's time; 0: DefaultBudget. A message received and
-	// not archived is hidden while the run lasts, so that it sees each
-	// message once, and visible again when it ends.
+	// not archived is hidden for the budget, so that a run sees each message
+	// once, and made visible again when the run has looked through its
+	// queue.
 	Budget time.Duration
-	// Max bounds the messages a run receives from each queue; 0:
-	// DefaultMax.
+	// Max bounds the messages a run receives from each queue, and so the
+	// receipts it keeps to make visible again; 0: DefaultMax.
 	Max int
 	// Failures adds the failure records to the objects; nil: none.
 	Failures Failures
@@ -65,6 +67,8 @@ const (
 	DefaultMargin = settings.DefaultArchiveMargin
 	DefaultBudget = settings.DefaultArchiveBudget
 	DefaultMax    = 10000
+	// deleteTimeout bounds the delete of a batch whose objects are written.
+	deleteTimeout = 5 * time.Second
 )
 
 // Counts are what a run did on one queue.
@@ -114,8 +118,9 @@ func New(q Receiver, s *Store, lane, keyExpr string, opts Options) (*Archiver, e
 
 // Run archives the due messages of each queue, within the budget and ctx,
 // and returns what it did per queue. It holds one batch of at most ten
-// messages at a time. The error joins each queue's receive or attribute
-// error; a message's failure is only counted.
+// messages at a time, and the receipts of those it leaves (at most Max).
+// The error joins each queue's receive or attribute error; a message's
+// failure is only counted, and one the budget's end cut short is not one.
 func (a *Archiver) Run(ctx context.Context, queues []Queue) ([]Counts, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.opts.Budget)
 	defer cancel()
@@ -138,8 +143,8 @@ func (a *Archiver) runQueue(ctx context.Context, q Queue) (Counts, error) {
 	if err != nil {
 		return c, err
 	}
-	hide := int32((a.opts.Budget + time.Minute) / time.Second)
-	var kept []string // the receipts of the messages left in the queue
+	hide := int32(max(time.Second, a.opts.Budget) / time.Second)
+	var kept []*string // receipts of the messages left in the queue
 	defer func() { a.release(ctx, q, kept) }()
 	for c.Examined < a.opts.Max && ctx.Err() == nil {
 		out, err := a.queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
@@ -160,12 +165,32 @@ func (a *Archiver) runQueue(ctx context.Context, q Queue) (Counts, error) {
 			break
 		}
 		c.Examined += len(out.Messages)
-		archived, failed, left := a.batch(ctx, q, out.Messages, keep)
-		c.Archived += archived
+		deleted, failed := a.batch(ctx, q, out.Messages, keep)
+		c.Archived += len(deleted)
 		c.Failed += failed
-		kept = append(kept, left...)
+		for i, m := range out.Messages {
+			if !slices.Contains(deleted, i) {
+				kept = append(kept, m.ReceiptHandle)
+			}
+		}
 	}
 	return c, nil
+}
+
+// release makes the messages of receipts visible again, ten a call; what
+// fails stays hidden until the budget has passed.
+func (a *Archiver) release(ctx context.Context, q Queue, receipts []*string) {
+	ctx = context.WithoutCancel(ctx)
+	for start := 0; start < len(receipts); start += 10 {
+		part := receipts[start:min(start+10, len(receipts))]
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(part))
+		for i, r := range part {
+			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: r, VisibilityTimeout: 0}
+		}
+		if _, err := a.queue.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries}); err != nil {
+			a.opts.Logger.WarnContext(ctx, "messages left hidden until the budget passes", "queue", q.URL, "error", err)
+		}
+	}
 }
 
 // keep is how long q keeps a message before the archive is due: its
@@ -189,9 +214,9 @@ func (a *Archiver) keep(ctx context.Context, q Queue) (time.Duration, error) {
 }
 
 // batch archives the due messages of one receive and deletes those
-// written; it returns how many were archived and how many failed, and the
-// receipts of the messages it left in the queue.
-func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, keep time.Duration) (archived, failed int, left []string) {
+// written; it returns the indexes of the messages archived and deleted,
+// and how many failed.
+func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, keep time.Duration) (deleted []int, failed int) {
 	now := a.opts.Now()
 	due := dueOf(msgs, keep, now, settings.IsFIFO(q.URL))
 	objects := make([]Object, len(msgs))
@@ -209,7 +234,9 @@ func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, kee
 		}
 		wg.Go(func() {
 			if _, err := a.store.Put(ctx, objects[i]); err != nil {
-				a.opts.Logger.ErrorContext(ctx, "archive failed", "queue", q.URL, "messageId", objects[i].MessageID, "error", err)
+				if ctx.Err() == nil {
+					a.opts.Logger.ErrorContext(ctx, "archive failed", "queue", q.URL, "messageId", objects[i].MessageID, "error", err)
+				}
 				return
 			}
 			written[i] = true
@@ -218,61 +245,35 @@ func (a *Archiver) batch(ctx context.Context, q Queue, msgs []types.Message, kee
 	wg.Wait()
 	del := deletable(msgs, due, written, settings.IsFIFO(q.URL))
 	for i := range msgs {
-		if due[i] && !written[i] {
+		if due[i] && !written[i] && ctx.Err() == nil {
 			failed++
 		}
 	}
-	deleting := make([]bool, len(msgs))
-	for _, i := range del {
-		deleting[i] = true
-	}
-	for i, m := range msgs {
-		if !deleting[i] {
-			left = append(left, aws.ToString(m.ReceiptHandle))
-		}
-	}
 	if len(del) == 0 {
-		return 0, failed, left
+		return nil, failed
 	}
 	entries := make([]types.DeleteMessageBatchRequestEntry, len(del))
 	for j, i := range del {
 		entries[j] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msgs[i].ReceiptHandle}
 	}
-	out, err := a.queue.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
+	// What is written is deleted even when the budget has just run out.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	defer cancel()
+	out, err := a.queue.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
 	if err != nil {
 		a.opts.Logger.ErrorContext(ctx, "delete archived messages failed", "queue", q.URL, "error", err)
-		return 0, failed + len(del), left
+		return nil, failed + len(del)
 	}
 	for _, f := range out.Failed {
 		a.opts.Logger.ErrorContext(ctx, "delete an archived message failed", "queue", q.URL, "error", aws.ToString(f.Code)+": "+aws.ToString(f.Message))
 	}
-	return len(out.Successful), failed + len(del) - len(out.Successful), left
-}
-
-// release makes the messages of receipts visible again, ten a call, even
-// when ctx is done: a run leaves the queue as it found it but for what it
-// archived. A failure is logged: the messages reappear when their hide ends.
-func (a *Archiver) release(ctx context.Context, q Queue, receipts []string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	for start := 0; start < len(receipts); start += 10 {
-		var entries []types.ChangeMessageVisibilityBatchRequestEntry
-		for i, r := range receipts[start:min(start+10, len(receipts))] {
-			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(r), VisibilityTimeout: 0})
-		}
-		out, err := a.queue.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.URL), Entries: entries})
-		if err != nil {
-			a.opts.Logger.WarnContext(ctx, "release messages not archived", "queue", q.URL, "error", err)
-			return
-		}
-		for _, f := range out.Failed {
-			a.opts.Logger.WarnContext(ctx, "release a message not archived", "queue", q.URL, "error", aws.ToString(f.Code)+": "+aws.ToString(f.Message))
+	for _, ok := range out.Successful {
+		if i, err := strconv.Atoi(aws.ToString(ok.Id)); err == nil && i >= 0 && i < len(msgs) {
+			deleted = append(deleted, i)
 		}
 	}
+	return deleted, failed + len(del) - len(deleted)
 }
-
-// releaseTimeout bounds a run's release of what it did not archive.
-const releaseTimeout = 30 * time.Second
 
 // addFailures adds the failure records of the due objects; a failed read
 // leaves them without.

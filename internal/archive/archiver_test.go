@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -167,11 +168,11 @@ func TestArchivesNearRetention(t *testing.T) {
 	if got := f.s3.Keys(bucket); len(got) != 0 {
 		t.Fatalf("archived before the margin: %q", got)
 	}
+	// What a run leaves is visible again once it has looked.
 	for _, url := range []string{f.parking.URL, f.invalid.URL} {
-		// What a run does not archive it leaves visible: an operator's
-		// dlq replay or peek right after it sees the whole queue.
-		if out, err := f.q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), VisibilityTimeout: 0}); err != nil || len(out.Messages) != 1 {
-			t.Fatalf("%s after a run: %v, %v; want its message visible", url, out, err)
+		out, err := f.q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 0})
+		if err != nil || len(out.Messages) != 1 {
+			t.Fatalf("%s after the run: %d visible (%v), want 1", url, len(out.Messages), err)
 		}
 	}
 
@@ -275,8 +276,7 @@ func TestFIFOWriteFailureKeepsTheGroup(t *testing.T) {
 		t.Fatalf("left %d, first %s", len(left), aws.ToString(left[0].Body))
 	}
 	f.s3.PutFault = nil
-	f.clock.Advance(archive.DefaultBudget + time.Minute)
-	f.run(t, a)
+	f.run(t, a) // at once: the run made what it left visible again
 	if got := ids(f.objects(t)); !slices.Equal(got, []string{"o-0", "o-1", "o-2", "o-3", "o-4"}) || len(f.q.Messages(f.parking.URL)) != 0 {
 		t.Fatalf("after the retry: %q, %d left", got, len(f.q.Messages(f.parking.URL)))
 	}
@@ -302,7 +302,7 @@ func TestCrashBetweenWriteAndDelete(t *testing.T) {
 		t.Fatal("nothing written before the crash")
 	}
 
-	f.clock.Advance(archive.DefaultBudget + time.Minute)
+	f.clock.Advance(archive.DefaultBudget) // the crashed run released nothing
 	c := f.run(t, f.archiver(t, nil, func(o *archive.Options) { o.OnArrival = true }))
 	if c[0].Archived != 12 || len(f.q.Messages(f.parking.URL)) != 0 {
 		t.Fatalf("recovery %+v, %d left", c[0], len(f.q.Messages(f.parking.URL)))
@@ -392,5 +392,34 @@ func TestRetentionOverTwentyDays(t *testing.T) {
 				t.Fatal("nothing expired without the archive: the model of retention is not exercised")
 			}
 		})
+	}
+}
+
+// slowS3 answers no PutObject before its caller gives up.
+type slowS3 struct{ archive.S3 }
+
+func (s slowS3) PutObject(ctx context.Context, _ *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A budget that runs out while objects are written is no archive failure:
+// nothing was deleted, everything is visible again for the next run.
+func TestBudgetEndIsNoFailure(t *testing.T) {
+	f := newFixture(t, false)
+	for i := range 3 {
+		f.park(t, fmt.Sprintf("o-%d", i), "")
+	}
+	a, err := archive.New(f.q, archive.NewStore(slowS3{f.s3}, bucket), "orders", "orderId", archive.Options{OnArrival: true, Budget: 50 * time.Millisecond, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.Run(context.Background(), []archive.Queue{f.parking})
+	if err != nil || c[0].Failed != 0 || c[0].Archived != 0 {
+		t.Fatalf("%+v, %v; want nothing archived, nothing failed", c, err)
+	}
+	out, err := f.q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(f.parking.URL), MaxNumberOfMessages: 10})
+	if err != nil || len(out.Messages) != 3 {
+		t.Fatalf("%d visible after the run (%v), want 3", len(out.Messages), err)
 	}
 }

@@ -39,7 +39,9 @@ func newArchiver(cfg Config, d Deps) *archiver {
 	if now == nil {
 		now = time.Now
 	}
-	a, err := archive.New(d.Queue, archive.NewStore(d.Archive, cfg.Archive.Bucket), cfg.Lane, cfg.Routes[0].Key, archive.Options{
+	// The keys name the lane by its route's name (the construct's lane
+	// name), the metrics by the Lane dimension.
+	a, err := archive.New(d.Queue, archive.NewStore(d.Archive, cfg.Archive.Bucket), cfg.Routes[0].Name, cfg.Routes[0].Key, archive.Options{
 		OnArrival: cfg.Archive.Mode == settings.ArchiveOnArrival,
 		Margin:    cfg.Archive.Margin,
 		Budget:    cfg.Archive.Budget,
@@ -77,9 +79,7 @@ func (a *archiver) run(ctx context.Context) {
 	if err != nil {
 		a.logger.ErrorContext(ctx, "archive failed", "error", err)
 	}
-	for _, c := range counts {
-		a.logger.InfoContext(ctx, "archive", "queue", c.Queue, "examined", c.Examined, "archived", c.Archived, "failed", c.Failed)
-	}
+	a.logger.InfoContext(ctx, "archive", "queues", counts)
 	if a.metrics == nil {
 		return
 	}

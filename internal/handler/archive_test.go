@@ -43,6 +43,9 @@ func TestArchiveRunsBeforeTheGates(t *testing.T) {
 	}
 	var objects int
 	for _, k := range f.s3.Keys("archive") {
+		if !strings.HasPrefix(k, "orders/") && !strings.HasPrefix(k, "payments/") {
+			t.Fatalf("key %s is not under its route's name", k)
+		}
 		if !strings.Contains(k, "/key/") {
 			objects++
 		}

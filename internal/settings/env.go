@@ -101,7 +101,7 @@ var (
 	ArchiveMargin = Duration{Env: "ARCHIVE_MARGIN", Default: DefaultArchiveMargin, Min: time.Hour, Max: 13 * 24 * time.Hour,
 		Doc: "archive this long before the queue's retention ends; a queue that keeps messages less long is archived on arrival"}
 	ArchiveBudget = Duration{Env: "ARCHIVE_BUDGET", Default: DefaultArchiveBudget, Min: time.Second, Max: 10 * time.Minute,
-		Doc: "the archive's share of a run, before the replay; a message it receives and does not archive stays hidden this long and a minute"}
+		Doc: "the archive's share of a run, before the replay; a message it receives and does not archive stays hidden while it looks, at most this long"}
 	Workers = Int{Env: "WORKERS", Default: DefaultWorkers, Min: 1, Max: MaxWorkers,
 		Doc: "receive loops per route, sharing the rate and the cap (FIFO: in parallel across message groups, in order within one)"}
 )

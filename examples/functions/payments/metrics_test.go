@@ -30,7 +30,7 @@ type metricLine struct {
 			Dimensions [][]string
 		}
 	} `json:"_aws"`
-	Lane, Reason                                                string
+	Lane, Reason, ErrorClass                                    string
 	RecordsProcessed, RecordsFailed, RecordsInvalid             int
 	DuplicatesAbsorbed, CompletionsUnrecorded, InDoubtTakeovers int
 }
@@ -97,6 +97,7 @@ func TestHandlerWritesTheLanesMetrics(t *testing.T) {
 		invalidSent := len(queue.sent) - sentBefore
 		var lane *metricLine
 		byReason := map[string]int{}
+		byClass := 0 // failed records on the lines by error class
 		for _, raw := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 			var l metricLine
 			if err := json.Unmarshal([]byte(raw), &l); err != nil {
@@ -107,6 +108,10 @@ func TestHandlerWritesTheLanesMetrics(t *testing.T) {
 			}
 			if l.Reason != "" {
 				byReason[l.Reason] += l.RecordsInvalid
+				continue
+			}
+			if l.ErrorClass != "" {
+				byClass += l.RecordsFailed
 				continue
 			}
 			if lane != nil {
@@ -122,6 +127,9 @@ func TestHandlerWritesTheLanesMetrics(t *testing.T) {
 		}
 		if lane.RecordsProcessed != len(ev.Records) || lane.RecordsFailed != len(resp.BatchItemFailures) || lane.RecordsInvalid != invalidSent {
 			t.Errorf("delivery %d: %+v; want %d processed, %d failed, %d invalid", delivery, *lane, len(ev.Records), len(resp.BatchItemFailures), invalidSent)
+		}
+		if byClass != lane.RecordsFailed {
+			t.Errorf("delivery %d: %d failed records by error class, want the lane line's %d", delivery, byClass, lane.RecordsFailed)
 		}
 		if len(byReason) != len(reasons) {
 			t.Errorf("delivery %d: reason lines %v, want %v", delivery, byReason, reasons)
