@@ -55,11 +55,13 @@ CDK_FLAGS     := --no-notices --ci
 # every implementation of its service, listed as name=URL pairs, each
 # implementation's gaps declared by its name. Queue: the emulator, moto and
 # LocalStack in host mode (left out when the emulator is LocalStack's Docker
-# profile, which has SQS itself); DynamoDB: the emulator and moto.
+# profile, which has SQS itself); DynamoDB and S3: the emulator and moto.
 comma := ,
 SQS_ENDPOINTS      := $(EMULATOR)=http://127.0.0.1:$(EMULATOR_PORT),moto=http://127.0.0.1:$(MOTO_PORT)$(if $(filter localstack,$(EMULATOR)),,$(comma)localstack=http://127.0.0.1:$(LOCALSTACK_PORT))
 DYNAMODB_ENDPOINTS := $(EMULATOR)=http://127.0.0.1:$(EMULATOR_PORT),moto=http://127.0.0.1:$(MOTO_PORT)
-CONTRACT_ENV  := HOMING_EMULATOR=$(EMULATOR) HOMING_SQS_ENDPOINTS=$(SQS_ENDPOINTS) HOMING_DYNAMODB_ENDPOINTS=$(DYNAMODB_ENDPOINTS)
+S3_ENDPOINTS       := $(EMULATOR)=http://127.0.0.1:$(EMULATOR_PORT),moto=http://127.0.0.1:$(MOTO_PORT)
+CONTRACT_ENV  := HOMING_EMULATOR=$(EMULATOR) HOMING_SQS_ENDPOINTS=$(SQS_ENDPOINTS) HOMING_DYNAMODB_ENDPOINTS=$(DYNAMODB_ENDPOINTS) \
+	HOMING_S3_ENDPOINTS=$(S3_ENDPOINTS)
 # The e2e target starts host-mode LocalStack only beside another emulator.
 HOST_LOCALSTACK := $(if $(filter localstack,$(EMULATOR)),,yes)
 

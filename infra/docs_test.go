@@ -24,6 +24,7 @@ func TestOutputsDocumented(t *testing.T) {
 		settings.OutputIdempotencyTableName, settings.OutputLedgerTableName, settings.OutputConsumerFunctionName,
 		settings.OutputReplayFunctionName, settings.OutputReplayScheduleName, settings.OutputAlarmTopicARN,
 		settings.OutputDashboardName, settings.OutputConsumerLogGroupName, settings.OutputReplayLogGroupName,
+		settings.OutputArchiveBucketName,
 	}
 	// Every output of a lane is one of its keys, and the README lists the
 	// key.

@@ -214,6 +214,8 @@ func TestProfiles(t *testing.T) {
 				// Both functions name their metrics alike: one lane.
 				"POWERTOOLS_SERVICE_NAME":      "Homing/Orders",
 				"POWERTOOLS_METRICS_NAMESPACE": "Homing",
+				"ARCHIVE_BUCKET":               obj{"Ref": s.id(t, "AWS::S3::Bucket", "Archive")},
+				"INVALID_QUEUE_URL":            obj{"Ref": s.id(t, "AWS::SQS::Queue", "InvalidQueue")},
 			}
 			maps.Copy(replayVars, tc.replayTuning)
 			for _, fn := range []struct {
@@ -317,6 +319,7 @@ func TestOutputs(t *testing.T) {
 				settings.OutputDashboardName:        ref("AWS::CloudWatch::Dashboard", "Dashboard"),
 				settings.OutputConsumerLogGroupName: ref("AWS::Logs::LogGroup", "ConsumerLogs"),
 				settings.OutputReplayLogGroupName:   ref("AWS::Logs::LogGroup", "ReplayLogs"),
+				settings.OutputArchiveBucketName:    ref("AWS::S3::Bucket", "Archive"),
 			}
 			want := map[string]obj{}
 			for key, value := range byKey {
@@ -381,8 +384,8 @@ func TestCdkNag(t *testing.T) {
 			if name == ProfileLocal {
 				lanes = 2 // the example lane's
 			}
-			if suppressions != 2*lanes {
-				t.Errorf("%d suppressions, want the 2 SQS3 ones of the invalid and parking queues of each of %d lanes", suppressions, lanes)
+			if suppressions != 4*lanes {
+				t.Errorf("%d suppressions, want 4 of each of %d lanes: SQS3 of the invalid and parking queues, S1 of the archive bucket, IAM5 of its write policy", suppressions, lanes)
 			}
 		})
 	}

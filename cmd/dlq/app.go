@@ -54,6 +54,7 @@ type globalFlags struct {
 
 	dlqURL, sourceURL, parkingURL, invalidURL string
 	ledgerTable, idempotencyTable             string
+	archiveBucket                             string
 }
 
 // Output formats of -o.
@@ -79,6 +80,7 @@ func (g *globalFlags) resourceFlags() []resourceFlag {
 		{"invalid-url", outInvalid, "URL of the invalid-message queue", &g.invalidURL, checkQueueURL},
 		{"ledger-table", outLedger, "DynamoDB table of the replay ledger (and of a FIFO lane's parked groups)", &g.ledgerTable, checkTableName},
 		{"idempotency-table", outIdempotency, "DynamoDB table of the consumer's idempotency records", &g.idempotencyTable, checkTableName},
+		{"archive-bucket", outArchive, "S3 bucket of the lane's archive", &g.archiveBucket, checkBucketName},
 	}
 }
 
@@ -149,6 +151,8 @@ Cautions:
   - groups release lets a parked message group go on: its parked records go
     back to the source queue, in sequence. It asks for confirmation on a
     terminal unless --yes or --dry-run.
+  - archive restore sends archived messages back to the parking queue; it
+    asks for confirmation on a terminal unless --yes or --dry-run.
 
 Where the lane is, first that applies:
   --outputs-file FILE   the stack outputs as ` + "`cdk deploy --outputs-file`" + ` writes them
@@ -179,7 +183,7 @@ func (a *app) rootCommand() *cobra.Command {
 	g := &a.flags
 	root := &cobra.Command{
 		Use:     "dlq",
-		Short:   "Inspect, peek at, replay and audit a dead-letter lane, and release its parked message groups",
+		Short:   "Inspect, peek at, replay and audit a dead-letter lane, release its parked message groups, read its archive",
 		Long:    rootLong,
 		Version: version(),
 		Example: `  dlq --stack MyStack --region eu-west-1 inspect
@@ -190,7 +194,8 @@ func (a *app) rootCommand() *cobra.Command {
   dlq audit --key KEY                          # its history and completion record
   dlq audit --runs 5
   dlq groups                                   # the parked message groups of a FIFO lane
-  dlq groups release GROUP                     # let one go on, its parked records in sequence`,
+  dlq groups release GROUP                     # let one go on, its parked records in sequence
+  dlq archive ls --key KEY                     # the archived messages of one business key`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.resolveFlags(cmd) },
@@ -212,7 +217,7 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.MarkFlagsMutuallyExclusive("outputs-file", "stack-outputs")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{code: exitUsage, err: err} })
-	root.AddCommand(a.inspectCommand(), a.peekCommand(), a.replayCommand(), a.auditCommand(), a.groupsCommand())
+	root.AddCommand(a.inspectCommand(), a.peekCommand(), a.replayCommand(), a.auditCommand(), a.groupsCommand(), a.archiveCommand())
 	return root
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
 	tagschemas "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/schemas"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/fifo"
+	"github.com/homingdlq/homing/internal/archive"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -46,6 +48,8 @@ type backend struct {
 	// tagging and queueURLs find a lane by its tags (--lane without outputs).
 	tagging   resourceTagger
 	queueURLs queueURLGetter
+	// archive reads the lane's archive in bucket.
+	archive func(bucket string) *archive.Store
 }
 
 // connectAWS loads the AWS configuration (loadAWSConfig) and builds the
@@ -61,6 +65,7 @@ func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend
 		fn    = lambda.NewFromConfig(cfg)
 		cf    = cloudformation.NewFromConfig(cfg)
 		tags  = taggingClient(cfg)
+		store = s3.NewFromConfig(cfg)
 	)
 	var (
 		_ replay.Queue      = queue
@@ -68,6 +73,7 @@ func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend
 		_ fifo.ReleaseQueue = queue
 		_ resourceTagger    = tags
 		_ queueURLGetter    = queue
+		_ archive.S3        = store
 	)
 	return &backend{
 		queue:  queue,
@@ -105,6 +111,7 @@ func connectAWS(ctx context.Context, g *globalFlags, log *slog.Logger) (*backend
 		},
 		tagging:   tags,
 		queueURLs: queue,
+		archive:   func(bucket string) *archive.Store { return archive.NewStore(store, bucket) },
 	}, nil
 }
 

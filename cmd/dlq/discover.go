@@ -39,6 +39,8 @@ func (r laneRole) kind() string {
 		return "SQS queue"
 	case "dynamodb":
 		return "DynamoDB table"
+	case "s3":
+		return "S3 bucket"
 	}
 	return "Lambda function"
 }
@@ -52,6 +54,7 @@ var laneRoles = []laneRole{
 	{settings.RoleLedger, outLedger, "dynamodb"},
 	{settings.RoleIdempotency, outIdempotency, "dynamodb"},
 	{settings.RoleReplay, outReplayFunction, "lambda"},
+	{settings.RoleArchive, outArchive, "s3"},
 }
 
 // roleOfKey is the role of a lane output key; false for a key no tag
@@ -67,7 +70,7 @@ func roleOfKey(key string) (laneRole, bool) {
 // taggedTypes are the resource types discovery asks for. Queues are
 // filtered by service only: an SQS ARN has no resource type ("sqs:queue"
 // matches on AWS, not on every emulator).
-var taggedTypes = []string{"sqs", "dynamodb:table", "lambda:function"}
+var taggedTypes = []string{"sqs", "dynamodb:table", "lambda:function", "s3"}
 
 // discoverLane finds a lane's resources by their tags (settings.TagLane =
 // lane, settings.TagRole = one of laneRoles) and returns them by lane
@@ -166,6 +169,8 @@ func resourceName(ctx context.Context, queues queueURLGetter, arn string) (strin
 		return aws.ToString(out.QueueUrl), nil
 	case "dynamodb": // table/NAME
 		return strings.TrimPrefix(resource, "table/"), nil
+	case "s3": // arn:aws:s3:::NAME
+		return resource, nil
 	default: // lambda: function:NAME
 		name := strings.TrimPrefix(resource, "function:")
 		name, _, _ = strings.Cut(name, ":") // a qualifier, if any

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +21,9 @@ import (
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi"
 	tagtypes "github.com/aws/aws-sdk-go-v2/service/resourcegroupstaggingapi/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/homingdlq/homing/internal/settings"
@@ -248,6 +251,15 @@ func TestE2EDeployedLaneByTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range laneKeys {
+		if k == outArchive && bucketUntagged(t, l.out[k]) {
+			// ministack 1.5.33's CloudFormation drops an S3 bucket's Tags:
+			// the bucket is found by the outputs only. The tripwire fails
+			// the day the emulator tags it.
+			if values[k] != "" {
+				t.Errorf("by tag, %s = %q from an untagged bucket", k, values[k])
+			}
+			continue
+		}
 		if values[k] != l.out[k] {
 			t.Errorf("by tag, %s = %q; the outputs name %q", k, values[k], l.out[k])
 		}
@@ -260,4 +272,18 @@ func TestE2EDeployedLaneByTags(t *testing.T) {
 	if rep := decode[inspectReport](t, r); rep.Queues[0].URL != l.stack[settings.OutputID("payments", outParking)] {
 		t.Fatalf("the payments lane by tag: report = %+v", rep)
 	}
+}
+
+// bucketUntagged reports whether the deployed bucket has no tags, where the
+// construct tags it (an emulator's gap); it fails the test on AWS, whose
+// CloudFormation applies them, and when the emulator has started tagging.
+func bucketUntagged(t *testing.T, bucket string) bool {
+	t.Helper()
+	_, err := s3.NewFromConfig(emulatortest.Config(t)).GetBucketTagging(context.Background(), &s3.GetBucketTaggingInput{Bucket: aws.String(bucket)})
+	var api smithy.APIError
+	untagged := errors.As(err, &api) && api.ErrorCode() == "NoSuchTagSet"
+	if emulator := os.Getenv("HOMING_EMULATOR"); untagged != (emulator == "ministack") {
+		t.Errorf("bucket %s untagged: %v (%v) on %q: the declared gap is ministack's alone", bucket, untagged, err, emulator)
+	}
+	return untagged
 }

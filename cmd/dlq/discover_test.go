@@ -26,13 +26,13 @@ func TestDiscoverLane(t *testing.T) {
 	}
 	in := f.tagging.inputs[0]
 	if len(in.TagFilters) != 1 || aws.ToString(in.TagFilters[0].Key) != settings.TagLane || !slices.Equal(in.TagFilters[0].Values, []string{"orders"}) ||
-		!slices.Equal(in.ResourceTypeFilters, []string{"sqs", "dynamodb:table", "lambda:function"}) {
+		!slices.Equal(in.ResourceTypeFilters, []string{"sqs", "dynamodb:table", "lambda:function", "s3"}) {
 		t.Fatalf("GetResources input = %+v", in)
 	}
-	// 8 resources of the lane's types (the alarm topic is not one), two a
+	// 9 resources of the lane's types (the alarm topic is not one), two a
 	// page: every page read.
-	if f.tagging.calls != 4 {
-		t.Fatalf("%d GetResources calls, want 4 pages", f.tagging.calls)
+	if f.tagging.calls != 5 {
+		t.Fatalf("%d GetResources calls, want 5 pages", f.tagging.calls)
 	}
 }
 

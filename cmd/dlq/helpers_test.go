@@ -28,6 +28,8 @@ import (
 	"github.com/homingdlq/homing/fifo"
 	"github.com/homingdlq/homing/fifo/fifotest"
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/archive"
+	"github.com/homingdlq/homing/internal/archive/archivetest"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
@@ -73,6 +75,7 @@ type fixture struct {
 	calls                map[string]int // SQS operation -> calls
 	dlq, source, parking string
 	invalid              string
+	s3                   *archivetest.MemoryS3 // the lane's archive bucket, "orders-archive"
 	// foreign maps the URL of a queue in another account or region to
 	// the memory queue that stands for it (elsewhere).
 	foreign map[string]string
@@ -97,8 +100,10 @@ func newFixture(t *testing.T) *fixture {
 	f.dlq, f.source, f.parking, f.invalid = f.queue("orders-dlq", nil), f.queue("orders", nil), f.queue("orders-parking", nil), f.queue("orders-invalid", nil)
 	f.outputs = map[string]string{
 		outDLQ: f.dlq, outSource: f.source, outParking: f.parking, outInvalid: f.invalid,
-		outLedger: "ledger", outIdempotency: "idempotency", outReplayFunction: "replay-fn",
+		outLedger: "ledger", outIdempotency: "idempotency", outReplayFunction: "replay-fn", outArchive: "orders-archive",
 	}
+	f.s3 = archivetest.NewMemoryS3()
+	f.s3.AddBucket("orders-archive")
 	f.env = map[string]string{"MAX_REPLAYS": "3", "BACKOFF_BASE": "1s", "BACKOFF_MAX": "10s", "CONSUMER_NAME": "invoice"}
 	f.routes(replay.Route{Key: "orderId", Records: true})
 	f.file = filepath.Join(t.TempDir(), "outputs.json")
@@ -171,6 +176,7 @@ func (f *fixture) tagLane() {
 		res(fmt.Sprintf(acct, "dynamodb", "table/ledger"), "orders", settings.RoleLedger),
 		res(fmt.Sprintf(acct, "dynamodb", "table/idempotency"), "orders", settings.RoleIdempotency),
 		res(fmt.Sprintf(acct, "lambda", "function:replay-fn"), "orders", settings.RoleReplay),
+		res("arn:aws:s3:::orders-archive", "orders", settings.RoleArchive),
 		res(fmt.Sprintf(acct, "lambda", "function:consumer-fn"), "orders", settings.RoleConsumer),
 		res(fmt.Sprintf(acct, "sns", "orders-alarms"), "orders", "alarms"),
 		res(fmt.Sprintf(acct, "sqs", "payments-dlq.fifo"), "payments", settings.RoleDeadLetter),
@@ -249,6 +255,7 @@ func (f *fixture) runRaw(args ...string) result {
 				},
 				tagging:   f.tagging,
 				queueURLs: fakeQueueURLs(f.urls),
+				archive:   func(bucket string) *archive.Store { return archive.NewStore(f.s3, bucket) },
 			}, nil
 		},
 	}

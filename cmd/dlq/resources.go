@@ -27,10 +27,11 @@ const (
 	outLedger         = settings.OutputLedgerTableName
 	outIdempotency    = settings.OutputIdempotencyTableName
 	outReplayFunction = settings.OutputReplayFunctionName
+	outArchive        = settings.OutputArchiveBucketName
 )
 
 // laneKeys are the output keys of every lane that dlq reads.
-var laneKeys = []string{outDLQ, outSource, outParking, outInvalid, outLedger, outIdempotency, outReplayFunction}
+var laneKeys = []string{outDLQ, outSource, outParking, outInvalid, outLedger, outIdempotency, outReplayFunction, outArchive}
 
 // Environment variables that stand in for the flags that say where the
 // lane is, when the flags are not given.

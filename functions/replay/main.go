@@ -5,7 +5,9 @@
 // replay/handler's (handler.Config.ParseInvocation, handler.LoadConfig):
 // each route of REPLAY_ROUTES names its lane's business key, payload hash,
 // whether the lane's consumer writes completion records, which it reads
-// in the idempotency table under the scope CONSUMER_NAME.
+// in the idempotency table under the scope CONSUMER_NAME. With
+// ARCHIVE_BUCKET, each run first archives the lane's parking and invalid
+// queues there (package archive).
 package main
 
 import (
@@ -17,9 +19,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/dynamo"
+	"github.com/homingdlq/homing/internal/archive"
 	"github.com/homingdlq/homing/internal/handler"
 	"github.com/homingdlq/homing/replay"
 )
@@ -49,18 +53,25 @@ func run(ctx context.Context) error {
 		db    = dynamodb.NewFromConfig(awsCfg)
 	)
 	var (
-		_ replay.Queue = queue
-		_ dynamo.API   = db
+		_ replay.Queue     = queue
+		_ dynamo.API       = db
+		_ archive.Receiver = queue
 	)
-	h := handler.New(cfg, handler.Deps{
+	deps := handler.Deps{
 		Queue:       queue,
 		Ledger:      dynamo.NewLedger(db, cfg.LedgerTable, nil),
 		Completions: dynamo.NewCompletions(db, cfg.IdempotencyTable, cfg.ConsumerName, nil),
-		Failures:    dynamo.NewFailureLog(db, cfg.IdempotencyTable, cfg.ConsumerName).Classes,
+		Failures:    dynamo.NewFailureLog(db, cfg.IdempotencyTable, cfg.ConsumerName),
 		Health:      health,
 		Logger:      lambdacontext.NewLogger(lambdacontext.WithFunctionARN()),
 		Metrics:     os.Stdout,
-	})
+	}
+	if cfg.Archive.Bucket != "" {
+		bucket := s3.NewFromConfig(awsCfg)
+		var _ archive.S3 = bucket
+		deps.Archive = bucket
+	}
+	h := handler.New(cfg, deps)
 	lambda.StartWithOptions(h, lambda.WithContext(ctx))
 	return nil
 }

@@ -162,12 +162,16 @@ type Alarms struct {
 	// data breaching): the schedule is disabled, or every run fails before
 	// it reports. Nothing rescues expiring dead letters meanwhile.
 	ReplayHeartbeat awscloudwatch.Alarm
+	// ArchiveFailed: a replay run could not archive a message of the
+	// parking or invalid queue (its ArchiveFailed > 0): the message stays
+	// in its queue, whose retention runs on.
+	ArchiveFailed awscloudwatch.Alarm
 }
 
 // All returns the alarms in a fixed order.
 func (a Alarms) All() []awscloudwatch.Alarm {
 	return []awscloudwatch.Alarm{a.DeadLetterDepth, a.DeadLetterAge, a.InvalidDepth, a.ParkingDepth, a.ConsumerErrors, a.ConsumerThrottles, a.ReplayErrors,
-		a.ConsumerFailures, a.SourceAge, a.RescueWindow, a.ReplayHeartbeat}
+		a.ConsumerFailures, a.SourceAge, a.RescueWindow, a.ReplayHeartbeat, a.ArchiveFailed}
 }
 
 func (l *lane) metricOptions(statistic string) *awscloudwatch.MetricOptions {
@@ -320,6 +324,10 @@ func (l *lane) addAlarms() {
 			missing:   awscloudwatch.TreatMissingData_BREACHING,
 		}),
 	}
+	l.alarms.ArchiveFailed = l.alarm("ArchiveFailedAlarm",
+		"A replay run could not archive messages of the parking or invalid queue (the replay's "+settings.MetricArchiveFailed+"): they stay in their queue, "+
+			"whose retention runs on. The replay log's \"archive failed\" lines name the queue, the message and the S3 or SQS error (docs/OPERATIONS.md#the-archive).",
+		l.consumerMetric(settings.MetricArchiveFailed, "", "Sum"), 0)
 	// No records in a period is no evidence either way: the alarm keeps its
 	// state until records say otherwise.
 	failures := alarmSpec{id: "ConsumerFailuresAlarm", missing: awscloudwatch.TreatMissingData_IGNORE}
@@ -427,6 +435,12 @@ func (l *lane) addDashboard() {
 				}),
 				graph("Dead letters in the rescue window (replay report)", 12, []awscloudwatch.IMetric{
 					l.replayMetric(metricInRescueWindow, "Maximum"),
+				}),
+			},
+			{
+				graph("Archive (messages per run, replay report)", 24, []awscloudwatch.IMetric{
+					l.consumerMetric(settings.MetricArchived, settings.MetricArchived, "Sum"),
+					l.consumerMetric(settings.MetricArchiveFailed, settings.MetricArchiveFailed, "Sum"),
 				}),
 			},
 		},

@@ -161,6 +161,11 @@ var (
 		p.Queues.AllowNativeRedrive = jsii.Bool(true)
 		p.Queues.OperatorArns = []string{operatorArn}
 		p.SystemLogLevel = awslambda.SystemLogLevel_DEBUG
+		p.Archive = deadletter.ArchiveProps{
+			OnArrival:       jsii.Bool(true),
+			Margin:          awscdk.Duration_Hours(jsii.Number(72)),
+			TransitionAfter: awscdk.Duration_Days(jsii.Number(30)),
+		}
 		p.Replay = deadletter.ReplayProps{
 			HealthURL:           p.Replay.HealthURL,
 			RouteName:           jsii.String("billing-orders"),

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -114,6 +115,10 @@ type Lane interface {
 	// warns on it at synth: overlapping runs are safe, but each applies
 	// its own RATE (see shortestGap for what is read of a cron()).
 	ReplaySchedule() awsevents.Rule
+	// Archive is the lane's archive bucket (ArchiveProps.Bucket, or the one
+	// the lane created): the replay function writes the parking and
+	// invalid queues' messages there before SQS's retention ends.
+	Archive() awss3.IBucket
 	// AlarmTopic receives every alarm and OK transition: AlarmProps.Topic,
 	// or the topic the lane created.
 	AlarmTopic() awssns.ITopic
@@ -155,6 +160,7 @@ type lane struct {
 	alarms                               Alarms
 	dashboard                            awscloudwatch.Dashboard
 	parkingSenders                       *senders
+	archive                              awss3.IBucket
 }
 
 // NewLane adds a lane under scope. Following the CDK convention for invalid
@@ -195,6 +201,7 @@ func NewLane(scope constructs.Construct, id string, props *LaneProps) Lane {
 	l.addQueues()
 	l.addTables()
 	l.addConsumer(code["consumer"])
+	l.addArchive()
 	// Before the alarms, so that they watch the replay function too.
 	l.addReplay(code["replay"])
 	// After both functions, whose roles the queue policies name.
@@ -263,6 +270,7 @@ func (l *lane) AlarmTopic() awssns.ITopic                                 { retu
 func (l *lane) AlarmTopicKey() awskms.Key                                 { return l.topicKey }
 func (l *lane) Alarms() Alarms                                            { return l.alarms }
 func (l *lane) Dashboard() awscloudwatch.Dashboard                        { return l.dashboard }
+func (l *lane) Archive() awss3.IBucket                                    { return l.archive }
 
 // scope is the lane's own construct, the parent of everything it creates.
 func (l *lane) scope() constructs.Construct { return l }
@@ -614,6 +622,14 @@ func (l *lane) addReplay(code string) {
 	routes := awscdk.Stack_Of(l.scope()).ToJsonString(&[]map[string]any{l.route()}, nil)
 	environment := rp.variables()
 	maps.Copy(environment, rp.environment)
+	wired := map[string]*string{
+		settings.HealthURL.Env:        rp.healthURL,
+		settings.ReplayRoutes.Env:     routes,
+		settings.LedgerTable.Env:      l.ledger.TableName(),
+		settings.IdempotencyTable.Env: l.idempotency.TableName(),
+		settings.ConsumerName.Env:     jsii.String(r.consumer.name),
+	}
+	maps.Copy(wired, l.archiveEnvironment())
 	l.replay = l.function(functionSpec{
 		id:                  "Replay",
 		group:               "Replay",
@@ -623,15 +639,9 @@ func (l *lane) addReplay(code string) {
 		timeout:             rp.timeout,
 		memory:              rp.memory,
 		reservedConcurrency: rp.reserved,
-		wired: map[string]*string{
-			settings.HealthURL.Env:        rp.healthURL,
-			settings.ReplayRoutes.Env:     routes,
-			settings.LedgerTable.Env:      l.ledger.TableName(),
-			settings.IdempotencyTable.Env: l.idempotency.TableName(),
-			settings.ConsumerName.Env:     jsii.String(r.consumer.name),
-		},
-		environment: environment,
-		override:    rp.functionProps,
+		wired:               wired,
+		environment:         environment,
+		override:            rp.functionProps,
 	})
 	replay := l.replay.fn
 
@@ -659,8 +669,9 @@ func (l *lane) addReplay(code string) {
 // more (least privilege): receive, hide and delete on the DLQ (and its
 // depth for the refill gate); send on the source and parking queues; the
 // ledger's item actions (dynamo's ledgerAPI); BatchGetItem on the
-// idempotency table for the canary gate (dynamo's completionsAPI). Nothing
-// on the invalid queue, no write on the consumer's records. On a
+// idempotency table for the canary gate (dynamo's completionsAPI) and the
+// archive's failure records; the archive's (grantArchive). No send to the
+// invalid queue, no write on the consumer's records. On a
 // queue with a KMS key, the key actions its SQS actions need
 // (grantQueue).
 func (l *lane) grantReplay() {
@@ -673,6 +684,7 @@ func (l *lane) grantReplay() {
 	l.ledger.Grant(replay, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"),
 		jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:Query"))
 	l.idempotency.Grant(replay, jsii.String("dynamodb:BatchGetItem"))
+	l.grantArchive()
 }
 
 // suppress records a cdk-nag suppression with its reason on c (its L1

@@ -17,7 +17,7 @@ import (
 type laneIDs struct {
 	source, dlq, invalid, parking, idempotency, ledger string
 	consumer, role, logs, topic, key                   string
-	replay, replayRole, replayLogs, schedule           string
+	replay, replayRole, replayLogs, schedule, archive  string
 }
 
 func (s *synthesized) ids() laneIDs {
@@ -38,6 +38,7 @@ func (s *synthesized) ids() laneIDs {
 		replayRole:  s.ref(l.ReplayRole().RoleName()),
 		replayLogs:  s.ref(l.ReplayLogGroup().LogGroupName()),
 		schedule:    s.ref(l.ReplaySchedule().RuleName()),
+		archive:     s.ref(l.Archive().BucketArn()),
 	}
 }
 
@@ -347,10 +348,11 @@ func (s *synthesized) granted(t *testing.T, role string) map[string][]string {
 			}
 			for _, res := range asList(st["Resource"]) {
 				target := mustJSON(res)
-				if target == `"*"` || strings.Contains(target, "*") {
+				objects := s.bucketObjects(res)
+				if objects == "" && (target == `"*"` || strings.Contains(target, "*")) {
 					t.Errorf("%s: wildcard resource in %s", lid, text)
 				}
-				rid := ""
+				rid := objects
 				if m, ok := res.(map[string]any); ok {
 					if ga, ok := m["Fn::GetAtt"].([]any); ok && ga[1] == "Arn" {
 						rid = ga[0].(string)
@@ -376,6 +378,27 @@ func (s *synthesized) granted(t *testing.T, role string) map[string][]string {
 		granted[rid] = slices.Compact(actions)
 	}
 	return granted
+}
+
+// bucketObjects is the key of granted's actions on the objects of a bucket
+// of the stack ("<bucket id>/*", from the Fn::Join of its Arn and "/*"),
+// or "" when res is something else.
+func (s *synthesized) bucketObjects(res any) string {
+	m, _ := res.(map[string]any)
+	join, _ := m["Fn::Join"].([]any)
+	if len(join) != 2 || join[0] != "" {
+		return ""
+	}
+	parts, _ := join[1].([]any)
+	if len(parts) != 2 || parts[1] != "/*" {
+		return ""
+	}
+	arn, _ := parts[0].(map[string]any)
+	ga, _ := arn["Fn::GetAtt"].([]any)
+	if len(ga) != 2 || ga[1] != "Arn" || s.resources[ga[0].(string)]["Type"] != "AWS::S3::Bucket" {
+		return ""
+	}
+	return ga[0].(string) + "/*"
 }
 
 // onPartition is the key of granted's actions on the items of one
@@ -426,11 +449,13 @@ func TestLeastPrivilege(t *testing.T) {
 			// DeleteMessageBatch, GetQueueAttributes (depth, retention).
 			id.dlq: {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},
 			// SendMessageBatch; GetQueueAttributes for its MaximumMessageSize.
-			id.source:      {"sqs:GetQueueAttributes", "sqs:SendMessage"},
-			id.parking:     {"sqs:SendMessage"},
-			id.ledger:      {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}, // dynamo's ledgerAPI
-			id.idempotency: {"dynamodb:BatchGetItem"},                                                         // dynamo's completionsAPI
-		}, []string{id.invalid, id.logs}},
+			id.source:         {"sqs:GetQueueAttributes", "sqs:SendMessage"},
+			id.parking:        {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"}, // SendMessageBatch; archive.Receiver
+			id.invalid:        {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},                    // archive.Receiver
+			id.archive + "/*": {"s3:PutObject"},                                                                                                        // archive.S3's PutObject
+			id.ledger:         {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},                                       // dynamo's ledgerAPI
+			id.idempotency:    {"dynamodb:BatchGetItem"},                                                                                               // dynamo's completionsAPI, dynamo.FailureLog
+		}, []string{id.logs}},
 	} {
 		t.Run(tc.function, func(t *testing.T) {
 			granted := s.granted(t, tc.role)
@@ -504,7 +529,11 @@ func TestAlarms(t *testing.T) {
 		})
 	}
 	alarm := jsii.String("AWS::CloudWatch::Alarm")
-	check(t, "eleven alarms", func() { tpl.ResourceCountIs(alarm, jsii.Number(11)) })
+	check(t, "twelve alarms", func() { tpl.ResourceCountIs(alarm, jsii.Number(12)) })
+	check(t, "archive failed > 0", func() {
+		tpl.HasResourceProperties(alarm, like(obj{"MetricName": "ArchiveFailed", "Namespace": "Homing", "Statistic": "Sum", "Threshold": 0,
+			"ComparisonOperator": "GreaterThanThreshold", "Dimensions": arr{obj{"Name": "Lane", "Value": "Test/Orders"}}}))
+	})
 	for name, m := range map[string]assertions.Matcher{
 		"DLQ depth > 0":          queueAlarm(id.dlq, "ApproximateNumberOfMessagesVisible", 0),
 		"invalid depth > 0":      queueAlarm(id.invalid, "ApproximateNumberOfMessagesVisible", 0),
@@ -534,7 +563,7 @@ func TestAlarms(t *testing.T) {
 			t.Errorf("%s: TreatMissingData %v, want %s", lid, got, c.missing)
 		}
 	}
-	if got := len(a.All()); got != 11 {
+	if got := len(a.All()); got != 12 {
 		t.Errorf("Alarms().All() has %d alarms", got)
 	}
 }
@@ -730,7 +759,12 @@ func TestCdkNag(t *testing.T) {
 			}
 
 			id := s.ids()
-			want := map[string]string{id.invalid: "AwsSolutions-SQS3", id.parking: "AwsSolutions-SQS3"}
+			want := map[string]string{id.invalid: "AwsSolutions-SQS3", id.parking: "AwsSolutions-SQS3", id.archive: "AwsSolutions-S1"}
+			for lid, r := range s.resources {
+				if r["Type"] == "AWS::IAM::Policy" && strings.HasPrefix(lid, "OrdersArchiveWrite") {
+					want[lid] = "AwsSolutions-IAM5" // s3:PutObject on the archive's objects
+				}
+			}
 			got := map[string]string{}
 			for lid, r := range s.resources {
 				meta, _ := r["Metadata"].(map[string]any)

@@ -70,6 +70,9 @@ var operatorActions = map[string][]string{
 	"consumer":    {"lambda:GetFunctionConfiguration", "lambda:GetFunctionConcurrency"},
 	"schedule":    {"events:DescribeRule", "events:DisableRule", "events:EnableRule"},
 	"alarm-topic": {"sns:Subscribe"},
+	// dlq archive ls and show (restore sends to the parking queue).
+	"archive-bucket":  {"s3:ListBucket"},
+	"archive-objects": {"s3:GetObject"},
 }
 
 // sealDenials are the operator's explicit denials on the ledger, by the
@@ -126,6 +129,7 @@ func (l *lane) GrantOperator(principal awsiam.IGrantable) {
 		}
 	}
 	l.idempotency.Grant(principal, pointers(operatorActions["idempotency"])...)
+	l.grantArchiveRead(principal)
 	if l.props.consumer.groupOrder == GroupOrderHold {
 		l.grantParks(principal, parksOperatorActions)
 	}

@@ -36,6 +36,7 @@ func (l *lane) addOutputs() {
 		{settings.OutputAlarmTopicARN, l.topic.TopicArn(), "Subscribe here to the lane's alarms."},
 		{settings.OutputDashboardName, l.dashboard.DashboardName(), "CloudWatch dashboard of the lane."},
 		{settings.OutputReplayLogGroupName, l.replay.logs.LogGroupName(), "The replay function's log group (run summaries): aws logs tail <this>."},
+		{settings.OutputArchiveBucketName, l.archive.BucketName(), "The archive of the parking and invalid queues (docs/OPERATIONS.md#the-archive)."},
 	}
 	if l.consumerLogs != nil {
 		outputs = append(outputs, output{settings.OutputConsumerLogGroupName, l.consumerLogs.LogGroupName(), "The consumer's log group: aws logs tail <this>."})
@@ -71,7 +72,7 @@ func (l *lane) addTags() {
 	}
 	// The role tag on the resource itself, not on what the CDK adds under
 	// it (a function's event source mapping).
-	const queue, table, function = "AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Lambda::Function"
+	const queue, table, function, bucket = "AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Lambda::Function", "AWS::S3::Bucket"
 	for _, r := range []struct {
 		c          constructs.IConstruct
 		role, kind string
@@ -84,6 +85,7 @@ func (l *lane) addTags() {
 		{l.ledger, settings.RoleLedger, table},
 		{l.consumer, settings.RoleConsumer, function},
 		{l.replay.fn, settings.RoleReplay, function},
+		{l.archive, settings.RoleArchive, bucket},
 	} {
 		tag(r.c, settings.TagRole, r.role, r.kind)
 	}

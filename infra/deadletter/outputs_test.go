@@ -20,6 +20,7 @@ var outputKeys = []string{
 	settings.OutputIdempotencyTableName, settings.OutputLedgerTableName, settings.OutputConsumerFunctionName,
 	settings.OutputReplayFunctionName, settings.OutputReplayScheduleName, settings.OutputAlarmTopicARN,
 	settings.OutputDashboardName, settings.OutputConsumerLogGroupName, settings.OutputReplayLogGroupName,
+	settings.OutputArchiveBucketName,
 }
 
 // twoLanes: the orders lane (standard) and a FIFO payments lane with its own
@@ -79,6 +80,7 @@ func TestOutputs(t *testing.T) {
 			settings.OutputDashboardName:        refTo(s.ref(l.Dashboard().DashboardName())),
 			settings.OutputConsumerLogGroupName: refTo(s.ref(l.ConsumerLogGroup().LogGroupName())),
 			settings.OutputReplayLogGroupName:   refTo(s.ref(l.ReplayLogGroup().LogGroupName())),
+			settings.OutputArchiveBucketName:    refTo(s.ref(l.Archive().BucketArn())),
 		}
 		keys := outputKeys
 		if len(values) != len(keys) {
@@ -119,6 +121,7 @@ func TestTags(t *testing.T) {
 			s.ref(l.LedgerTable().TableName()):      settings.RoleLedger,
 			s.ref(l.Consumer().FunctionName()):      settings.RoleConsumer,
 			s.ref(l.Replay().FunctionName()):        settings.RoleReplay,
+			s.ref(l.Archive().BucketArn()):          settings.RoleArchive,
 		}
 		for id, role := range roles {
 			tags := mustJSON(props(s.resources[id])["Tags"])

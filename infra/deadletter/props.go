@@ -100,6 +100,8 @@ type LaneProps struct {
 	Alarms AlarmProps
 	// Replay configures the replay function and its schedule.
 	Replay ReplayProps
+	// Archive configures the archive of the parking and invalid queues.
+	Archive ArchiveProps
 }
 
 // resolved is LaneProps with every default applied and every duration in
@@ -120,6 +122,7 @@ type resolved struct {
 	consumer consumerResolved
 	alarms   alarmsResolved
 	replay   replayResolved
+	archive  archiveResolved
 }
 
 // resolve applies the defaults; id is the lane's construct id, the source
@@ -174,6 +177,7 @@ func (p *LaneProps) resolve(id string) resolved {
 	}
 	r.alarms = p.Alarms.resolve(r.queues.visibility, r.consumer.timeout)
 	r.replay = p.Replay.resolve(r.name)
+	r.archive = p.Archive.resolve()
 	return r
 }
 
@@ -228,6 +232,7 @@ func (r resolved) validate() []error {
 	errs = append(errs, r.validateGroups()...)
 	errs = append(errs, r.alarms.validate()...)
 	errs = append(errs, r.replay.validate(r.queues.deadLetterRetention)...)
+	errs = append(errs, r.archive.validate()...)
 	return errs
 }
 

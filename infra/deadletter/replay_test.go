@@ -71,6 +71,8 @@ func TestReplayFunction(t *testing.T) {
 				"HEALTH_URL":                   taxURL,
 				"POWERTOOLS_SERVICE_NAME":      "Test/Orders",
 				"POWERTOOLS_METRICS_NAMESPACE": "Homing",
+				"ARCHIVE_BUCKET":               refTo(id.archive),
+				"INVALID_QUEUE_URL":            refTo(id.invalid),
 			})},
 		}))
 	})
@@ -227,6 +229,10 @@ func TestReplayTuning(t *testing.T) {
 				"HEALTH_URL":                   taxURL,
 				"POWERTOOLS_SERVICE_NAME":      "Test/Orders",
 				"POWERTOOLS_METRICS_NAMESPACE": "Homing",
+				"ARCHIVE_BUCKET":               refTo(id.archive),
+				"INVALID_QUEUE_URL":            refTo(id.invalid),
+				"ARCHIVE_MODE":                 "on-arrival",
+				"ARCHIVE_MARGIN":               "72h",
 				"MAX_REPLAYS":                  "5",
 				"BACKOFF_BASE":                 "1m30s",
 				"BACKOFF_MAX":                  "2h",

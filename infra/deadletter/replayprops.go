@@ -44,7 +44,8 @@ const (
 // own resources and props; ReplayProps.Environment must not set them, nor any
 // variable of [replayTuning].
 var replayWiredEnvironment = []string{settings.ReplayRoutes.Env, settings.LedgerTable.Env, settings.IdempotencyTable.Env, settings.ConsumerName.Env,
-	settings.HealthURL.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env}
+	settings.HealthURL.Env, settings.ServiceName.Env, settings.MetricsNamespace.Env,
+	settings.ArchiveBucket.Env, settings.ArchiveInvalidQueueURL.Env, settings.ArchiveMode.Env, settings.ArchiveMargin.Env}
 
 // ReplayProps configures the lane's replay function (functions/replay) and
 // the EventBridge rule that invokes it. Every field is optional.

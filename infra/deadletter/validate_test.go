@@ -23,6 +23,10 @@ func TestValidate(t *testing.T) {
 		want   []string // substrings of the error; none means valid
 	}{
 		{"defaults", func(*deadletter.LaneProps) {}, nil},
+		{"archive margin under an hour", func(p *deadletter.LaneProps) { p.Archive.Margin = awscdk.Duration_Minutes(jsii.Number(30)) },
+			[]string{"Archive.Margin is 30m, want 1h..312h"}},
+		{"archive transition of a day and a half", func(p *deadletter.LaneProps) { p.Archive.TransitionAfter = awscdk.Duration_Hours(jsii.Number(36)) },
+			[]string{"Archive.TransitionAfter (days) is 1.5, want a whole number in 1..36500"}},
 		{"maxReceiveCount 1", func(p *deadletter.LaneProps) { p.Queues.MaxReceiveCount = jsii.Number(1) }, nil},
 		{"maxReceiveCount 1000", func(p *deadletter.LaneProps) { p.Queues.MaxReceiveCount = jsii.Number(1000) }, nil},
 		{"maxReceiveCount 0", func(p *deadletter.LaneProps) { p.Queues.MaxReceiveCount = jsii.Number(0) },

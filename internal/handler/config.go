@@ -32,6 +32,16 @@ type Config struct {
 	Engine           replay.Options
 	MetricsNamespace string // POWERTOOLS_METRICS_NAMESPACE
 	Lane             string // POWERTOOLS_SERVICE_NAME: the Lane dimension of the run's metrics
+	Archive          Archive
+}
+
+// Archive is the configuration of the lane's archive (package archive).
+type Archive struct {
+	Bucket     string        // ARCHIVE_BUCKET: "" for no archive
+	InvalidURL string        // INVALID_QUEUE_URL: archived beside the routes' parking queues; "" for none
+	Mode       string        // ARCHIVE_MODE
+	Margin     time.Duration // ARCHIVE_MARGIN
+	Budget     time.Duration // ARCHIVE_BUDGET
 }
 
 // LoadConfig reads the configuration through getenv and validates it. The
@@ -46,6 +56,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		MetricsNamespace: env.String(settings.MetricsNamespace),
 	}
 	c.Lane = env.StringOr(settings.ServiceName, c.ConsumerName)
+	c.Archive = Archive{
+		Bucket:     env.String(settings.ArchiveBucket),
+		InvalidURL: env.String(settings.ArchiveInvalidQueueURL),
+		Mode:       env.String(settings.ArchiveMode),
+		Margin:     env.Duration(settings.ArchiveMargin),
+		Budget:     env.Duration(settings.ArchiveBudget),
+	}
 	c.Engine.MaxReplays = env.Int(settings.MaxReplays)
 	c.Engine.BackoffBase = env.Duration(settings.BackoffBase)
 	c.Engine.BackoffMax = env.Duration(settings.BackoffMax)
@@ -96,6 +113,14 @@ func (c Config) Validate() error {
 		settings.ReplayDeadlineMargin.Check(o.DeadlineMargin),
 		settings.Workers.Check(o.Workers),
 		emf.Config{Namespace: c.MetricsNamespace, Lane: c.Lane}.Validate(),
+		settings.ArchiveBucket.Check(c.Archive.Bucket),
+		settings.ArchiveInvalidQueueURL.Check(c.Archive.InvalidURL),
+		settings.ArchiveMode.Check(c.Archive.Mode),
+		settings.ArchiveMargin.Check(c.Archive.Margin),
+		settings.ArchiveBudget.Check(c.Archive.Budget),
+	}
+	if m := c.Archive.Mode; m != settings.ArchiveBeforeExpiry && m != settings.ArchiveOnArrival {
+		errs = append(errs, fmt.Errorf("%s=%q: want %s or %s", settings.ArchiveMode.Env, m, settings.ArchiveBeforeExpiry, settings.ArchiveOnArrival))
 	}
 	if len(c.Routes) == 0 {
 		errs = append(errs, fmt.Errorf("%s is required: at least one route", settings.ReplayRoutes.Env))

@@ -57,6 +57,8 @@ func TestLoad(t *testing.T) {
 		{name: "bad health URL", env: map[string]string{"HEALTH_URL": "tax.local"}, wantErr: []string{"HEALTH_URL"}},
 		{name: "a key that does not compile", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlqUrl":"d","sourceUrl":"s","parkingUrl":"p","key":"a.[","records":true}]`},
 			wantErr: []string{`REPLAY_ROUTES: replay: invalid request: route "o": key "a.[": not a JMESPath expression`}},
+		{name: "bad archive", env: map[string]string{"ARCHIVE_MODE": "never", "ARCHIVE_MARGIN": "30m", "ARCHIVE_BUDGET": "1h", "ARCHIVE_BUCKET": strings.Repeat("b", 64)},
+			wantErr: []string{`ARCHIVE_MODE="never": want before-expiry or on-arrival`, "ARCHIVE_MARGIN=30m", "ARCHIVE_BUDGET=1h", "ARCHIVE_BUCKET="}},
 		{name: "records without a key", env: map[string]string{"REPLAY_ROUTES": `[{"name":"o","dlqUrl":"d","sourceUrl":"s","parkingUrl":"p","records":true}]`},
 			wantErr: []string{`route "o": records needs a key`}},
 	}
@@ -91,6 +93,7 @@ func TestLoad(t *testing.T) {
 				want.Engine.RefillThreshold = 100
 				want.Engine.DeadlineMargin = 5 * time.Second
 				want.Engine.Workers = 4
+				want.Archive = handler.Archive{Mode: "before-expiry", Margin: 48 * time.Hour, Budget: time.Minute}
 				if fmt.Sprint(cfg) != fmt.Sprint(want) {
 					t.Fatalf("cfg = %+v\nwant %+v", cfg, want)
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/homingdlq/homing/internal/archive"
 	"github.com/homingdlq/homing/replay"
 )
 
@@ -22,10 +23,13 @@ type Deps struct {
 	// on the routes whose consumer writes them (replay.Route.Records, with
 	// each route's key and payload hash); nil skips them on every route.
 	Completions replay.Completions
-	// Failures reads the consumer's failure records: a run filtered by
-	// error class, and the classes of the replays that came back; nil
-	// reads none.
-	Failures func(ctx context.Context, ids []string) (map[string]string, error)
+	// Failures reads the consumer's failure records (dynamo.FailureLog):
+	// their classes for a run filtered by error class and for the replays
+	// that came back, the records for the archived objects; nil reads none.
+	Failures interface {
+		archive.Failures
+		Classes(ctx context.Context, ids []string) (map[string]string, error)
+	}
 	// Health probes the downstream ([Config.Health]); nil: no health gate.
 	Health func(context.Context) error
 	Logger *slog.Logger // default slog.Default()
@@ -34,6 +38,9 @@ type Deps struct {
 	Metrics io.Writer
 	Now     func() time.Time                           // default time.Now
 	Sleep   func(context.Context, time.Duration) error // default a timer
+	// Archive is the client of the lane's archive bucket; nil, or no
+	// ARCHIVE_BUCKET: no archive.
+	Archive archive.S3
 }
 
 // Handler turns an invocation into a replay run. It is safe for the
@@ -41,6 +48,8 @@ type Deps struct {
 type Handler struct {
 	engine *replay.Engine
 	cfg    Config
+	// archive, when set, archives queues before each run (see archive.go).
+	archive *archiver
 }
 
 // New returns the handler of cfg over d.
@@ -48,12 +57,14 @@ func New(cfg Config, d Deps) *Handler {
 	opts := cfg.Options()
 	opts.Health = d.Health
 	opts.Completions = d.Completions
-	opts.Failures = d.Failures
+	if d.Failures != nil {
+		opts.Failures = d.Failures.Classes
+	}
 	opts.Logger = d.Logger
 	opts.Now = d.Now
 	opts.Sleep = d.Sleep
 	opts.Metrics, opts.Namespace, opts.Lane = d.Metrics, cfg.MetricsNamespace, cfg.Lane
-	return &Handler{engine: replay.New(d.Queue, d.Ledger, opts), cfg: cfg}
+	return &Handler{engine: replay.New(d.Queue, d.Ledger, opts), cfg: cfg, archive: newArchiver(cfg, d)}
 }
 
 // Invoke implements lambda.Handler, so that the handler sees the payload as
@@ -68,7 +79,11 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 }
 
 // Handle runs one invocation and returns the run summary. A payload
-// [Config.ParseInvocation] refuses is an error and nothing runs. The run's
+// [Config.ParseInvocation] refuses is an error and nothing runs. With an
+// archive, a run that is not a dry run first archives the due messages of
+// the routes' parking queues and the invalid queue, whatever the gates
+// say; an archive failure is logged and counted (EMF ArchiveFailed, by
+// Queue), never the invocation's error. The run's
 // id is the Lambda request id. A run whose route stopped on an error (a
 // queue or the ledger failed) returns the engine's error, which the
 // function's Errors metric counts; failures of single messages are counted
@@ -82,6 +97,9 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (replay.S
 	}
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		req.RunID = lc.AwsRequestID
+	}
+	if h.archive != nil && !req.DryRun {
+		h.archive.run(ctx)
 	}
 	return h.engine.Run(ctx, req)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/homingdlq/homing/idempotency"
+	"github.com/homingdlq/homing/internal/archive/archivetest"
 	"github.com/homingdlq/homing/internal/handler"
 	"github.com/homingdlq/homing/internal/redact"
 	"github.com/homingdlq/homing/internal/settings"
@@ -41,6 +42,8 @@ type fixture struct {
 	handler lambda.Handler
 	logs    bytes.Buffer
 	metrics bytes.Buffer
+	s3      *archivetest.MemoryS3 // the archive bucket "archive"
+	invalid string                // the invalid queue's URL
 }
 
 func newFixture(t *testing.T, env map[string]string) *fixture {
@@ -62,8 +65,18 @@ func newFixture(t *testing.T, env map[string]string) *fixture {
 		}
 		f.routes = append(f.routes, r)
 	}
+	invalid, err := f.q.CreateQueue("orders-invalid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.invalid = invalid
+	f.s3 = archivetest.NewMemoryS3()
+	f.s3.AddBucket("archive")
 	routes, _ := json.Marshal(f.routes)
 	vars := map[string]string{"REPLAY_ROUTES": string(routes), "LEDGER_TABLE": "ledger", "IDEMPOTENCY_TABLE": "idempotency"}
+	if env["ARCHIVE_BUCKET"] != "" {
+		vars["INVALID_QUEUE_URL"] = f.invalid
+	}
 	for k, v := range env {
 		vars[k] = v
 	}
@@ -85,6 +98,7 @@ func newFixture(t *testing.T, env map[string]string) *fixture {
 		Metrics: &f.metrics,
 		Now:     f.clock.Now,
 		Sleep:   f.clock.Sleep,
+		Archive: f.s3,
 	})
 	f.handler = lambda.NewHandler(h)
 	return f

@@ -30,4 +30,9 @@ const (
 	DefaultReplayDeadlineMargin = 5 * time.Second
 	DefaultWorkers              = 4
 	MaxWorkers                  = 16
+
+	// The archive (package archive): how long before a parked or invalid
+	// message's retention ends it is archived, and a run's time for it.
+	DefaultArchiveMargin = 48 * time.Hour
+	DefaultArchiveBudget = time.Minute
 )

@@ -92,8 +92,24 @@ var (
 		Doc: "DLQ growth since the previous run that holds the route"}
 	ReplayDeadlineMargin = Duration{Env: "DEADLINE_MARGIN", Default: DefaultReplayDeadlineMargin, Min: AboveZero,
 		Doc: "stop cleanly this long before the invocation deadline"}
+	ArchiveBucket = String{Env: "ARCHIVE_BUCKET", MaxBytes: 63,
+		Doc: "the lane's archive bucket: each run first archives the parking and invalid queues' messages near their retention (docs/OPERATIONS.md#the-archive); unset: no archive"}
+	ArchiveInvalidQueueURL = String{Env: InvalidQueueURL.Env, MaxBytes: 2048,
+		Doc: "with `ARCHIVE_BUCKET`: the lane's invalid queue, archived beside the routes' parking queues"}
+	ArchiveMode = String{Env: "ARCHIVE_MODE", Default: ArchiveBeforeExpiry, MaxBytes: 16,
+		Doc: "`" + ArchiveBeforeExpiry + "`: a message is archived `ARCHIVE_MARGIN` before its queue's retention ends; `" + ArchiveOnArrival + "`: at the first run that sees it"}
+	ArchiveMargin = Duration{Env: "ARCHIVE_MARGIN", Default: DefaultArchiveMargin, Min: time.Hour, Max: 13 * 24 * time.Hour,
+		Doc: "archive this long before the queue's retention ends; a queue that keeps messages less long is archived on arrival"}
+	ArchiveBudget = Duration{Env: "ARCHIVE_BUDGET", Default: DefaultArchiveBudget, Min: time.Second, Max: 10 * time.Minute,
+		Doc: "the archive's share of a run, before the replay; a message it receives and does not archive stays hidden while it looks, at most this long"}
 	Workers = Int{Env: "WORKERS", Default: DefaultWorkers, Min: 1, Max: MaxWorkers,
 		Doc: "receive loops per route, sharing the rate and the cap (FIFO: in parallel across message groups, in order within one)"}
+)
+
+// The values of [ArchiveMode].
+const (
+	ArchiveBeforeExpiry = "before-expiry"
+	ArchiveOnArrival    = "on-arrival"
 )
 
 // Consumer lists the settings of a lane's consumer, in the order of its
@@ -137,8 +153,13 @@ var Replay = []Setting{
 	RefillThreshold,
 	ReplayDeadlineMargin,
 	Workers,
+	ArchiveBucket,
+	ArchiveInvalidQueueURL,
+	ArchiveMode,
+	ArchiveMargin,
+	ArchiveBudget,
 	Note(ServiceName, ", beside `Route`"),
-	Note(MetricsNamespace, ": `Replayed`, `Parked`, `Delayed`, `GateClosed`, `DeadLettered`, `Errors`"),
+	Note(MetricsNamespace, ": `Replayed`, `Parked`, `Delayed`, `GateClosed`, `DeadLettered`, `Errors`; `Archived`, `ArchiveFailed` (by `Lane` alone)"),
 }
 
 // Note returns s with note added to its doc, for one function's table (a

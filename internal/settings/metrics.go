@@ -77,3 +77,14 @@ const (
 	// the DLQ's retention drops it; absent when unknown.
 	MetricSecondsToExpiry = "SecondsToExpiry"
 )
+
+// The archive's metrics, one line per run, with the dimension Lane alone,
+// of unit Count (the run's log line has them per queue).
+const (
+	// MetricArchived: messages written to the archive and deleted from
+	// their queue.
+	MetricArchived = "Archived"
+	// MetricArchiveFailed: messages whose write or delete failed, and
+	// receives that failed; each message is left in its queue.
+	MetricArchiveFailed = "ArchiveFailed"
+)

@@ -24,6 +24,7 @@ const (
 	OutputDashboardName        = "DashboardName"
 	OutputConsumerLogGroupName = "ConsumerLogGroupName"
 	OutputReplayLogGroupName   = "ReplayLogGroupName"
+	OutputArchiveBucketName    = "ArchiveBucketName"
 )
 
 // OutputID is the stack output id of a lane's key: the lane's name in
@@ -66,4 +67,5 @@ const (
 	RoleLedger      = "ledger"
 	RoleConsumer    = "consumer"
 	RoleReplay      = "replay"
+	RoleArchive     = "archive"
 )

@@ -20,6 +20,8 @@ const (
 	SQS Service = "sqs"
 	// DynamoDB: the ledger, completions and idempotency store contracts.
 	DynamoDB Service = "dynamodb"
+	// S3: the archive store contract (archivetest).
+	S3 Service = "s3"
 )
 
 // Variable is the environment variable that lists the implementations of s:

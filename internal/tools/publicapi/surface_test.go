@@ -12,9 +12,10 @@ import (
 // maxSurface bounds the top-level declarations `go doc -short` lists over
 // the public packages and the construct (issue 31: 330 when counted first,
 // the target half of that, 165; 166 with issue 32's failure records: batch.Failure,
-// batch.FailureLog, dynamo.FailureLog, dynamo.NewFailureLog). Lower it as names leave; never raise it
+// batch.FailureLog, dynamo.FailureLog, dynamo.NewFailureLog; 167 with issue 33's archive:
+// deadletter.ArchiveProps, the archive itself being internal). Lower it as names leave; never raise it
 // without a reason in the CHANGELOG.
-const maxSurface = 166
+const maxSurface = 167
 
 // publicPackages returns the module's public packages, relative to its
 // root and sorted, as `go list` finds them (the construct's module aside).

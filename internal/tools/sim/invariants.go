@@ -92,6 +92,7 @@ func (s *Sim) check(quiet bool) {
 
 	// Every publication in exactly one terminal place.
 	places := make([][]string, len(s.pubs))
+	s.archivedAt(invalidAt, parkedAt)
 	for _, p := range s.pubs {
 		at := s.placesOf(p, invalidAt, parkedAt)
 		places[p.N] = at

@@ -545,6 +545,32 @@ func issue15() []scenario {
 			},
 		},
 		scenario{
+			name: "archive-past-retention", issue: "33 nothing expires",
+			cfg: func() Config {
+				// Poison orders end parked and invalid ones in the
+				// invalid queue, and nobody reviews either: the archive
+				// takes each before the queues' 14 days are up, and the
+				// operator's restore brings the parked ones back for the
+				// rounds (which park them again: they fail for ever).
+				c := quiet(1513)
+				c.Archive = true
+				b := newBuilder(1513)
+				b.valid(10, time.Minute)
+				b.poison(time.Minute)
+				b.poison(time.Minute + time.Second)
+				b.invalid(2 * time.Minute)
+				b.invalid(3 * time.Minute)
+				c.Publications = b.pubs
+				return c
+			},
+			check: func(t *testing.T, rep *Report) {
+				if rep.Stats.Archived != 4 || rep.Stats.Simulated < 16*24*time.Hour {
+					t.Errorf("%d messages archived after %s; want the 2 parked and the 2 invalid, past the queues' 14 days",
+						rep.Stats.Archived, rep.Stats.Simulated)
+				}
+			},
+		},
+		scenario{
 			name: "poison-only", issue: "15.1 refunds bounded",
 			cfg: func() Config {
 				// Two orders that fail for their own reason, replayed side

@@ -50,6 +50,12 @@ type Config struct {
 	// whose head was routed to the invalid queue; zero: only at the end
 	// (see groups.go, lookAtParks and releaseParked).
 	ReleaseEvery time.Duration
+	// Archive runs the lane's archive (issue 33) before each scheduled
+	// run, over an in-memory S3, in place of the operator's review of the
+	// invalid queue; the operator restores what it holds of the parking
+	// queue before each round, and at the end the clock runs on past the
+	// queues' 14-day retention (see archive.go).
+	Archive bool
 	// Publications, when set, is the workload (a scenario's); else it is
 	// generated.
 	Publications []*Publication
@@ -123,6 +129,7 @@ func RandomConfig(seed uint64, orders int) Config {
 	}
 	c.Replay.Options.ExpiryRescueWindow = min(pick(time.Hour, 2*time.Hour, 24*time.Hour), c.Queues.DLQRetention/3)
 	groupsConfig(&c)
+	c.Archive = archiveSeed(seed)
 	outage := time.Duration(10+rng.IntN(50)) * time.Minute
 	down := time.Duration(10+rng.IntN(80)) * time.Minute
 	c.Phases = append(c.Phases, Phase{From: outage, To: outage + down, Mode: "down", LyingHealth: rng.IntN(10) < 3})
@@ -176,6 +183,9 @@ func pauseSeed(seed uint64) bool { return seed/7%4 == 1 }
 // FIFO seed's consumer holds its groups (see groupsConfig).
 func fifoSeed(seed uint64) bool { return seed%5 == 1 || seed%5 == 4 }
 
+// archiveSeed reports whether seed's lane has an archive (one seed in two).
+func archiveSeed(seed uint64) bool { return seed/11%2 == 0 }
+
 // concurrentSeed reports whether seed runs the replay engine with several
 // workers and overlapped batches (one seed in three) rather than one
 // worker in lockstep.
@@ -210,6 +220,7 @@ type Stats struct {
 	Forged              int // publications with replay metadata the engine did not write
 	MostReplays         int // the most replays behind one message (its lineage, since a reset)
 	Groups              GroupStats
+	Archived            int // messages in the archive at the end (Config.Archive)
 	Runs                int
 	RunCrashes          int
 	Simulated           time.Duration
@@ -302,6 +313,7 @@ type Sim struct {
 	groups       *groupBook
 	nextRelease  time.Time
 	setAsideMsgs []types.Message
+	arch         *archiveModel // nil: the lane has no archive
 }
 
 type failures struct{ replayed, outage int }
@@ -351,6 +363,11 @@ func New(cfg Config) (*Sim, error) {
 			cfg.Lane.describe(p)
 		}
 	}
+	if cfg.Archive {
+		if s.arch, err = s.newArchive(); err != nil {
+			return nil, err
+		}
+	}
 	s.tax.freeze(cfg.Freezes, s.pubs)
 	if cfg.ReleaseEvery > 0 && cfg.Lane.Groups != "" {
 		s.nextRelease = Start.Add(cfg.ReleaseEvery)
@@ -396,6 +413,7 @@ func (s *Sim) Run() *Report {
 	}
 	retries := 0
 	for round := 0; quiet && round < s.cfg.OperatorRounds; round++ {
+		s.restoreArchived()
 		req, ok := s.resetRequest()
 		if !ok {
 			break
@@ -414,6 +432,9 @@ func (s *Sim) Run() *Report {
 		if quiet {
 			quiet = s.releaseParked()
 		}
+	}
+	if quiet {
+		s.retentionTail()
 	}
 	s.stats.Simulated = s.clock.Now().Sub(s.start)
 	s.check(quiet)
@@ -640,7 +661,7 @@ func later(a, b time.Time) time.Time {
 // of the invalid queue, the look at the parked groups, and the steps of
 // the releases under way.
 func (s *Sim) operatorDue(now time.Time) {
-	if !now.Before(s.nextReview) {
+	if !now.Before(s.nextReview) && s.arch == nil {
 		s.reviewInvalid()
 	}
 	if !s.nextRelease.IsZero() && !now.Before(s.nextRelease) {
@@ -745,6 +766,7 @@ func (s *Sim) scheduledRun() {
 	if s.dice.chance("run-overlap", key, s.cfg.Faults.RunOverlap) {
 		overlap = s.slowSend
 	}
+	s.archivePass()
 	s.replayRun("sched", replay.Request{Routes: []replay.Route{s.sqs.route()}}, crash, overlap)
 }
 

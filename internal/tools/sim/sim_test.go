@@ -113,9 +113,9 @@ func replayHint(seed uint64) string {
 func check(t *testing.T, rep *Report, replay string) {
 	t.Helper()
 	st := rep.Stats
-	t.Logf("simulated %s: %d publications, %d valid orders (%d invoiced), %d invalid queued, parked %v (%d at the end), %d service calls, %d in-doubt doubles, %d takeovers, %d replays (%d duplicate), %d removed as applied, %d runs (%d crashed), %d invocations abandoned (lane %+v)",
+	t.Logf("simulated %s: %d publications, %d valid orders (%d invoiced), %d invalid queued, parked %v (%d at the end), %d service calls, %d in-doubt doubles, %d takeovers, %d replays (%d duplicate), %d removed as applied, %d runs (%d crashed), %d invocations abandoned, %d archived (lane %+v)",
 		st.Simulated.Round(time.Second), st.Publications, st.ValidOrders, st.Invoiced, st.InvalidQueued, st.Parked, st.ParkedAtEnd,
-		st.ServiceCalls, st.InDoubtDoubles, st.Takeovers, st.Replays, st.DuplicateReplays, st.Applied, st.Runs, st.RunCrashes, st.Abandoned, rep.Config.Lane)
+		st.ServiceCalls, st.InDoubtDoubles, st.Takeovers, st.Replays, st.DuplicateReplays, st.Applied, st.Runs, st.RunCrashes, st.Abandoned, st.Archived, rep.Config.Lane)
 	if rep.Config.Lane.Groups != "" {
 		g := st.Groups
 		t.Logf("groups: %d parked (%d again), %d records to the parking queue, %d backoffs (%d refused), %d releases in %d steps (%d records moved, %d heads set aside), %d valid heads skipped, %d batches copied, %d at the backstop, %d faults, %d groups out of order",

@@ -1,0 +1,397 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
+
+	"github.com/homingdlq/homing/internal/archive"
+	"github.com/homingdlq/homing/internal/printable"
+	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/replay"
+)
+
+// bucketPattern is an S3 bucket name: 3..63 lowercase letters, digits,
+// '.' and '-', starting and ending with a letter or a digit.
+var bucketPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+func checkBucketName(name, v string) error {
+	if !bucketPattern.MatchString(v) {
+		return fmt.Errorf("%s %s: not an S3 bucket name (3..63 lowercase letters, digits, '.' and '-')", name, shown(v))
+	}
+	return nil
+}
+
+// archived is one archived message as ls and restore report it.
+type archived struct {
+	Object     string    `json:"object"` // its S3 key
+	Queue      string    `json:"queue"`  // parking or invalid
+	Key        string    `json:"key,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	MessageID  string    `json:"messageId"`
+	SentAt     time.Time `json:"sentAt"`
+	ArchivedAt time.Time `json:"archivedAt"`
+}
+
+func archivedOf(key string, o archive.Object) archived {
+	return archived{Object: key, Queue: o.Queue, Key: o.Key, Reason: o.Reason, MessageID: o.MessageID, SentAt: o.SentAt, ArchivedAt: o.ArchivedAt}
+}
+
+// archiveSelection are the filters of ls and restore.
+type archiveSelection struct {
+	queue, day, key, reason string
+	max                     int
+}
+
+func (sel *archiveSelection) flags(cmd *cobra.Command, maxDefault int) {
+	fl := cmd.Flags()
+	fl.StringVar(&sel.queue, "queue", "", "only the messages archived from this `QUEUE`: parking or invalid (default both)")
+	fl.StringVar(&sel.day, "day", "", "only the messages sent to their queue on this `DAY` (yyyy-mm-dd, UTC)")
+	fl.StringVar(&sel.key, "key", "", "only the messages of this business `KEY`")
+	fl.StringVar(&sel.reason, "reason", "", "only the messages of this park or invalid `REASON`")
+	fl.IntVarP(&sel.max, "max", "n", maxDefault, "at most this many messages")
+}
+
+// check refuses a selection dlq cannot apply.
+func (sel archiveSelection) check() (day time.Time, err error) {
+	if sel.queue != "" && sel.queue != archive.Parking && sel.queue != archive.Invalid {
+		return day, usageError("--queue %q: want %s or %s", sel.queue, archive.Parking, archive.Invalid)
+	}
+	if sel.max < 1 {
+		return day, usageError("--max %d: want at least 1", sel.max)
+	}
+	if sel.day != "" {
+		if day, err = time.Parse(time.DateOnly, sel.day); err != nil {
+			return day, usageError("--day %q: want yyyy-mm-dd", sel.day)
+		}
+	}
+	return day, nil
+}
+
+// archiveLane is where a lane's objects are: its store and the lane name
+// the replay function writes them under (its route's name).
+type archiveLane struct {
+	store *archive.Store
+	lane  string
+}
+
+// openArchive opens the lane's archive.
+func (a *app) openArchive(ctx context.Context) (*session, archiveLane, error) {
+	s, err := a.open(ctx, func(r *resources) error { _, err := r.get(outArchive); return err })
+	if err != nil {
+		return nil, archiveLane{}, err
+	}
+	bucket, _ := s.res.get(outArchive)
+	lc, err := s.laneConfig(ctx, "", false, s.res.optional(outDLQ))
+	if err != nil {
+		return nil, archiveLane{}, err
+	}
+	lane := lc.route.Name
+	if lane == "" {
+		lane = s.res.lane
+	}
+	if lane == "" {
+		return nil, archiveLane{}, errors.New("the lane's name, under which its objects are archived, is unknown: no replay function route names it and the outputs do not — pass --lane NAME")
+	}
+	return s, archiveLane{store: s.archive(bucket), lane: lane}, nil
+}
+
+// each calls fn with the selected objects, in key order (a queue's, then
+// the next's), until fn returns false or max have been selected.
+func (l archiveLane) each(ctx context.Context, sel archiveSelection, day time.Time, fn func(key string, o archive.Object) bool) error {
+	n := 0
+	var errGet error
+	visit := func(key string) bool {
+		if object, ok := archive.ObjectOf(key); ok {
+			key = object
+		}
+		o, err := l.store.Get(ctx, key)
+		if err != nil {
+			errGet = err
+			return false
+		}
+		switch {
+		case sel.queue != "" && o.Queue != sel.queue,
+			!day.IsZero() && o.SentAt.UTC().Format(time.DateOnly) != sel.day,
+			sel.reason != "" && o.Reason != sel.reason:
+			return true
+		}
+		n++
+		return fn(key, o) && n < sel.max
+	}
+	var prefixes []string
+	switch {
+	case sel.key != "":
+		prefixes = []string{archive.KeyPrefix(l.lane, sel.key)}
+	case sel.queue != "":
+		prefixes = []string{archive.DayPrefix(l.lane, sel.queue, day)}
+	default:
+		prefixes = []string{archive.DayPrefix(l.lane, archive.Parking, day), archive.DayPrefix(l.lane, archive.Invalid, day)}
+	}
+	for _, p := range prefixes {
+		if err := l.store.List(ctx, p, "", visit); err != nil {
+			return err
+		}
+		if errGet != nil {
+			return errGet
+		}
+		if n >= sel.max {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (a *app) archiveCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "archive",
+		Short: "List, show and restore the parked and invalid messages kept past SQS's retention",
+		Long: `The scheduled replay writes each message of the parking and invalid queues to
+the lane's S3 archive before SQS's retention would delete it, one object per
+message, then deletes it from its queue (docs/OPERATIONS.md#the-archive).
+
+archive ls lists them, archive show prints one, archive restore sends parked
+ones back to the parking queue; from there, dlq replay --from parking
+--reset-count takes them on as any parked message.`,
+		Example: `  dlq archive ls --queue parking --day 2026-12-03
+  dlq archive ls --key KEY -o json
+  dlq archive show LANE/parking/2026/12/03/NAME.json
+  dlq archive restore --key KEY --dry-run
+  dlq archive restore --queue parking --reason replay-exhausted --max 100 --rate 5 --yes`,
+	}
+	cmd.AddCommand(a.archiveListCommand(), a.archiveShowCommand(), a.archiveRestoreCommand())
+	return cmd
+}
+
+func (a *app) archiveListCommand() *cobra.Command {
+	var sel archiveSelection
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List archived messages, by queue, day, business key and reason",
+		RunE: runE(func(cmd *cobra.Command) error {
+			day, err := sel.check()
+			if err != nil {
+				return err
+			}
+			_, l, err := a.openArchive(cmd.Context())
+			if err != nil {
+				return err
+			}
+			list := []archived{}
+			err = l.each(cmd.Context(), sel, day, func(key string, o archive.Object) bool {
+				list = append(list, archivedOf(key, o))
+				return true
+			})
+			return show(a, list, err, writeArchived)
+		}),
+	}
+	sel.flags(cmd, 50)
+	return cmd
+}
+
+func writeArchived(w io.Writer, list []archived) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SENT\tQUEUE\tKEY\tREASON\tOBJECT")
+	for _, e := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.SentAt.UTC().Format(time.RFC3339), e.Queue, printable.String(e.Key), printable.String(e.Reason), printable.String(e.Object))
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(tw, "(none)")
+	}
+	return tw.Flush()
+}
+
+func (a *app) archiveShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show OBJECT",
+		Short: "Print one archived message: its reasons, metadata, attributes and body",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, l, err := a.openArchive(cmd.Context())
+			if err != nil {
+				return typed(err)
+			}
+			o, err := l.store.Get(cmd.Context(), args[0])
+			if errors.Is(err, archive.ErrNotFound) {
+				return typed(refused("no archived message %s", args[0]))
+			}
+			return typed(show(a, o, err, writeObject))
+		},
+	}
+}
+
+func writeObject(w io.Writer, o archive.Object) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, printable.String(v)) }
+	row("lane", o.Lane)
+	row("queue", o.Queue)
+	row("message id", o.MessageID)
+	row("original id", o.OriginalMessageID())
+	row("key", o.Key)
+	row("reason", o.Reason)
+	if o.Invalid != nil {
+		row("detail", o.Invalid.Detail)
+	}
+	if o.Replay != nil {
+		row("replays", fmt.Sprint(o.Replay.ReplayCount))
+	}
+	if f := o.Failure; f != nil {
+		row("failure", fmt.Sprintf("%s (%d failures, last %s): %s", f.Class, f.Failures, f.LastAt.UTC().Format(time.RFC3339), f.Message))
+	}
+	row("sent", o.SentAt.UTC().Format(time.RFC3339))
+	row("archived", o.ArchivedAt.UTC().Format(time.RFC3339))
+	for name, v := range o.Attributes {
+		val := aws.ToString(v.StringValue)
+		if v.BinaryValue != nil {
+			val = fmt.Sprintf("(%d bytes)", len(v.BinaryValue))
+		}
+		row("attribute "+name, val)
+	}
+	row("body", o.Body)
+	return tw.Flush()
+}
+
+// restoreReport is the output of archive restore.
+type restoreReport struct {
+	DryRun   bool       `json:"dryRun"`
+	Restored []archived `json:"restored"` // sent back (with --dry-run: what would be)
+}
+
+func (a *app) archiveRestoreCommand() *cobra.Command {
+	var (
+		sel    archiveSelection
+		dryRun bool
+		yes    bool
+		rate   float64
+	)
+	cmd := &cobra.Command{
+		Use:   "restore",
+		Short: "Send archived parked messages back to the parking queue, in sequence",
+		Long: `restore sends the selected archived messages of the parking queue back to
+it, body and attributes as they were, in the sequence of their keys (a FIFO
+group's in its sequence, with its group id), at most --max, at most --rate a
+second. An invalid message is fixed at its producer, never restored. Objects stay in the archive. A restored parked message is
+taken on by dlq replay --from parking --reset-count as any parked message: back
+to the source, and applied once by the idempotent consumer.`,
+		RunE: runE(func(cmd *cobra.Command) error {
+			if sel.queue == archive.Invalid {
+				return usageError("--queue invalid: an invalid message is fixed at its producer, never restored as it was (archive show prints its body)")
+			}
+			sel.queue = archive.Parking
+			day, err := sel.check()
+			if err != nil {
+				return err
+			}
+			if !(rate >= settings.MinRate && rate <= settings.MaxRate) {
+				return usageError("--rate %s: want %s", settings.FormatFloat(rate), settings.Rate.Want())
+			}
+			ctx := cmd.Context()
+			s, l, err := a.openArchive(ctx)
+			if err != nil {
+				return err
+			}
+			parking, err := s.res.get(outParking)
+			if err != nil {
+				return err
+			}
+			var picked []archive.Object
+			rep := restoreReport{DryRun: dryRun, Restored: []archived{}}
+			err = l.each(ctx, sel, day, func(key string, o archive.Object) bool {
+				picked = append(picked, o)
+				rep.Restored = append(rep.Restored, archivedOf(key, o))
+				return true
+			})
+			if err != nil {
+				return err
+			}
+			if !dryRun && len(picked) > 0 {
+				if err := a.confirmRestore(len(picked), yes); err != nil {
+					return err
+				}
+				for i, o := range picked {
+					if i > 0 {
+						if err := a.sleep(ctx, time.Duration(float64(time.Second)/rate)); err != nil {
+							return err
+						}
+					}
+					if err := restoreOne(ctx, s.queue, parking, o); err != nil {
+						rep.Restored = rep.Restored[:i]
+						_ = show(a, rep, nil, writeRestore)
+						return err
+					}
+				}
+			}
+			return show(a, rep, nil, writeRestore)
+		}),
+	}
+	sel.flags(cmd, 100)
+	fl := cmd.Flags()
+	fl.BoolVar(&dryRun, "dry-run", false, "list what would be restored; send nothing")
+	fl.BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	fl.Float64Var(&rate, "rate", 10, "send at most this many messages per second")
+	return cmd
+}
+
+// confirmRestore asks on a terminal, unless yes.
+func (a *app) confirmRestore(n int, yes bool) error {
+	if yes {
+		return nil
+	}
+	if !a.isTerminal(a.stdin) {
+		return refused("not restoring without confirmation: stdin is not a terminal — pass --yes (or --dry-run)")
+	}
+	fmt.Fprintf(a.stderr, "Restore %d archived message(s) to the parking queue? [y/N] ", n)
+	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
+		return refused("restore not confirmed: nothing sent")
+	}
+	return nil
+}
+
+// restoreOne sends o to url as it was received: body, attributes, and on a
+// FIFO queue its group, deduplicated by its message id.
+func restoreOne(ctx context.Context, q replay.Queue, url string, o archive.Object) error {
+	e := types.SendMessageBatchRequestEntry{Id: aws.String("m0"), MessageBody: aws.String(o.Body), MessageAttributes: o.MessageAttributes()}
+	if settings.IsFIFO(url) {
+		group := o.System[string(types.MessageSystemAttributeNameMessageGroupId)]
+		if group == "" {
+			group = o.MessageID
+		}
+		e.MessageGroupId = aws.String(group)
+		e.MessageDeduplicationId = aws.String("restore-" + o.MessageID)
+	}
+	out, err := q.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: []types.SendMessageBatchRequestEntry{e}})
+	if err == nil && len(out.Successful) != 1 {
+		err = errors.New("not sent")
+		if len(out.Failed) == 1 {
+			err = fmt.Errorf("%s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("restore %s to %s: %w", o.MessageID, url, err)
+	}
+	return nil
+}
+
+func writeRestore(w io.Writer, rep restoreReport) error {
+	verb := "restored"
+	if rep.DryRun {
+		verb = "would restore (dry run)"
+	}
+	fmt.Fprintf(w, "%s %d message(s)\n", verb, len(rep.Restored))
+	if len(rep.Restored) == 0 {
+		return nil
+	}
+	return writeArchived(w, rep.Restored)
+}

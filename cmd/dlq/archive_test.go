@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/homingdlq/homing/internal/archive"
+	"github.com/homingdlq/homing/invalid"
+	"github.com/homingdlq/homing/replay"
+)
+
+// archiveLane parks n orders and declares one invalid, then archives both
+// queues as the scheduled replay does (on arrival, so at once).
+func (f *fixture) archiveLane(n int) {
+	f.t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		attrs, err := replay.Attributes(map[string]types.MessageAttributeValue{
+			"source": {DataType: aws.String("String"), StringValue: aws.String("checkout")},
+		}, replay.Metadata{ReplayCount: 3, OriginalMessageID: fmt.Sprintf("orig-%d", i), Reason: "replay-exhausted", ParkedAt: f.clock.Now()})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if _, err := f.q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(f.parking), MessageBody: aws.String(fmt.Sprintf(`{"orderId":"K-%d"}`, i)), MessageAttributes: attrs}); err != nil {
+			f.t.Fatal(err)
+		}
+		f.clock.Advance(time.Millisecond) // a standard queue's keys are in the order of their send times
+	}
+	attrs, err := invalid.Stamp(nil, invalid.Metadata{Reason: "missing-tax-id", MessageID: "orig-x", Consumer: "invoice", At: f.clock.Now()})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(f.invalid), MessageBody: aws.String(`{"orderId":"K-X"}`), MessageAttributes: attrs}); err != nil {
+		f.t.Fatal(err)
+	}
+	a, err := archive.New(f.q, archive.NewStore(f.s3, "orders-archive"), "orders", "orderId", archive.Options{OnArrival: true, Now: f.clock.Now})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := a.Run(ctx, []archive.Queue{{URL: f.parking, Role: archive.Parking}, {URL: f.invalid, Role: archive.Invalid}}); err != nil {
+		f.t.Fatal(err)
+	}
+	if len(f.q.Messages(f.parking))+len(f.q.Messages(f.invalid)) != 0 {
+		f.t.Fatal("the archive left messages in the queues")
+	}
+}
+
+func listed(t *testing.T, r result) []archived {
+	t.Helper()
+	var out []archived
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
+	}
+	return out
+}
+
+func TestArchiveList(t *testing.T) {
+	f := newFixture(t)
+	f.archiveLane(3)
+	day := f.clock.Now().UTC().Format("2006-01-02")
+	for _, tc := range []struct {
+		name string
+		args []string
+		keys []string
+	}{
+		{"all, parking first", nil, []string{"K-0", "K-1", "K-2", "K-X"}},
+		{"by queue", []string{"--queue", "invalid"}, []string{"K-X"}},
+		{"by key", []string{"--key", "K-1"}, []string{"K-1"}},
+		{"by reason", []string{"--reason", "missing-tax-id"}, []string{"K-X"}},
+		{"by day", []string{"--day", day, "--queue", "parking", "-n", "2"}, []string{"K-0", "K-1"}},
+		{"another day", []string{"--day", "2001-01-01"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.run(append([]string{"archive", "ls", "-o", "json"}, tc.args...)...)
+			r.want(t, exitOK)
+			var keys []string
+			for _, e := range listed(t, r) {
+				keys = append(keys, e.Key)
+			}
+			if strings.Join(keys, ",") != strings.Join(tc.keys, ",") {
+				t.Fatalf("listed %q, want %q", keys, tc.keys)
+			}
+		})
+	}
+	r := f.run("archive", "ls", "--queue", "parking")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "replay-exhausted") || !strings.Contains(r.stdout, "orders/parking/") {
+		t.Fatalf("table:\n%s", r.stdout)
+	}
+	f.run("archive", "ls", "--queue", "dlq").want(t, exitUsage, `--queue "dlq": want parking or invalid`)
+	f.run("archive", "ls", "--day", "03/12/2026").want(t, exitUsage, "--day")
+}
+
+func TestArchiveShow(t *testing.T) {
+	f := newFixture(t)
+	f.archiveLane(1)
+	e := listed(t, f.run("archive", "ls", "--key", "K-0", "-o", "json"))
+	if len(e) != 1 {
+		t.Fatalf("%+v", e)
+	}
+	r := f.run("archive", "show", e[0].Object)
+	r.want(t, exitOK)
+	for _, want := range []string{"replay-exhausted", "orig-0", `{"orderId":"K-0"}`, "attribute source", "checkout"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = f.run("archive", "show", e[0].Object, "-o", "json")
+	var o archive.Object
+	if err := json.Unmarshal([]byte(r.stdout), &o); err != nil || o.Body != `{"orderId":"K-0"}` || o.Replay == nil {
+		t.Fatalf("%v %+v", err, o)
+	}
+	f.run("archive", "show", "orders/parking/2001/01/01/none.json").want(t, exitRefused, "no archived message")
+}
+
+// Restore sends the parked objects back to the parking queue, as they
+// were, in sequence, at the rate, after a confirmation; a dry run sends
+// nothing; an invalid message is never restored.
+func TestArchiveRestore(t *testing.T) {
+	f := newFixture(t)
+	f.archiveLane(3)
+
+	f.run("archive", "restore", "--queue", "invalid").want(t, exitUsage, "fixed at its producer")
+	r := f.run("archive", "restore", "--dry-run", "-o", "json")
+	r.want(t, exitOK)
+	var rep restoreReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || !rep.DryRun || len(rep.Restored) != 3 || len(f.q.Messages(f.parking)) != 0 {
+		t.Fatalf("dry run: %v %+v, %d in the parking queue", err, rep, len(f.q.Messages(f.parking)))
+	}
+
+	f.run("archive", "restore").want(t, exitRefused, "pass --yes")
+	if n := len(f.q.Messages(f.parking)); n != 0 {
+		t.Fatalf("%d sent without confirmation", n)
+	}
+
+	f.run("archive", "restore", "--rate", "0").want(t, exitUsage, "--rate 0")
+	sleeps := f.sleeps
+	r = f.run("archive", "restore", "--yes", "--rate", "2", "-o", "json")
+	r.want(t, exitOK)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.DryRun || len(rep.Restored) != 3 {
+		t.Fatalf("restore: %v %+v", err, rep)
+	}
+	if f.sleeps-sleeps != 2 {
+		t.Fatalf("%d waits between 3 sends, want 2", f.sleeps-sleeps)
+	}
+	parked := f.q.Messages(f.parking)
+	if len(parked) != 3 || len(f.q.Messages(f.invalid)) != 0 {
+		t.Fatalf("%d back in parking, %d in invalid", len(parked), len(f.q.Messages(f.invalid)))
+	}
+	for i, m := range parked {
+		meta, producer, found, err := replay.Read(m.MessageAttributes)
+		if aws.ToString(m.Body) != fmt.Sprintf(`{"orderId":"K-%d"}`, i) || !found || err != nil || meta.Reason != "replay-exhausted" ||
+			aws.ToString(producer["source"].StringValue) != "checkout" {
+			t.Fatalf("restored %d: %s %+v %v %v", i, aws.ToString(m.Body), meta, found, err)
+		}
+	}
+	// The archive keeps them.
+	if n := len(listed(t, f.run("archive", "ls", "-o", "json"))); n != 4 {
+		t.Fatalf("%d objects after the restore, want 4", n)
+	}
+}
