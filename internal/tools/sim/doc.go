@@ -66,14 +66,6 @@
 //     never succeed that lead their group in the parking queue, releases
 //     every parked group, and brings back with a reset run what a lane that
 //     skips parked alone.
-//   - The lane's archive (archive.go; Config.Archive, one seed in two): the
-//     replay function's archive pass (package internal/archive) over the
-//     parking and invalid queues before each scheduled run, into an
-//     in-memory S3, in place of the operator's review of the invalid queue;
-//     the operator restores the archive's parked messages before each
-//     round; once quiet, the clock runs on 16 days, a pass every 6 hours,
-//     past the queues' 14-day retention. An archived message's place is
-//     the archive.
 //
 // # Determinism
 //
