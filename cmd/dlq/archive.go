@@ -92,19 +92,25 @@ func (a *app) openArchive(ctx context.Context) (*session, archiveLane, error) {
 	if err != nil {
 		return nil, archiveLane{}, err
 	}
+	l, err := s.archiveLane(ctx)
+	return s, l, err
+}
+
+// archiveLane is the lane's archive, in the bucket its resources name.
+func (s *session) archiveLane(ctx context.Context) (archiveLane, error) {
 	bucket, _ := s.res.get(outArchive)
 	lc, err := s.laneConfig(ctx, "", false, s.res.optional(outDLQ))
 	if err != nil {
-		return nil, archiveLane{}, err
+		return archiveLane{}, err
 	}
 	lane := lc.route.Name
 	if lane == "" {
 		lane = s.res.lane
 	}
 	if lane == "" {
-		return nil, archiveLane{}, errors.New("the lane's name, under which its objects are archived, is unknown: no replay function route names it and the outputs do not — pass --lane NAME")
+		return archiveLane{}, errors.New("the lane's name, under which its objects are archived, is unknown: no replay function route names it and the outputs do not — pass --lane NAME")
 	}
-	return s, archiveLane{store: s.archive(bucket), lane: lane}, nil
+	return archiveLane{store: s.archive(bucket), lane: lane}, nil
 }
 
 // each calls fn with the selected objects, in key order (a queue's, then
@@ -394,4 +400,38 @@ func writeRestore(w io.Writer, rep restoreReport) error {
 		return nil
 	}
 	return writeArchived(w, rep.Restored)
+}
+
+// archiveQueueStats is what the lane's archive holds of one queue.
+type archiveQueueStats struct {
+	Queue   string `json:"queue"`            // parking or invalid
+	Objects int    `json:"objects"`          // its archived messages, counted up to maxArchiveCount
+	More    bool   `json:"more,omitempty"`   // the count stopped at maxArchiveCount
+	Newest  string `json:"newest,omitempty"` // the key of its newest object, by the day and order its message was sent
+}
+
+// maxArchiveCount bounds the objects inspect counts per queue: one LIST
+// call per 1,000.
+const maxArchiveCount = 100000
+
+// stats counts the archive's objects of each queue and names the newest.
+func (l archiveLane) stats(ctx context.Context) ([]archiveQueueStats, error) {
+	var out []archiveQueueStats
+	for _, q := range []string{archive.Parking, archive.Invalid} {
+		st := archiveQueueStats{Queue: q}
+		err := l.store.List(ctx, archive.DayPrefix(l.lane, q, time.Time{}), "", func(key string) bool {
+			if st.Objects == maxArchiveCount {
+				st.More = true
+				return false
+			}
+			st.Objects++
+			st.Newest = key
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }

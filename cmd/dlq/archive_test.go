@@ -167,3 +167,22 @@ func TestArchiveRestore(t *testing.T) {
 		t.Fatalf("%d objects after the restore, want 4", n)
 	}
 }
+
+// inspect reports the archive's count and newest object of each queue.
+func TestInspectReportsTheArchive(t *testing.T) {
+	f := newFixture(t)
+	f.archiveLane(3)
+	r := f.run("--json", "inspect")
+	r.want(t, exitOK)
+	var rep inspectReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
+	}
+	if len(rep.Archive) != 2 || rep.Archive[0].Objects != 3 || rep.Archive[1].Objects != 1 || rep.ArchiveError != "" ||
+		!strings.Contains(rep.Archive[0].Newest, "orders/parking/") || !strings.HasSuffix(rep.Archive[1].Newest, ".json") {
+		t.Fatalf("archive %+v (%s), want 3 parked with the newest's key, 1 invalid", rep.Archive, rep.ArchiveError)
+	}
+	if text := f.run("inspect"); !strings.Contains(text.stdout, "Archived from parking: 3, newest orders/parking/") || !strings.Contains(text.stdout, "Archived from invalid: 1") {
+		t.Fatalf("inspect says:\n%s", text.stdout)
+	}
+}

@@ -40,6 +40,11 @@ type inspectReport struct {
 	// FailureRecords says whether the sample's failure records were read
 	// (sample.byClass), and why not or why none was found.
 	FailureRecords failureStatus `json:"failureRecords"`
+	// Archive is what the lane's archive holds, per queue; absent when
+	// the lane names no archive bucket. ArchiveError says why it could not
+	// be read.
+	Archive      []archiveQueueStats `json:"archive,omitempty"`
+	ArchiveError string              `json:"archiveError,omitempty"`
 }
 
 // routeState is a route as the latest replay run that read it left it.
@@ -170,6 +175,15 @@ func (a *app) inspect(ctx context.Context, role string, limit int, force bool, c
 	var views []*failureView
 	views, rep.FailureRecords = a.laneFailures(ctx, s, role, consumer, msgs, v)
 	rep.Sample.ByClass = byClass(views)
+	if s.res.optional(outArchive) != "" {
+		l, err := s.archiveLane(ctx)
+		if err == nil {
+			rep.Archive, err = l.stats(ctx)
+		}
+		if err != nil {
+			rep.ArchiveError = fmt.Sprintf("read the archive: %v", err)
+		}
+	}
 	rep.Routes = []routeState{}
 	if table := s.res.optional(outLedger); table != "" {
 		sums, err := s.ledger(table).Runs(ctx, inspectRuns)
@@ -244,6 +258,7 @@ func writeInspect(w io.Writer, rep inspectReport, now time.Time) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeArchiveStats(w, rep)
 	st := rep.Sample
 	fmt.Fprintf(w, "\nSample of %s: %d message(s), at most %d (approximate).\n", rep.Sampled, st.Size, st.Limit)
 	if st.Size == 0 {
@@ -370,5 +385,23 @@ func duration(d time.Duration) string {
 		return fmt.Sprintf("%dh%dm", d/time.Hour, (d%time.Hour)/time.Minute)
 	default:
 		return d.String()
+	}
+}
+
+// writeArchiveStats writes what the lane's archive holds, when it has one.
+func writeArchiveStats(w io.Writer, rep inspectReport) {
+	if rep.ArchiveError != "" {
+		fmt.Fprintf(w, "\nArchive: %s\n", printable.String(rep.ArchiveError))
+	}
+	for _, a := range rep.Archive {
+		more := ""
+		if a.More {
+			more = " or more"
+		}
+		newest := ""
+		if a.Newest != "" {
+			newest = ", newest " + printable.String(a.Newest)
+		}
+		fmt.Fprintf(w, "Archived from %s: %d%s%s\n", a.Queue, a.Objects, more, newest)
 	}
 }
