@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -110,24 +111,32 @@ func TestReplayOnTheEmulator(t *testing.T) {
 		body := order(fmt.Sprintf("ORD-E2E-%02d", i))
 		ids[body] = l.send(t, l.route.DLQURL, body, "", map[string]types.MessageAttributeValue{"traceId": strAttr(fmt.Sprint(i))})
 	}
+	// Under load the SDK may send one of them twice (a lost answer, see
+	// sendCounter): the DLQ then holds a 16th message, a copy of one body
+	// under an id the test does not know, and the engine replays it too.
+	n := l.depth(t, l.route.DLQURL)
+	if n < 15 {
+		t.Fatalf("%d messages in the DLQ after 15 sends", n)
+	}
 	s, err := l.run(t, l.engine())
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkCounts(t, s.Total, counts{Examined: 15, DeadLettered: 15, Replayed: 15})
+	checkCounts(t, s.Total, counts{Examined: n, DeadLettered: n, Replayed: n})
 	if left := l.drain(t, l.route.DLQURL); len(left) != 0 {
 		t.Fatalf("%d messages left in the DLQ", len(left))
 	}
 	got := l.drain(t, l.route.SourceURL)
-	if len(got) != 15 {
-		t.Fatalf("%d messages in the source", len(got))
+	if len(got) != n {
+		t.Fatalf("%d messages in the source, want %d", len(got), n)
 	}
 	for _, m := range got {
 		meta, producer, found, err := replay.Read(m.MessageAttributes)
 		if err != nil || !found {
 			t.Fatalf("no metadata: %v", err)
 		}
-		if meta.ReplayCount != 1 || meta.OriginalMessageID != ids[aws.ToString(m.Body)] || meta.RunID != s.RunID || producer["traceId"].StringValue == nil {
+		original := meta.OriginalMessageID == ids[aws.ToString(m.Body)] || n > 15 && !slices.Contains(slices.Collect(maps.Values(ids)), meta.OriginalMessageID)
+		if meta.ReplayCount != 1 || !original || meta.RunID != s.RunID || producer["traceId"].StringValue == nil {
 			t.Fatalf("metadata = %+v, producer attributes = %v", meta, producer)
 		}
 		if len(m.MessageAttributes) != 2 {
@@ -135,11 +144,11 @@ func TestReplayOnTheEmulator(t *testing.T) {
 		}
 	}
 	last, found, err := l.ledger.LastRun(context.Background())
-	if err != nil || !found || last.RunID != s.RunID || last.Total.Replayed != 15 {
+	if err != nil || !found || last.RunID != s.RunID || last.Total.Replayed != n {
 		t.Fatalf("ledger run = %+v, %v, %v", last, found, err)
 	}
 	hist, err := l.ledger.History(context.Background(), record.HistoryKey("ORD-E2E-00", ""))
-	if err != nil || len(hist) != 1 || hist[0].State != record.Sent {
+	if err != nil || len(hist) < 1 || len(hist) > 1+n-15 || slices.ContainsFunc(hist, func(r record.Message) bool { return r.State != record.Sent }) {
 		t.Fatalf("history = %+v, %v", hist, err)
 	}
 }
