@@ -34,7 +34,7 @@ type FailureLog interface {
 
 // Bounds of a failure record.
 const (
-	maxClassBytes   = 64
+	maxClassBytes   = settings.MaxFailureClassBytes
 	maxMessageBytes = 512
 )
 
@@ -45,7 +45,7 @@ const (
 	classBlocked  = "blocked"  // FIFO: behind a failed record of its group
 	classTimeout  = "timeout"
 	classCanceled = "canceled"
-	classUnknown  = "unknown" // reserved: no record
+	classUnknown  = settings.FailureClassUnknown
 )
 
 // failureSet collects the failures of one Process call.

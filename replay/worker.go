@@ -279,7 +279,7 @@ func (w *worker) prepare(ctx context.Context, msgs []types.Message, receivedAt t
 
 // classUnknown is the failure class of a message the consumer recorded no
 // failure of.
-const classUnknown = "unknown"
+const classUnknown = settings.FailureClassUnknown
 
 // classify sets the failure class of each message, when the run needs
 // them: every message's for a filter by class, else those of the engine's

@@ -19,7 +19,7 @@ import (
 )
 
 // classUnknown is the class of a message without a failure record.
-const classUnknown = "unknown"
+const classUnknown = settings.FailureClassUnknown
 
 // failureView is why a message failed, as dlq shows it: the failure
 // records of its own message id (its latest round) and of the original id

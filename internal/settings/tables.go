@@ -36,10 +36,17 @@ const GroupsPartition = "homing#groups"
 // "#"; a hashed key starts with "sha256~"), so the two never meet.
 const FailurePrefix = "#failure#"
 
+// MaxFailureClassBytes bounds a failure class; FailureClassUnknown is the
+// class of a message without a failure record, reserved: no handler's.
+const (
+	MaxFailureClassBytes = 64
+	FailureClassUnknown  = "unknown"
+)
+
 // ValidFailureClass reports whether c is a failure class: 1 to 64 bytes of
 // a-z, 0-9 and "-".
 func ValidFailureClass(c string) bool {
-	if c == "" || len(c) > 64 {
+	if c == "" || len(c) > MaxFailureClassBytes {
 		return false
 	}
 	for _, r := range c {
