@@ -18,18 +18,25 @@ import (
 )
 
 // archiveLane parks n orders and declares one invalid, then archives both
-// queues as the scheduled replay does (on arrival, so at once).
+// queues as the scheduled replay does (on arrival, so at once), the parked
+// metadata sealed and verified with the ledger's key.
 func (f *fixture) archiveLane(n int) {
 	f.t.Helper()
 	ctx := context.Background()
+	key, err := replay.SealKey(ctx, f.ledger, f.clock.Now())
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	for i := range n {
+		body := fmt.Sprintf(`{"orderId":"K-%d"}`, i)
+		meta := replay.Metadata{ReplayCount: 3, OriginalMessageID: fmt.Sprintf("orig-%d", i), Reason: "replay-exhausted", ParkedAt: f.clock.Now()}
 		attrs, err := replay.Attributes(map[string]types.MessageAttributeValue{
 			"source": {DataType: aws.String("String"), StringValue: aws.String("checkout")},
-		}, replay.Metadata{ReplayCount: 3, OriginalMessageID: fmt.Sprintf("orig-%d", i), Reason: "replay-exhausted", ParkedAt: f.clock.Now()})
+		}, meta.Sealed(key, body, f.parking))
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		if _, err := f.q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(f.parking), MessageBody: aws.String(fmt.Sprintf(`{"orderId":"K-%d"}`, i)), MessageAttributes: attrs}); err != nil {
+		if _, err := f.q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(f.parking), MessageBody: aws.String(body), MessageAttributes: attrs}); err != nil {
 			f.t.Fatal(err)
 		}
 		f.clock.Advance(time.Millisecond) // a standard queue's keys are in the order of their send times
@@ -45,7 +52,11 @@ func (f *fixture) archiveLane(n int) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := a.Run(ctx, []archive.Queue{{URL: f.parking, Role: archive.Parking}, {URL: f.invalid, Role: archive.Invalid}}); err != nil {
+	v, err := replay.NewVerifier(ctx, f.ledger, replay.Route{DLQURL: f.parking})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := a.Run(ctx, []archive.Queue{{URL: f.parking, Role: archive.Parking, Verifier: v}, {URL: f.invalid, Role: archive.Invalid}}); err != nil {
 		f.t.Fatal(err)
 	}
 	if len(f.q.Messages(f.parking))+len(f.q.Messages(f.invalid)) != 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/homingdlq/homing/batch"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/payload"
+	"github.com/homingdlq/homing/replay"
 )
 
 // Receiver is the part of the SQS client an [Archiver] uses.
@@ -33,11 +34,14 @@ type Failures interface {
 	Failures(ctx context.Context, messageIDs []string) (map[string]batch.Failure, error)
 }
 
-// Queue is one queue an [Archiver] archives: its URL and its role,
-// [Parking] or [Invalid].
+// Queue is one queue an [Archiver] archives: its URL, its role, [Parking]
+// or [Invalid], and the Verifier of the engine's metadata on its messages
+// (the zero Verifier verifies none: metadata is then kept as an attribute,
+// never as ours).
 type Queue struct {
-	URL  string
-	Role string
+	URL      string
+	Role     string
+	Verifier replay.Verifier
 }
 
 // Options tune an [Archiver]. The zero value archives each message

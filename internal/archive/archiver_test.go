@@ -42,6 +42,7 @@ type fixture struct {
 	store   *archive.Store
 	parking archive.Queue
 	invalid archive.Queue
+	seal    []byte // the ledger's seal key, that seals what park sends
 }
 
 func newFixture(t *testing.T, fifo bool) *fixture {
@@ -67,6 +68,15 @@ func newFixture(t *testing.T, fifo bool) *fixture {
 			f.invalid = *q
 		}
 	}
+	ledger := replaytest.NewMemoryLedger(f.clock.Now)
+	key, err := replay.SealKey(context.Background(), ledger, f.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.seal = key
+	if f.parking.Verifier, err = replay.NewVerifier(context.Background(), ledger, replay.Route{DLQURL: f.parking.URL}); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 
@@ -87,16 +97,19 @@ func (f *fixture) archiver(t *testing.T, q archive.Receiver, mod func(*archive.O
 	return a
 }
 
-// park sends a parked order to the parking queue, as the replay parks it.
+// park sends a parked order to the parking queue, as the replay parks it:
+// its metadata sealed for the parking queue.
 func (f *fixture) park(t *testing.T, id string, group string) {
 	t.Helper()
+	body := `{"orderId":"` + id + `"}`
+	meta := replay.Metadata{ReplayCount: 3, OriginalMessageID: "orig-" + id, Reason: "replay-exhausted", ParkedAt: f.clock.Now()}
 	attrs, err := replay.Attributes(map[string]types.MessageAttributeValue{
 		"source": {DataType: aws.String("String"), StringValue: aws.String("checkout")},
-	}, replay.Metadata{ReplayCount: 3, OriginalMessageID: "orig-" + id, Reason: "replay-exhausted", ParkedAt: f.clock.Now()})
+	}, meta.Sealed(f.seal, body, f.parking.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(f.parking.URL), MessageBody: aws.String(`{"orderId":"` + id + `"}`), MessageAttributes: attrs}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(f.parking.URL), MessageBody: aws.String(body), MessageAttributes: attrs}
 	if group != "" {
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(id)
@@ -421,5 +434,44 @@ func TestBudgetEndIsNoFailure(t *testing.T) {
 	out, err := f.q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(f.parking.URL), MaxNumberOfMessages: 10})
 	if err != nil || len(out.Messages) != 3 {
 		t.Fatalf("%d visible after the run (%v), want 3", len(out.Messages), err)
+	}
+}
+
+// On a lane keyed by payment.ref, a parked message whose producer wrote
+// our metadata and a verdict itself is archived with them as attributes
+// only: no reason, no replay count, and no failure record of the original
+// id it claims.
+func TestForgedMetadataIsNotOurs(t *testing.T) {
+	f := newFixture(t, false)
+	body := `{"payment":{"ref":"PAY-1"}}`
+	forged, err := replay.Attributes(nil, replay.Metadata{ReplayCount: 9, OriginalMessageID: "victim", Reason: "replay-exhausted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err = invalid.Stamp(forged, invalid.Metadata{Reason: "forged-verdict", MessageID: "victim", Consumer: "payments", At: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.q.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(f.parking.URL), MessageBody: aws.String(body), MessageAttributes: forged}); err != nil {
+		t.Fatal(err)
+	}
+	records := failureLog{"victim": {MessageID: "victim", Class: "ledger-frozen", Failures: 5, FirstAt: start, LastAt: start}}
+	a, err := archive.New(f.q, f.store, "payments", "payment.ref", archive.Options{Now: f.clock.Now, OnArrival: true, Failures: records})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), []archive.Queue{f.parking}); err != nil {
+		t.Fatal(err)
+	}
+	objs := f.objects(t)
+	if len(objs) != 1 {
+		t.Fatalf("%d objects, want 1", len(objs))
+	}
+	o := objs[0]
+	if o.Key != "PAY-1" || o.Replay != nil || o.Invalid != nil || o.Reason != "" || o.Failure != nil || o.OriginalMessageID() != o.MessageID {
+		t.Fatalf("forged metadata taken as ours: key %q reason %q replay %+v invalid %+v failure %+v original %q", o.Key, o.Reason, o.Replay, o.Invalid, o.Failure, o.OriginalMessageID())
+	}
+	if len(o.Attributes) != 2 {
+		t.Fatalf("attributes %v: want both forged attributes kept as data", o.Attributes)
 	}
 }

@@ -43,9 +43,12 @@ type Object struct {
 	System map[string]string `json:"system,omitempty"`
 	// Reason is why the message is where it was: the park reason or the
 	// invalid verdict's reason.
-	Reason  string            `json:"reason,omitempty"`
-	Replay  *replay.Metadata  `json:"replay,omitempty"`  // our replay metadata, when it carries some
-	Invalid *invalid.Metadata `json:"invalid,omitempty"` // the invalid verdict, when it carries one
+	Reason string `json:"reason,omitempty"`
+	// Replay is the engine's metadata, when it carries metadata the
+	// engine sealed (Queue.Verifier).
+	Replay *replay.Metadata `json:"replay,omitempty"`
+	// Invalid is the consumer's verdict, on the invalid queue's messages.
+	Invalid *invalid.Metadata `json:"invalid,omitempty"`
 	// Failure is the consumer's failure record of the original message,
 	// when one was found.
 	Failure    *Failure  `json:"failure,omitempty"`
@@ -117,13 +120,20 @@ func newObject(lane string, q Queue, m types.Message, key payload.Key, now time.
 	if len(m.Attributes) > 0 {
 		o.System = m.Attributes
 	}
-	if meta, _, found, err := replay.Read(m.MessageAttributes); found && err == nil {
-		o.Replay = &meta
-		o.Reason = meta.Reason
+	// Only what the engine sealed is our metadata, and only the invalid
+	// queue's verdict the consumer's: anything else is the producer's,
+	// kept in Attributes and never taken as a reason or an original id.
+	if verified, _ := q.Verifier.Check(m); verified {
+		if meta, _, _, err := replay.Read(m.MessageAttributes); err == nil {
+			o.Replay = &meta
+			o.Reason = meta.Reason
+		}
 	}
-	if meta, _, found, err := invalid.Read(m.MessageAttributes); found && err == nil {
-		o.Invalid = &meta
-		o.Reason = meta.Reason
+	if q.Role == Invalid {
+		if meta, _, found, err := invalid.Read(m.MessageAttributes); found && err == nil {
+			o.Invalid = &meta
+			o.Reason = meta.Reason
+		}
 	}
 	return o
 }

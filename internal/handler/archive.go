@@ -10,12 +10,15 @@ import (
 	"github.com/homingdlq/homing/internal/archive"
 	"github.com/homingdlq/homing/internal/emfline"
 	"github.com/homingdlq/homing/internal/settings"
+	"github.com/homingdlq/homing/replay"
 )
 
 // archiver is a handler's archive of its lane's queues.
 type archiver struct {
 	a       *archive.Archiver
-	queues  []archive.Queue
+	queues  []archive.Queue // without their verifiers: see run
+	routes  []replay.Route  // the route of each parking queue
+	ledger  replay.Ledger   // holds the public seal key
 	budget  time.Duration
 	logger  *slog.Logger
 	metrics io.Writer
@@ -52,18 +55,34 @@ func newArchiver(cfg Config, d Deps) *archiver {
 	if err != nil {
 		return nil
 	}
-	var queues []archive.Queue
+	ar := &archiver{a: a, ledger: d.Ledger, budget: cfg.Archive.Budget, logger: logger, metrics: d.Metrics,
+		ns: cfg.MetricsNamespace, lane: cfg.Lane, now: now}
 	for _, r := range cfg.Routes {
-		q := archive.Queue{URL: r.ParkingURL, Role: archive.Parking}
-		if !slices.Contains(queues, q) {
-			queues = append(queues, q)
+		if !slices.ContainsFunc(ar.queues, func(q archive.Queue) bool { return q.URL == r.ParkingURL }) {
+			ar.queues = append(ar.queues, archive.Queue{URL: r.ParkingURL, Role: archive.Parking})
+			ar.routes = append(ar.routes, r)
 		}
 	}
 	if cfg.Archive.InvalidURL != "" {
-		queues = append(queues, archive.Queue{URL: cfg.Archive.InvalidURL, Role: archive.Invalid})
+		ar.queues = append(ar.queues, archive.Queue{URL: cfg.Archive.InvalidURL, Role: archive.Invalid})
 	}
-	return &archiver{a: a, queues: queues, budget: cfg.Archive.Budget, logger: logger, metrics: d.Metrics,
-		ns: cfg.MetricsNamespace, lane: cfg.Lane, now: now}
+	return ar
+}
+
+// verified returns the queues, each parking queue with the verifier of
+// its route's parked messages: a parked message's metadata is sealed for
+// the parking queue. Without the public seal key, none verifies.
+func (a *archiver) verified(ctx context.Context) []archive.Queue {
+	queues := slices.Clone(a.queues)
+	for i, r := range a.routes {
+		r.DLQURL = r.ParkingURL
+		v, err := replay.NewVerifier(ctx, a.ledger, r)
+		if err != nil {
+			a.logger.WarnContext(ctx, "archiving without the engine's metadata: the public seal key is unreadable", "error", err)
+		}
+		queues[i].Verifier = v
+	}
+	return queues
 }
 
 // run archives within the budget, and within half the time ctx has left,
@@ -75,7 +94,7 @@ func (a *archiver) run(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	counts, err := a.a.Run(ctx, a.queues)
+	counts, err := a.a.Run(ctx, a.verified(ctx))
 	if err != nil {
 		a.logger.ErrorContext(ctx, "archive failed", "error", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/homingdlq/homing/internal/archive"
 	"github.com/homingdlq/homing/internal/archive/archivetest"
+	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
 
@@ -90,8 +91,11 @@ func (s *Sim) archivePass() {
 	if s.arch == nil {
 		return
 	}
+	// As the replay function does: the parked metadata verified with the
+	// ledger's public seal key (an error leaves a verifier of none).
+	v, _ := replay.NewVerifier(context.Background(), s.ledger, replay.Route{DLQURL: s.sqs.parking})
 	counts, err := s.arch.archiver.Run(context.Background(), []archive.Queue{
-		{URL: s.sqs.parking, Role: archive.Parking}, {URL: s.sqs.invalid, Role: archive.Invalid},
+		{URL: s.sqs.parking, Role: archive.Parking, Verifier: v}, {URL: s.sqs.invalid, Role: archive.Invalid},
 	})
 	n := 0
 	for _, c := range counts {
