@@ -814,6 +814,29 @@ func TestFilters(t *testing.T) {
 	}
 }
 
+// A filter by message id replays those messages of the queue read, a
+// parked one too with its count reset, and leaves the others in place.
+func TestFilterByMessageID(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.deadLetter(h.route, msg{body: order("ORD-I-1")})
+	two := h.deadLetter(h.route, msg{body: order("ORD-I-2")})
+	three := h.deadLetter(h.route, msg{body: order("ORD-I-3"), meta: &replay.Metadata{ReplayCount: 3, FirstDeadLetteredAt: h.clock.Now(), OriginalMessageID: "o3", Reason: replay.ReasonReplayExhausted}})
+	h.deadLetter(h.route, msg{body: order("ORD-I-4")})
+	h.clock.Advance(time.Second)
+	s := h.run(h.engine(func(o *replay.Options) { o.BackoffBase, o.BackoffMax = time.Millisecond, time.Millisecond }),
+		replay.Request{ResetCount: true, Filter: replay.Filter{MessageIDs: []string{two, three, "not-in-the-queue"}}})
+	checkCounts(t, s.Total, counts{Examined: 4, DeadLettered: 1, Replayed: 2, Skipped: 2})
+	if got, want := bodiesOf(h.stored(h.route.SourceURL)), []string{order("ORD-I-2"), order("ORD-I-3")}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("replayed %v, want %v", got, want)
+	}
+	if visible, inFlight := h.depth(h.route.DLQURL); visible != 2 || inFlight != 0 {
+		t.Fatalf("DLQ: %d visible, %d in flight: the others stay", visible, inFlight)
+	}
+	if s.Filter == nil || len(s.Filter.MessageIDs) != 3 {
+		t.Fatalf("summary filter = %+v", s.Filter)
+	}
+}
+
 func TestDryRunMovesAndWritesNothing(t *testing.T) {
 	h := newHarness(t, false, nil)
 	key := slowKey(t, 1, 3*time.Minute)

@@ -134,6 +134,8 @@ type Filter struct {
 	// ErrorClasses: the class of the consumer's failure record of the
 	// message ("unknown" for none); needs [Options.Failures].
 	ErrorClasses []string
+	// MessageIDs: the message's own id in the queue the route reads.
+	MessageIDs []string
 }
 
 type filterJSON struct {
@@ -141,6 +143,7 @@ type filterJSON struct {
 	OlderThan    string   `json:"olderThan,omitempty"`
 	Keys         []string `json:"keys,omitempty"`
 	ErrorClasses []string `json:"errorClasses,omitempty"`
+	MessageIDs   []string `json:"messageIds,omitempty"`
 	// OrderIDs is the deprecated name of Keys, read and never written.
 	OrderIDs []string `json:"orderIds,omitempty"`
 }
@@ -148,7 +151,7 @@ type filterJSON struct {
 // MarshalJSON writes OlderThan as a Go duration string ("1h0m0s") and Keys
 // as "keys".
 func (f Filter) MarshalJSON() ([]byte, error) {
-	j := filterJSON{Reasons: f.Reasons, Keys: f.Keys, ErrorClasses: f.ErrorClasses}
+	j := filterJSON{Reasons: f.Reasons, Keys: f.Keys, ErrorClasses: f.ErrorClasses, MessageIDs: f.MessageIDs}
 	if f.OlderThan != 0 {
 		j.OlderThan = f.OlderThan.String()
 	}
@@ -169,7 +172,7 @@ func (f *Filter) UnmarshalJSON(b []byte) error {
 	if j.Keys != nil && j.OrderIDs != nil {
 		return errors.New("filter: keys and orderIds (its deprecated name) both given: want keys")
 	}
-	*f = Filter{Reasons: j.Reasons, Keys: j.Keys, ErrorClasses: j.ErrorClasses}
+	*f = Filter{Reasons: j.Reasons, Keys: j.Keys, ErrorClasses: j.ErrorClasses, MessageIDs: j.MessageIDs}
 	if j.OrderIDs != nil {
 		f.Keys = j.OrderIDs
 	}
@@ -184,14 +187,15 @@ func (f *Filter) UnmarshalJSON(b []byte) error {
 }
 
 func (f Filter) empty() bool {
-	return len(f.Reasons) == 0 && f.OlderThan == 0 && len(f.Keys) == 0 && len(f.ErrorClasses) == 0
+	return len(f.Reasons) == 0 && f.OlderThan == 0 && len(f.Keys) == 0 && len(f.ErrorClasses) == 0 && len(f.MessageIDs) == 0
 }
 
 func (f Filter) match(m message, now time.Time) bool {
 	return (len(f.Reasons) == 0 || slices.Contains(f.Reasons, m.reason)) &&
 		(f.OlderThan == 0 || now.Sub(m.firstDeadLettered()) >= f.OlderThan) &&
 		(len(f.Keys) == 0 || m.key != "" && slices.Contains(f.Keys, m.key)) &&
-		(len(f.ErrorClasses) == 0 || m.class != "" && slices.Contains(f.ErrorClasses, m.class))
+		(len(f.ErrorClasses) == 0 || m.class != "" && slices.Contains(f.ErrorClasses, m.class)) &&
+		(len(f.MessageIDs) == 0 || slices.Contains(f.MessageIDs, m.id))
 }
 
 // MaxFilterValues bounds each list of a [Filter].
@@ -221,6 +225,7 @@ type Request struct {
 	// examines: the count in its metadata and the message's earlier
 	// replays in the ledger are ignored, and the metadata sent records the reset
 	// (Metadata.ResetAt), so later runs count only the replays after it.
+	// Its first replay after the reset waits for no backoff.
 	// For an operator who fixed the cause of messages that exhausted their
 	// replays and brings them back from the parking queue.
 	ResetCount bool
@@ -256,7 +261,7 @@ func (r Request) Validate() error {
 	}
 	// The filter is part of the run's summary, a DynamoDB item of at most
 	// 400 KB: its lists are bounded.
-	for name, list := range map[string][]string{"keys": r.Filter.Keys, "reasons": r.Filter.Reasons, "errorClasses": r.Filter.ErrorClasses} {
+	for name, list := range map[string][]string{"keys": r.Filter.Keys, "reasons": r.Filter.Reasons, "errorClasses": r.Filter.ErrorClasses, "messageIds": r.Filter.MessageIDs} {
 		if len(list) > MaxFilterValues {
 			errs = append(errs, fmt.Errorf("filter %s: %d values, want at most %d", name, len(list), MaxFilterValues))
 		}
@@ -268,6 +273,9 @@ func (r Request) Validate() error {
 	}
 	if i := slices.IndexFunc(r.Filter.Reasons, func(v string) bool { return len(v) > MaxKeyID }); i >= 0 {
 		errs = append(errs, fmt.Errorf("filter reasons: value %d is %d bytes, want at most %d", i, len(r.Filter.Reasons[i]), MaxKeyID))
+	}
+	if i := slices.IndexFunc(r.Filter.MessageIDs, func(v string) bool { return v == "" || len(v) > MaxKeyID }); i >= 0 {
+		errs = append(errs, fmt.Errorf("filter messageIds: value %d is %d bytes, want 1 to %d", i, len(r.Filter.MessageIDs[i]), MaxKeyID))
 	}
 	if i := slices.IndexFunc(r.Filter.ErrorClasses, func(v string) bool { return !settings.ValidFailureClass(v) }); i >= 0 {
 		errs = append(errs, fmt.Errorf("filter errorClasses: value %d is no failure class: want 1 to 64 of a-z, 0-9 and -", i))

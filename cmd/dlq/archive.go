@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -271,36 +272,80 @@ func writeObject(w io.Writer, o archive.Object) error {
 // restoreReport is the output of archive restore.
 type restoreReport struct {
 	DryRun   bool       `json:"dryRun"`
+	To       string     `json:"to"`       // parking or source
 	Restored []archived `json:"restored"` // sent back (with --dry-run: what would be)
+	// Skipped are the selected parts of an invalid body split in several
+	// messages: no part is an order to send on its own.
+	Skipped []archived `json:"skipped,omitempty"`
+	// Run is the engine's run that took the restored messages from the
+	// parking queue to the source (--to source), and LeftParked the
+	// restored messages it left there.
+	Run        *replay.Summary `json:"run,omitempty"`
+	LeftParked int             `json:"leftParked,omitempty"`
+}
+
+// restoreFlags are the flags of archive restore.
+type restoreFlags struct {
+	sel                          archiveSelection
+	to                           string
+	dryRun, yes, reset, noHealth bool
+	rate                         float64
+}
+
+// The places archive restore sends to.
+const (
+	restoreToParking = "parking"
+	restoreToSource  = "source"
+)
+
+// check refuses flags restore cannot apply, before any AWS call.
+func (f *restoreFlags) check() (day time.Time, err error) {
+	switch {
+	case f.to != restoreToParking && f.to != restoreToSource:
+		return day, usageError("--to %q: want %s or %s", f.to, restoreToParking, restoreToSource)
+	case f.to == restoreToParking && f.sel.queue == archive.Invalid:
+		return day, usageError("--queue invalid --to parking: an invalid message goes back to the source (--to source), after its producer or the consumer is fixed")
+	case f.to == restoreToParking && f.reset:
+		return day, usageError("--reset-count works only with --to source (or later: dlq replay --from parking --reset-count)")
+	case f.to == restoreToParking && f.noHealth:
+		return day, usageError("--no-health-gate works only with --to source: a restore to the parking queue replays nothing")
+	case f.to == restoreToSource && !f.reset && f.sel.queue != archive.Invalid:
+		return day, usageError("--to source needs --reset-count: a parked message exhausted its replays and would only be parked again")
+	case f.to == restoreToSource && f.sel.max > replay.MaxFilterValues:
+		return day, usageError("--max %d --to source: want at most %d, one replay run's worth; run again for more (its gates see the first run's replays)", f.sel.max, replay.MaxFilterValues)
+	case !(f.rate >= settings.MinRate && f.rate <= settings.MaxRate):
+		return day, usageError("--rate %s: want %s", settings.FormatFloat(f.rate), settings.Rate.Want())
+	}
+	if f.to == restoreToParking {
+		f.sel.queue = archive.Parking
+	}
+	return f.sel.check()
 }
 
 func (a *app) archiveRestoreCommand() *cobra.Command {
-	var (
-		sel    archiveSelection
-		dryRun bool
-		yes    bool
-		rate   float64
-	)
+	f := restoreFlags{}
 	cmd := &cobra.Command{
 		Use:   "restore",
-		Short: "Send archived parked messages back to the parking queue, in sequence",
-		Long: `restore sends the selected archived messages of the parking queue back to
-it, body and attributes as they were, in the sequence of their keys (a FIFO
-group's in its sequence, with its group id), at most --max, at most --rate a
-second. An invalid message is fixed at its producer, never restored. Objects stay in the archive. A restored parked message is
-taken on by dlq replay --from parking --reset-count as any parked message: back
-to the source, and applied once by the idempotent consumer.`,
+		Short: "Send archived messages back to the parking queue, or home to the source",
+		Long: `restore sends the selected archived messages back, body and attributes as they
+were, in the sequence of their keys (a FIFO group's in its sequence, with its
+group id), at most --max, at most --rate a second. Objects stay in the archive.
+
+--to parking (the default) restores parked messages to the parking queue.
+
+--to source --reset-count takes them home: restore sends them to the parking
+queue, then runs the engine of dlq replay --from parking --reset-count over
+exactly those messages, with the replay function's policy and gates. An
+invalid message (--queue invalid) goes to the source too, after its producer
+or the consumer is fixed; its count needs no reset. The idempotent consumer
+applies each once; what a closed gate holds stays in the parking queue.`,
 		RunE: runE(func(cmd *cobra.Command) error {
-			if sel.queue == archive.Invalid {
-				return usageError("--queue invalid: an invalid message is fixed at its producer, never restored as it was (archive show prints its body)")
-			}
-			sel.queue = archive.Parking
-			day, err := sel.check()
+			day, err := f.check()
 			if err != nil {
 				return err
 			}
-			if !(rate >= settings.MinRate && rate <= settings.MaxRate) {
-				return usageError("--rate %s: want %s", settings.FormatFloat(rate), settings.Rate.Want())
+			if f.to == restoreToSource {
+				return a.restoreHome(cmd.Context(), f, day)
 			}
 			ctx := cmd.Context()
 			s, l, err := a.openArchive(ctx)
@@ -311,53 +356,146 @@ to the source, and applied once by the idempotent consumer.`,
 			if err != nil {
 				return err
 			}
-			var picked []archive.Object
-			rep := restoreReport{DryRun: dryRun, Restored: []archived{}}
-			err = l.each(ctx, sel, day, func(key string, o archive.Object) bool {
-				picked = append(picked, o)
-				rep.Restored = append(rep.Restored, archivedOf(key, o))
-				return true
-			})
-			if err != nil {
+			rep, picked, err := f.pick(ctx, l, day)
+			if err != nil || f.dryRun || len(picked) == 0 {
+				return show(a, rep, err, writeRestore)
+			}
+			if err := a.confirmRestore(len(picked), f.to, f.yes); err != nil {
 				return err
 			}
-			if !dryRun && len(picked) > 0 {
-				if err := a.confirmRestore(len(picked), yes); err != nil {
-					return err
-				}
-				for i, o := range picked {
-					if i > 0 {
-						if err := a.sleep(ctx, time.Duration(float64(time.Second)/rate)); err != nil {
-							return err
-						}
-					}
-					if err := restoreOne(ctx, s.queue, parking, o); err != nil {
-						rep.Restored = rep.Restored[:i]
-						_ = show(a, rep, nil, writeRestore)
-						return err
-					}
-				}
+			if _, err := a.restoreAll(ctx, s, parking, picked, f.rate); err != nil {
+				_ = show(a, rep.upTo(err), nil, writeRestore)
+				return err
 			}
 			return show(a, rep, nil, writeRestore)
 		}),
 	}
-	sel.flags(cmd, 100)
+	f.sel.flags(cmd, 100)
 	fl := cmd.Flags()
-	fl.BoolVar(&dryRun, "dry-run", false, "list what would be restored; send nothing")
-	fl.BoolVar(&yes, "yes", false, "do not ask for confirmation")
-	fl.Float64Var(&rate, "rate", 10, "send at most this many messages per second")
+	fl.StringVar(&f.to, "to", restoreToParking, "where to: parking, or source (with --reset-count for parked messages)")
+	fl.BoolVar(&f.reset, "reset-count", false, "restart the replay count of the parked messages restored to the source (--to source)")
+	fl.BoolVar(&f.noHealth, "no-health-gate", false, "skip the health gate of the run to the source (when the downstream's /health is not reachable from here)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "list what would be restored; send nothing")
+	fl.BoolVar(&f.yes, "yes", false, "do not ask for confirmation")
+	fl.Float64Var(&f.rate, "rate", 10, "send at most this many messages per second")
 	return cmd
 }
 
+// pick selects the objects to restore; the parts of a split invalid body
+// are reported as skipped.
+func (f restoreFlags) pick(ctx context.Context, l archiveLane, day time.Time) (restoreReport, []archive.Object, error) {
+	rep := restoreReport{DryRun: f.dryRun, To: f.to, Restored: []archived{}}
+	var picked []archive.Object
+	err := l.each(ctx, f.sel, day, func(key string, o archive.Object) bool {
+		if o.Invalid != nil && o.Invalid.Parts > 1 {
+			rep.Skipped = append(rep.Skipped, archivedOf(key, o))
+			return true
+		}
+		picked = append(picked, o)
+		rep.Restored = append(rep.Restored, archivedOf(key, o))
+		return true
+	})
+	return rep, picked, err
+}
+
+// upTo is rep once restoreAll stopped at err: what it sent.
+func (rep restoreReport) upTo(err error) restoreReport {
+	var partial *partialRestore
+	if errors.As(err, &partial) {
+		rep.Restored = rep.Restored[:partial.sent]
+	}
+	return rep
+}
+
+// partialRestore is a restore that stopped after sent messages.
+type partialRestore struct {
+	sent int
+	err  error
+}
+
+func (e *partialRestore) Error() string { return e.err.Error() }
+func (e *partialRestore) Unwrap() error { return e.err }
+
+// restoreAll sends the objects to url at rate, in order, and returns the
+// ids of the messages sent; it stops at the first that fails.
+func (a *app) restoreAll(ctx context.Context, s *session, url string, objects []archive.Object, rate float64) ([]string, error) {
+	ids := make([]string, 0, len(objects))
+	for i, o := range objects {
+		if i > 0 {
+			if err := a.sleep(ctx, time.Duration(float64(time.Second)/rate)); err != nil {
+				return ids, &partialRestore{sent: len(ids), err: err}
+			}
+		}
+		id, err := restoreOne(ctx, s.queue, url, o)
+		if err != nil {
+			return ids, &partialRestore{sent: len(ids), err: err}
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// restoreHome restores the selection to the source: to the parking queue,
+// then one engine run from it with a reset count, over exactly the
+// messages restored.
+func (a *app) restoreHome(ctx context.Context, f restoreFlags, day time.Time) error {
+	rf := replayFlags{from: roleParking, resetCount: true, noHealth: f.noHealth, rate: f.rate}
+	s, err := a.open(ctx, func(r *resources) error {
+		if _, err := r.get(outArchive); err != nil {
+			return err
+		}
+		return rf.need(r)
+	})
+	if err != nil {
+		return err
+	}
+	l, err := s.archiveLane(ctx)
+	if err != nil {
+		return err
+	}
+	cfg, err := a.replayConfig(ctx, s, rf)
+	if err != nil {
+		return err
+	}
+	rep, picked, err := f.pick(ctx, l, day)
+	if err != nil || f.dryRun || len(picked) == 0 {
+		return show(a, rep, err, writeRestore)
+	}
+	if err := a.confirmRestore(len(picked), f.to, f.yes); err != nil {
+		return err
+	}
+	ids, err := a.restoreAll(ctx, s, cfg.Routes[0].DLQURL, picked, f.rate)
+	rep.Restored, rep.LeftParked = rep.Restored[:len(ids)], len(ids)
+	if err == nil {
+		var sum replay.Summary
+		req := replay.Request{Routes: cfg.Routes, Max: len(ids), Rate: f.rate, ResetCount: true,
+			Filter: replay.Filter{MessageIDs: ids}, RunID: runID(a.now())}
+		sum, err = a.runEngine(ctx, s, cfg, req)
+		if sum.RunID != "" {
+			rep.Run = &sum
+			rep.LeftParked = max(0, len(ids)-sum.Total.Replayed-sum.Total.Recovered-sum.Total.Applied)
+			err = cmp.Or(err, verdict(sum, nil))
+		}
+	}
+	if showErr := show(a, rep, nil, writeRestore); err == nil {
+		err = showErr
+	}
+	return err
+}
+
 // confirmRestore asks on a terminal, unless yes.
-func (a *app) confirmRestore(n int, yes bool) error {
+func (a *app) confirmRestore(n int, to string, yes bool) error {
 	if yes {
 		return nil
 	}
 	if !a.isTerminal(a.stdin) {
 		return refused("not restoring without confirmation: stdin is not a terminal — pass --yes (or --dry-run)")
 	}
-	fmt.Fprintf(a.stderr, "Restore %d archived message(s) to the parking queue? [y/N] ", n)
+	where := "the parking queue"
+	if to == restoreToSource {
+		where = "the source, through the parking queue,"
+	}
+	fmt.Fprintf(a.stderr, "Restore %d archived message(s) to %s? [y/N] ", n, where)
 	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 	if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
 		return refused("restore not confirmed: nothing sent")
@@ -366,8 +504,9 @@ func (a *app) confirmRestore(n int, yes bool) error {
 }
 
 // restoreOne sends o to url as it was received: body, attributes, and on a
-// FIFO queue its group, deduplicated by its message id.
-func restoreOne(ctx context.Context, q replay.Queue, url string, o archive.Object) error {
+// FIFO queue its group, deduplicated by its message id. It returns the id
+// of the message sent.
+func restoreOne(ctx context.Context, q replay.Queue, url string, o archive.Object) (string, error) {
 	e := types.SendMessageBatchRequestEntry{Id: aws.String("m0"), MessageBody: aws.String(o.Body), MessageAttributes: o.MessageAttributes()}
 	if settings.IsFIFO(url) {
 		group := o.System[string(types.MessageSystemAttributeNameMessageGroupId)]
@@ -385,9 +524,9 @@ func restoreOne(ctx context.Context, q replay.Queue, url string, o archive.Objec
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("restore %s to %s: %w", o.MessageID, url, err)
+		return "", fmt.Errorf("restore %s to %s: %w", o.MessageID, url, err)
 	}
-	return nil
+	return aws.ToString(out.Successful[0].MessageId), nil
 }
 
 func writeRestore(w io.Writer, rep restoreReport) error {
@@ -395,11 +534,29 @@ func writeRestore(w io.Writer, rep restoreReport) error {
 	if rep.DryRun {
 		verb = "would restore (dry run)"
 	}
-	fmt.Fprintf(w, "%s %d message(s)\n", verb, len(rep.Restored))
-	if len(rep.Restored) == 0 {
-		return nil
+	where := "to the parking queue"
+	if rep.To == restoreToSource {
+		where = "to the source, through the parking queue"
 	}
-	return writeArchived(w, rep.Restored)
+	fmt.Fprintf(w, "%s %d message(s) %s\n", verb, len(rep.Restored), where)
+	if len(rep.Skipped) > 0 {
+		fmt.Fprintf(w, "skipped %d part(s) of invalid bodies split in several messages: no part is a message on its own (archive show prints each)\n", len(rep.Skipped))
+	}
+	if len(rep.Restored) > 0 {
+		if err := writeArchived(w, rep.Restored); err != nil {
+			return err
+		}
+	}
+	if rep.Run != nil {
+		fmt.Fprintln(w)
+		if err := writeSummary(w, *rep.Run); err != nil {
+			return err
+		}
+	}
+	if rep.LeftParked > 0 {
+		fmt.Fprintf(w, "\n%d restored message(s) stay in the parking queue: dlq replay --from parking --reset-count takes them on\n", rep.LeftParked)
+	}
+	return nil
 }
 
 // archiveQueueStats is what the lane's archive holds of one queue.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,7 +140,7 @@ func TestArchiveRestore(t *testing.T) {
 	f := newFixture(t)
 	f.archiveLane(3)
 
-	f.run("archive", "restore", "--queue", "invalid").want(t, exitUsage, "fixed at its producer")
+	f.run("archive", "restore", "--queue", "invalid").want(t, exitUsage, "an invalid message goes back to the source (--to source)")
 	r := f.run("archive", "restore", "--dry-run", "-o", "json")
 	r.want(t, exitOK)
 	var rep restoreReport
@@ -176,6 +177,63 @@ func TestArchiveRestore(t *testing.T) {
 	// The archive keeps them.
 	if n := len(listed(t, f.run("archive", "ls", "-o", "json"))); n != 4 {
 		t.Fatalf("%d objects after the restore, want 4", n)
+	}
+}
+
+// Restore --to source --reset-count takes archived messages home through
+// the parking queue: the engine replays exactly those, with a reset count,
+// and leaves the rest of the parking queue; restored again, an order is
+// recovered, not sent twice. An invalid one goes home without a reset.
+func TestArchiveRestoreToSource(t *testing.T) {
+	f := newFixture(t)
+	f.archiveLane(3)
+	f.send(f.parking, order("ORD-STAYS"), &replay.Metadata{ReplayCount: 3, OriginalMessageID: "m-stays", Reason: replay.ReasonReplayExhausted, FirstDeadLetteredAt: f.clock.Now()}, nil)
+	f.clock.Advance(time.Hour)
+
+	f.run("archive", "restore", "--to", "source", "--key", "K-1").want(t, exitUsage, "--to source needs --reset-count")
+	f.run("archive", "restore", "--to", "home").want(t, exitUsage, `--to "home": want parking or source`)
+	f.run("archive", "restore", "--reset-count").want(t, exitUsage, "--reset-count works only with --to source")
+
+	dry := decode[restoreReport](t, f.run("--json", "archive", "restore", "--to", "source", "--reset-count", "--dry-run"))
+	if !dry.DryRun || len(dry.Restored) != 4 || dry.Run != nil || f.visible(f.source) != 0 {
+		t.Fatalf("dry run %+v, %d in the source", dry, f.visible(f.source))
+	}
+
+	for round := 1; round <= 2; round++ {
+		r := f.run("--json", "archive", "restore", "--to", "source", "--reset-count", "--key", "K-1", "--yes")
+		r.want(t, exitOK)
+		rep := decode[restoreReport](t, r)
+		if len(rep.Restored) != 1 || rep.Run == nil || rep.LeftParked != 0 || rep.Run.Filter == nil || len(rep.Run.Filter.MessageIDs) != 1 {
+			t.Fatalf("round %d: %+v", round, rep)
+		}
+		if tot := rep.Run.Total; round == 1 && tot.Replayed != 1 || round == 2 && (tot.Replayed != 0 || tot.Recovered != 1) {
+			t.Fatalf("round %d: %+v", round, tot)
+		}
+		msgs := f.q.Messages(f.source)
+		if len(msgs) != 1 {
+			t.Fatalf("round %d: %d messages in the source, want K-1 once", round, len(msgs))
+		}
+		meta, _, _, err := replay.Read(msgs[0].MessageAttributes)
+		if err != nil || aws.ToString(msgs[0].Body) != `{"orderId":"K-1"}` || meta.ReplayCount != 1 || meta.ResetAt.IsZero() || meta.OriginalMessageID != "orig-1" {
+			t.Fatalf("round %d: source %s %+v %v", round, aws.ToString(msgs[0].Body), meta, err)
+		}
+		if left := f.q.Messages(f.parking); len(left) != 1 || aws.ToString(left[0].Body) != order("ORD-STAYS") {
+			t.Fatalf("round %d: the parking queue holds %d, want only ORD-STAYS", round, len(left))
+		}
+	}
+
+	f.run("archive", "restore", "--to", "source", "--reset-count", "--max", "101").want(t, exitUsage, "--max 101 --to source: want at most 100")
+	r := f.run("archive", "restore", "--queue", "invalid", "--to", "source", "--yes")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "restored 1 message(s) to the source, through the parking queue") || !strings.Contains(r.stdout, "filter 1 message id") {
+		t.Fatalf("restore says:\n%s", r.stdout)
+	}
+	var home []string
+	for _, m := range f.q.Messages(f.source) {
+		home = append(home, aws.ToString(m.Body))
+	}
+	if !slices.Equal(home, []string{`{"orderId":"K-1"}`, `{"orderId":"K-X"}`}) || f.visible(f.parking) != 1 {
+		t.Fatalf("source %v, %d parked", home, f.visible(f.parking))
 	}
 }
 

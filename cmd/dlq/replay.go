@@ -316,10 +316,28 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	if err := a.confirm(req, cfg, f.yes); err != nil {
 		return err
 	}
-
-	opts := cfg.Options()
-	if opts.Health, err = cfg.Health(nil); err != nil {
+	sum, err := a.runEngine(ctx, s, cfg, req)
+	if err != nil && sum.RunID == "" {
 		return err
+	}
+	if a.flags.jsonOutput() {
+		if err := a.printJSON(sum); err != nil {
+			return err
+		}
+	} else if err := writeSummary(a.stdout, sum); err != nil {
+		return err
+	}
+	return cmp.Or(err, verdict(sum, nil))
+}
+
+// runEngine runs req with the engine of cfg, as the replay function would,
+// with a progress bar on stderr. Its error is the exit: a usage error
+// (sum.RunID ""), or the run's, as verdict says.
+func (a *app) runEngine(ctx context.Context, s *session, cfg handler.Config, req replay.Request) (replay.Summary, error) {
+	opts := cfg.Options()
+	var err error
+	if opts.Health, err = cfg.Health(nil); err != nil {
+		return replay.Summary{}, err
 	}
 	opts.Completions = s.completions(cfg.IdempotencyTable, cfg.ConsumerName)
 	opts.Failures = s.failures(cfg.IdempotencyTable, cfg.ConsumerName).Classes
@@ -329,16 +347,12 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	sum, runErr := replay.New(s.queue, s.ledger(cfg.LedgerTable), opts).Run(ctx, req)
 	bar.finish()
 	if errors.Is(runErr, replay.ErrInvalidRequest) {
-		return &codedError{code: exitUsage, err: runErr}
+		return replay.Summary{}, &codedError{code: exitUsage, err: runErr}
 	}
-	if a.flags.jsonOutput() {
-		if err := a.printJSON(sum); err != nil {
-			return err
-		}
-	} else if err := writeSummary(a.stdout, sum); err != nil {
-		return err
+	if runErr != nil {
+		return sum, verdict(sum, runErr)
 	}
-	return verdict(sum, runErr)
+	return sum, nil
 }
 
 // replayConfig builds the run's configuration: the replay function's
@@ -496,6 +510,9 @@ func filterText(f replay.Filter) string {
 	}
 	if len(f.ErrorClasses) > 0 {
 		parts = append(parts, "error class "+strings.Join(f.ErrorClasses, ","))
+	}
+	if len(f.MessageIDs) > 0 {
+		parts = append(parts, fmt.Sprintf("%d message id(s)", len(f.MessageIDs)))
 	}
 	if len(parts) == 0 {
 		return "none"

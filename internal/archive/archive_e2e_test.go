@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/homingdlq/homing/dynamo"
 	"github.com/homingdlq/homing/internal/archive"
 	"github.com/homingdlq/homing/internal/browse"
 	"github.com/homingdlq/homing/internal/settings"
@@ -64,7 +66,19 @@ func TestDeployedLaneArchivesNearRetention(t *testing.T) {
 
 	run := time.Now().UnixNano()
 	parkedKey, invalidKey := fmt.Sprintf("ARC-P-%d", run), fmt.Sprintf("ARC-I-%d", run)
-	attrs, err := replay.Attributes(nil, replay.Metadata{ReplayCount: 3, OriginalMessageID: "orig-" + parkedKey, Reason: "replay-exhausted", ParkedAt: time.Now()})
+	// Parked as the replay function parks: sealed with the lane's key, and
+	// verified as it verifies.
+	ledger := dynamo.NewLedger(dynamodb.NewFromConfig(cfg), emulatortest.LaneOutput(t, outputs, lane, settings.OutputLedgerTableName), time.Now)
+	seal, err := replay.SealKey(ctx, ledger, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := replay.NewVerifier(ctx, ledger, replay.Route{DLQURL: parking})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := replay.Metadata{ReplayCount: 3, OriginalMessageID: "orig-" + parkedKey, Reason: "replay-exhausted", ParkedAt: time.Now()}
+	attrs, err := replay.Attributes(nil, meta.Sealed(seal, body(parkedKey), parking))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +97,7 @@ func TestDeployedLaneArchivesNearRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queues := []archive.Queue{{URL: parking, Role: archive.Parking}, {URL: invalidURL, Role: archive.Invalid}}
+	queues := []archive.Queue{{URL: parking, Role: archive.Parking, Verifier: verifier}, {URL: invalidURL, Role: archive.Invalid}}
 	found := map[string]archive.Object{}
 	// The scheduled replay's own archive may hold a message for a moment
 	// while it looks: try until both are in.
