@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homingdlq/homing/internal/archive"
+	"github.com/homingdlq/homing/internal/handler"
 	"github.com/homingdlq/homing/internal/printable"
 	"github.com/homingdlq/homing/internal/settings"
 	"github.com/homingdlq/homing/replay"
@@ -168,14 +169,15 @@ func (a *app) archiveCommand() *cobra.Command {
 the lane's S3 archive before SQS's retention would delete it, one object per
 message, then deletes it from its queue (docs/OPERATIONS.md#the-archive).
 
-archive ls lists them, archive show prints one, archive restore sends parked
-ones back to the parking queue; from there, dlq replay --from parking
---reset-count takes them on as any parked message.`,
+archive ls lists them, archive show prints one, archive restore sends them
+back: to the parking queue, or home to the source (--to source).`,
 		Example: `  dlq archive ls --queue parking --day 2026-12-03
   dlq archive ls --key KEY -o json
   dlq archive show LANE/parking/2026/12/03/NAME.json
   dlq archive restore --key KEY --dry-run
-  dlq archive restore --queue parking --reason replay-exhausted --max 100 --rate 5 --yes`,
+  dlq archive restore --queue parking --reason replay-exhausted --max 100 --rate 5 --yes
+  dlq archive restore --key KEY --to source --reset-count --yes
+  dlq archive restore --queue invalid --reason REASON --to source --yes`,
 	}
 	cmd.AddCommand(a.archiveListCommand(), a.archiveShowCommand(), a.archiveRestoreCommand())
 	return cmd
@@ -344,30 +346,7 @@ applies each once; what a closed gate holds stays in the parking queue.`,
 			if err != nil {
 				return err
 			}
-			if f.to == restoreToSource {
-				return a.restoreHome(cmd.Context(), f, day)
-			}
-			ctx := cmd.Context()
-			s, l, err := a.openArchive(ctx)
-			if err != nil {
-				return err
-			}
-			parking, err := s.res.get(outParking)
-			if err != nil {
-				return err
-			}
-			rep, picked, err := f.pick(ctx, l, day)
-			if err != nil || f.dryRun || len(picked) == 0 {
-				return show(a, rep, err, writeRestore)
-			}
-			if err := a.confirmRestore(len(picked), f.to, f.yes); err != nil {
-				return err
-			}
-			if _, err := a.restoreAll(ctx, s, parking, picked, f.rate); err != nil {
-				_ = show(a, rep.upTo(err), nil, writeRestore)
-				return err
-			}
-			return show(a, rep, nil, writeRestore)
+			return a.restore(cmd.Context(), f, day)
 		}),
 	}
 	f.sel.flags(cmd, 100)
@@ -398,24 +377,6 @@ func (f restoreFlags) pick(ctx context.Context, l archiveLane, day time.Time) (r
 	return rep, picked, err
 }
 
-// upTo is rep once restoreAll stopped at err: what it sent.
-func (rep restoreReport) upTo(err error) restoreReport {
-	var partial *partialRestore
-	if errors.As(err, &partial) {
-		rep.Restored = rep.Restored[:partial.sent]
-	}
-	return rep
-}
-
-// partialRestore is a restore that stopped after sent messages.
-type partialRestore struct {
-	sent int
-	err  error
-}
-
-func (e *partialRestore) Error() string { return e.err.Error() }
-func (e *partialRestore) Unwrap() error { return e.err }
-
 // restoreAll sends the objects to url at rate, in order, and returns the
 // ids of the messages sent; it stops at the first that fails.
 func (a *app) restoreAll(ctx context.Context, s *session, url string, objects []archive.Object, rate float64) ([]string, error) {
@@ -423,28 +384,28 @@ func (a *app) restoreAll(ctx context.Context, s *session, url string, objects []
 	for i, o := range objects {
 		if i > 0 {
 			if err := a.sleep(ctx, time.Duration(float64(time.Second)/rate)); err != nil {
-				return ids, &partialRestore{sent: len(ids), err: err}
+				return ids, err
 			}
 		}
 		id, err := restoreOne(ctx, s.queue, url, o)
 		if err != nil {
-			return ids, &partialRestore{sent: len(ids), err: err}
+			return ids, err
 		}
 		ids = append(ids, id)
 	}
 	return ids, nil
 }
 
-// restoreHome restores the selection to the source: to the parking queue,
-// then one engine run from it with a reset count, over exactly the
+// restore sends the selection to the parking queue; --to source, it then
+// runs the engine from there with a reset count, over exactly the
 // messages restored.
-func (a *app) restoreHome(ctx context.Context, f restoreFlags, day time.Time) error {
-	rf := replayFlags{from: roleParking, resetCount: true, noHealth: f.noHealth, rate: f.rate}
+func (a *app) restore(ctx context.Context, f restoreFlags, day time.Time) error {
+	home := replayFlags{from: roleParking, resetCount: true, noHealth: f.noHealth, rate: f.rate}
 	s, err := a.open(ctx, func(r *resources) error {
-		if _, err := r.get(outArchive); err != nil {
+		if _, err := r.get(outArchive); err != nil || f.to != restoreToSource {
 			return err
 		}
-		return rf.need(r)
+		return home.need(r)
 	})
 	if err != nil {
 		return err
@@ -453,9 +414,16 @@ func (a *app) restoreHome(ctx context.Context, f restoreFlags, day time.Time) er
 	if err != nil {
 		return err
 	}
-	cfg, err := a.replayConfig(ctx, s, rf)
+	parking, err := s.res.get(outParking)
 	if err != nil {
 		return err
+	}
+	var cfg handler.Config
+	if f.to == restoreToSource {
+		if cfg, err = a.replayConfig(ctx, s, home); err != nil {
+			return err
+		}
+		parking = cfg.Routes[0].DLQURL
 	}
 	rep, picked, err := f.pick(ctx, l, day)
 	if err != nil || f.dryRun || len(picked) == 0 {
@@ -464,9 +432,10 @@ func (a *app) restoreHome(ctx context.Context, f restoreFlags, day time.Time) er
 	if err := a.confirmRestore(len(picked), f.to, f.yes); err != nil {
 		return err
 	}
-	ids, err := a.restoreAll(ctx, s, cfg.Routes[0].DLQURL, picked, f.rate)
-	rep.Restored, rep.LeftParked = rep.Restored[:len(ids)], len(ids)
-	if err == nil {
+	ids, err := a.restoreAll(ctx, s, parking, picked, f.rate)
+	rep.Restored = rep.Restored[:len(ids)]
+	if err == nil && f.to == restoreToSource {
+		rep.LeftParked = len(ids)
 		var sum replay.Summary
 		req := replay.Request{Routes: cfg.Routes, Max: len(ids), Rate: f.rate, ResetCount: true,
 			Filter: replay.Filter{MessageIDs: ids}, RunID: runID(a.now())}
