@@ -35,7 +35,7 @@ func TestE2EArchiveRestoreAppliesOnce(t *testing.T) {
 	dlqURL, _ := emulatortest.Queue(t, q, emulatortest.Name(t, "dlq"))
 	parkingURL, _ := emulatortest.Queue(t, q, emulatortest.Name(t, "parking"))
 	invalidURL, _ := emulatortest.Queue(t, q, emulatortest.Name(t, "invalid"))
-	id, invalidID := "ORD-"+l.run+"-ARCHIVED", "ORD-"+l.run+"-REJECTED"
+	id, invalidID := "ORD-"+l.run+"-ARCHIVED", "ORD-"+l.run+"-REFUSED"
 	// Parked as the replay function parks: sealed with the lane's key.
 	ledger := dynamo.NewLedger(dynamodb.NewFromConfig(cfg), l.out[outLedger], time.Now)
 	seal, err := replay.SealKey(ctx, ledger, time.Now())
