@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -815,16 +816,16 @@ func TestFilters(t *testing.T) {
 }
 
 // A filter by message id replays those messages of the queue read, a
-// parked one too with its count reset, and leaves the others in place.
+// parked one too with its count reset, at once (a reset waits for no
+// backoff), and leaves the others in place.
 func TestFilterByMessageID(t *testing.T) {
 	h := newHarness(t, false, nil)
 	h.deadLetter(h.route, msg{body: order("ORD-I-1")})
 	two := h.deadLetter(h.route, msg{body: order("ORD-I-2")})
 	three := h.deadLetter(h.route, msg{body: order("ORD-I-3"), meta: &replay.Metadata{ReplayCount: 3, FirstDeadLetteredAt: h.clock.Now(), OriginalMessageID: "o3", Reason: replay.ReasonReplayExhausted}})
 	h.deadLetter(h.route, msg{body: order("ORD-I-4")})
-	h.clock.Advance(time.Second)
-	s := h.run(h.engine(func(o *replay.Options) { o.BackoffBase, o.BackoffMax = time.Millisecond, time.Millisecond }),
-		replay.Request{ResetCount: true, Filter: replay.Filter{MessageIDs: []string{two, three, "not-in-the-queue"}}})
+	// Just arrived, under the default backoff: a reset replays at once.
+	s := h.run(h.engine(), replay.Request{ResetCount: true, Filter: replay.Filter{MessageIDs: []string{two, three, "not-in-the-queue"}}})
 	checkCounts(t, s.Total, counts{Examined: 4, DeadLettered: 1, Replayed: 2, Skipped: 2})
 	if got, want := bodiesOf(h.stored(h.route.SourceURL)), []string{order("ORD-I-2"), order("ORD-I-3")}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("replayed %v, want %v", got, want)
@@ -834,6 +835,30 @@ func TestFilterByMessageID(t *testing.T) {
 	}
 	if s.Filter == nil || len(s.Filter.MessageIDs) != 3 {
 		t.Fatalf("summary filter = %+v", s.Filter)
+	}
+}
+
+// A filter's message ids are bounded as its other lists, and travel in
+// the run summary as "messageIds".
+func TestFilterMessageIDsAreBoundedAndStored(t *testing.T) {
+	rt := replay.Route{Name: "orders", DLQURL: "https://sqs.us-east-1.amazonaws.com/1/d", SourceURL: "https://sqs.us-east-1.amazonaws.com/1/s", ParkingURL: "https://sqs.us-east-1.amazonaws.com/1/p"}
+	for _, tt := range []struct {
+		ids  []string
+		want string
+	}{
+		{[]string{""}, "filter messageIds: value 0 is 0 bytes"},
+		{[]string{strings.Repeat("i", replay.MaxKeyID+1)}, "filter messageIds: value 0 is 129 bytes"},
+		{make([]string, replay.MaxFilterValues+1), "filter messageIds: 101 values"},
+	} {
+		err := replay.Request{Routes: []replay.Route{rt}, Filter: replay.Filter{MessageIDs: tt.ids}}.Validate()
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%d ids: %v, want %q", len(tt.ids), err, tt.want)
+		}
+	}
+	b, err := json.Marshal(replay.Filter{MessageIDs: []string{"m-1", "m-2"}})
+	var back replay.Filter
+	if err != nil || !strings.Contains(string(b), `"messageIds":["m-1","m-2"]`) || json.Unmarshal(b, &back) != nil || !slices.Equal(back.MessageIDs, []string{"m-1", "m-2"}) {
+		t.Fatalf("%s %v: read back %+v", b, err, back)
 	}
 }
 

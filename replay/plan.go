@@ -176,13 +176,9 @@ func (pl *planner) decide(it *item) {
 		LastReplayAt:   it.msg.meta.LastReplayAt,
 		ExpiresAt:      pl.expiresAt(it.msg),
 		JitterKey:      it.msg.originalID(),
+		Reset:          pl.reset,
 	}
 	d := pl.policy.decide(it.facts, pl.now)
-	if pl.reset && d.Outcome == OutcomeDelayed {
-		// The operator who restarts the count has fixed the cause: the
-		// first replay after it waits for no backoff.
-		d = decision{Outcome: OutcomeReplayed, Due: pl.now}
-	}
 	if pl.blind && d.Reason == ReasonReplayExhausted && it.msg.meta.RunID != "" &&
 		pl.policy.refundable(it.msg.meta.Refunds) && !pl.policy.expiring(it.facts, pl.now) {
 		// The breaker is unknown: it may give this message's last replay

@@ -52,6 +52,7 @@ type facts struct {
 	LastReplayAt   time.Time // zero when never replayed
 	ExpiresAt      time.Time // when the DLQ drops it; zero when unknown
 	JitterKey      string    // the original message id: fixes the jitter across runs
+	Reset          bool      // an operator restarted the count in this run: no backoff
 }
 
 // Decision is the verdict for one message.
@@ -93,6 +94,9 @@ func (p Policy) decide(f facts, now time.Time) decision {
 	p = p.withDefaults()
 	if f.ReplayCount >= p.MaxReplays {
 		return decision{Outcome: OutcomeParked, Reason: ReasonReplayExhausted}
+	}
+	if f.Reset {
+		return decision{Outcome: OutcomeReplayed, Due: now}
 	}
 	ref := f.LastReplayAt
 	if ref.IsZero() {

@@ -24,6 +24,8 @@ func TestPolicyDecide(t *testing.T) {
 		{"exhausted beats expiring", facts{ReplayCount: 5, ExpiresAt: now.Add(time.Hour)}, OutcomeParked, ReasonReplayExhausted},
 		{"not due and expiring", facts{ReplayCount: 1, LastReplayAt: now, ExpiresAt: now.Add(23 * time.Hour), JitterKey: "a"}, OutcomeParked, ReasonExpiryRescue},
 		{"not due, expiry outside the window", facts{ReplayCount: 1, LastReplayAt: now, ExpiresAt: now.Add(25 * time.Hour), JitterKey: "a"}, OutcomeDelayed, ""},
+		{"just dead-lettered, reset by an operator", facts{DeadLetteredAt: now, Reset: true, JitterKey: "a"}, OutcomeReplayed, ""},
+		{"reset and expiring: replayed, not parked", facts{DeadLetteredAt: now, ExpiresAt: now.Add(time.Hour), Reset: true, JitterKey: "a"}, OutcomeReplayed, ""},
 		{"due and expiring: replayed", facts{ReplayCount: 1, LastReplayAt: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour), JitterKey: "a"}, OutcomeReplayed, ""},
 	}
 	for _, tt := range tests {

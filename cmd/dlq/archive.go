@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -116,7 +118,8 @@ func (s *session) archiveLane(ctx context.Context) (archiveLane, error) {
 }
 
 // each calls fn with the selected objects, in key order (a queue's, then
-// the next's), until fn returns false or max have been selected.
+// the next's), until fn has taken max of them (it returns whether it took
+// one).
 func (l archiveLane) each(ctx context.Context, sel archiveSelection, day time.Time, fn func(key string, o archive.Object) bool) error {
 	n := 0
 	var errGet error
@@ -135,8 +138,10 @@ func (l archiveLane) each(ctx context.Context, sel archiveSelection, day time.Ti
 			sel.reason != "" && o.Reason != sel.reason:
 			return true
 		}
-		n++
-		return fn(key, o) && n < sel.max
+		if fn(key, o) {
+			n++
+		}
+		return n < sel.max
 	}
 	var prefixes []string
 	switch {
@@ -277,11 +282,12 @@ type restoreReport struct {
 	To       string     `json:"to"`       // parking or source
 	Restored []archived `json:"restored"` // sent back (with --dry-run: what would be)
 	// Skipped are the selected parts of an invalid body split in several
-	// messages: no part is an order to send on its own.
+	// messages: no part is a message on its own.
 	Skipped []archived `json:"skipped,omitempty"`
-	// Run is the engine's run that took the restored messages from the
-	// parking queue to the source (--to source), and LeftParked the
-	// restored messages it left there.
+	// ParkingIDs are the restored messages' ids in the parking queue (--to
+	// source); Run is the engine's run over them, and LeftParked how many
+	// it left there.
+	ParkingIDs []string        `json:"parkingIds,omitempty"`
 	Run        *replay.Summary `json:"run,omitempty"`
 	LeftParked int             `json:"leftParked,omitempty"`
 }
@@ -302,17 +308,20 @@ const (
 
 // check refuses flags restore cannot apply, before any AWS call.
 func (f *restoreFlags) check() (day time.Time, err error) {
+	if day, err = f.sel.check(); err != nil {
+		return day, err
+	}
 	switch {
 	case f.to != restoreToParking && f.to != restoreToSource:
 		return day, usageError("--to %q: want %s or %s", f.to, restoreToParking, restoreToSource)
 	case f.to == restoreToParking && f.sel.queue == archive.Invalid:
-		return day, usageError("--queue invalid --to parking: an invalid message goes back to the source (--to source), after its producer or the consumer is fixed")
+		return day, usageError("--queue invalid --to parking: an invalid message goes back to the source (--to source --reset-count), after its producer or the consumer is fixed")
 	case f.to == restoreToParking && f.reset:
 		return day, usageError("--reset-count works only with --to source (or later: dlq replay --from parking --reset-count)")
 	case f.to == restoreToParking && f.noHealth:
 		return day, usageError("--no-health-gate works only with --to source: a restore to the parking queue replays nothing")
-	case f.to == restoreToSource && !f.reset && f.sel.queue != archive.Invalid:
-		return day, usageError("--to source needs --reset-count: a parked message exhausted its replays and would only be parked again")
+	case f.to == restoreToSource && !f.reset:
+		return day, usageError("--to source needs --reset-count: the run restarts each message's replay count (a parked message exhausted its replays; an invalid one has none)")
 	case f.to == restoreToSource && f.sel.max > replay.MaxFilterValues:
 		return day, usageError("--max %d --to source: want at most %d, one replay run's worth; run again for more (its gates see the first run's replays)", f.sel.max, replay.MaxFilterValues)
 	case !(f.rate >= settings.MinRate && f.rate <= settings.MaxRate):
@@ -321,7 +330,7 @@ func (f *restoreFlags) check() (day time.Time, err error) {
 	if f.to == restoreToParking {
 		f.sel.queue = archive.Parking
 	}
-	return f.sel.check()
+	return day, nil
 }
 
 func (a *app) archiveRestoreCommand() *cobra.Command {
@@ -337,10 +346,10 @@ group id), at most --max, at most --rate a second. Objects stay in the archive.
 
 --to source --reset-count takes them home: restore sends them to the parking
 queue, then runs the engine of dlq replay --from parking --reset-count over
-exactly those messages, with the replay function's policy and gates. An
-invalid message (--queue invalid) goes to the source too, after its producer
-or the consumer is fixed; its count needs no reset. The idempotent consumer
-applies each once; what a closed gate holds stays in the parking queue.`,
+exactly those messages, with the replay function's policy and gates, at most
+100. An invalid message (--queue invalid) goes home too, after its producer
+or the consumer is fixed. The idempotent consumer applies each once. What a
+gate holds stays in the parking queue, and the exit status is 4.`,
 		RunE: runE(func(cmd *cobra.Command) error {
 			day, err := f.check()
 			if err != nil {
@@ -352,7 +361,7 @@ applies each once; what a closed gate holds stays in the parking queue.`,
 	f.sel.flags(cmd, 100)
 	fl := cmd.Flags()
 	fl.StringVar(&f.to, "to", restoreToParking, "where to: parking, or source (with --reset-count for parked messages)")
-	fl.BoolVar(&f.reset, "reset-count", false, "restart the replay count of the parked messages restored to the source (--to source)")
+	fl.BoolVar(&f.reset, "reset-count", false, "restart the replay count of the messages restored to the source (needed with --to source)")
 	fl.BoolVar(&f.noHealth, "no-health-gate", false, "skip the health gate of the run to the source (when the downstream's /health is not reachable from here)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "list what would be restored; send nothing")
 	fl.BoolVar(&f.yes, "yes", false, "do not ask for confirmation")
@@ -368,7 +377,7 @@ func (f restoreFlags) pick(ctx context.Context, l archiveLane, day time.Time) (r
 	err := l.each(ctx, f.sel, day, func(key string, o archive.Object) bool {
 		if o.Invalid != nil && o.Invalid.Parts > 1 {
 			rep.Skipped = append(rep.Skipped, archivedOf(key, o))
-			return true
+			return false
 		}
 		picked = append(picked, o)
 		rep.Restored = append(rep.Restored, archivedOf(key, o))
@@ -381,13 +390,14 @@ func (f restoreFlags) pick(ctx context.Context, l archiveLane, day time.Time) (r
 // ids of the messages sent; it stops at the first that fails.
 func (a *app) restoreAll(ctx context.Context, s *session, url string, objects []archive.Object, rate float64) ([]string, error) {
 	ids := make([]string, 0, len(objects))
+	restore := runID(a.now()) // a FIFO send's deduplication is this restore's
 	for i, o := range objects {
 		if i > 0 {
 			if err := a.sleep(ctx, time.Duration(float64(time.Second)/rate)); err != nil {
 				return ids, err
 			}
 		}
-		id, err := restoreOne(ctx, s.queue, url, o)
+		id, err := restoreOne(ctx, s.queue, url, restore, o)
 		if err != nil {
 			return ids, err
 		}
@@ -434,17 +444,20 @@ func (a *app) restore(ctx context.Context, f restoreFlags, day time.Time) error 
 	}
 	ids, err := a.restoreAll(ctx, s, parking, picked, f.rate)
 	rep.Restored = rep.Restored[:len(ids)]
-	if err == nil && f.to == restoreToSource {
-		rep.LeftParked = len(ids)
-		var sum replay.Summary
+	if f.to == restoreToSource && len(ids) > 0 {
+		// What was sent goes home even when a later send failed.
+		rep.ParkingIDs, rep.LeftParked = ids, len(ids)
 		req := replay.Request{Routes: cfg.Routes, Max: len(ids), Rate: f.rate, ResetCount: true,
 			Filter: replay.Filter{MessageIDs: ids}, RunID: runID(a.now())}
-		sum, err = a.runEngine(ctx, s, cfg, req)
+		sum, runErr := a.runEngine(ctx, s, cfg, req)
 		if sum.RunID != "" {
 			rep.Run = &sum
 			rep.LeftParked = max(0, len(ids)-sum.Total.Replayed-sum.Total.Recovered-sum.Total.Applied)
-			err = cmp.Or(err, verdict(sum, nil))
 		}
+		if runErr == nil && rep.LeftParked > 0 {
+			runErr = &codedError{code: exitIncomplete, err: fmt.Errorf("%d restored message(s) stay in the parking queue", rep.LeftParked)}
+		}
+		err = cmp.Or(err, runErr)
 	}
 	if showErr := show(a, rep, nil, writeRestore); err == nil {
 		err = showErr
@@ -462,7 +475,7 @@ func (a *app) confirmRestore(n int, to string, yes bool) error {
 	}
 	where := "the parking queue"
 	if to == restoreToSource {
-		where = "the source, through the parking queue,"
+		where = "the source (through the parking queue)"
 	}
 	fmt.Fprintf(a.stderr, "Restore %d archived message(s) to %s? [y/N] ", n, where)
 	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
@@ -473,17 +486,19 @@ func (a *app) confirmRestore(n int, to string, yes bool) error {
 }
 
 // restoreOne sends o to url as it was received: body, attributes, and on a
-// FIFO queue its group, deduplicated by its message id. It returns the id
-// of the message sent.
-func restoreOne(ctx context.Context, q replay.Queue, url string, o archive.Object) (string, error) {
+// FIFO queue its group, deduplicated within the restore named restore (so
+// that a second restore sends it again, and the ledger recognizes the
+// copy). It returns the id of the message sent.
+func restoreOne(ctx context.Context, q replay.Queue, url, restore string, o archive.Object) (string, error) {
 	e := types.SendMessageBatchRequestEntry{Id: aws.String("m0"), MessageBody: aws.String(o.Body), MessageAttributes: o.MessageAttributes()}
 	if settings.IsFIFO(url) {
 		group := o.System[string(types.MessageSystemAttributeNameMessageGroupId)]
 		if group == "" {
 			group = o.MessageID
 		}
+		sum := sha256.Sum256([]byte(restore + "\n" + o.MessageID))
 		e.MessageGroupId = aws.String(group)
-		e.MessageDeduplicationId = aws.String("restore-" + o.MessageID)
+		e.MessageDeduplicationId = aws.String(hex.EncodeToString(sum[:]))
 	}
 	out, err := q.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: []types.SendMessageBatchRequestEntry{e}})
 	if err == nil && len(out.Successful) != 1 {
@@ -523,7 +538,8 @@ func writeRestore(w io.Writer, rep restoreReport) error {
 		}
 	}
 	if rep.LeftParked > 0 {
-		fmt.Fprintf(w, "\n%d restored message(s) stay in the parking queue: dlq replay --from parking --reset-count takes them on\n", rep.LeftParked)
+		fmt.Fprintf(w, "\n%d restored message(s) stay in the parking queue; once the gate or the group ahead lets them, this takes them on:\n  dlq replay --from parking --reset-count --message-id %s\n",
+			rep.LeftParked, strings.Join(rep.ParkingIDs, " --message-id "))
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ func TestE2EArchiveRestoreAppliesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verifier, err := replay.NewVerifier(ctx, ledger, replay.Route{DLQURL: parkingURL})
+	parked, err := archive.Parked(ctx, ledger, parkingURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestE2EArchiveRestoreAppliesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queues := []archive.Queue{{URL: parkingURL, Role: archive.Parking, Verifier: verifier}, {URL: invalidURL, Role: archive.Invalid}}
+	queues := []archive.Queue{parked, {URL: invalidURL, Role: archive.Invalid}}
 	emulatortest.Eventually(t, 30*time.Second, func() (bool, string) {
 		c, err := a.Run(ctx, queues)
 		if err != nil {
@@ -124,7 +124,7 @@ func TestE2EArchiveRestoreAppliesOnce(t *testing.T) {
 
 	// The invalid order, home twice: invoiced once.
 	for round := 1; round <= 2; round++ {
-		r := l.dlq(t, append(lane, "--json", "archive", "restore", "--queue", "invalid", "--key", invalidID, "--to", "source", "--yes")...)
+		r := l.dlq(t, append(lane, "--json", "archive", "restore", "--queue", "invalid", "--key", invalidID, "--to", "source", "--reset-count", "--yes")...)
 		rep := decode[restoreReport](t, r)
 		if r.code != exitOK || len(rep.Restored) != 1 || rep.Restored[0].Reason != "missing-tax-id" || rep.Run == nil || rep.LeftParked != 0 {
 			t.Fatalf("invalid, round %d: exit %d, %+v %s", round, r.code, rep, r.stderr)

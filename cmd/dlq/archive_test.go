@@ -53,11 +53,11 @@ func (f *fixture) archiveLane(n int) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	v, err := replay.NewVerifier(ctx, f.ledger, replay.Route{DLQURL: f.parking})
+	parking, err := archive.Parked(ctx, f.ledger, f.parking)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := a.Run(ctx, []archive.Queue{{URL: f.parking, Role: archive.Parking, Verifier: v}, {URL: f.invalid, Role: archive.Invalid}}); err != nil {
+	if _, err := a.Run(ctx, []archive.Queue{parking, {URL: f.invalid, Role: archive.Invalid}}); err != nil {
 		f.t.Fatal(err)
 	}
 	if len(f.q.Messages(f.parking))+len(f.q.Messages(f.invalid)) != 0 {
@@ -140,7 +140,7 @@ func TestArchiveRestore(t *testing.T) {
 	f := newFixture(t)
 	f.archiveLane(3)
 
-	f.run("archive", "restore", "--queue", "invalid").want(t, exitUsage, "an invalid message goes back to the source (--to source)")
+	f.run("archive", "restore", "--queue", "invalid").want(t, exitUsage, "an invalid message goes back to the source (--to source --reset-count)")
 	r := f.run("archive", "restore", "--dry-run", "-o", "json")
 	r.want(t, exitOK)
 	var rep restoreReport
@@ -183,7 +183,7 @@ func TestArchiveRestore(t *testing.T) {
 // Restore --to source --reset-count takes archived messages home through
 // the parking queue: the engine replays exactly those, with a reset count,
 // and leaves the rest of the parking queue; restored again, an order is
-// recovered, not sent twice. An invalid one goes home without a reset.
+// recovered, not sent twice. An invalid one goes home too.
 func TestArchiveRestoreToSource(t *testing.T) {
 	f := newFixture(t)
 	f.archiveLane(3)
@@ -223,7 +223,8 @@ func TestArchiveRestoreToSource(t *testing.T) {
 	}
 
 	f.run("archive", "restore", "--to", "source", "--reset-count", "--max", "101").want(t, exitUsage, "--max 101 --to source: want at most 100")
-	r := f.run("archive", "restore", "--queue", "invalid", "--to", "source", "--yes")
+	f.run("archive", "restore", "--queue", "bogus", "--to", "source").want(t, exitUsage, `--queue "bogus": want parking or invalid`)
+	r := f.run("archive", "restore", "--queue", "invalid", "--to", "source", "--reset-count", "--yes")
 	r.want(t, exitOK)
 	if !strings.Contains(r.stdout, "restored 1 message(s) to the source, through the parking queue") || !strings.Contains(r.stdout, "filter 1 message id") {
 		t.Fatalf("restore says:\n%s", r.stdout)
@@ -234,6 +235,45 @@ func TestArchiveRestoreToSource(t *testing.T) {
 	}
 	if !slices.Equal(home, []string{`{"orderId":"K-1"}`, `{"orderId":"K-X"}`}) || f.visible(f.parking) != 1 {
 		t.Fatalf("source %v, %d parked", home, f.visible(f.parking))
+	}
+}
+
+// What a gate holds stays in the parking queue: restore says which, with
+// the command that takes them on, and exits 4. A part of a split invalid
+// body is skipped, and does not count against --max.
+func TestArchiveRestoreLeftParked(t *testing.T) {
+	f := newFixture(t)
+	f.env["CANARY_LIMIT"] = "1"
+	// A part of a body split in two, in the invalid queue before the rest.
+	attrs, err := invalid.Stamp(nil, invalid.Metadata{Reason: "too-large", MessageID: "orig-big", Consumer: "invoice", At: f.clock.Now(), Part: 1, Parts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.q.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(f.invalid), MessageBody: aws.String(`{"orderId":"K-BIG"`), MessageAttributes: attrs}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Millisecond)
+	f.archiveLane(3)
+	r := f.run("--json", "archive", "restore", "--queue", "invalid", "--to", "source", "--reset-count", "--max", "1", "--yes")
+	r.want(t, exitOK)
+	rep := decode[restoreReport](t, r)
+	if len(rep.Restored) != 1 || rep.Restored[0].Key != "K-X" || len(rep.Skipped) != 1 || rep.Skipped[0].Reason != "too-large" {
+		t.Fatalf("restored %+v, skipped %+v: want K-X restored and the part skipped, uncounted", rep.Restored, rep.Skipped)
+	}
+
+	// K-X's replay has not completed: the canary lets one more through.
+	r = f.run("--json", "archive", "restore", "--queue", "parking", "--to", "source", "--reset-count", "--yes")
+	r.want(t, exitIncomplete, "2 restored message(s) stay in the parking queue")
+	rep = decode[restoreReport](t, r)
+	if len(rep.Restored) != 3 || rep.Run == nil || rep.Run.Total.Replayed != 1 || rep.LeftParked != 2 || len(rep.ParkingIDs) != 3 || f.visible(f.parking) != 2 {
+		t.Fatalf("%+v, %d parked", rep, f.visible(f.parking))
+	}
+	var text strings.Builder
+	if err := writeRestore(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	if want := "dlq replay --from parking --reset-count --message-id " + strings.Join(rep.ParkingIDs, " --message-id "); !strings.Contains(text.String(), want) {
+		t.Fatalf("no command for what stays:\n%s", text.String())
 	}
 }
 

@@ -43,6 +43,7 @@ type replayFlags struct {
 	rate                                float64
 	reasons, keys, orders               []string
 	errorClasses                        []string // --error
+	messageIDs                          []string // --message-id
 	olderThan                           time.Duration
 }
 
@@ -65,8 +66,8 @@ ReplayFunctionName output), so an on-demand run decides as the scheduled one
 does; --replay-function "" uses the engine's defaults and a route without a
 key or completion records (messages are decided by their message id).
 
-Filters (--reason, --older-than, --key, --error) select messages; the others
-are skipped and left in place. --order is an alias of --key. --error CLASS
+Filters (--reason, --older-than, --key, --error, --message-id) select
+messages; the others are skipped and left in place. --order is an alias of --key. --error CLASS
 (repeatable, or a comma list) selects the messages whose failure record has
 that error class, as dlq inspect counts them ("unknown": no record): the
 engine reads the consumer's records (CONSUMER_NAME's, in the lane's
@@ -135,6 +136,7 @@ prints the engine's run summary.`,
 	fl.StringArrayVar(&f.keys, "key", nil, "only the messages of this business key (repeatable; the key is the lane's route's key expression of the body)")
 	fl.StringArrayVar(&f.orders, "order", nil, "alias of --key")
 	fl.StringSliceVar(&f.errorClasses, "error", nil, `only messages whose failure record has this error class (repeatable, or a comma list; "unknown": no record), as dlq inspect counts them`)
+	fl.StringArrayVar(&f.messageIDs, "message-id", nil, "only the message of this id in the queue replayed from (repeatable), as dlq peek shows it")
 	fl.BoolVar(&f.resetCount, "reset-count", false, "restart the replay count of the messages (only with --from parking|invalid)")
 	fl.StringVar(&f.healthURL, "health-url", "", "base URL of the downstream service whose /health gates the run (default: the function's HEALTH_URL)")
 	fl.BoolVar(&f.noHealth, "no-health-gate", false, "skip the health gate (when the downstream's /health is not reachable from here)")
@@ -195,6 +197,10 @@ func (f *replayFlags) check() error {
 	errs = append(errs, checkValues("key", f.keys, 0)...)
 	errs = append(errs, checkValues("order", f.orders, 0)...)
 	errs = append(errs, checkValues("reason", f.reasons, replay.MaxKeyID)...)
+	errs = append(errs, checkValues("message-id", f.messageIDs, replay.MaxKeyID)...)
+	if len(f.messageIDs) > replay.MaxFilterValues {
+		errs = append(errs, fmt.Sprintf("--message-id: %d ids, want at most %d", len(f.messageIDs), replay.MaxFilterValues))
+	}
 	if n := len(keysOf(f.keys, f.orders)); n > replay.MaxFilterValues {
 		errs = append(errs, fmt.Sprintf("--key: %d keys, want at most %d", n, replay.MaxFilterValues))
 	}
@@ -307,7 +313,7 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	}
 	req := replay.Request{
 		Routes: cfg.Routes, DryRun: f.dryRun, Max: f.max, Rate: f.rate, ResetCount: f.resetCount,
-		Filter: replay.Filter{Reasons: f.reasons, OlderThan: f.olderThan, Keys: keysOf(f.keys, f.orders), ErrorClasses: f.errorClasses},
+		Filter: replay.Filter{Reasons: f.reasons, OlderThan: f.olderThan, Keys: keysOf(f.keys, f.orders), ErrorClasses: f.errorClasses, MessageIDs: f.messageIDs},
 		RunID:  runID(a.now()),
 	}
 	if err := req.Validate(); err != nil {
@@ -327,12 +333,12 @@ func (a *app) replay(ctx context.Context, f replayFlags) error {
 	} else if err := writeSummary(a.stdout, sum); err != nil {
 		return err
 	}
-	return cmp.Or(err, verdict(sum, nil))
+	return err
 }
 
 // runEngine runs req with the engine of cfg, as the replay function would,
-// with a progress bar on stderr. Its error is the exit: a usage error
-// (sum.RunID ""), or the run's, as verdict says.
+// with a progress bar on stderr. Its error is the run's verdict, or, with
+// an empty summary, why it did not run.
 func (a *app) runEngine(ctx context.Context, s *session, cfg handler.Config, req replay.Request) (replay.Summary, error) {
 	opts := cfg.Options()
 	var err error
@@ -349,10 +355,7 @@ func (a *app) runEngine(ctx context.Context, s *session, cfg handler.Config, req
 	if errors.Is(runErr, replay.ErrInvalidRequest) {
 		return replay.Summary{}, &codedError{code: exitUsage, err: runErr}
 	}
-	if runErr != nil {
-		return sum, verdict(sum, runErr)
-	}
-	return sum, nil
+	return sum, verdict(sum, runErr)
 }
 
 // replayConfig builds the run's configuration: the replay function's

@@ -73,7 +73,7 @@ func TestDeployedLaneArchivesNearRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verifier, err := replay.NewVerifier(ctx, ledger, replay.Route{DLQURL: parking})
+	parked, err := archive.Parked(ctx, ledger, parking)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestDeployedLaneArchivesNearRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queues := []archive.Queue{{URL: parking, Role: archive.Parking, Verifier: verifier}, {URL: invalidURL, Role: archive.Invalid}}
+	queues := []archive.Queue{parked, {URL: invalidURL, Role: archive.Invalid}}
 	found := map[string]archive.Object{}
 	// The scheduled replay's own archive may hold a message for a moment
 	// while it looks: try until both are in.

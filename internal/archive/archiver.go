@@ -44,6 +44,14 @@ type Queue struct {
 	Verifier replay.Verifier
 }
 
+// Parked returns the parking queue at url with the Verifier of the
+// engine's metadata on its messages (sealed for that queue) under the
+// public seal key in l; when the key cannot be read, an error.
+func Parked(ctx context.Context, l replay.Ledger, url string) (Queue, error) {
+	v, err := replay.NewVerifier(ctx, l, replay.Route{DLQURL: url})
+	return Queue{URL: url, Role: Parking, Verifier: v}, err
+}
+
 // Options tune an [Archiver]. The zero value archives each message
 // [DefaultMargin] before its queue's retention would delete it.
 type Options struct {

@@ -74,7 +74,7 @@ func newFixture(t *testing.T, fifo bool) *fixture {
 		t.Fatal(err)
 	}
 	f.seal = key
-	if f.parking.Verifier, err = replay.NewVerifier(context.Background(), ledger, replay.Route{DLQURL: f.parking.URL}); err != nil {
+	if f.parking, err = archive.Parked(context.Background(), ledger, f.parking.URL); err != nil {
 		t.Fatal(err)
 	}
 	return f

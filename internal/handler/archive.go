@@ -16,9 +16,9 @@ import (
 // archiver is a handler's archive of its lane's queues.
 type archiver struct {
 	a       *archive.Archiver
-	queues  []archive.Queue // without their verifiers: see run
-	routes  []replay.Route  // the route of each parking queue
-	ledger  replay.Ledger   // holds the public seal key
+	parking []string      // the routes' parking queues
+	invalid string        // the lane's invalid queue; "" for none
+	ledger  replay.Ledger // holds the public seal key
 	budget  time.Duration
 	logger  *slog.Logger
 	metrics io.Writer
@@ -58,31 +58,33 @@ func newArchiver(cfg Config, d Deps) *archiver {
 	ar := &archiver{a: a, ledger: d.Ledger, budget: cfg.Archive.Budget, logger: logger, metrics: d.Metrics,
 		ns: cfg.MetricsNamespace, lane: cfg.Lane, now: now}
 	for _, r := range cfg.Routes {
-		if !slices.ContainsFunc(ar.queues, func(q archive.Queue) bool { return q.URL == r.ParkingURL }) {
-			ar.queues = append(ar.queues, archive.Queue{URL: r.ParkingURL, Role: archive.Parking})
-			ar.routes = append(ar.routes, r)
+		if !slices.Contains(ar.parking, r.ParkingURL) {
+			ar.parking = append(ar.parking, r.ParkingURL)
 		}
 	}
-	if cfg.Archive.InvalidURL != "" {
-		ar.queues = append(ar.queues, archive.Queue{URL: cfg.Archive.InvalidURL, Role: archive.Invalid})
-	}
+	ar.invalid = cfg.Archive.InvalidURL
 	return ar
 }
 
-// verified returns the queues, each parking queue with the verifier of
-// its route's parked messages: a parked message's metadata is sealed for
-// the parking queue. Without the public seal key, none verifies.
-func (a *archiver) verified(ctx context.Context) []archive.Queue {
-	queues := slices.Clone(a.queues)
-	for i, r := range a.routes {
-		r.DLQURL = r.ParkingURL
-		v, err := replay.NewVerifier(ctx, a.ledger, r)
+// queues returns the queues to archive: each parking queue with the
+// verifier of its parked messages, and the invalid queue. Without the
+// public seal key the parking queues wait for a run that can read it:
+// archived unverified, their messages would lose their reasons for good.
+func (a *archiver) queues(ctx context.Context) []archive.Queue {
+	var out []archive.Queue
+	for _, url := range a.parking {
+		q, err := archive.Parked(ctx, a.ledger, url)
 		if err != nil {
-			a.logger.WarnContext(ctx, "archiving without the engine's metadata: the public seal key is unreadable", "error", err)
+			a.logger.WarnContext(ctx, "not archiving the parking queues this run: no public seal key to verify their metadata with", "error", err)
+			out = nil
+			break
 		}
-		queues[i].Verifier = v
+		out = append(out, q)
 	}
-	return queues
+	if a.invalid != "" {
+		out = append(out, archive.Queue{URL: a.invalid, Role: archive.Invalid})
+	}
+	return out
 }
 
 // run archives within the budget, and within half the time ctx has left,
@@ -94,7 +96,7 @@ func (a *archiver) run(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	counts, err := a.a.Run(ctx, a.verified(ctx))
+	counts, err := a.a.Run(ctx, a.queues(ctx))
 	if err != nil {
 		a.logger.ErrorContext(ctx, "archive failed", "error", err)
 	}

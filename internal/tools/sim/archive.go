@@ -15,7 +15,6 @@ import (
 
 	"github.com/homingdlq/homing/internal/archive"
 	"github.com/homingdlq/homing/internal/archive/archivetest"
-	"github.com/homingdlq/homing/replay"
 	"github.com/homingdlq/homing/replay/replaytest"
 )
 
@@ -92,11 +91,13 @@ func (s *Sim) archivePass() {
 		return
 	}
 	// As the replay function does: the parked metadata verified with the
-	// ledger's public seal key (an error leaves a verifier of none).
-	v, _ := replay.NewVerifier(context.Background(), s.ledger, replay.Route{DLQURL: s.sqs.parking})
-	counts, err := s.arch.archiver.Run(context.Background(), []archive.Queue{
-		{URL: s.sqs.parking, Role: archive.Parking, Verifier: v}, {URL: s.sqs.invalid, Role: archive.Invalid},
-	})
+	// ledger's public seal key, which the simulation writes at its start.
+	parking, err := archive.Parked(context.Background(), s.ledger, s.sqs.parking)
+	if err != nil {
+		s.violate("archive-unverifiable", "", err.Error())
+		return
+	}
+	counts, err := s.arch.archiver.Run(context.Background(), []archive.Queue{parking, {URL: s.sqs.invalid, Role: archive.Invalid}})
 	n := 0
 	for _, c := range counts {
 		n += c.Archived
