@@ -153,7 +153,7 @@ func (l archiveLane) each(ctx context.Context, sel archiveSelection, day time.Ti
 		prefixes = []string{archive.DayPrefix(l.lane, archive.Parking, day), archive.DayPrefix(l.lane, archive.Invalid, day)}
 	}
 	for _, p := range prefixes {
-		if err := l.store.List(ctx, p, "", visit); err != nil {
+		if err := l.store.List(ctx, p, visit); err != nil {
 			return err
 		}
 		if errGet != nil {
@@ -561,7 +561,7 @@ func (l archiveLane) stats(ctx context.Context) ([]archiveQueueStats, error) {
 	var out []archiveQueueStats
 	for _, q := range []string{archive.Parking, archive.Invalid} {
 		st := archiveQueueStats{Queue: q}
-		err := l.store.List(ctx, archive.DayPrefix(l.lane, q, time.Time{}), "", func(key string) bool {
+		err := l.store.List(ctx, archive.DayPrefix(l.lane, q, time.Time{}), func(key string) bool {
 			if st.Objects == maxArchiveCount {
 				st.More = true
 				return false

@@ -106,7 +106,7 @@ func TestDeployedLaneArchivesNearRetention(t *testing.T) {
 			return false, err.Error()
 		}
 		for _, k := range []string{parkedKey, invalidKey} {
-			err := store.List(ctx, archive.KeyPrefix(lane, k), "", func(key string) bool {
+			err := store.List(ctx, archive.KeyPrefix(lane, k), func(key string) bool {
 				o, err := store.Get(ctx, key)
 				if err == nil {
 					found[k] = o
@@ -129,7 +129,7 @@ func TestDeployedLaneArchivesNearRetention(t *testing.T) {
 	// Listed by queue and day too.
 	listed := 0
 	for _, o := range []archive.Object{p, i} {
-		err := store.List(ctx, archive.DayPrefix(lane, o.Queue, o.SentAt), "", func(key string) bool {
+		err := store.List(ctx, archive.DayPrefix(lane, o.Queue, o.SentAt), func(key string) bool {
 			if key == archive.ObjectKey(o) {
 				listed++
 			}

@@ -221,7 +221,7 @@ func TestArchivesNearRetention(t *testing.T) {
 		t.Fatalf("key %s", archive.ObjectKey(p))
 	}
 	var byKey []string
-	if err := f.store.List(context.Background(), archive.KeyPrefix("orders", "o-2"), "", func(k string) bool { byKey = append(byKey, k); return true }); err != nil {
+	if err := f.store.List(context.Background(), archive.KeyPrefix("orders", "o-2"), func(k string) bool { byKey = append(byKey, k); return true }); err != nil {
 		t.Fatal(err)
 	}
 	if len(byKey) != 1 {

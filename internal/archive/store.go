@@ -99,14 +99,11 @@ func (s *Store) Get(ctx context.Context, key string) (Object, error) {
 	return o, nil
 }
 
-// List calls fn with each key under prefix after startAfter, in key order,
+// List calls fn with each key under prefix, in key order,
 // one page of at most 1,000 keys in memory at a time, until fn returns
 // false or the keys end.
-func (s *Store) List(ctx context.Context, prefix, startAfter string, fn func(key string) bool) error {
+func (s *Store) List(ctx context.Context, prefix string, fn func(key string) bool) error {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)}
-	if startAfter != "" {
-		in.StartAfter = aws.String(startAfter)
-	}
 	for {
 		out, err := s.api.ListObjectsV2(ctx, in)
 		if err != nil {
@@ -121,6 +118,5 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string, fn func(key
 			return nil
 		}
 		in.ContinuationToken = out.NextContinuationToken
-		in.StartAfter = nil
 	}
 }
