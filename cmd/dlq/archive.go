@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
 	"github.com/homingdlq/homing/internal/archive"
@@ -397,7 +393,7 @@ func (a *app) restoreAll(ctx context.Context, s *session, url string, objects []
 				return ids, err
 			}
 		}
-		id, err := restoreOne(ctx, s.queue, url, restore, o)
+		id, err := archive.Restore(ctx, s.queue, url, restore, o)
 		if err != nil {
 			return ids, err
 		}
@@ -483,34 +479,6 @@ func (a *app) confirmRestore(n int, to string, yes bool) error {
 		return refused("restore not confirmed: nothing sent")
 	}
 	return nil
-}
-
-// restoreOne sends o to url as it was received: body, attributes, and on a
-// FIFO queue its group, deduplicated within the restore named restore (so
-// that a second restore sends it again, and the ledger recognizes the
-// copy). It returns the id of the message sent.
-func restoreOne(ctx context.Context, q replay.Queue, url, restore string, o archive.Object) (string, error) {
-	e := types.SendMessageBatchRequestEntry{Id: aws.String("m0"), MessageBody: aws.String(o.Body), MessageAttributes: o.MessageAttributes()}
-	if settings.IsFIFO(url) {
-		group := o.System[string(types.MessageSystemAttributeNameMessageGroupId)]
-		if group == "" {
-			group = o.MessageID
-		}
-		sum := sha256.Sum256([]byte(restore + "\n" + o.MessageID))
-		e.MessageGroupId = aws.String(group)
-		e.MessageDeduplicationId = aws.String(hex.EncodeToString(sum[:]))
-	}
-	out, err := q.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: []types.SendMessageBatchRequestEntry{e}})
-	if err == nil && len(out.Successful) != 1 {
-		err = errors.New("not sent")
-		if len(out.Failed) == 1 {
-			err = fmt.Errorf("%s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
-		}
-	}
-	if err != nil {
-		return "", fmt.Errorf("restore %s to %s: %w", o.MessageID, url, err)
-	}
-	return aws.ToString(out.Successful[0].MessageId), nil
 }
 
 func writeRestore(w io.Writer, rep restoreReport) error {

@@ -73,7 +73,7 @@ func (r archiveResolved) validate() []error {
 	return c.errs
 }
 
-// variables are the replay function's archive variables.
+// archiveEnvironment is the replay function's archive variables.
 func (l *lane) archiveEnvironment() map[string]*string {
 	env := map[string]*string{
 		settings.ArchiveBucket.Env:          l.archive.BucketName(),
@@ -153,8 +153,11 @@ func (l *lane) grantArchive() {
 // wildcard, the objects of the bucket the lane created, is suppressed on
 // principal when it is a construct of the app.
 func (l *lane) grantArchiveRead(principal awsiam.IGrantable) {
-	for key, arn := range map[string]*string{"archive-bucket": l.archive.BucketArn(), "archive-objects": l.archive.ArnForObjects(jsii.String("*"))} {
-		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: principal, Actions: jsii.Strings(operatorActions[key]...), ResourceArns: &[]*string{arn}})
+	for _, g := range []struct {
+		actions string
+		arn     *string
+	}{{"archive-bucket", l.archive.BucketArn()}, {"archive-objects", l.archive.ArnForObjects(jsii.String("*"))}} {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: principal, Actions: jsii.Strings(operatorActions[g.actions]...), ResourceArns: &[]*string{g.arn}})
 	}
 	if key := l.archive.EncryptionKey(); key != nil {
 		key.Grant(principal, jsii.String("kms:Decrypt"))

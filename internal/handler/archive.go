@@ -15,16 +15,17 @@ import (
 
 // archiver is a handler's archive of its lane's queues.
 type archiver struct {
-	a       *archive.Archiver
-	parking []string      // the routes' parking queues
-	invalid string        // the lane's invalid queue; "" for none
-	ledger  replay.Ledger // holds the public seal key
-	budget  time.Duration
-	logger  *slog.Logger
-	metrics io.Writer
-	ns      string
-	lane    string
-	now     func() time.Time
+	a        *archive.Archiver
+	parking  []string        // the routes' parking queues
+	verified []archive.Queue // parking, with their verifiers once read
+	invalid  string          // the lane's invalid queue; "" for none
+	ledger   replay.Ledger   // holds the public seal key
+	budget   time.Duration
+	logger   *slog.Logger
+	metrics  io.Writer
+	ns       string
+	lane     string
+	now      func() time.Time
 }
 
 // newArchiver returns the archiver cfg and d configure, nil for none: no
@@ -67,20 +68,23 @@ func newArchiver(cfg Config, d Deps) *archiver {
 }
 
 // queues returns the queues to archive: each parking queue with the
-// verifier of its parked messages, and the invalid queue. Without the
-// public seal key the parking queues wait for a run that can read it:
-// archived unverified, their messages would lose their reasons for good.
+// verifier of its parked messages, read once per execution environment,
+// and the invalid queue. Without the public seal key the parking queues
+// wait for a run that can read it: archived unverified, their messages
+// would lose their reasons for good.
 func (a *archiver) queues(ctx context.Context) []archive.Queue {
-	var out []archive.Queue
-	for _, url := range a.parking {
-		q, err := archive.Parked(ctx, a.ledger, url)
-		if err != nil {
-			a.logger.WarnContext(ctx, "not archiving the parking queues this run: no public seal key to verify their metadata with", "error", err)
-			out = nil
-			break
+	if a.verified == nil {
+		for _, url := range a.parking {
+			q, err := archive.Parked(ctx, a.ledger, url)
+			if err != nil {
+				a.logger.WarnContext(ctx, "not archiving the parking queues this run: no public seal key to verify their metadata with", "error", err)
+				a.verified = nil
+				break
+			}
+			a.verified = append(a.verified, q)
 		}
-		out = append(out, q)
 	}
+	out := slices.Clone(a.verified)
 	if a.invalid != "" {
 		out = append(out, archive.Queue{URL: a.invalid, Role: archive.Invalid})
 	}

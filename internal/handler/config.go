@@ -115,7 +115,6 @@ func (c Config) Validate() error {
 		emf.Config{Namespace: c.MetricsNamespace, Lane: c.Lane}.Validate(),
 		settings.ArchiveBucket.Check(c.Archive.Bucket),
 		settings.ArchiveInvalidQueueURL.Check(c.Archive.InvalidURL),
-		settings.ArchiveMode.Check(c.Archive.Mode),
 		settings.ArchiveMargin.Check(c.Archive.Margin),
 		settings.ArchiveBudget.Check(c.Archive.Budget),
 	}

@@ -80,11 +80,10 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 
 // Handle runs one invocation and returns the run summary. A payload
 // [Config.ParseInvocation] refuses is an error and nothing runs. With an
-// archive, a run that is not a dry run first archives the due messages of
-// the routes' parking queues and the invalid queue, whatever the gates
-// say; an archive failure is logged and counted (EMF ArchiveFailed, by
-// Queue), never the invocation's error. The run's
-// id is the Lambda request id. A run whose route stopped on an error (a
+// archive, a run that is not a dry run first archives the routes' parking
+// queues and the invalid queue, whatever the gates say; an archive failure
+// is logged and counted (EMF ArchiveFailed), never the invocation's error.
+// The run's id is the Lambda request id. A run whose route stopped on an error (a
 // queue or the ledger failed) returns the engine's error, which the
 // function's Errors metric counts; failures of single messages are counted
 // in the summary and in the EMF metric Errors (namespace

@@ -2,8 +2,6 @@ package sim
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/homingdlq/homing/internal/archive"
 	"github.com/homingdlq/homing/internal/archive/archivetest"
@@ -128,6 +125,7 @@ func (s *Sim) restoreArchived() {
 		return
 	}
 	ctx := context.Background()
+	restore := "sim-restore-" + s.clock.Now().UTC().Format(time.RFC3339Nano) // as dlq names each restore
 	n := 0
 	for _, key := range s.arch.s3.Keys(archiveBucket) {
 		if _, index := archive.ObjectOf(key); index || s.arch.restored[key] {
@@ -141,17 +139,12 @@ func (s *Sim) restoreArchived() {
 		if o.Queue != archive.Parking {
 			continue
 		}
-		in := &sqs.SendMessageInput{QueueUrl: aws.String(s.sqs.parking), MessageBody: aws.String(o.Body), MessageAttributes: o.MessageAttributes()}
-		if g := o.System[string(types.MessageSystemAttributeNameMessageGroupId)]; s.cfg.Queues.FIFO {
-			sum := sha256.Sum256([]byte(key))
-			in.MessageGroupId, in.MessageDeduplicationId = aws.String(g), aws.String(hex.EncodeToString(sum[:]))
-		}
-		out, err := s.sqs.q.SendMessage(ctx, in)
+		id, err := archive.Restore(ctx, s.sqs.q, s.sqs.parking, restore, o)
 		if err != nil {
 			s.violate("restore-failed", key, err.Error())
 			continue
 		}
-		s.sqs.descend(aws.ToString(out.MessageId), o.MessageID, o.Body, "restore")
+		s.sqs.descend(id, o.MessageID, o.Body, "restore")
 		s.arch.restored[key] = true
 		n++
 	}
@@ -189,11 +182,7 @@ func (s *Sim) archivedAt(invalidAt, parkedAt map[int][]string) {
 		}
 		switch o.Queue {
 		case archive.Invalid:
-			reason := o.Reason
-			if o.Invalid != nil {
-				reason = o.Invalid.Reason
-			}
-			invalidAt[n] = append(invalidAt[n], reason)
+			invalidAt[n] = append(invalidAt[n], o.Reason)
 		case archive.Parking:
 			if o.Reason == "" {
 				s.violate("parked-without-reason", s.subject(o.MessageID, n), "archived from the parking queue without a reason")
